@@ -1,0 +1,49 @@
+# Two commands matter: `make run` and `make test`. Everything they need is installed here, nothing by hand.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORPUS ?= ../shared/corpus
+# Debian libraries Qt needs to run offscreen (measured on these machines).
+QT_DEBS := libglib2.0-0 libgl1 libegl1 libxkbcommon0 libfontconfig1 libfreetype6 libdbus-1-3
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint setup debs screenshots bench fuzz clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory debs
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Installs missing Qt libraries only when running as root on Debian; otherwise says what is missing.
+debs:
+	@missing=""; for p in $(QT_DEBS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Qt libraries:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "warning: Qt needs these Debian packages:$$missing (run as root or install them)"; fi; \
+	fi
+
+run: $(STAMP)
+	$(BIN)/layout-inspector gui resources/sample.tflite
+
+lint: $(STAMP)
+	$(BIN)/lint-imports
+
+test: $(STAMP) lint
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --corpus $(CORPUS)
+
+screenshots: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python tools/screenshots.py --corpus $(CORPUS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py --corpus $(CORPUS)
+
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --cases 10000 --corpus $(CORPUS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,58 @@
+"""`layout-inspector` command line: one module per subcommand, each with add_parser(sub) and run(args) -> int.
+
+Exit codes: 0 success, 1 a model or conversion error (one line `error: <file>: <reason>` on stderr),
+2 a usage error. `--debug` shows the full traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from inspector import __version__
+from inspector.core.errors import InspectorError
+
+# Subcommand modules in help order; each lives in inspector/cli/<name>.py.
+COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui"]
+
+
+def _modules():
+    for name in COMMANDS:
+        try:
+            yield name, importlib.import_module(f"inspector.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"inspector.cli.{name}":
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="layout-inspector",
+                                     description="Convert TFLite models to ONNX; see, fix and prove the layouts.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for _, mod in _modules():
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except InspectorError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}".splitlines()[0] if not args.debug else f"error: {e}", file=sys.stderr)
+        rest = str(e).splitlines()[1:]
+        if rest and not args.debug:
+            print("\n".join(rest), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

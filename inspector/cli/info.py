@@ -1,0 +1,60 @@
+"""`info MODEL [--json]`: what a model holds, without converting it."""
+from __future__ import annotations
+
+import json
+
+from inspector.core.loader import load_model
+
+
+def add_parser(sub):
+    p = sub.add_parser("info", help="summarise a TFLite or ONNX model")
+    p.add_argument("model")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=run)
+
+
+def _io(sg, indices):
+    return [{"name": sg.tensors[i].name, "shape": list(sg.tensors[i].shape), "dtype": sg.tensors[i].dtype}
+            for i in indices if i >= 0]
+
+
+def summary(graph) -> dict:
+    sg = graph.main
+    out = {
+        "format": graph.format,
+        "subgraphs": len(graph.subgraphs),
+        "operators": sum(len(s.ops) for s in graph.subgraphs),
+        "tensors": sum(len(s.tensors) for s in graph.subgraphs),
+        "inputs": _io(sg, sg.inputs),
+        "outputs": _io(sg, sg.outputs),
+        "op_histogram": graph.op_histogram(),
+        "metadata": {k: (v if isinstance(v, str) else len(v)) for k, v in graph.metadata.items()},
+    }
+    if graph.format == "onnx":
+        out["denotations"] = {
+            t.name: {"type": t.denotation, "dims": list(t.dim_denotations)}
+            for s in graph.subgraphs for t in s.tensors if t.denotation or any(t.dim_denotations)
+        }
+    return out
+
+
+def run(args) -> int:
+    graph = load_model(args.model)
+    s = summary(graph)
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return 0
+    print(f"{args.model}: {s['format']}, {s['subgraphs']} subgraph(s), {s['operators']} operators, "
+          f"{s['tensors']} tensors")
+    for kind in ("inputs", "outputs"):
+        print(f"{kind}:")
+        for t in s[kind]:
+            print(f"  {t['name']}  {t['shape']}  {t['dtype']}")
+    print("operators:")
+    for name, n in s["op_histogram"].items():
+        print(f"  {n:5d}  {name}")
+    if s["metadata"]:
+        print("metadata:")
+        for k, v in s["metadata"].items():
+            print(f"  {k}: {v if isinstance(v, str) else f'{v} bytes'}")
+    return 0

@@ -1,0 +1,327 @@
+"""Read a .tflite flatbuffer into the neutral Graph, via the `tflite` package.
+
+The flatbuffers runtime trusts its input, so every vector is bounds-checked before it is walked and every
+constant's size is checked against its buffer before a numpy view is made: a hostile file gets a
+ModelLoadError, never a huge allocation or a stray IndexError.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import struct
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import tflite
+from tflite.utils import BUILTIN_OPCODE2NAME
+
+from .errors import ModelLoadError
+from .graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
+
+SCHEMA_VERSION = 3
+# Largest activation a shape may claim (elements); beyond this the file is refused, not allocated.
+MAX_ELEMENTS = 1 << 40
+
+_DTYPES = {
+    "FLOAT32": "float32", "FLOAT16": "float16", "INT32": "int32", "UINT8": "uint8", "INT64": "int64",
+    "STRING": "string", "BOOL": "bool", "INT16": "int16", "COMPLEX64": "complex64", "INT8": "int8",
+    "FLOAT64": "float64", "COMPLEX128": "complex128", "UINT64": "uint64", "RESOURCE": "resource",
+    "VARIANT": "variant", "UINT32": "uint32", "UINT16": "uint16", "INT4": "int4", "BFLOAT16": "bfloat16",
+}
+TENSOR_TYPES = {v: _DTYPES.get(k, k.lower()) for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
+_OPTION_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
+_OPTION2_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions2).items() if not k.startswith("_")}
+# Enum-valued option fields, decoded to their schema names so the IR reads as the schema does.
+_ENUMS = {
+    "padding": tflite.Padding, "fused_activation_function": tflite.ActivationFunctionType,
+    "mode": tflite.MirrorPadMode, "combiner": tflite.CombinerType, "type": tflite.LSHProjectionType,
+    "kernel_type": tflite.LSTMKernelType, "weights_format": tflite.FullyConnectedOptionsWeightsFormat,
+}
+_ENUM_NAMES = {f: {v: k for k, v in vars(c).items() if not k.startswith("_")} for f, c in _ENUMS.items()}
+_SKIP = re.compile(r"^(Init|GetRootAs.*|.*BufferHasIdentifier|.*Length|.*IsNone|.*AsNumpy)$")
+
+
+class _Bad(Exception):
+    """Internal: a structural problem found while walking the buffer."""
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def _checked(n: int, get, what: str, limit: int):
+    """Return n after proving the vector's last element lies inside the file (flatbuffers would not)."""
+    if n < 0 or n > limit:
+        raise _Bad(f"{what}: count {n} is more than the file can hold")
+    if n:
+        get(n - 1)
+    return n
+
+
+def _np(obj, name: str, limit: int) -> np.ndarray:
+    """A scalar vector as numpy, checked against the file size."""
+    n = getattr(obj, name + "Length")()
+    if n < 0 or n > limit:
+        raise _Bad(f"{name}: length {n} is more than the file can hold")
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    return getattr(obj, name + "AsNumpy")()
+
+
+@lru_cache(maxsize=None)
+def _fields(cls) -> tuple[tuple[str, str, bool], ...]:
+    """(snake_name, accessor, is_vector) for every field of a generated options class."""
+    out = []
+    for name, fn in vars(cls).items():
+        if not callable(fn) or name.startswith("_") or _SKIP.match(name):
+            continue
+        params = list(inspect.signature(fn).parameters)
+        if params == ["self"]:
+            out.append((_snake(name), name, False))
+        elif params == ["self", "j"] and hasattr(cls, name + "AsNumpy"):
+            out.append((_snake(name), name, True))
+    return tuple(sorted(out))
+
+
+def _decode_options(table, class_name: str | None, limit: int) -> dict:
+    if table is None or not class_name or class_name == "NONE":
+        return {}
+    cls = getattr(tflite, class_name, None)
+    if cls is None:
+        return {}
+    obj = cls()
+    obj.Init(table.Bytes, table.Pos)
+    out = {}
+    for key, acc, vec in _fields(cls):
+        if vec:
+            out[key] = [int(x) for x in _np(obj, acc, limit)]
+        else:
+            val = getattr(obj, acc)()
+            if isinstance(val, bytes):
+                val = val.decode("utf-8", "replace")
+            elif key in _ENUM_NAMES:
+                val = _ENUM_NAMES[key].get(val, val)
+            out[key] = val
+    return out
+
+
+def _name(raw) -> str:
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+class _Reader:
+    def __init__(self, buf: bytes, path: str):
+        self.buf = buf
+        self.path = path
+        self.limit = len(buf)
+        self.model = tflite.Model.GetRootAsModel(buf, 0)
+        self._buffers: dict[int, np.ndarray] = {}
+
+    def buffer_bytes(self, index: int) -> np.ndarray | None:
+        if index in self._buffers:
+            return self._buffers[index]
+        m = self.model
+        if index <= 0 or index >= m.BuffersLength():
+            return None
+        b = m.Buffers(index)
+        off, size = b.Offset(), b.Size()
+        if off > 1:   # >2 GB models keep data after the flatbuffer, addressed by offset/size
+            if off + size > self.limit:
+                raise _Bad(f"buffer {index} points past the end of the file ({off}+{size} > {self.limit})")
+            data = np.frombuffer(self.buf, np.uint8, count=size, offset=off)
+        else:
+            n = b.DataLength()
+            if n > self.limit:
+                raise _Bad(f"buffer {index} claims {n} bytes, more than the file")
+            data = b.DataAsNumpy() if n else None
+            if isinstance(data, int):
+                data = None
+        self._buffers[index] = data
+        return data
+
+    def opcodes(self) -> list[tuple[str, bool, int]]:
+        m = self.model
+        n = _checked(m.OperatorCodesLength(), m.OperatorCodes, "operator codes", self.limit // 4)
+        out = []
+        for i in range(n):
+            oc = m.OperatorCodes(i)
+            code = max(oc.DeprecatedBuiltinCode(), oc.BuiltinCode())
+            if code == tflite.BuiltinOperator.CUSTOM:
+                out.append((_name(oc.CustomCode()) or "CUSTOM", True, oc.Version()))
+            else:
+                out.append((BUILTIN_OPCODE2NAME.get(code, f"UNKNOWN_{code}"), False, oc.Version()))
+        return out
+
+    def tensor(self, i: int, t) -> Tensor:
+        shape = tuple(int(d) for d in _np(t, "Shape", self.limit))
+        sig = _np(t, "ShapeSignature", self.limit)
+        dtype = TENSOR_TYPES.get(t.Type(), f"type{t.Type()}")
+        name = _name(t.Name())
+        if any(d < 0 for d in shape):
+            raise _Bad(f"tensor {i} '{name}' has a negative dimension {shape}")
+        elements = int(np.prod(shape, dtype=object)) if shape else 1
+        if elements > MAX_ELEMENTS:
+            raise _Bad(f"tensor {i} '{name}' claims {elements} elements, beyond any real model")
+        data = None
+        sparsity = self.sparsity(t.Sparsity())
+        raw = self.buffer_bytes(t.Buffer())
+        if raw is not None and raw.size:
+            data = self.constant(name, i, raw, shape, dtype, elements, sparse=sparsity is not None)
+        return Tensor(
+            index=i, name=name, shape=shape, dtype=dtype,
+            shape_signature=tuple(int(d) for d in sig) if sig.size else None,
+            data=data, quantization=self.quantization(t.Quantization(), len(shape)), sparsity=sparsity,
+            is_variable=bool(t.IsVariable()), buffer=t.Buffer(),
+        )
+
+    def constant(self, name, i, raw, shape, dtype, elements, sparse) -> np.ndarray:
+        if dtype in ("string", "resource", "variant", "int4", "bfloat16") or dtype.startswith("type"):
+            return raw                                  # kept as bytes; emitters decode what they support
+        np_dtype = np.dtype(dtype)
+        if sparse:                                      # compressed values only; DENSIFY expands them
+            if raw.size % np_dtype.itemsize:
+                raise _Bad(f"sparse tensor {i} '{name}' has {raw.size} bytes, not a multiple of {np_dtype}")
+            return raw.view(np_dtype)
+        need = elements * np_dtype.itemsize
+        if raw.size != need:
+            raise _Bad(f"tensor {i} '{name}' of shape {list(shape)} {dtype} needs {need} bytes "
+                       f"but its buffer holds {raw.size}")
+        return raw.view(np_dtype).reshape(shape)
+
+    def quantization(self, q, rank: int) -> Quantization | None:
+        if q is None:
+            return None
+        scales = _np(q, "Scale", self.limit)
+        if scales.size == 0:
+            return None
+        zps = _np(q, "ZeroPoint", self.limit)
+        if zps.size not in (0, scales.size):
+            raise _Bad(f"quantization has {scales.size} scales but {zps.size} zero points")
+        axis = q.QuantizedDimension()
+        if scales.size > 1 and not 0 <= axis < max(rank, 1):
+            raise _Bad(f"quantized dimension {axis} outside a rank-{rank} tensor")
+        mn, mx = _np(q, "Min", self.limit), _np(q, "Max", self.limit)
+        return Quantization(
+            scales=scales.astype(np.float32), axis=axis,
+            zero_points=(zps if zps.size else np.zeros(scales.size)).astype(np.int64),
+            min=mn if mn.size else None, max=mx if mx.size else None,
+        )
+
+    def sparsity(self, s) -> dict | None:
+        if s is None:
+            return None
+        dims = []
+        n = _checked(s.DimMetadataLength(), s.DimMetadata, "sparsity dims", self.limit // 4)
+        for j in range(n):
+            d = s.DimMetadata(j)
+            entry = {"format": d.Format(), "dense_size": d.DenseSize()}
+            for part in ("ArraySegments", "ArrayIndices"):
+                table = getattr(d, part)()
+                kind = getattr(d, part + "Type")()
+                if table is not None and kind:
+                    cls = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}.get(kind)
+                    if cls is None:
+                        raise _Bad(f"sparsity {part} has unknown vector type {kind}")
+                    vec = cls()
+                    vec.Init(table.Bytes, table.Pos)
+                    entry[_snake(part)] = _np(vec, "Values", self.limit).astype(np.int64)
+            dims.append(entry)
+        return {
+            "traversal_order": [int(x) for x in _np(s, "TraversalOrder", self.limit)],
+            "block_map": [int(x) for x in _np(s, "BlockMap", self.limit)],
+            "dim_metadata": dims,
+        }
+
+    def op(self, i: int, o, codes) -> Op:
+        idx = o.OpcodeIndex()
+        if idx >= len(codes):
+            raise _Bad(f"operator {i} uses opcode index {idx} but the model defines {len(codes)}")
+        opcode, custom, version = codes[idx]
+        if o.BuiltinOptions2Type():
+            options = _decode_options(o.BuiltinOptions2(), _OPTION2_CLASSES.get(o.BuiltinOptions2Type()), self.limit)
+        else:
+            options = _decode_options(o.BuiltinOptions(), _OPTION_CLASSES.get(o.BuiltinOptionsType()), self.limit)
+        custom_options = None
+        if custom:
+            if o.LargeCustomOptionsOffset() > 1:
+                off, size = o.LargeCustomOptionsOffset(), o.LargeCustomOptionsSize()
+                if off + size > self.limit:
+                    raise _Bad(f"operator {i} custom options point past the end of the file")
+                custom_options = bytes(self.buf[off:off + size])
+            else:
+                custom_options = _np(o, "CustomOptions", self.limit).astype(np.uint8).tobytes()
+        return Op(
+            index=i, opcode=opcode, custom=custom, version=version, options=options,
+            inputs=[int(x) for x in _np(o, "Inputs", self.limit)],
+            outputs=[int(x) for x in _np(o, "Outputs", self.limit)],
+            intermediates=[int(x) for x in _np(o, "Intermediates", self.limit)],
+            custom_options=custom_options,
+        )
+
+    def subgraph(self, k: int, codes) -> Subgraph:
+        sg = self.model.Subgraphs(k)
+        nt = _checked(sg.TensorsLength(), sg.Tensors, f"subgraph {k} tensors", self.limit // 4)
+        tensors = [self.tensor(i, sg.Tensors(i)) for i in range(nt)]
+        no = _checked(sg.OperatorsLength(), sg.Operators, f"subgraph {k} operators", self.limit // 4)
+        ops = [self.op(i, sg.Operators(i), codes) for i in range(no)]
+        inputs = [int(x) for x in _np(sg, "Inputs", self.limit)]
+        outputs = [int(x) for x in _np(sg, "Outputs", self.limit)]
+        for where, idxs in [("inputs", inputs), ("outputs", outputs)] + [
+            (f"operator {op.index} ({op.opcode})", op.inputs + op.outputs + op.intermediates) for op in ops
+        ]:
+            for t in idxs:
+                if t < -1 or t >= nt:
+                    raise _Bad(f"subgraph {k} {where} refers to tensor {t}, but there are {nt}")
+        return Subgraph(name=_name(sg.Name()) or f"subgraph_{k}", tensors=tensors, ops=ops,
+                        inputs=inputs, outputs=outputs)
+
+    def read(self) -> Graph:
+        m = self.model
+        version = m.Version()
+        if version != SCHEMA_VERSION:
+            raise _Bad(f"unsupported TFLite schema version {version} (this reader knows version {SCHEMA_VERSION})")
+        _checked(m.BuffersLength(), m.Buffers, "buffers", self.limit // 4)
+        codes = self.opcodes()
+        ns = _checked(m.SubgraphsLength(), m.Subgraphs, "subgraphs", self.limit // 4)
+        if ns == 0:
+            raise _Bad("the model has no subgraph")
+        subgraphs = [self.subgraph(k, codes) for k in range(ns)]
+        metadata = {}
+        for j in range(_checked(m.MetadataLength(), m.Metadata, "metadata", self.limit // 4)):
+            md = m.Metadata(j)
+            raw = self.buffer_bytes(md.Buffer())
+            metadata[_name(md.Name())] = raw.tobytes() if raw is not None else b""
+        sigs = []
+        for j in range(_checked(m.SignatureDefsLength(), m.SignatureDefs, "signatures", self.limit // 4)):
+            sd = m.SignatureDefs(j)
+            maps = []
+            for part in ("Inputs", "Outputs"):
+                n = _checked(getattr(sd, part + "Length")(), getattr(sd, part), "signature " + part, self.limit // 4)
+                maps.append({_name(getattr(sd, part)(i).Name()): getattr(sd, part)(i).TensorIndex() for i in range(n)})
+            sigs.append(SignatureDef(key=_name(sd.SignatureKey()), subgraph=sd.SubgraphIndex(),
+                                     inputs=maps[0], outputs=maps[1]))
+        return Graph(format="tflite", subgraphs=subgraphs, version=version, description=_name(m.Description()),
+                     metadata=metadata, signature_defs=sigs, path=self.path)
+
+
+def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
+    if len(buf) < 8:
+        raise ModelLoadError(path, f"not a TFLite file: only {len(buf)} bytes")
+    if buf[4:8] != b"TFL3":
+        raise ModelLoadError(path, "not a TFLite file: the TFL3 identifier is missing")
+    try:
+        return _Reader(buf, path).read()
+    except _Bad as e:
+        raise ModelLoadError(path, str(e)) from None
+    except (IndexError, struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError, MemoryError) as e:
+        raise ModelLoadError(path, f"truncated or corrupt TFLite file ({type(e).__name__}: {e})") from None
+
+
+def read_tflite(path: str | Path) -> Graph:
+    path = str(path)
+    try:
+        buf = Path(path).read_bytes()
+    except OSError as e:
+        raise ModelLoadError(path, e.strerror or str(e)) from None
+    return read_tflite_bytes(buf, path)

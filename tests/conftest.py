@@ -1,0 +1,68 @@
+"""Shared test fixtures: the corpus path option and Qt offscreen.
+
+Corpus tests skip with a reason when ../shared/corpus is absent, except under CI=true, where that is a failure.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser):
+    parser.addoption("--corpus", default=str(ROOT.parent / "shared" / "corpus"),
+                     help="folder of the TFLite model corpus (default ../shared/corpus)")
+
+
+def corpus_dir(config) -> Path | None:
+    path = Path(config.getoption("--corpus")).resolve()
+    return path if (path / "MANIFEST.tsv").is_file() else None
+
+
+@pytest.fixture(scope="session")
+def corpus(pytestconfig) -> Path:
+    path = corpus_dir(pytestconfig)
+    if path is None:
+        where = pytestconfig.getoption("--corpus")
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"corpus not found at {where}: CI must have it")
+        pytest.skip(f"corpus not found at {where} (pass --corpus)")
+    return path
+
+
+def corpus_files(pattern: str = "*/*.tflite") -> list[str]:
+    """Corpus model paths relative to the corpus folder, for parametrising (collected at import time)."""
+    base = ROOT.parent / "shared" / "corpus"
+    for arg in os.sys.argv:
+        if arg.startswith("--corpus="):
+            base = Path(arg.split("=", 1)[1])
+    if "--corpus" in os.sys.argv:
+        i = os.sys.argv.index("--corpus")
+        if i + 1 < len(os.sys.argv):
+            base = Path(os.sys.argv[i + 1])
+    files = sorted(str(p.relative_to(base)) for p in base.glob(pattern))
+    if not files:
+        if os.environ.get("CI") == "true":
+            raise RuntimeError(f"corpus not found at {base}: CI must have it")
+        return ["<corpus missing>"]
+    return files
+
+
+def pytest_collection_modifyitems(config, items):
+    # A skip in CI hides a missing dependency: fail instead.
+    if os.environ.get("CI") == "true":
+        config.pluginmanager.register(_NoSkipInCI(), "no-skip-in-ci")
+
+
+class _NoSkipInCI:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        if rep.skipped and not hasattr(rep, "wasxfail"):
+            rep.outcome = "failed"
+            rep.longrepr = f"skipped in CI (not allowed): {rep.longrepr}"
