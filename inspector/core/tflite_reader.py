@@ -47,7 +47,8 @@ class _Bad(Exception):
 
 
 def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    """Schema field name from a generated accessor: DilationWFactor -> dilation_w_factor."""
+    return re.sub(r"(?<=[a-z0-9])[A-Z]|(?<=[A-Z])[A-Z](?=[a-z])", lambda m: "_" + m.group(0), name).lower()
 
 
 def _checked(n: int, get, what: str, limit: int):
