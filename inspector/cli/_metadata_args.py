@@ -1,0 +1,96 @@
+"""Metadata flags shared by `convert` and `edit`, and the ONNX file helpers of `edit` and `check`."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from inspector.core import metadata_schema as ms
+from inspector.core.errors import InspectorError, MetadataError, ModelLoadError
+from inspector.core.metadata_edits import MetadataEdits
+
+
+def add_metadata_arguments(parser) -> None:
+    g = parser.add_argument_group(
+        "ONNX metadata", "Values are matched case-insensitively and written in canonical spelling; each flag "
+        "except the Image ones can be repeated. An invalid value exits 1 with the allowed list.")
+    g.add_argument("--denote", action="append", default=[], metavar="TENSOR=TYPE",
+                   help=f"type denotation of a tensor: {', '.join(ms.TYPE_DENOTATIONS)}")
+    g.add_argument("--dims", action="append", default=[], metavar="TENSOR=D,D,...",
+                   help="dimension denotation per axis, e.g. x=DATA_BATCH,DATA_CHANNEL,DATA_FEATURE,DATA_FEATURE "
+                        f"(one of {', '.join(ms.DIM_DENOTATIONS)}; '?' leaves an axis blank)")
+    g.add_argument("--pixel-format", metavar="F",
+                   help=f"{ms.PIXEL_FORMAT}: {', '.join(ms.IMAGE_KEYS[ms.PIXEL_FORMAT])} (applies to every IMAGE)")
+    g.add_argument("--gamma", metavar="G", help=f"{ms.GAMMA}: {', '.join(ms.IMAGE_KEYS[ms.GAMMA])}")
+    g.add_argument("--pixel-range", metavar="R",
+                   help=f"{ms.PIXEL_RANGE}: {', '.join(ms.IMAGE_KEYS[ms.PIXEL_RANGE])}")
+    g.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
+                   help="a metadata_props entry (existing entries are kept; an empty VALUE removes KEY)")
+    g.add_argument("--doc-string", metavar="TEXT", help="the model's doc_string")
+    g.add_argument("--model-version", metavar="N", help="the model's model_version (an integer)")
+
+
+def _pair(text: str, flag: str, shape: str, last: bool) -> tuple[str, str]:
+    sep = text.rfind("=") if last else text.find("=")
+    if sep <= 0:
+        raise MetadataError(f"{flag} expects {shape}, got '{text}'")
+    return text[:sep].strip(), text[sep + 1:].strip()
+
+
+def edits_from_args(args) -> MetadataEdits:
+    """The MetadataEdits the flags ask for, validated (MetadataError lists the allowed values)."""
+    e = MetadataEdits()
+    for text in args.denote:
+        tensor, value = _pair(text, "--denote", "TENSOR=TYPE", last=True)
+        e.types[tensor] = ms.type_denotation(value)
+    for text in args.dims:
+        tensor, value = _pair(text, "--dims", "TENSOR=D,D,...", last=True)
+        e.dims[tensor] = ms.dim_denotations(value.split(",")) if value else []
+    for key, value in ((ms.PIXEL_FORMAT, args.pixel_format), (ms.GAMMA, args.gamma),
+                       (ms.PIXEL_RANGE, args.pixel_range)):
+        if value is not None:
+            e.image[key] = ms.image_value(key, value)[1]
+    for text in args.metadata:
+        key, value = _pair(text, "--metadata", "KEY=VALUE", last=False)
+        e.props[key] = value if value else None
+    e.doc_string = args.doc_string
+    e.model_version = args.model_version
+    e.normalized()
+    return e
+
+
+def load_onnx(path: str):
+    """An onnx.ModelProto, or ModelLoadError with a readable reason."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    from inspector.core.loader import sniff
+    if sniff(path) != "onnx":
+        raise ModelLoadError(path, "this is a TFLite model; convert it to ONNX first (layout-inspector convert)")
+    try:
+        return onnx.load(path)
+    except (DecodeError, ValueError, OSError) as e:
+        raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
+
+
+def check_and_save(model, path: str) -> None:
+    """onnx.checker, then an atomic write: a temporary file in the target folder replaced into place."""
+    import onnx
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise InspectorError(f"the edited model fails the ONNX checker, nothing written: {e}") from None
+    data = model.SerializeToString()
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise InspectorError(f"{path}: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{Path(path).name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
