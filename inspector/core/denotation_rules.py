@@ -49,11 +49,13 @@ class Propagator:
                 self.declared.setdefault(vi.name, dims)
         self.inits = {t.name: t for t in self.graph.initializer}
         self.consts = {n.output[0]: n for n in self.graph.node if n.op_type == "Constant" and n.output}
-        self.dens: dict[str, tuple[str, ...]] = {i.name: self.declared[i.name] for i in self.graph.input
-                                                 if i.name in self.declared}
-        self.findings: list[Finding] = []
 
-    def run(self):
+    def run(self, seeds=None):
+        """Propagate from the graph inputs' declared denotations, or from `seeds` (input name -> dens) instead."""
+        if seeds is None:
+            seeds = {i.name: self.declared[i.name] for i in self.graph.input if i.name in self.declared}
+        self.dens: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in seeds.items()}
+        self.findings: list[Finding] = []
         for i, node in enumerate(self.graph.node):
             self.node = node
             self.label = node.name or f"{node.op_type}#{i}"

@@ -1,0 +1,178 @@
+"""TFLite Graph -> ONNX ModelProto: fold constants, plan layouts, emit, check."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from . import layout as L
+from .emit import Emitter, onnx_dtype
+from .errors import ConversionError, UnsupportedOpsError
+from .graph import Graph, Subgraph
+from .layout import Perm
+from .ops.registry import load_all
+from .propagation import plan_layouts
+from .result import Category, ConversionResult, ConversionTrace
+
+DEFAULT_OPSET = 18
+MIN_OPSET, MAX_OPSET = 18, 21
+PRODUCER = "layout-inspector"
+
+
+def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
+    """Ops whose result is known at conversion time (DEQUANTIZE of float16 weights, DENSIFY of sparse weights).
+
+    Returns the folded op indices and every constant's data (file constants plus folded results)."""
+    constants = {t.index: t.data for t in sg.tensors if t.data is not None and t.sparsity is None
+                 and t.dtype not in ("string", "resource", "variant")}
+    folded: set[int] = set()
+    from .ops.fold import FOLDERS
+    for op in sg.ops:
+        fold = FOLDERS.get(op.opcode)
+        if fold is None:
+            continue
+        value = fold(op, sg, constants)
+        if value is not None:
+            constants[op.outputs[0]] = value
+            folded.add(op.index)
+    return folded, constants
+
+
+def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
+    """Pins by tensor name or index -> {tensor index: perm}; ConversionError names what is wrong."""
+    out: dict[int, Perm] = {}
+    for key, value in (pins or {}).items():
+        if isinstance(key, int) or (isinstance(key, str) and key.isdigit() and sg.tensor_by_name(key) is None):
+            t = int(key)
+            if not 0 <= t < len(sg.tensors):
+                raise ConversionError(f"pin: tensor index {t} does not exist")
+        else:
+            tensor = sg.tensor_by_name(key)
+            if tensor is None:
+                raise ConversionError(f"pin: no tensor named '{key}'")
+            t = tensor.index
+        rank = sg.tensors[t].rank
+        try:
+            out[t] = tuple(value) if isinstance(value, (tuple, list)) else L.parse(str(value), rank)
+        except ValueError as e:
+            raise ConversionError(f"pin {sg.tensors[t].name}: {e}") from None
+        if sorted(out[t]) != list(range(rank)):
+            raise ConversionError(f"pin {sg.tensors[t].name}: {value} is not a permutation of {rank} axes")
+    return out
+
+
+def unsupported(sg: Subgraph, table, folded) -> list[str]:
+    lines = []
+    for op in sg.ops:
+        if op.index in folded or op.opcode in table:
+            continue
+        ins = ", ".join(sg.tensors[t].name for t in op.inputs if t >= 0)
+        outs = ", ".join(sg.tensors[t].name for t in op.outputs if t >= 0)
+        kind = "custom op " if op.custom else ""
+        lines.append(f"{kind}{op.opcode} (op #{op.index}; inputs: {ins}; outputs: {outs})")
+    return lines
+
+
+def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
+            check: bool = True) -> ConversionResult:
+    if graph.format != "tflite":
+        raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
+    table = load_all()
+    sg = graph.main
+    folded, constants = fold_constants(sg)
+    quantized = [t.name for t in sg.tensors if t.quantization is not None and t.data is None
+                 and t.dtype in ("int8", "uint8", "int16")]
+    if quantized:
+        raise ConversionError(f"integer-quantized activations ({len(quantized)} tensors, e.g. {quantized[0]}) "
+                              "are not supported yet: convert a float, float16 or dynamic-range model")
+    missing = unsupported(sg, table, folded)
+    if missing:
+        raise UnsupportedOpsError(missing)
+    pin_map = resolve_pins(sg, pins)
+    plan = plan_layouts(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
+    trace = ConversionTrace()
+    em = Emitter(sg, plan, opset, constants, trace)
+
+    inputs = []
+    for t in sg.inputs:
+        if t in constants:
+            continue
+        name = sg.tensors[t].name or f"input_{t}"
+        em.reserve(t, name)
+        inputs.append(em.value_info_for(t, name, em.perm(t)))
+    # Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin.
+    out_names = {}
+    for t in sg.outputs:
+        name = sg.tensors[t].name or f"output_{t}"
+        if tuple(plan.outputs.get(t, em.perm(t))) != tuple(em.perm(t)):
+            em.reserve(t, em.fresh(f"{name}_{L.name(em.perm(t))}"))
+            em._used.add(name)
+        out_names[t] = name
+
+    for op in sg.ops:
+        if op.index in folded:
+            trace.op_nodes[op.index] = []
+            continue
+        em.begin(op)
+        try:
+            table[op.opcode].emit(em, op)
+        except ConversionError:
+            raise
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise ConversionError(f"{op.opcode}#{op.index}: cannot convert ({type(e).__name__}: {e})") from None
+        em.flush()
+    em.begin(None)
+
+    outputs = []
+    for t in sg.outputs:
+        want = plan.outputs.get(t, em.perm(t))
+        if tuple(want) != tuple(em.perm(t)):
+            em.present(t, want, target=out_names[t])
+        elif em.value(t) != out_names[t]:
+            em.node("Identity", [em.value(t)], [out_names[t]])
+        outputs.append(em.value_info_for(t, out_names[t], want))
+
+    value_info = []
+    io_names = {v.name for v in inputs + outputs}
+    for t, name in em._vname.items():
+        if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
+            value_info.append(em.value_info_for(t, name, em.perm(t)))
+
+    g = helper.make_graph(em.nodes, graph_name(graph), inputs, outputs, em.initializers, value_info=value_info)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name=PRODUCER,
+                              producer_version=_version())
+    model.ir_version = min(model.ir_version, 10)
+    if graph.description:
+        model.doc_string = graph.description
+    categories = {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE
+                  for op in sg.ops}
+    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
+                              options={"keep_io_layout": keep_io_layout, "opset": opset,
+                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}})
+    if check:
+        check_model(model)
+    return result
+
+
+def check_model(model) -> None:
+    """Full checker + strict shape inference: declared shapes must agree with inferred ones."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        raise ConversionError(f"the converted model fails the ONNX checker: {str(e).splitlines()[0]}") from None
+
+
+def graph_name(graph: Graph) -> str:
+    import os
+    return os.path.splitext(os.path.basename(graph.path))[0] or "model"
+
+
+def _version() -> str:
+    from inspector import __version__
+    return __version__
+
+
+__all__ = ["convert", "check_model", "fold_constants", "onnx_dtype", "DEFAULT_OPSET"]

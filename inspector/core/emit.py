@@ -1,0 +1,277 @@
+"""Emission: LayoutPlan + Graph -> ONNX nodes, with the ConversionTrace recorded as nodes are made.
+
+Op emitters (inspector/core/ops/*) only ask for inputs in a layout and name their outputs; this context
+inserts the Transposes the plan calls for (once per tensor and layout), transposes constants once per layout
+(shared weights are not transposed twice), and records which ONNX nodes and values each TFLite op and tensor became.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from . import layout as L
+from .errors import ConversionError
+from .graph import Op, Subgraph
+from .layout import Perm
+from .result import ConversionTrace, LayoutPlan
+
+ACTIVATIONS = {"RELU": ("Relu", None), "RELU6": ("Clip", (0.0, 6.0)), "RELU_N1_TO_1": ("Clip", (-1.0, 1.0)),
+               "RELU_0_TO_1": ("Clip", (0.0, 1.0)), "TANH": ("Tanh", None)}
+
+
+def onnx_dtype(dtype: str) -> int:
+    if dtype == "string":
+        return TensorProto.STRING
+    try:
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (TypeError, KeyError):
+        raise ConversionError(f"tensor type {dtype} has no ONNX equivalent") from None
+
+
+class Emitter:
+    def __init__(self, sg: Subgraph, plan: LayoutPlan, opset: int, constants: dict[int, np.ndarray],
+                 trace: ConversionTrace | None = None):
+        self.sg, self.plan, self.opset = sg, plan, opset
+        self.constants = constants                       # tensor -> data (file constants and folded ones)
+        self.trace = trace or ConversionTrace()
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.value_info: dict[str, onnx.ValueInfoProto] = {}
+        self._used: set[str] = set()
+        self._cache: dict[tuple, str] = {}
+        self._vname: dict[int, str] = {}
+        self._pending: list[tuple[str, str, str, str]] = []
+        self.op: Op | None = None
+        self.last_node = ""
+        self.conflict_at = {(c.tensor, c.to_perm): c for c in plan.conflicts}
+
+    # --- names -------------------------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        base = re.sub(r"\s+", "_", base) or "v"
+        name, k = base, 1
+        while name in self._used:
+            k += 1
+            name = f"{base}_{k}"
+        self._used.add(name)
+        return name
+
+    def value(self, t: int) -> str:
+        """The ONNX name of activation tensor t in its planned layout."""
+        if t not in self._vname:
+            self._vname[t] = self.fresh(self.sg.tensors[t].name or f"t{t}")
+            self._note_value(t, self._vname[t])
+        return self._vname[t]
+
+    def reserve(self, t: int, name: str) -> None:
+        self._vname[t] = name
+        self._used.add(name)
+        self._note_value(t, name)
+
+    def _note_value(self, t: int, name: str) -> None:
+        self.trace.tensor_values.setdefault(t, []).append(name)
+        self.trace.value_tensor.setdefault(name, t)
+
+    # --- tensors -----------------------------------------------------------------------------------------
+    def tensor(self, t: int):
+        return self.sg.tensors[t]
+
+    def shape(self, t: int) -> tuple[int, ...]:
+        """TFLite shape."""
+        return self.sg.tensors[t].shape
+
+    def perm(self, t: int) -> Perm:
+        return self.plan.perm(t, self.sg.tensors[t].rank)
+
+    def onnx_shape(self, t: int, perm: Perm | None = None) -> tuple[int, ...]:
+        return L.apply(self.shape(t), perm if perm is not None else self.perm(t))
+
+    def is_const(self, t: int) -> bool:
+        return t >= 0 and t in self.constants
+
+    def data(self, t: int) -> np.ndarray:
+        return self.constants[t]
+
+    def const(self, array, base: str = "const", dtype=None) -> str:
+        arr = np.asarray(array, dtype=dtype)
+        name = self.fresh(base)
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        return name
+
+    def const_of(self, t: int, perm: Perm | None = None, shape=None, dtype=None, key: str = "") -> str:
+        """Tensor t's constant data, transposed by `perm` and/or reshaped, as one initializer per variant."""
+        ck = ("const", t, tuple(perm) if perm is not None else None, tuple(shape) if shape is not None else None,
+              str(dtype), key)
+        if ck in self._cache:
+            return self._cache[ck]
+        arr = self.data(t)
+        if shape is not None:
+            arr = arr.reshape(shape)
+        if perm is not None and not L.is_identity(perm):
+            arr = np.transpose(arr, perm)
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        name = self.const(arr, self.tensor(t).name or f"c{t}")
+        self._note_value(t, name)
+        self._cache[ck] = name
+        return name
+
+    def i64(self, values, base: str = "shape") -> str:
+        vals = tuple(int(v) for v in np.asarray(values).reshape(-1))
+        ck = ("i64", vals)
+        if ck not in self._cache:
+            self._cache[ck] = self.const(np.array(vals, dtype=np.int64), base)
+        return self._cache[ck]
+
+    def scalar(self, value, dtype: str = "float32", base: str = "k") -> str:
+        ck = ("scalar", float(value), dtype)
+        if ck not in self._cache:
+            self._cache[ck] = self.const(np.array(value, dtype=dtype), base)
+        return self._cache[ck]
+
+    # --- inputs in the layout an op reads ----------------------------------------------------------------
+    def input(self, op: Op, slot: int, want: Perm | None = None) -> str:
+        """Input `slot` of `op` presented in `want` (default: what the plan says the op reads). '' if absent."""
+        if slot >= len(op.inputs) or op.inputs[slot] < 0:
+            return ""
+        t = op.inputs[slot]
+        rank = self.tensor(t).rank
+        if want is None:
+            want = self.plan.inputs.get((op.index, slot), self.perm(t) if not self.is_const(t) else L.identity(rank))
+        if self.is_const(t):
+            return self.const_of(t, want)
+        return self.present(t, want)
+
+    def present(self, t: int, want: Perm, target: str | None = None) -> str:
+        """Activation t in layout `want`: a Reshape when only size-1 axes move, else a Transpose; cached."""
+        have = self.perm(t)
+        if tuple(want) == tuple(have) and target is None:
+            return self.value(t)
+        ck = ("present", t, tuple(want))
+        if ck in self._cache:
+            return self._cache[ck]
+        step = L.compose(L.inverse(have), want)
+        src = self.value(t)
+        out = target or self.fresh(f"{self.tensor(t).name}_{L.name(want)}")
+        if L.is_identity(step):
+            self.node("Identity", [src], [out])
+        elif L.is_trivial(L.apply(self.shape(t), have), step) and not self.tensor(t).dynamic:
+            self.node("Reshape", [src, self.i64(L.apply(self.shape(t), want))], [out])
+        else:
+            self.node("Transpose", [src], [out], perm=list(step))
+            node = self.last_node
+            conflict = self.conflict_at.get((t, tuple(want)))
+            if conflict is not None:
+                conflict.node = node
+                self.trace.inserted[node] = conflict
+        self._note_value(t, out)
+        self._cache[ck] = out
+        return out
+
+    def broadcast_input(self, op: Op, slot: int, out_rank: int, out_perm: Perm) -> str:
+        """A lower-rank operand of a broadcasting op, aligned to the output's rank and layout (numpy rules)."""
+        t = op.inputs[slot]
+        r = self.tensor(t).rank
+        if r == out_rank:
+            return self.input(op, slot, out_perm)
+        if r == 0:
+            return self.input(op, slot, ())
+        full = (1,) * (out_rank - r) + tuple(self.shape(t))
+        if self.is_const(t):
+            return self.const_of(t, out_perm, shape=full)
+        if L.is_identity(out_perm):
+            return self.value(t)                       # ONNX broadcasting already aligns trailing axes
+        ck = ("bcast", t, tuple(out_perm))
+        if ck in self._cache:
+            return self._cache[ck]
+        x = self.input(op, slot, L.identity(r))
+        if self.tensor(t).dynamic:
+            up = self.node("Unsqueeze", [x, self.i64(range(out_rank - r), "axes")], 1)[0]
+            out = self.node("Transpose", [up], 1, perm=list(out_perm))[0]
+        else:
+            out = self.node("Reshape", [x, self.i64(L.apply(full, out_perm))], 1)[0]
+            if not L.is_trivial(full, out_perm):
+                out = self.node("Transpose", [self.node("Reshape", [x, self.i64(full)], 1)[0]], 1,
+                                perm=list(out_perm))[0]
+        self._cache[ck] = out
+        return out
+
+    # --- outputs -----------------------------------------------------------------------------------------
+    def output(self, op: Op, slot: int = 0) -> str:
+        """Name to write output `slot` to, in the layout the op produces (a pin's Transpose follows)."""
+        t = op.outputs[slot]
+        natural = self.plan.produced.get((op.index, slot), self.perm(t))
+        if tuple(natural) == tuple(self.perm(t)):
+            return self.value(t)
+        tmp = self.fresh(f"{self.tensor(t).name}_{L.name(natural)}")
+        self._pending.append(("pin", tmp, self.value(t), ",".join(map(str, L.compose(L.inverse(natural),
+                                                                                      self.perm(t))))))
+        return tmp
+
+    def fused(self, op: Op, out: str) -> str:
+        """Where the main node should write when a fused activation follows it."""
+        act = op.options.get("fused_activation_function", "NONE")
+        if act in (None, "NONE", 0):
+            return out
+        if act not in ACTIVATIONS:
+            raise ConversionError(f"{op.opcode}#{op.index}: fused activation {act} is not supported")
+        tmp = self.fresh(out + "_pre")
+        self._pending.insert(0, ("act", tmp, out, act))
+        return tmp
+
+    def flush(self) -> None:
+        """Emit what an op left pending: its fused activation, then any pin Transpose."""
+        pending, self._pending = self._pending, []
+        for kind, src, dst, arg in pending:
+            if kind == "act":
+                op_type, bounds = ACTIVATIONS[arg]
+                if bounds is None:
+                    self.node(op_type, [src], [dst])
+                else:
+                    dt = self.tensor(self.op.outputs[0]).dtype if self.op else "float32"
+                    dt = dt if dt in ("float16", "float32", "float64") else "float32"
+                    self.node("Clip", [src, self.scalar(bounds[0], dt), self.scalar(bounds[1], dt)], [dst])
+            else:
+                perm = [int(x) for x in arg.split(",")]
+                t = self.trace.value_tensor.get(dst)
+                self.node("Transpose", [src], [dst], perm=perm)
+                node = self.last_node
+                for c in self.plan.conflicts:
+                    if c.kind == "pin" and c.tensor == t:
+                        c.node = node
+                        self.trace.inserted[node] = c
+
+    # --- nodes -------------------------------------------------------------------------------------------
+    def node(self, op_type: str, inputs: list[str], outputs, domain: str = "", name: str | None = None,
+             **attrs) -> list[str]:
+        """Append a node. `outputs` is a list of names or a count of fresh names; returns the output names
+        (the node's own name is in `last_node`)."""
+        outs = list(outputs) if not isinstance(outputs, int) else [self.fresh(f"{op_type}_out") for _ in range(outputs)]
+        owner = f"{self.op.opcode}#{self.op.index}" if self.op is not None else "io"
+        node_name = self.fresh(name or f"{owner}/{op_type}")
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=node_name, domain=domain or None, **attrs))
+        if self.op is not None:
+            self.trace.op_nodes.setdefault(self.op.index, []).append(node_name)
+            self.trace.node_op[node_name] = self.op.index
+        self.last_node = node_name
+        return outs
+
+    def begin(self, op: Op | None) -> None:
+        self.op = op
+        if op is not None:
+            self.trace.op_nodes.setdefault(op.index, [])
+
+    def value_info_for(self, t: int, name: str, perm: Perm) -> onnx.ValueInfoProto:
+        ten = self.tensor(t)
+        sig = ten.shape_signature if ten.shape_signature is not None and len(ten.shape_signature) == ten.rank \
+            else ten.shape
+        dims = []
+        for axis in perm:
+            if sig[axis] < 0:
+                dims.append("batch" if axis == 0 else f"{ten.name or 't'}_d{axis}")
+            else:
+                dims.append(int(ten.shape[axis]))
+        return helper.make_tensor_value_info(name, onnx_dtype(ten.dtype), dims)

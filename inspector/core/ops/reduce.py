@@ -1,0 +1,87 @@
+"""Reductions (Attribute): reduced axes are remapped through the layout; without keep_dims the output's
+layout is what remains of the input's (reducing H and W of NCHW leaves [N, C], the TFLite order)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layout as L
+from ..errors import ConversionError
+from .registry import A, op
+
+
+def _axes(sg_or_ctx, op) -> list[int] | None:
+    t = op.inputs[1]
+    tensors = sg_or_ctx.sg.tensors if hasattr(sg_or_ctx, "sg") else sg_or_ctx.tensors
+    if hasattr(sg_or_ctx, "constants"):
+        data = sg_or_ctx.constants.get(t)
+    else:
+        data = tensors[t].data
+    return None if data is None else [int(a) for a in np.asarray(data).reshape(-1)]
+
+
+def reduced_layout(perm, axes, keep: bool):
+    """The output layout after reducing `axes` (TFLite numbering) of a tensor in layout `perm`."""
+    if keep:
+        return tuple(perm)
+    r = len(perm)
+    red = {a % r for a in axes}
+    remaining = [a for a in perm if a not in red]
+    order = sorted(remaining)
+    return tuple(order.index(a) for a in remaining)
+
+
+def reduce_rule(op, sg, in_perms, out_pin):
+    p = in_perms[0]
+    axes = _axes(sg, op)
+    if p is None or axes is None:
+        return None
+    return {0: p}, [reduced_layout(p, axes, bool(op.options.get("keep_dims")))]
+
+
+def _reduce(onnx_type: str, via_bool: bool = False):
+    def emit(ctx, op):
+        axes = _axes(ctx, op)
+        if axes is None:
+            raise ConversionError(f"{op.opcode}#{op.index}: reduction axes must be constant")
+        p = ctx.plan.inputs.get((op.index, 0), L.identity(ctx.tensor(op.inputs[0]).rank))
+        onnx_axes = sorted({L.axis_to_onnx(a, p) for a in axes}) if p else []
+        x = ctx.input(op, 0)
+        keep = 1 if op.options.get("keep_dims") else 0
+        if via_bool:                     # ReduceMax/Min over bools: through int32 and back
+            x = ctx.node("Cast", [x], 1, to=6)[0]
+            y = ctx.node(onnx_type, [x, ctx.i64(onnx_axes, "axes")], 1, keepdims=keep)[0]
+            ctx.node("Cast", [y], [ctx.output(op)], to=9)
+            return
+        ctx.node(onnx_type, [x, ctx.i64(onnx_axes, "axes")], [ctx.output(op)], keepdims=keep)
+    return emit
+
+
+for _tfl, _onnx in {"MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax",
+                    "REDUCE_MIN": "ReduceMin", "REDUCE_PROD": "ReduceProd"}.items():
+    op(_tfl, category=A, onnx=_onnx, rule=reduce_rule)(_reduce(_onnx))
+op("REDUCE_ANY", category=A, onnx="ReduceMax", rule=reduce_rule)(_reduce("ReduceMax", via_bool=True))
+op("REDUCE_ALL", category=A, onnx="ReduceMin", rule=reduce_rule)(_reduce("ReduceMin", via_bool=True))
+
+
+def arg_rule(op, sg, in_perms, out_pin):
+    p = in_perms[0]
+    axes = _axes(sg, op)
+    if p is None or axes is None:
+        return None
+    return {0: p}, [reduced_layout(p, axes, False)]
+
+
+def _arg(onnx_type: str):
+    def emit(ctx, op):
+        axes = _axes(ctx, op)
+        p = ctx.plan.inputs.get((op.index, 0), L.identity(ctx.tensor(op.inputs[0]).rank))
+        y = ctx.node(onnx_type, [ctx.input(op, 0)], 1, axis=L.axis_to_onnx(axes[0], p), keepdims=0)[0]
+        if ctx.tensor(op.outputs[0]).dtype == "int32":
+            ctx.node("Cast", [y], [ctx.output(op)], to=6)
+        else:
+            ctx.node("Identity", [y], [ctx.output(op)])
+    return emit
+
+
+op("ARG_MAX", category=A, onnx="ArgMax", rule=arg_rule)(_arg("ArgMax"))
+op("ARG_MIN", category=A, onnx="ArgMin", rule=arg_rule)(_arg("ArgMin"))

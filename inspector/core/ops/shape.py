@@ -1,0 +1,306 @@
+"""Shape and data-movement ops. Attribute ops here remap axes, paddings and slices through the layout;
+Reshape-like ops are Terminate (they need TFLite's memory order), except that a Reshape accepts a layout that
+only moves size-1 axes (same memory order), so Conv -> Mean(keep) -> Reshape needs no Transpose."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layout as L
+from ..errors import ConversionError
+from ..propagation import choose_layout
+from .nn import keep_layout
+from .reduce import reduced_layout
+from .registry import A, T, X, op
+
+INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
+ONNX_INT64 = 7
+
+
+def in_perm(ctx, op, slot: int = 0):
+    return ctx.plan.inputs.get((op.index, slot), L.identity(ctx.tensor(op.inputs[slot]).rank))
+
+
+def const_data(sg, t):
+    return None if t < 0 else sg.tensors[t].data
+
+
+def cast_to(ctx, op, x: str, slot: int = 0) -> None:
+    """Write x to output `slot`, cast to the output's dtype when it is not int64."""
+    from ..emit import onnx_dtype
+    dt = ctx.tensor(op.outputs[slot]).dtype
+    if dt == "int64":
+        ctx.node("Identity", [x], [ctx.output(op, slot)])
+    else:
+        ctx.node("Cast", [x], [ctx.output(op, slot)], to=onnx_dtype(dt))
+
+
+def as_i64(ctx, op, slot: int) -> str:
+    """An integer operand as int64 (ONNX shape-like inputs are int64)."""
+    t = op.inputs[slot]
+    if ctx.is_const(t):
+        return ctx.i64(ctx.data(t))
+    x = ctx.input(op, slot)
+    return x if ctx.tensor(t).dtype == "int64" else ctx.node("Cast", [x], 1, to=ONNX_INT64)[0]
+
+
+# --- Reshape family (Terminate) ----------------------------------------------------------------------------
+def reshape_rule(op, sg, in_perms, out_pin):
+    p, t = in_perms[0], sg.tensors[op.inputs[0]]
+    if p is not None and L.is_trivial(t.shape, p) and not t.dynamic:
+        want = {0: p}
+        return want, [L.identity(sg.tensors[o].rank) for o in op.outputs]
+    return None
+
+
+def target_shape(ctx, op) -> str:
+    out = ctx.tensor(op.outputs[0])
+    sig = out.shape_signature if out.shape_signature is not None and len(out.shape_signature) == out.rank \
+        else out.shape
+    if sum(1 for d in sig if d < 0) <= 1:
+        return ctx.i64([-1 if d < 0 else d for d in sig])
+    if len(op.inputs) > 1 and op.inputs[1] >= 0:
+        return as_i64(ctx, op, 1)
+    raise ConversionError(f"RESHAPE#{op.index}: output has several dynamic dimensions and no shape input")
+
+
+@op("RESHAPE", category=X, onnx="Reshape", rule=reshape_rule)
+def reshape(ctx, op):
+    ctx.node("Reshape", [ctx.input(op, 0), target_shape(ctx, op)], [ctx.output(op)])
+
+
+@op("SQUEEZE", category=X, onnx="Squeeze")
+def squeeze(ctx, op):
+    shape = ctx.shape(op.inputs[0])
+    dims = op.options.get("squeeze_dims") or [i for i, d in enumerate(shape) if d == 1]
+    ctx.node("Squeeze", [ctx.input(op, 0), ctx.i64(sorted(d % len(shape) for d in dims), "axes")], [ctx.output(op)])
+
+
+@op("EXPAND_DIMS", category=X, onnx="Unsqueeze")
+def expand_dims(ctx, op):
+    axis = int(np.asarray(ctx.data(op.inputs[1])).reshape(-1)[0])
+    ctx.node("Unsqueeze", [ctx.input(op, 0), ctx.i64([axis % ctx.tensor(op.outputs[0]).rank], "axes")],
+             [ctx.output(op)])
+
+
+@op("PACK", category=X, onnx=("Unsqueeze", "Concat"))
+def pack(ctx, op):
+    axis = op.options.get("axis", 0) % ctx.tensor(op.outputs[0]).rank
+    parts = [ctx.node("Unsqueeze", [ctx.input(op, s), ctx.i64([axis], "axes")], 1)[0] for s in range(len(op.inputs))]
+    ctx.node("Concat", parts, [ctx.output(op)], axis=axis)
+
+
+@op("UNPACK", category=X, onnx=("Split", "Squeeze"))
+def unpack(ctx, op):
+    axis = op.options.get("axis", 0) % ctx.tensor(op.inputs[0]).rank
+    parts = ctx.node("Split", [ctx.input(op, 0)], len(op.outputs), axis=axis, num_outputs=len(op.outputs))
+    for s, part in enumerate(parts):
+        ctx.node("Squeeze", [part, ctx.i64([axis], "axes")], [ctx.output(op, s)])
+
+
+# --- layout-carrying ops (Attribute) -----------------------------------------------------------------------
+def agree_rule(op, sg, in_perms, out_pin):
+    """All non-constant inputs of the output's rank adopt one layout (Concat)."""
+    r = sg.tensors[op.outputs[0]].rank
+    perms = [p for p in in_perms if p is not None and len(p) == r]
+    if len(perms) != sum(1 for p in in_perms if p is not None):
+        return None
+    chosen = choose_layout(perms, out_pin, r)
+    return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
+
+
+@op("CONCATENATION", category=A, onnx="Concat", rule=agree_rule)
+def concatenation(ctx, op):
+    p = ctx.plan.produced.get((op.index, 0), L.identity(ctx.tensor(op.outputs[0]).rank))
+    names = [ctx.input(op, s, p) for s in range(len(op.inputs))]
+    ctx.node("Concat", names, [ctx.fused(op, ctx.output(op))], axis=L.axis_to_onnx(op.options["axis"], p))
+
+
+def const_operand_rule(*slots: int):
+    """keep_layout, provided the named operand slots are constants (paddings, begins, multiples...)."""
+    def rule(op, sg, in_perms, out_pin):
+        if any(s < len(op.inputs) and const_data(sg, op.inputs[s]) is None for s in slots):
+            return None
+        return keep_layout(op, sg, in_perms, out_pin)
+    return rule
+
+
+def _pad(mode: str | None):
+    def emit(ctx, op):
+        p = in_perm(ctx, op)
+        pads = np.asarray(ctx.data(op.inputs[1])).reshape(-1, 2)
+        onnx_pads = [int(pads[a][0]) for a in p] + [int(pads[a][1]) for a in p]
+        m = mode or {"REFLECT": "reflect", "SYMMETRIC": None}.get(op.options.get("mode", "REFLECT"))
+        if m is None:
+            raise ConversionError(f"{op.opcode}#{op.index}: SYMMETRIC mirror padding has no ONNX Pad mode")
+        value = ctx.input(op, 2) if op.opcode == "PADV2" and len(op.inputs) > 2 else ""
+        ins = [ctx.input(op, 0), ctx.i64(onnx_pads, "pads")] + ([value] if value else [])
+        ctx.node("Pad", ins, [ctx.output(op)], mode=m)
+    return emit
+
+
+op("PAD", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
+op("PADV2", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
+op("MIRROR_PAD", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad(None))
+
+
+def _bits(mask: int, i: int) -> bool:
+    return bool((mask >> i) & 1)
+
+
+def strided_slice_rule(op, sg, in_perms, out_pin):
+    o = op.options
+    if o.get("ellipsis_mask") or o.get("new_axis_mask") or in_perms[0] is None:
+        return None
+    if any(const_data(sg, op.inputs[s]) is None for s in (1, 2, 3) if s < len(op.inputs)):
+        return None
+    p = in_perms[0]
+    shrink = [i for i in range(len(p)) if _bits(o.get("shrink_axis_mask", 0), i)]
+    return {0: p}, [reduced_layout(p, shrink, False) if shrink else p]
+
+
+@op("STRIDED_SLICE", category=A, onnx=("Slice", "Squeeze"), rule=strided_slice_rule)
+def strided_slice(ctx, op):
+    o = op.options
+    if o.get("ellipsis_mask") or o.get("new_axis_mask"):
+        raise ConversionError(f"STRIDED_SLICE#{op.index}: ellipsis and new-axis masks are not supported")
+    p = in_perm(ctx, op)
+    begin, end = (np.asarray(ctx.data(op.inputs[s])).reshape(-1) for s in (1, 2))
+    strides = np.asarray(ctx.data(op.inputs[3])).reshape(-1) if len(op.inputs) > 3 else np.ones_like(begin)
+    starts, ends, axes, steps, squeeze = [], [], [], [], []
+    for i in range(len(begin)):
+        s, e, st = int(begin[i]), int(end[i]), int(strides[i])
+        if o.get("offset"):
+            e = s + e
+        if _bits(o.get("shrink_axis_mask", 0), i):
+            e, st = (s + 1 if s != -1 else INT64_MAX), 1
+            squeeze.append(L.axis_to_onnx(i, p))
+        else:
+            if _bits(o.get("begin_mask", 0), i):
+                s = 0 if st > 0 else INT64_MAX
+            if _bits(o.get("end_mask", 0), i):
+                e = INT64_MAX if st > 0 else INT64_MIN
+        if s == 0 and e == INT64_MAX and st == 1:
+            continue                                    # whole axis: nothing to slice
+        starts.append(s)
+        ends.append(e)
+        axes.append(L.axis_to_onnx(i, p))
+        steps.append(st)
+    x = ctx.input(op, 0)
+    dst = ctx.output(op)
+    if axes:
+        x = ctx.node("Slice", [x, ctx.i64(starts, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes"),
+                               ctx.i64(steps, "steps")], 1 if squeeze else [dst])[0]
+    if squeeze:
+        ctx.node("Squeeze", [x, ctx.i64(sorted(squeeze), "axes")], [dst])
+    elif not axes:
+        ctx.node("Identity", [x], [dst])
+
+
+@op("SLICE", category=A, onnx="Slice", rule=const_operand_rule(1, 2))
+def slice_(ctx, op):
+    p = in_perm(ctx, op)
+    begin, size = (np.asarray(ctx.data(op.inputs[s])).reshape(-1) for s in (1, 2))
+    ends = [INT64_MAX if int(n) < 0 else int(b) + int(n) for b, n in zip(begin, size)]
+    axes = [L.axis_to_onnx(i, p) for i in range(len(begin))]
+    ctx.node("Slice", [ctx.input(op, 0), ctx.i64(begin, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes")],
+             [ctx.output(op)])
+
+
+def split_rule(slot: int, axis_slot: int):
+    def rule(op, sg, in_perms, out_pin):
+        p = in_perms[slot]
+        if p is None or const_data(sg, op.inputs[axis_slot]) is None:
+            return None
+        return {slot: p}, [p] * len(op.outputs)
+    return rule
+
+
+def _emit_split(ctx, op, slot: int, axis_slot: int, sizes=None):
+    p = in_perm(ctx, op, slot)
+    axis = int(np.asarray(ctx.data(op.inputs[axis_slot])).reshape(-1)[0])
+    ins = [ctx.input(op, slot)] + ([ctx.i64(sizes, "split")] if sizes is not None else [])
+    n = len(op.outputs)
+    ctx.node("Split", ins, [ctx.output(op, s) for s in range(n)], axis=L.axis_to_onnx(axis, p),
+             num_outputs=None if sizes is not None else n)
+
+
+@op("SPLIT", category=A, onnx="Split", rule=split_rule(1, 0))
+def split(ctx, op):
+    _emit_split(ctx, op, 1, 0)
+
+
+@op("SPLIT_V", category=A, onnx="Split", rule=split_rule(0, 2))
+def split_v(ctx, op):
+    sizes = [int(s) for s in np.asarray(ctx.data(op.inputs[1])).reshape(-1)]
+    if -1 in sizes:
+        axis = int(np.asarray(ctx.data(op.inputs[2])).reshape(-1)[0])
+        total = ctx.shape(op.inputs[0])[axis]
+        sizes[sizes.index(-1)] = total - sum(s for s in sizes if s >= 0)
+    _emit_split(ctx, op, 0, 2, sizes)
+
+
+def transpose_rule(op, sg, in_perms, out_pin):
+    if in_perms[0] is None or const_data(sg, op.inputs[1]) is None:
+        return None
+    return {0: in_perms[0]}, [L.identity(sg.tensors[op.outputs[0]].rank)]
+
+
+@op("TRANSPOSE", category=A, onnx="Transpose", rule=transpose_rule)
+def transpose(ctx, op):
+    # The input may already be transposed by the layout: fold both into one permutation (the trap after a Conv).
+    p = in_perm(ctx, op)
+    q = tuple(int(v) for v in np.asarray(ctx.data(op.inputs[1])).reshape(-1))
+    perm = L.compose(L.inverse(p), q)
+    if L.is_identity(perm):
+        ctx.node("Identity", [ctx.input(op, 0)], [ctx.output(op)])
+    else:
+        ctx.node("Transpose", [ctx.input(op, 0)], [ctx.output(op)], perm=list(perm))
+
+
+def gather_rule(op, sg, in_perms, out_pin):
+    p = in_perms[0]
+    idx = sg.tensors[op.inputs[1]]
+    if p is None or op.options.get("batch_dims", 0) or idx.rank > 1:
+        return None
+    axis = op.options.get("axis", 0)
+    return {0: p}, [p if idx.rank == 1 else reduced_layout(p, [axis], False)]
+
+
+@op("GATHER", category=A, onnx="Gather", rule=gather_rule)
+def gather(ctx, op):
+    if op.options.get("batch_dims", 0):
+        raise ConversionError(f"GATHER#{op.index}: batch_dims is not supported")
+    p = in_perm(ctx, op)
+    ctx.node("Gather", [ctx.input(op, 0), ctx.input(op, 1)], [ctx.output(op)],
+             axis=L.axis_to_onnx(op.options.get("axis", 0), p))
+
+
+def shape_rule(op, sg, in_perms, out_pin):
+    return ({0: in_perms[0]}, [(0,)]) if in_perms[0] is not None else None
+
+
+@op("SHAPE", category=A, onnx=("Shape", "Gather"), rule=shape_rule)
+def shape(ctx, op):
+    p = in_perm(ctx, op)
+    s = ctx.node("Shape", [ctx.input(op, 0)], 1)[0]
+    if not L.is_identity(p):                 # back to TFLite's axis order
+        s = ctx.node("Gather", [s, ctx.i64(L.inverse(p), "order")], 1, axis=0)[0]
+    cast_to(ctx, op, s)
+
+
+@op("TILE", category=A, onnx="Tile", rule=const_operand_rule(1))
+def tile(ctx, op):
+    p = in_perm(ctx, op)
+    mult = np.asarray(ctx.data(op.inputs[1])).reshape(-1)
+    ctx.node("Tile", [ctx.input(op, 0), ctx.i64([mult[a] for a in p], "repeats")], [ctx.output(op)])
+
+
+@op("CAST", category=T, onnx="Cast")
+def cast(ctx, op):
+    from ..emit import onnx_dtype
+    from .elementwise import operands
+    ctx.node("Cast", [operands(ctx, op)[0]], [ctx.output(op)], to=onnx_dtype(ctx.tensor(op.outputs[0]).dtype))
+
+
+

@@ -1,0 +1,218 @@
+"""Proof: run the TFLite model (ai-edge-litert, reference kernels) and the ONNX model (onnxruntime) on the same
+seeded inputs and compare every output, and every intermediate tensor the trace maps.
+
+LiteRT runs its reference kernels (BUILTIN_REF): the optimized float kernels approximate some functions
+(LOGISTIC is off by up to 4e-3), the reference ones do not, and they are fast enough (NASNet: 0.6 s).
+Errors are judged relative to each tensor's scale (its largest reference magnitude), because LiteRT's kernels
+and ONNX Runtime's legitimately differ in the last bits, more so deep in a network.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import onnx
+
+from . import layout as L
+from .errors import InspectorError
+from .graph import Graph
+from .result import ConversionResult
+
+# Relative tolerance per kind of model: |onnx - tflite| <= RTOL * scale + ATOL.
+RTOL = {"float": 1e-4, "float16": 1e-3, "quantized": 0.0}
+ATOL = 1e-5
+
+
+@dataclass
+class TensorError:
+    name: str                       # TFLite tensor name
+    tensor: int                     # TFLite tensor index
+    onnx_name: str
+    max_abs: float
+    max_rel: float                  # max_abs / scale
+    scale: float
+    ok: bool
+    is_output: bool = False
+    op: int | None = None           # producing TFLite op (for plotting in topological order)
+    shape: tuple = ()
+
+
+@dataclass
+class Validation:
+    outputs: list[TensorError]
+    intermediates: list[TensorError] = field(default_factory=list)
+    seed: int = 0
+    rtol: float = 0.0
+    output_diffs: list[np.ndarray] = field(default_factory=list, repr=False)   # onnx - tflite per output
+
+    @property
+    def ok(self) -> bool:
+        return all(e.ok for e in self.outputs)
+
+    def first_bad(self) -> TensorError | None:
+        """The earliest intermediate (in op order) whose error exceeds the tolerance: where to look first."""
+        bad = [e for e in self.intermediates if not e.ok]
+        return min(bad, key=lambda e: (e.op if e.op is not None else -1)) if bad else None
+
+    def to_json(self) -> dict:
+        def row(e):
+            return {"name": e.name, "max_abs": e.max_abs, "max_rel": e.max_rel, "ok": e.ok}
+        return {"outputs": [row(e) for e in self.outputs], "ok": self.ok,
+                "intermediates": [dict(asdict(e), shape=list(e.shape)) for e in self.intermediates]}
+
+
+class Cancelled(InspectorError):
+    pass
+
+
+def model_kind(graph: Graph) -> str:
+    sg = graph.main
+    dtypes = {sg.tensors[t].dtype for t in sg.inputs + sg.outputs}
+    if dtypes & {"int8", "uint8", "int16"}:
+        return "quantized"
+    if any(t.dtype == "float16" for t in sg.tensors):
+        return "float16"
+    return "float"
+
+
+def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[np.ndarray]:
+    """Seeded inputs in TFLite layout; floats in [-1, 1], integers in a small range, bools random."""
+    rng = np.random.default_rng(seed)
+    sg = graph.main
+    out = []
+    for t in (sg.tensors[i] for i in sg.inputs):
+        shape = list(t.shape)
+        if batch is not None and t.shape_signature is not None and t.shape_signature and t.shape_signature[0] < 0:
+            shape[0] = batch
+        if t.dtype.startswith("float"):
+            out.append(rng.uniform(-1, 1, shape).astype(t.dtype))
+        elif t.dtype == "bool":
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        else:
+            info = np.iinfo(t.dtype)
+            lo, hi = max(info.min, -8 if info.min < 0 else 0), min(info.max, 8)
+            if t.dtype in ("int8", "uint8", "int16"):
+                lo, hi = info.min, info.max
+            out.append(rng.integers(lo, hi, shape, endpoint=True).astype(t.dtype))
+    return out
+
+
+def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True):
+    """Outputs and (with keep_all) every tensor of the main subgraph, by tensor index."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    kwargs = dict(experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                  experimental_preserve_all_tensors=keep_all)
+    interp = Interpreter(model_content=model_bytes, **kwargs) if model_bytes else Interpreter(graph.path, **kwargs)
+    details = interp.get_input_details()
+    for d, x in zip(details, inputs):
+        if list(d["shape"]) != list(x.shape):
+            interp.resize_tensor_input(d["index"], x.shape)
+    interp.allocate_tensors()
+    for d, x in zip(details, inputs):
+        interp.set_tensor(d["index"], x)
+    interp.invoke()
+    values = {}
+    sg = graph.main
+    wanted = range(len(sg.tensors)) if keep_all else sg.outputs
+    for i in wanted:
+        t = sg.tensors[i]
+        if t.data is not None or t.dtype in ("resource", "variant", "string"):
+            continue
+        try:
+            values[i] = np.array(interp.get_tensor(i))
+        except ValueError:
+            pass
+    return values
+
+
+def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads: int = 1):
+    import onnxruntime as ort
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    have = {o.name for o in m.graph.output}
+    vi = {v.name: v for v in m.graph.value_info}
+    for name in extra:
+        if name not in have and name in vi:
+            m.graph.output.append(vi[name])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.log_severity_level = 3
+    # Keep graph optimisations off so intermediate values are the ones the converter wrote.
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL if extra else \
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feeds)))
+
+
+def compare(ref: np.ndarray, got: np.ndarray, rtol: float) -> tuple[float, float, float, bool]:
+    if ref.dtype == bool or got.dtype == bool:
+        diff = np.count_nonzero(ref != got)
+        return float(diff), float(diff), 1.0, diff == 0
+    ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
+    if ref64.shape != got64.shape:
+        return float("inf"), float("inf"), 0.0, False
+    scale = float(np.max(np.abs(ref64))) if ref64.size else 0.0
+    max_abs = float(np.max(np.abs(ref64 - got64))) if ref64.size else 0.0
+    if np.issubdtype(ref.dtype, np.integer):
+        return max_abs, max_abs / max(scale, 1.0), scale, max_abs == 0
+    max_rel = max_abs / max(scale, 1e-12)
+    ok = bool(np.isfinite(max_abs)) and max_abs <= rtol * scale + ATOL
+    return max_abs, max_rel, scale, ok
+
+
+def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True, batch: int | None = None,
+             rtol: float | None = None, cancel: threading.Event | None = None, progress=None) -> Validation:
+    """Compare the converted model with the TFLite interpreter; `cancel`/`progress` serve the GUI's worker."""
+    graph, plan, trace = result.graph, result.plan, result.trace
+    sg = graph.main
+    rtol = RTOL[model_kind(graph)] if rtol is None else rtol
+    inputs = make_inputs(graph, seed, batch)
+
+    def step(msg, frac):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("validation cancelled")
+        if progress is not None:
+            progress(msg, frac)
+
+    step("running TFLite", 0.1)
+    ref = run_tflite(graph, inputs, keep_all=intermediates)
+    step("running ONNX Runtime", 0.5)
+    in_names = [i.name for i in result.model.graph.input]
+    feeds = {}
+    for t, x in zip(sg.inputs, inputs):
+        name = trace.tensor_values.get(t, [sg.tensors[t].name])[0]
+        if name in in_names:
+            feeds[name] = np.transpose(x, plan.perm(t, x.ndim))
+    extra = []
+    if intermediates:
+        extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values]
+    got = run_onnx(result.model, feeds, extra)
+    step("comparing", 0.9)
+    producers = sg.producers()
+    out_errs, mid_errs, diffs = [], [], []
+    out_names = {o.name for o in result.model.graph.output}
+    for t in sg.outputs:
+        name = sg.tensors[t].name
+        y = got.get(name)
+        perm = plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))
+        if y is None or t not in ref:
+            out_errs.append(TensorError(name, t, name, float("inf"), float("inf"), 0.0, False, True))
+            continue
+        y = np.transpose(y, L.inverse(perm))
+        a, r, s, ok = compare(ref[t], y, rtol)
+        out_errs.append(TensorError(name, t, name, a, r, s, ok, True, producers.get(t), ref[t].shape))
+        if ref[t].dtype != bool and ref[t].shape == y.shape:
+            diffs.append((y.astype(np.float64) - ref[t].astype(np.float64)).reshape(-1))
+    if intermediates:
+        for t in sorted(ref, key=lambda i: producers.get(i, -1)):
+            names = trace.tensor_values.get(t)
+            if not names or names[0] not in got or names[0] in out_names:
+                continue
+            y = np.transpose(got[names[0]], L.inverse(plan.perm(t, sg.tensors[t].rank)))
+            a, r, s, ok = compare(ref[t], y, rtol)
+            mid_errs.append(TensorError(sg.tensors[t].name, t, names[0], a, r, s, ok, False, producers.get(t),
+                                        ref[t].shape))
+    step("done", 1.0)
+    return Validation(out_errs, mid_errs, seed, rtol, diffs)
