@@ -134,21 +134,48 @@ def _io_map(result) -> dict[str, tuple[str, tuple[int, ...] | None]]:
 def annotate(result, edits: MetadataEdits | None = None) -> list[str]:
     """The metadata pass of a conversion, in place on result.model; returns notes for the user.
 
-    1. dimension denotations of the graph inputs/outputs from their layouts,
+    1. dimension denotations of the graph inputs from their layouts (a 4-D input read as TFLite's NHWC), kept only
+       where propagation through the graph does not contradict them, then the outputs' from that propagation,
     2. the TFLite metadata hints (IMAGE, Image.* keys, doc string) as a pre-fill,
     3. the user's `edits` on top (they win), validated: MetadataError when invalid, and the model is untouched.
     """
-    from .metadata_edits import layout_edits
     from .tflite_metadata import edits_from_metadata, read_tflite_metadata
+    io = _io_map(result)
+    inputs = {vi.name for vi in result.model.graph.input}
+    dims, notes = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs})
     meta = read_tflite_metadata(result.graph)
     prefill = edits_from_metadata(meta)
-    notes: list[str] = []
-    io = _io_map(result)
     if meta is not None:
         prefill.types = {io[t][0]: v for t, v in prefill.types.items() if t in io}
         notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
                   for t, v in meta.types.items() if t in io]
         notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
         notes += meta.notes + meta.warnings
-    dims, layout_notes = layout_edits(result.model, {n: p for n, p in io.values() if p is not None})
-    return layout_notes + notes + dims.merged(prefill).merged(edits or MetadataEdits()).apply(result.model)
+    return notes + dims.merged(prefill).merged(edits or MetadataEdits()).apply(result.model)
+
+
+def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
+    """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
+    from .denotation_rules import Propagator
+    from .metadata_edits import layout_edits
+    guessed, notes = layout_edits(model, input_layouts)
+    prop = Propagator(model)
+    accepted: dict[str, list[str]] = {}
+    before = {f.message for f in prop.run(accepted)[1]}
+    for name, d in guessed.dims.items():
+        after = prop.run({**accepted, name: d})[1]
+        new = [f.message for f in after if f.message not in before]
+        if new:
+            notes = [n for n in notes if not n.startswith(f"'{name}':")]
+            notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({new[0]}); "
+                         "dimension denotations not set")
+        else:
+            accepted[name], before = d, {f.message for f in after}
+    dens, _ = prop.run(accepted)
+    out = MetadataEdits(dims=dict(accepted))
+    for vi in model.graph.output:
+        d = dens.get(vi.name)
+        if d and any(d) and len(d) == len(vi.type.tensor_type.shape.dim) and vi.name not in out.dims:
+            out.dims[vi.name] = list(d)
+            notes.append(f"'{vi.name}': dimension denotations {fmt(d)} propagated from the inputs")
+    return out, notes
