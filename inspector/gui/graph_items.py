@@ -1,0 +1,183 @@
+"""Scene items: one NodeItem per op or graph input/output, one EdgeItem per (tensor, consumer).
+
+Both paint by level of detail: zoomed out a node is a filled rectangle and an edge a thin line; text, attributes,
+folded constants, shapes and arrowheads appear only when they are big enough to read.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QFont, QFontMetrics, QPainterPath, QPainterPathStroker, QPen, QPolygonF
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
+
+from .graph_model import LINE_H, TITLE_H, Edge, Node
+from .palette import CONFLICT, UNKNOWN, palette
+
+LOD_TEXT, LOD_DETAIL = 0.35, 0.75     # scale above which the title / attributes and shapes are drawn
+
+
+class _Fonts:
+    title = small = None
+
+    @classmethod
+    def get(cls):
+        if cls.title is None:
+            cls.title = QFont()
+            cls.title.setPointSizeF(9.5)
+            cls.title.setBold(True)
+            cls.small = QFont()
+            cls.small.setPointSizeF(7.5)
+        return cls.title, cls.small
+
+
+def _lod(painter, option) -> float:
+    return option.levelOfDetailFromTransform(painter.worldTransform())
+
+
+class NodeItem(QGraphicsItem):
+    paint_calls = 0               # counted for the paint-stress test (guards a PySide6 6.12 crash)
+
+    def __init__(self, index: int, node: Node):
+        super().__init__()
+        self.index, self.node = index, node
+        self.category, self.marker = UNKNOWN, ""
+        w, h = node.width, node.height
+        self.rect = QRectF(-w / 2, -h / 2, w, h)
+        self._bounds = self.rect.adjusted(-4, -8, 8, 4)
+        self._elided: tuple[str, list[str]] | None = None
+        self.setFlag(QGraphicsItem.ItemIsSelectable)
+        self.setZValue(1)
+        self.setCursor(Qt.PointingHandCursor)
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def set_category(self, category: str, marker: str = "", tooltip: str = "") -> None:
+        self.category, self.marker = category, marker
+        self.setToolTip(tooltip)
+        self.update()
+
+    def _texts(self):
+        if self._elided is None:
+            title_font, small_font = _Fonts.get()
+            w = int(self.rect.width()) - 10
+            t = QFontMetrics(title_font).elidedText(self.node.title, Qt.ElideMiddle, w)
+            fm = QFontMetrics(small_font)
+            self._elided = (t, [fm.elidedText(s, Qt.ElideRight, w) for s in self.node.lines])
+        return self._elided
+
+    def paint(self, painter, option, widget=None):
+        NodeItem.paint_calls += 1
+        pal = palette()
+        fill = pal.terminal if self.node.kind != "op" else pal.color(self.category)
+        selected = self.isSelected()
+        lod = _lod(painter, option)
+        if lod < LOD_TEXT:                      # cheap: one filled rectangle
+            if selected:
+                painter.fillRect(self.rect.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), pal.selection)
+            painter.fillRect(self.rect, pal.edge_conflict if self.marker else fill)
+            return
+        if selected:
+            painter.setPen(QPen(pal.selection, 7))
+            painter.setBrush(Qt.NoBrush)
+            painter.drawRoundedRect(self.rect, 6, 6)
+        painter.setPen(QPen(pal.outline, 1.6 if selected else 0.8))
+        painter.setBrush(QBrush(fill))
+        radius = self.rect.height() / 2 if self.node.kind != "op" else 5
+        painter.drawRoundedRect(self.rect, min(radius, 11), min(radius, 11))
+        title, lines = self._texts()
+        title_font, small_font = _Fonts.get()
+        text_color = pal.text_dark if self.node.kind != "op" else pal.text(self.category)
+        painter.setPen(text_color)
+        painter.setFont(title_font if self.node.kind == "op" else small_font)
+        r = self.rect
+        painter.drawText(QRectF(r.left() + 4, r.top(), r.width() - 8, TITLE_H), Qt.AlignCenter, title)
+        if lod >= LOD_DETAIL and lines:
+            painter.setFont(small_font)
+            y = r.top() + TITLE_H
+            for s in lines:
+                painter.drawText(QRectF(r.left() + 6, y, r.width() - 12, LINE_H), Qt.AlignVCenter | Qt.AlignLeft, s)
+                y += LINE_H
+        if self.marker:
+            self._paint_marker(painter, pal)
+
+    def _paint_marker(self, painter, pal):
+        # a warning triangle on the top-right corner: shape, not just colour, marks a conflict
+        x, y = self.rect.right() - 2, self.rect.top() - 2
+        tri = QPolygonF([QPointF(x - 9, y + 7), QPointF(x, y - 8), QPointF(x + 9, y + 7)])
+        painter.setPen(QPen(pal.outline, 1.2))
+        painter.setBrush(QBrush(pal.color(CONFLICT)))
+        painter.drawPolygon(tri)
+        painter.setPen(pal.outline)
+        painter.setFont(_Fonts.get()[0])
+        painter.drawText(QRectF(x - 9, y - 6, 18, 13), Qt.AlignCenter, "!")
+
+
+def route_path(points: list[tuple[float, float]]) -> QPainterPath:
+    """Vertical runs through layer bands, smooth S-bends in the gaps between layers."""
+    path = QPainterPath(QPointF(*points[0]))
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if abs(x0 - x1) < 0.5:
+            path.lineTo(x1, y1)
+        else:
+            my = (y0 + y1) / 2
+            path.cubicTo(x0, my, x1, my, x1, y1)
+    return path
+
+
+class EdgeItem(QGraphicsPathItem):
+    def __init__(self, index: int, edge: Edge, points: list[tuple[float, float]]):
+        super().__init__(route_path(points))
+        self.index, self.edge = index, edge
+        self.conflict = ""
+        self._start, self._end = QPointF(*points[min(1, len(points) - 1)]), QPointF(*points[-1])  # label in the gap
+        stroker = QPainterPathStroker()
+        stroker.setWidth(8)
+        self._shape = stroker.createStroke(self.path())
+        self._bounds = self._shape.boundingRect().adjusted(-4, -4, 120, 14)   # room for the shape label
+        self.setFlag(QGraphicsItem.ItemIsSelectable)
+        self.setZValue(0)
+
+    def set_conflict(self, reason: str) -> None:
+        self.conflict = reason
+        self.setToolTip(f"Conflict: {reason}" if reason else "")
+        self.update()
+
+    def shape(self) -> QPainterPath:
+        return self._shape
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def paint(self, painter, option, widget=None):
+        pal = palette()
+        lod = _lod(painter, option)
+        color = pal.edge_conflict if self.conflict else pal.edge
+        if self.isSelected():
+            painter.setPen(QPen(pal.selection, 7 if lod >= LOD_TEXT else 7 / lod))
+            painter.drawPath(self.path())
+        if lod < LOD_TEXT:
+            pen = QPen(color, 0)                 # cosmetic hairline
+            painter.setPen(pen)
+            painter.drawPath(self.path())
+            return
+        pen = QPen(color, 2.6 if self.conflict else 1.2)
+        if self.conflict:
+            pen.setStyle(Qt.DashLine)
+        painter.setPen(pen)
+        painter.setBrush(Qt.NoBrush)
+        painter.drawPath(self.path())
+        e = self._end                            # arrowhead
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(color)
+        painter.drawPolygon(QPolygonF([e, QPointF(e.x() - 4, e.y() - 8), QPointF(e.x() + 4, e.y() - 8)]))
+        if self.conflict:                        # a diamond marker mid-edge
+            m = self.path().pointAtPercent(0.5)
+            painter.setPen(QPen(pal.outline, 1))
+            painter.setBrush(pal.color(CONFLICT))
+            painter.drawPolygon(QPolygonF([QPointF(m.x(), m.y() - 7), QPointF(m.x() + 7, m.y()),
+                                           QPointF(m.x(), m.y() + 7), QPointF(m.x() - 7, m.y())]))
+        if lod >= LOD_DETAIL and self.edge.first and self.edge.label:
+            painter.setPen(pal.outline)
+            painter.setFont(_Fonts.get()[1])
+            s = self._start
+            painter.drawText(QRectF(s.x() + 5, s.y() + 1, 115, 12), Qt.AlignLeft | Qt.AlignVCenter, self.edge.label)

@@ -1,0 +1,157 @@
+"""Layered top-to-bottom layout (igraph's Sugiyama with our own layering), cached by topology.
+
+Layers: longest path from the sources, then each source is pulled down to just above its first consumer, so
+inputs and constant-only ops sit next to where they are used. Sugiyama's dummy vertices become the bend points of
+long edges. Edges run vertically through a layer's band and bend only in the gap between layers, so they never
+cross a node box. Positions depend only on topology and node sizes: recolouring reuses the cached layout.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .graph_model import ViewGraph
+
+H_GAP, V_GAP = 28, 44            # pixels between node slots / between layer bands
+_CACHE: OrderedDict[str, "Layout"] = OrderedDict()
+_CACHE_SIZE = 16
+_LOCK = threading.Lock()
+
+
+@dataclass
+class Layout:
+    pos: list[tuple[float, float]]                 # node centre
+    routes: list[list[tuple[float, float]]]        # per edge: polyline points, start at src bottom, end at dst top
+    width: float
+    height: float
+
+
+def topology_key(vg: ViewGraph) -> str:
+    h = hashlib.sha1()
+    h.update(repr([(n.width, n.height) for n in vg.nodes]).encode())
+    h.update(repr([(e.src, e.dst) for e in vg.edges]).encode())
+    return h.hexdigest()
+
+
+def layers_of(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Longest path from the sources (Kahn order); cycles, if any, are broken by ignoring back edges."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for s, d in edges:
+        succ[s].append(d)
+        indeg[d] += 1
+    layer = [0] * n
+    order, queue = [], [i for i in range(n) if indeg[i] == 0]
+    remaining = indeg[:]
+    while queue:
+        v = queue.pop()
+        order.append(v)
+        for w in succ[v]:
+            layer[w] = max(layer[w], layer[v] + 1)
+            remaining[w] -= 1
+            if remaining[w] == 0:
+                queue.append(w)
+    if len(order) < n:                      # a cycle: place the rest below what was ordered
+        top, done = max(layer, default=0) + 1, set(order)
+        for v in range(n):
+            if v not in done:
+                layer[v] = top
+    for v in range(n):                      # pull sources down next to their first consumer
+        if indeg[v] == 0 and succ[v]:
+            layer[v] = max(0, min(layer[w] for w in succ[v]) - 1)
+    return layer
+
+
+def compute(vg: ViewGraph) -> Layout:
+    key = topology_key(vg)
+    with _LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    layout = _compute(vg)
+    with _LOCK:
+        _CACHE[key] = layout
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return layout
+
+
+def cached(vg: ViewGraph) -> bool:
+    with _LOCK:
+        return topology_key(vg) in _CACHE
+
+
+def _compute(vg: ViewGraph) -> Layout:
+    import igraph
+    n = len(vg.nodes)
+    if n == 0:
+        return Layout([], [], 0.0, 0.0)
+    edges = [(e.src, e.dst) for e in vg.edges]
+    layer = layers_of(n, edges)
+    # Edges must point down a layer; a back edge (from a cycle) is laid out reversed.
+    ig_edges = [(s, d) if layer[s] < layer[d] else (d, s) for s, d in edges]
+    g = igraph.Graph(n=n, edges=ig_edges, directed=True)
+    lay = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=30 if n > 3000 else 100)
+    slot = max(nd.width for nd in vg.nodes) + H_GAP
+    nlayers = max(layer) + 1
+    band = [0.0] * nlayers
+    for i, nd in enumerate(vg.nodes):
+        band[layer[i]] = max(band[layer[i]], nd.height)
+    top = [0.0] * nlayers
+    for k in range(1, nlayers):
+        top[k] = top[k - 1] + band[k - 1] + V_GAP
+    # igraph's x placement can put vertices of one layer closer than hgap: keep its order, space them ourselves.
+    routing = [list(r) for r in getattr(lay, "edge_routing", [])] + [[]] * len(edges)
+    rows: list[list[tuple[float, tuple]]] = [[] for _ in range(nlayers)]
+    for i in range(n):
+        rows[layer[i]].append((lay.coords[i][0], ("n", i)))
+    for ei in range(len(edges)):
+        for k, (cx, cy) in enumerate(routing[ei]):
+            rows[int(round(cy))].append((cx, ("d", ei, k)))
+    x_of: dict[tuple, float] = {}
+    for row in rows:
+        row.sort(key=lambda r: r[0])
+        for (_, ref), x in zip(row, _spaced([r[0] for r in row])):
+            x_of[ref] = x
+    xs = list(x_of.values())
+    x0 = min(xs)
+    pos = [((x_of[("n", i)] - x0) * slot + slot / 2, top[layer[i]] + band[layer[i]] / 2) for i in range(n)]
+    routes = []
+    for ei, (s, d) in enumerate(edges):
+        if layer[s] >= layer[d]:            # back edge: drawn straight, it is rare
+            routes.append([(pos[s][0], pos[s][1] + vg.nodes[s].height / 2),
+                           (pos[d][0], pos[d][1] - vg.nodes[d].height / 2)])
+            continue
+        sx, sy = pos[s]
+        pts = [(sx, sy + vg.nodes[s].height / 2), (sx, top[layer[s]] + band[layer[s]])]
+        for k, (_, cy) in enumerate(routing[ei]):
+            x, lk = (x_of[("d", ei, k)] - x0) * slot + slot / 2, int(round(cy))
+            pts += [(x, top[lk]), (x, top[lk] + band[lk])]
+        dx, dy = pos[d]
+        pts += [(dx, top[layer[d]]), (dx, dy - vg.nodes[d].height / 2)]
+        routes.append(pts)
+    width = (max(xs) - x0 + 1) * slot
+    height = top[-1] + band[-1]
+    return Layout(pos, routes, width, height)
+
+
+def _spaced(want: list[float]) -> list[float]:
+    """Positions as close as possible (least squares) to sorted `want` with neighbours at least 1 apart.
+
+    With y_i = x_i - i the constraint becomes y non-decreasing: isotonic regression by pool-adjacent-violators.
+    """
+    blocks: list[list[float]] = []          # [mean, count]
+    for i, w in enumerate(want):
+        blocks.append([w - i, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, c2 = blocks.pop()
+            m1, c1 = blocks.pop()
+            blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
+    out, i = [], 0
+    for m, c in blocks:
+        for _ in range(int(c)):
+            out.append(m + i)
+            i += 1
+    return out

@@ -1,0 +1,227 @@
+"""What a graph pane draws: op nodes, terminal nodes and edges, built from a TFLite subgraph or an ONNX ModelProto.
+
+Qt-free on purpose (built in the worker thread). Constants are folded into their consumer node as text lines
+("w 16×3×3×8") instead of being nodes: separate weight nodes ruin any layered layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+TITLE_H, LINE_H, NODE_W, TERMINAL_W = 22, 14, 168, 120
+MAX_ATTR_LINES = 3
+
+# Input slot names for folded constants; other slots are named by their index.
+_SLOT_NAMES = {
+    "CONV_2D": {1: "w", 2: "b"}, "DEPTHWISE_CONV_2D": {1: "w", 2: "b"}, "FULLY_CONNECTED": {1: "w", 2: "b"},
+    "TRANSPOSE_CONV": {0: "shape", 1: "w", 3: "b"}, "CONV_3D": {1: "w", 2: "b"},
+    "Conv": {1: "W", 2: "B"}, "ConvTranspose": {1: "W", 2: "B"}, "Gemm": {1: "B", 2: "C"}, "MatMul": {1: "B"},
+}
+
+
+@dataclass
+class Node:
+    key: Hashable                 # ("op", index) | ("in", tensor) | ("out", tensor) for TFLite; onnx node name
+    kind: str                     # "op" | "input" | "output"
+    title: str
+    lines: list[str] = field(default_factory=list)     # attributes then folded constants, shown when zoomed in
+    search: str = ""              # extra text the search matches (names)
+    subgraphs: list[int] = field(default_factory=list)  # TFLite subgraphs this op calls (WHILE/IF bodies)
+
+    @property
+    def width(self) -> int:
+        return NODE_W if self.kind == "op" else TERMINAL_W
+
+    @property
+    def height(self) -> int:
+        return TITLE_H + LINE_H * len(self.lines) + (4 if self.lines else 0)
+
+
+@dataclass
+class Edge:
+    src: int                      # node indices
+    dst: int
+    tensor: Hashable              # TFLite tensor index or ONNX value name
+    label: str                    # shape, shown when zoomed in
+    first: bool = True            # first edge of its tensor: the one that draws the label
+
+
+@dataclass
+class ViewGraph:
+    source: str                   # "tflite" | "onnx"
+    nodes: list[Node]
+    edges: list[Edge]
+    tensor_names: dict[Hashable, str] = field(default_factory=dict)
+    subgraph: int = 0
+    shapes: dict[Hashable, tuple] = field(default_factory=dict)   # ONNX value -> shape (after inference)
+
+    def index(self) -> dict[Hashable, int]:
+        return {n.key: i for i, n in enumerate(self.nodes)}
+
+    @property
+    def op_count(self) -> int:
+        return sum(1 for n in self.nodes if n.kind == "op")
+
+
+def shape_text(shape) -> str:
+    return "×".join("?" if (d is None or d == -1 or d == "") else str(d) for d in shape) if shape else "scalar"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_fmt(x) for x in v[:8]) + (",…" if len(v) > 8 else "") + "]"
+    if isinstance(v, bytes):
+        return f"<{len(v)} bytes>"
+    return str(v)
+
+
+def attr_lines(options: dict[str, Any]) -> list[str]:
+    """A few compact lines for the key attributes (pairs such as stride_h/stride_w merged)."""
+    opts = {k: v for k, v in options.items() if v not in (None, "NONE", False, "", [], ())}
+    lines: list[str] = []
+    for a, b, label in (("stride_h", "stride_w", "stride"), ("filter_height", "filter_width", "kernel"),
+                        ("dilation_h_factor", "dilation_w_factor", "dilation")):
+        if a in opts and b in opts:
+            h, w = opts.pop(a), opts.pop(b)
+            if not (label == "dilation" and h == w == 1):
+                lines.append(f"{label} {h}×{w}")
+    act = opts.pop("fused_activation_function", None)
+    for k, v in opts.items():
+        if k.endswith("subgraph_index"):
+            continue
+        lines.append(f"{k} {_fmt(v)}")
+    if act:
+        lines.append(str(act).lower())
+    if len(lines) > MAX_ATTR_LINES:
+        lines = lines[:MAX_ATTR_LINES - 1] + [f"+{len(lines) - MAX_ATTR_LINES + 1} more"]
+    return lines
+
+
+def _const_line(opcode: str, slot: int, shape, dtype: str) -> str:
+    name = _SLOT_NAMES.get(opcode, {}).get(slot, f"in{slot}")
+    return f"{name} {shape_text(shape)} {dtype}"
+
+
+class _Builder:
+    def __init__(self, source: str, subgraph: int = 0):
+        self.g = ViewGraph(source, [], [], subgraph=subgraph)
+        self.seen: set[Hashable] = set()
+
+    def node(self, node: Node) -> int:
+        self.g.nodes.append(node)
+        return len(self.g.nodes) - 1
+
+    def edge(self, src: int, dst: int, tensor: Hashable, label: str) -> None:
+        first = tensor not in self.seen
+        self.seen.add(tensor)
+        self.g.edges.append(Edge(src, dst, tensor, label, first))
+
+
+def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
+    """One node per op, one terminal per graph input/output, one edge per (tensor, consumer)."""
+    sg = graph.subgraphs[subgraph]
+    b = _Builder("tflite", subgraph)
+    tensors = sg.tensors
+    b.g.tensor_names = {t.index: t.name for t in tensors}
+    producer: dict[int, int] = {}
+    for t in sg.inputs:
+        if t >= 0:
+            producer[t] = b.node(Node(("in", t), "input", tensors[t].name or f"input {t}",
+                                      [shape_text(tensors[t].shape)], search=tensors[t].name))
+    op_node: dict[int, int] = {}
+    for op in sg.ops:
+        consts = [_const_line(op.opcode, slot, tensors[t].shape, tensors[t].dtype)
+                  for slot, t in enumerate(op.inputs) if t >= 0 and tensors[t].is_constant]
+        calls = [v for k, v in op.options.items() if k.endswith("subgraph_index") and isinstance(v, int)]
+        names = " ".join(tensors[t].name for t in op.outputs if t >= 0)
+        op_node[op.index] = i = b.node(Node(("op", op.index), "op", op.opcode, attr_lines(op.options) + consts,
+                                            search=names, subgraphs=calls))
+        for t in op.outputs:
+            if t >= 0:
+                producer[t] = i
+    for op in sg.ops:
+        for t in op.inputs:
+            if t < 0 or tensors[t].is_constant:
+                continue
+            if t not in producer:           # variable or otherwise unproduced tensor: make it a terminal
+                producer[t] = b.node(Node(("in", t), "input", tensors[t].name or f"tensor {t}",
+                                          [shape_text(tensors[t].shape)], search=tensors[t].name))
+            b.edge(producer[t], op_node[op.index], t, shape_text(tensors[t].shape))
+    for t in sg.outputs:
+        if t >= 0:
+            out = b.node(Node(("out", t), "output", tensors[t].name or f"output {t}",
+                              [shape_text(tensors[t].shape)], search=tensors[t].name))
+            if t in producer:
+                b.edge(producer[t], out, t, shape_text(tensors[t].shape))
+    return b.g
+
+
+def onnx_node_name(node, i: int) -> str:
+    return node.name or f"{node.op_type}#{i}"
+
+
+def _value_shapes(model) -> dict[str, tuple]:
+    shapes: dict[str, tuple] = {}
+    g = model.graph
+    for vi in [*g.input, *g.value_info, *g.output]:
+        tt = vi.type.tensor_type
+        if tt.HasField("shape"):
+            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                    for d in tt.shape.dim)
+    return shapes
+
+
+def from_onnx(model) -> ViewGraph:
+    """The ONNX main graph: nodes keyed by node name (or 'OpType#i'), initializers folded into consumers."""
+    import onnx
+    from onnx import helper
+    g = model.graph
+    if not g.value_info:
+        try:
+            model = onnx.shape_inference.infer_shapes(model)
+            g = model.graph
+        except Exception:  # shapes are decoration: a model that fails inference still draws
+            pass
+    shapes = _value_shapes(model)
+    inits = {t.name: t for t in g.initializer}
+    b = _Builder("onnx")
+    b.g.tensor_names = {}
+    producer: dict[str, int] = {}
+    for vi in g.input:
+        if vi.name not in inits:
+            producer[vi.name] = b.node(Node(("in", vi.name), "input", vi.name,
+                                            [shape_text(shapes.get(vi.name, ()))], search=vi.name))
+    node_idx: list[int] = []
+    for i, n in enumerate(g.node):
+        attrs = {}
+        for a in n.attribute:
+            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.TENSOR):
+                continue
+            v = helper.get_attribute_value(a)
+            attrs[a.name] = v.decode() if isinstance(v, bytes) else v
+        lines = attr_lines(attrs)
+        for slot, name in enumerate(n.input):
+            if name in inits:
+                t = inits[name]
+                dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
+                lines.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
+        name = onnx_node_name(n, i)
+        idx = b.node(Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output)))
+        node_idx.append(idx)
+        for o in n.output:
+            if o:
+                producer[o] = idx
+    for i, n in enumerate(g.node):
+        for name in n.input:
+            if name and name not in inits and name in producer:
+                b.edge(producer[name], node_idx[i], name, shape_text(shapes.get(name, ())))
+    for vi in g.output:
+        out = b.node(Node(("out", vi.name), "output", vi.name, [shape_text(shapes.get(vi.name, ()))],
+                          search=vi.name))
+        if vi.name in producer:
+            b.edge(producer[vi.name], out, vi.name, shape_text(shapes.get(vi.name, ())))
+    b.g.tensor_names = {e.tensor: str(e.tensor) for e in b.g.edges}
+    b.g.shapes = shapes
+    return b.g

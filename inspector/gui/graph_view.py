@@ -1,0 +1,221 @@
+"""A graph pane: the scene of node and edge items, the zoomable view over it, and a minimap overlay.
+
+The scene keeps Qt's default BSP index: with one item per edge, hit-testing and partial repaints stay cheap.
+"""
+from __future__ import annotations
+
+from typing import Hashable
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QPen
+from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QWidget
+
+from .graph_items import EdgeItem, NodeItem
+from .graph_layout import Layout
+from .graph_model import ViewGraph
+from .palette import UNKNOWN, palette
+
+MARGIN = 40
+
+
+class GraphScene(QGraphicsScene):
+    def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
+        super().__init__(parent)
+        self.vg, self.layout = vg, layout
+        self.setBackgroundBrush(palette().background)
+        self.nodes: list[NodeItem] = []
+        self.edges: list[EdgeItem] = []
+        self.node_by_key: dict[Hashable, NodeItem] = {}
+        self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
+        for i, (node, (x, y)) in enumerate(zip(vg.nodes, layout.pos)):
+            item = NodeItem(i, node)
+            item.setPos(x, y)
+            self.addItem(item)
+            self.nodes.append(item)
+            self.node_by_key[node.key] = item
+        for i, (edge, route) in enumerate(zip(vg.edges, layout.routes)):
+            item = EdgeItem(i, edge, route)
+            self.addItem(item)
+            self.edges.append(item)
+            self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
+        self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
+
+    def colour(self, categories: dict[Hashable, str], markers: dict[Hashable, str],
+               edge_conflicts: dict[Hashable, str]) -> None:
+        """Recolour in place: categories and marker texts by node key, conflict reasons by (tensor, consumer key)."""
+        for item in self.nodes:
+            key = item.node.key
+            marker = markers.get(key, "")
+            tip = [f"{item.node.title}  ({categories.get(key, UNKNOWN)})"] if item.node.kind == "op" else \
+                [item.node.title]
+            if marker:
+                tip.append(marker)
+            item.set_category(categories.get(key, UNKNOWN), marker, "\n".join(tip))
+        for e in self.edges:
+            e.set_conflict(edge_conflicts.get((e.edge.tensor, self.vg.nodes[e.edge.dst].key), ""))
+
+    def selected_keys(self) -> tuple[list[Hashable], list[Hashable]]:
+        """(node keys, tensor keys) of the selection."""
+        nodes, tensors = [], []
+        for it in self.selectedItems():
+            if isinstance(it, NodeItem):
+                nodes.append(it.node.key)
+            elif isinstance(it, EdgeItem) and it.edge.tensor not in tensors:
+                tensors.append(it.edge.tensor)
+        return nodes, tensors
+
+    def select(self, node_keys=(), tensor_keys=()) -> QRectF:
+        """Replace the selection; returns the bounding rect of what got selected (empty if nothing)."""
+        self.blockSignals(True)
+        self.clearSelection()
+        rect = QRectF()
+        for k in node_keys:
+            it = self.node_by_key.get(k)
+            if it is not None:
+                it.setSelected(True)
+                rect = rect.united(it.sceneBoundingRect())
+        for t in tensor_keys:
+            for it in self.edges_by_tensor.get(t, ()):
+                it.setSelected(True)
+                rect = rect.united(it.sceneBoundingRect())
+        self.blockSignals(False)
+        self.selectionChanged.emit()
+        return rect
+
+
+class GraphView(QGraphicsView):
+    nodeActivated = Signal(object)          # NodeItem double-clicked
+    zoomChanged = Signal()
+
+    def __init__(self, scene: GraphScene | None = None, parent=None):
+        super().__init__(parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
+        self.setOptimizationFlags(QGraphicsView.DontSavePainterState | QGraphicsView.DontAdjustForAntialiasing)
+        self.setFrameShape(QFrame.NoFrame)
+        self.minimap = Minimap(self)
+        self.horizontalScrollBar().valueChanged.connect(self.minimap.update)
+        self.verticalScrollBar().valueChanged.connect(self.minimap.update)
+        if scene is not None:
+            self.setScene(scene)
+
+    def setScene(self, scene):
+        super().setScene(scene)
+        self.minimap.invalidate()
+
+    def zoom(self, factor: float) -> None:
+        scale = self.transform().m11()
+        factor = max(0.01 / scale, min(factor, 4.0 / scale))     # keep within 1 %..400 %
+        self.scale(factor, factor)
+        self.zoomChanged.emit()
+        self.minimap.update()
+
+    def fit(self) -> None:
+        if self.scene() is not None:
+            self.fitInView(self.scene().sceneRect(), Qt.KeepAspectRatio)
+            self.zoomChanged.emit()
+            self.minimap.update()
+
+    def reveal(self, rect: QRectF) -> None:
+        """Centre on rect, zooming in to a readable scale if the view is zoomed far out."""
+        if rect.isEmpty():
+            return
+        if self.transform().m11() < 0.6:
+            self.resetTransform()
+            self.scale(0.9, 0.9)
+            self.zoomChanged.emit()
+        self.centerOn(rect.center())
+        self.minimap.update()
+
+    def wheelEvent(self, event):
+        d = event.angleDelta().y()
+        if d:
+            self.zoom(1.0015 ** d)
+        event.accept()
+
+    def mouseDoubleClickEvent(self, event):
+        item = self.itemAt(event.position().toPoint())
+        if isinstance(item, NodeItem):
+            self.nodeActivated.emit(item)
+        super().mouseDoubleClickEvent(event)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self.minimap.place()
+
+
+class Minimap(QWidget):
+    """An overview in the view's corner: a cached picture of the whole scene and the visible area on top."""
+    SIZE = 180
+
+    def __init__(self, view: GraphView):
+        super().__init__(view)
+        self.view = view
+        self.image: QImage | None = None
+        self._timer = QTimer(self, singleShot=True, interval=30, timeout=self._render)
+        self.setCursor(Qt.CrossCursor)
+        self.setToolTip("Overview: click or drag to move the view")
+
+    def invalidate(self) -> None:
+        self.image = None
+        self._timer.start()
+
+    def place(self) -> None:
+        scene = self.view.scene()
+        if scene is None:
+            self.hide()
+            return
+        r = scene.sceneRect()
+        k = self.SIZE / max(r.width(), r.height(), 1)
+        w, h = max(int(r.width() * k), 24), max(int(r.height() * k), 24)
+        vp = self.view.viewport().geometry()
+        self.setGeometry(vp.right() - w - 10, vp.bottom() - h - 10, w, h)
+        self.show()
+        self.raise_()
+
+    def _render(self) -> None:
+        scene = self.view.scene()
+        if scene is None:
+            return
+        self.place()
+        img = QImage(self.size(), QImage.Format_ARGB32_Premultiplied)
+        img.fill(QColor(255, 255, 255, 235))
+        p = QPainter(img)
+        scene.render(p, QRectF(img.rect()), scene.sceneRect(), Qt.KeepAspectRatio)
+        p.end()
+        self.image = img
+        self.update()
+
+    def _k(self) -> tuple[float, QRectF]:
+        r = self.view.scene().sceneRect()
+        return min(self.width() / r.width(), self.height() / r.height()), r
+
+    def paintEvent(self, event):
+        if self.view.scene() is None:
+            return
+        p = QPainter(self)
+        if self.image is not None:
+            p.drawImage(0, 0, self.image)
+        p.setPen(QPen(QColor(0, 0, 0), 1))
+        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        k, r = self._k()
+        vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        box = QRectF((vis.left() - r.left()) * k, (vis.top() - r.top()) * k, vis.width() * k, vis.height() * k)
+        p.setPen(QPen(QColor(213, 94, 0), 2))
+        p.setBrush(QColor(213, 94, 0, 40))
+        p.drawRect(box.intersected(QRectF(self.rect())))
+        p.end()
+
+    def _goto(self, pos) -> None:
+        k, r = self._k()
+        self.view.centerOn(QPointF(r.left() + pos.x() / k, r.top() + pos.y() / k))
+        self.update()
+
+    def mousePressEvent(self, event):
+        self._goto(event.position())
+
+    def mouseMoveEvent(self, event):
+        if event.buttons() & Qt.LeftButton:
+            self._goto(event.position())

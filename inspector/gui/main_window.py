@@ -1,0 +1,547 @@
+"""The inspector window: the TFLite graph and its ONNX conversion side by side, selection synced via the trace."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote
+
+import shiboken6
+from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
+                               QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+
+from . import export, graph_layout, graph_model
+from .graph_view import GraphScene, GraphView
+from .legend import Legend
+from .loader_job import LoadJob
+from .panels.conflicts import ConflictsPanel
+from .panels.details import DetailsPanel
+
+MAX_RECENT = 8
+TFLITE, ONNX = "tflite", "onnx"
+FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
+
+
+class Pane(QStackedWidget):
+    """A tab widget of graph views (main graph, then opened subgraphs) with a placeholder while empty."""
+
+    def __init__(self, title: str, parent=None):
+        super().__init__(parent)
+        self.title = title
+        self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
+        self.placeholder.setStyleSheet("color:#555; font-size:13px; padding:20px")
+        self.tabs = QTabWidget(tabsClosable=True, documentMode=True)
+        self.tabs.tabCloseRequested.connect(self._close_tab)
+        self.addWidget(self.placeholder)
+        self.addWidget(self.tabs)
+        self.message("")
+
+    def message(self, text: str) -> None:
+        self.placeholder.setText(text)
+        self.setCurrentWidget(self.placeholder)
+
+    def _close_tab(self, i: int) -> None:
+        if i > 0:                                    # the main graph stays
+            self.tabs.removeTab(i)
+
+    @property
+    def main_view(self) -> GraphView | None:
+        return self.tabs.widget(0) if self.tabs.count() else None
+
+    def set_main(self, view: GraphView, label: str) -> None:
+        while self.tabs.count():
+            w = self.tabs.widget(0)
+            self.tabs.removeTab(0)
+            w.deleteLater()
+        self.tabs.addTab(view, label)
+        self.tabs.tabBar().setTabButton(0, self.tabs.tabBar().ButtonPosition.RightSide, None)
+        self.setCurrentWidget(self.tabs)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, settings: QSettings | None = None, convert: bool = True):
+        super().__init__()
+        self.settings = settings or QSettings("layout-inspector", "layout-inspector")
+        self.convert = convert
+        self.doc = None
+        self.job: LoadJob | None = None
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self.scenes: dict[str, GraphScene] = {}
+        self.active = TFLITE
+        self._syncing = False
+        self._matches: list[tuple[str, str, object]] = []
+        self._match_i = -1
+        self.setWindowTitle("Layout Inspector")
+        self.setAcceptDrops(True)
+        self.resize(1500, 950)
+        self._build()
+
+    # ---- construction --------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.panes = {TFLITE: Pane("TFLite"), ONNX: Pane("ONNX")}
+        self.panes[TFLITE].message("Open a model: File › Open (Ctrl+O), or drop a .tflite or .onnx file here.")
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(self.panes[TFLITE])
+        self.splitter.addWidget(self.panes[ONNX])
+        self.legend = Legend()
+        central = QWidget()
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.legend)
+        lay.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
+
+        self.details = DetailsPanel()
+        self.details.linkActivated.connect(self.follow_link)
+        self.conflicts = ConflictsPanel()
+        self.conflicts.conflictActivated.connect(self.jump_to_conflict)
+        self.details_dock = self._dock("Details", self.details, Qt.RightDockWidgetArea)
+        self.conflicts_dock = self._dock("Conflicts", self.conflicts, Qt.RightDockWidgetArea)
+        self.splitDockWidget(self.details_dock, self.conflicts_dock, Qt.Vertical)
+        self.resizeDocks([self.details_dock], [380], Qt.Horizontal)
+        self.resizeDocks([self.details_dock, self.conflicts_dock], [640, 220], Qt.Vertical)
+
+        self.progress = QProgressBar(maximumWidth=160, textVisible=False)
+        self.progress.setRange(0, 0)
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cancel_button)
+        self._busy(False)
+        self._menus()
+
+    def _dock(self, title: str, widget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
+        a = QAction(text, self, checkable=checkable)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+        a.triggered.connect(slot)
+        menu.addAction(a)
+        return a
+
+    def _menus(self) -> None:
+        m = self.menuBar().addMenu("&File")
+        self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.Open)
+        self.recent_menu = m.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        ex = m.addMenu("&Export")
+        for text, whole, ext, key in (("Current view as PNG…", False, "png", "Ctrl+E"),
+                                      ("Current view as SVG…", False, "svg", None),
+                                      ("Whole graph as PNG…", True, "png", "Ctrl+Shift+E"),
+                                      ("Whole graph as SVG…", True, "svg", None)):
+            self._action(ex, text, lambda _=False, w=whole, e=ext: self.export_dialog(w, e), key)
+        m.addSeparator()
+        self._action(m, "&Quit", self.close, QKeySequence.Quit)
+
+        v = self.menuBar().addMenu("&View")
+        self.show_tflite = self._action(v, "TFLite graph", lambda on: self.panes[TFLITE].setVisible(on),
+                                        "Ctrl+1", checkable=True)
+        self.show_onnx = self._action(v, "ONNX graph", lambda on: self.panes[ONNX].setVisible(on),
+                                      "Ctrl+2", checkable=True)
+        self.show_tflite.setChecked(True)
+        self.show_onnx.setChecked(True)
+        v.addAction(self.details_dock.toggleViewAction())
+        v.addAction(self.conflicts_dock.toggleViewAction())
+        self.show_minimap = self._action(v, "Minimap", self._toggle_minimap, "M", checkable=True)
+        self.show_minimap.setChecked(True)
+        v.addSeparator()
+        self._action(v, "&Fit to window", lambda: self._view_do("fit"), "F")
+        self._action(v, "Zoom &in", lambda: self._view_do("in"), "Ctrl+=")
+        self._action(v, "Zoom &out", lambda: self._view_do("out"), "Ctrl+-")
+        self._action(v, "Actual size", lambda: self._view_do("1:1"), "Ctrl+0")
+
+        tb = QToolBar("Search", objectName="search")
+        self.addToolBar(tb)
+        tb.addAction(self.open_action)
+        tb.addSeparator()
+        self.search_field = QLineEdit(placeholderText="Search op type, tensor or node name  (Ctrl+F)",
+                                      clearButtonEnabled=True, minimumWidth=320)
+        self.search_field.returnPressed.connect(lambda: self.search_step(+1))
+        self.search_field.textChanged.connect(lambda _: self._reset_search())
+        tb.addWidget(self.search_field)
+        s = self.menuBar().addMenu("&Search")
+        self._action(s, "&Find…", self._focus_search, QKeySequence.Find)
+        self.next_action = self._action(s, "Find &next", lambda: self.search_step(+1), QKeySequence.FindNext)
+        self.prev_action = self._action(s, "Find &previous", lambda: self.search_step(-1),
+                                        QKeySequence.FindPrevious)
+        tb.addAction(self.prev_action)
+        tb.addAction(self.next_action)
+        self.search_status = QLabel("  ")
+        tb.addWidget(self.search_status)
+
+    # ---- opening -------------------------------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        start = (self.recent() or [str(Path.cwd())])[0]
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", str(Path(start).parent), FILTERS)
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str) -> None:
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            self.error("Cannot open model", f"{path}: no such file")
+            return
+        self.cancel()
+        self._add_recent(path)
+        self.doc = None
+        self.scenes.clear()
+        self.details.clear()
+        self.conflicts.set_document(None)
+        self.setWindowTitle(f"{Path(path).name} — Layout Inspector")
+        self.panes[TFLITE].message("Reading…")
+        self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
+        self.job = job = LoadJob(path, self.convert)
+        job.signals.stage.connect(lambda text: self.statusBar().showMessage(text))
+        job.signals.tfliteReady.connect(self._tflite_ready)
+        job.signals.onnxReady.connect(self._onnx_ready)
+        job.signals.conversionFailed.connect(self._conversion_failed)
+        job.signals.failed.connect(self._failed)
+        job.signals.done.connect(lambda: self._job_done(job))
+        self._busy(True)
+        self.pool.start(job)
+
+    @property
+    def idle(self) -> bool:
+        return self.job is None
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+            self.job = None
+            self._busy(False)
+            self.statusBar().showMessage("Cancelled", 3000)
+            for pane in self.panes.values():
+                if pane.main_view is None or pane.currentWidget() is pane.placeholder:
+                    pane.message("Cancelled.")
+
+    def _job_done(self, job) -> None:
+        if job is self.job:
+            self.job = None
+            self._busy(False)
+
+    def _busy(self, on: bool) -> None:
+        self.progress.setVisible(on)
+        self.cancel_button.setVisible(on)
+
+    def _tflite_ready(self, doc, vg, layout) -> None:
+        self.doc = doc
+        self._show(TFLITE, vg, layout, f"TFLite: {Path(doc.path).name} ({vg.op_count} ops)")
+        self.panes[ONNX].message("Converting to ONNX…")
+        self.show_onnx.setChecked(True)
+        self.panes[ONNX].setVisible(True)
+
+    def _onnx_ready(self, doc, vg, layout) -> None:
+        self.doc = doc
+        only_onnx = doc.graph is None
+        self._show(ONNX, vg, layout, f"ONNX ({vg.op_count} nodes)")
+        self.panes[TFLITE].setVisible(not only_onnx)
+        self.show_tflite.setChecked(not only_onnx)
+        half = max(self.splitter.width() // 2, 100)
+        self.splitter.setSizes([half, half])
+        self.conflicts.set_document(doc)
+        self.conflicts_dock.setWindowTitle(f"Conflicts ({len(doc.conflicts())})")
+        self.recolour()
+        self.statusBar().showMessage(self._summary(), 10000)
+
+    def _summary(self) -> str:
+        d = self.doc
+        if d.result is None:
+            return f"{Path(d.path).name}: ONNX model, {len(d.model.graph.node)} nodes"
+        return (f"{Path(d.path).name}: {len(d.graph.main.ops)} TFLite ops → {len(d.model.graph.node)} ONNX nodes, "
+                f"{d.result.transposes} Transposes, {len(d.conflicts())} conflicts")
+
+    def _conversion_failed(self, message: str) -> None:
+        self.panes[ONNX].message(f"Conversion failed:\n{message}")
+        self.statusBar().showMessage(f"Conversion failed: {message.splitlines()[0]}", 10000)
+
+    def _failed(self, message: str, details: str) -> None:
+        for pane in self.panes.values():
+            if pane.main_view is None or pane.currentWidget() is pane.placeholder:
+                pane.message("Could not open the model.")
+        self.error("Cannot open model", message, details)
+
+    def error(self, title: str, message: str, details: str = "") -> None:
+        box = QMessageBox(QMessageBox.Critical, title, message, QMessageBox.Ok, self)
+        if details:
+            box.setDetailedText(details)
+        if os.environ.get("QT_QPA_PLATFORM") == "offscreen":   # tests and screenshots: never block
+            self.statusBar().showMessage(f"{title}: {message}")
+            self.last_error = message
+            return
+        box.exec()
+
+    def _show(self, which: str, vg, layout, label: str) -> None:
+        scene = GraphScene(vg, layout)
+        scene.selectionChanged.connect(lambda: self._selection_changed(which, scene))
+        view = self._make_view(scene, which)
+        self.scenes[which] = scene
+        self.panes[which].set_main(view, label)
+        self._colour(which)
+        view.fit()
+
+    def _make_view(self, scene, which: str) -> GraphView:
+        view = GraphView(scene)
+        scene.setParent(view)                        # the scene dies with its view
+        view.setAcceptDrops(False)
+        view.viewport().setAcceptDrops(False)
+        view.viewport().installEventFilter(self)
+        view.setProperty("pane", which)
+        view.nodeActivated.connect(lambda item: self._open_subgraphs(which, item))
+        view.minimap.setVisible(self.show_minimap.isChecked())
+        return view
+
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.MouseButtonPress:
+            view = obj.parent()
+            if isinstance(view, GraphView) and view.property("pane"):
+                self.active = view.property("pane")
+        return super().eventFilter(obj, event)
+
+    # ---- colours -------------------------------------------------------------------------------------------
+    def recolour(self) -> None:
+        for which in self.scenes:
+            self._colour(which)
+
+    def _colour(self, which: str) -> None:
+        d, scene = self.doc, self.scenes.get(which)
+        if d is None or scene is None:
+            return
+        if which == TFLITE:
+            scene.colour(d.tflite_categories(), d.tflite_markers(), d.tflite_edge_conflicts())
+        else:
+            scene.colour(d.onnx_categories(), d.onnx_markers(), {})
+        view = self.panes[which].main_view
+        if view is not None:
+            view.minimap.invalidate()
+
+    # ---- views ---------------------------------------------------------------------------------------------
+    def view(self, which: str | None = None) -> GraphView | None:
+        pane = self.panes[which or self.active]
+        v = pane.tabs.currentWidget() if pane.tabs.count() else None
+        if v is None or not pane.isVisible():
+            other = self.panes[ONNX if (which or self.active) == TFLITE else TFLITE]
+            v = other.tabs.currentWidget() if other.tabs.count() else None
+        return v
+
+    def _view_do(self, what: str) -> None:
+        v = self.view()
+        if v is None:
+            return
+        if what == "fit":
+            v.fit()
+        elif what == "1:1":
+            v.resetTransform()
+            v.zoomChanged.emit()
+        else:
+            v.zoom(1.25 if what == "in" else 0.8)
+
+    def _toggle_minimap(self, on: bool) -> None:
+        for pane in self.panes.values():
+            for i in range(pane.tabs.count()):
+                pane.tabs.widget(i).minimap.setVisible(on)
+
+    def _open_subgraphs(self, which: str, item) -> None:
+        if which != TFLITE or not item.node.subgraphs or self.doc is None:
+            return
+        tabs = self.panes[TFLITE].tabs
+        for sgi in item.node.subgraphs:
+            if not 0 < sgi < len(self.doc.graph.subgraphs):
+                continue
+            label = f"subgraph {sgi}: {self.doc.graph.subgraphs[sgi].name or '(unnamed)'}"
+            existing = [i for i in range(tabs.count()) if tabs.tabText(i) == label]
+            if existing:
+                tabs.setCurrentIndex(existing[0])
+                continue
+            vg = graph_model.from_tflite(self.doc.graph, sgi)
+            scene = GraphScene(vg, graph_layout.compute(vg))
+            scene.selectionChanged.connect(lambda s=scene, g=sgi: self._subgraph_selected(s, g))
+            view = self._make_view(scene, TFLITE)
+            tabs.setCurrentIndex(tabs.addTab(view, label))
+            view.fit()
+
+    def _subgraph_selected(self, scene, subgraph: int) -> None:
+        if not shiboken6.isValid(scene):
+            return
+        nodes, tensors = scene.selected_keys()
+        self._show_details(TFLITE, nodes, tensors, subgraph)
+
+    # ---- selection -----------------------------------------------------------------------------------------
+    def _selection_changed(self, which: str, scene) -> None:
+        if self._syncing or not shiboken6.isValid(scene) or self.scenes.get(which) is not scene:
+            return
+        self.active = which
+        nodes, tensors = scene.selected_keys()
+        self._show_details(which, nodes, tensors)
+        other = ONNX if which == TFLITE else TFLITE
+        if other not in self.scenes or self.doc is None:
+            return
+        mapped = self.doc.to_onnx(nodes, tensors) if which == TFLITE else self.doc.to_tflite(nodes, tensors)
+        self._syncing = True
+        try:
+            rect = self.scenes[other].select(*mapped)
+        finally:
+            self._syncing = False
+        view = self.panes[other].main_view
+        if view is not None and not rect.isEmpty():
+            self.panes[other].tabs.setCurrentIndex(0)
+            view.reveal(rect)
+
+    def select(self, which: str, nodes=(), tensors=(), reveal: bool = True) -> None:
+        """Select in one pane (the other follows through the trace) and centre on it."""
+        scene = self.scenes.get(which)
+        if scene is None:
+            return
+        self.panes[which].tabs.setCurrentIndex(0)
+        rect = scene.select(list(nodes), list(tensors))
+        if reveal and self.panes[which].main_view is not None:
+            self.panes[which].main_view.reveal(rect)
+
+    def _show_details(self, which: str, nodes, tensors, subgraph: int = 0) -> None:
+        d = self.doc
+        if d is None or not (nodes or tensors):
+            self.details.clear()
+            return
+        if which == TFLITE:
+            key = nodes[0] if nodes else None
+            if key is not None and key[0] == "op":
+                self.details.show_tflite_op(d, key[1], subgraph)
+            else:
+                self.details.show_tflite_tensor(d, key[1] if key is not None else tensors[0], subgraph)
+        else:
+            key = nodes[0] if nodes else None
+            if key is not None and not isinstance(key, tuple):
+                self.details.show_onnx_node(d, key)
+            else:
+                self.details.show_onnx_value(d, key[1] if key is not None else tensors[0])
+
+    def follow_link(self, href: str) -> None:
+        kind, _, raw = href.partition(":")
+        key = unquote(raw)
+        if kind == "tfl-op":
+            self.select(TFLITE, nodes=[("op", int(key))])
+        elif kind == "tfl-tensor":
+            t = int(key)
+            if t in self.scenes[TFLITE].edges_by_tensor:
+                self.select(TFLITE, tensors=[t])
+            else:                                    # a folded constant: details only
+                self.details.show_tflite_tensor(self.doc, t)
+        elif kind == "onnx-node":
+            self.select(ONNX, nodes=[key])
+        elif kind == "onnx-value":
+            if ONNX in self.scenes and key in self.scenes[ONNX].edges_by_tensor:
+                self.select(ONNX, tensors=[key])
+            else:
+                self.details.show_onnx_value(self.doc, key)
+
+    def jump_to_conflict(self, c) -> None:
+        if c is None or TFLITE not in self.scenes:
+            return
+        nodes = [("op", c.op)] if c.op is not None else [("out", c.tensor)]
+        self._syncing = True
+        try:
+            self.select(TFLITE, nodes, [c.tensor])
+            if c.node:
+                self.select(ONNX, [c.node])
+        finally:
+            self._syncing = False
+        if c.node and ONNX in self.scenes:
+            self.details.show_onnx_node(self.doc, c.node)
+        else:
+            self._show_details(TFLITE, nodes, [c.tensor])
+
+    # ---- search --------------------------------------------------------------------------------------------
+    def _focus_search(self) -> None:
+        self.search_field.setFocus()
+        self.search_field.selectAll()
+
+    def _reset_search(self) -> None:
+        self._matches, self._match_i = [], -1
+        self.search_status.setText("  ")
+
+    def search(self, text: str) -> list[tuple[str, str, object]]:
+        """(pane, "node"|"tensor", key) for every node whose type or names, or tensor whose name, contains text."""
+        q = text.strip().lower()
+        out: list[tuple[str, str, object]] = []
+        if not q:
+            return out
+        for which in (TFLITE, ONNX):
+            scene = self.scenes.get(which)
+            if scene is None:
+                continue
+            for item in scene.nodes:
+                n = item.node
+                if q in n.title.lower() or q in n.search.lower():
+                    out.append((which, "node", n.key))
+            names = scene.vg.tensor_names
+            for t in scene.edges_by_tensor:
+                if q in str(names.get(t, t)).lower():
+                    out.append((which, "tensor", t))
+        return out
+
+    def search_step(self, step: int) -> None:
+        if not self._matches:
+            self._matches = self.search(self.search_field.text())
+            self._match_i = -1 if step > 0 else 0
+        if not self._matches:
+            self.search_status.setText("  no match  ")
+            return
+        self._match_i = (self._match_i + step) % len(self._matches)
+        which, kind, key = self._matches[self._match_i]
+        self.search_status.setText(f"  {self._match_i + 1} of {len(self._matches)}  ")
+        if kind == "node":
+            self.select(which, nodes=[key])
+        else:
+            self.select(which, tensors=[key])
+
+    # ---- export --------------------------------------------------------------------------------------------
+    def export_dialog(self, whole: bool, ext: str) -> None:
+        v = self.view()
+        if v is None:
+            return
+        stem = Path(self.doc.path).stem if self.doc else "graph"
+        path, _ = QFileDialog.getSaveFileName(self, "Export", f"{stem}-{self.active}.{ext}", f"{ext.upper()} (*.{ext})")
+        if path:
+            try:
+                export.export(v, path, whole)
+                self.statusBar().showMessage(f"Wrote {path}", 5000)
+            except OSError as e:
+                self.error("Export failed", str(e))
+
+    # ---- recent files and drag and drop --------------------------------------------------------------------
+    def recent(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def _add_recent(self, path: str) -> None:
+        path = str(Path(path).resolve())
+        files = [path] + [p for p in self.recent() if p != path]
+        self.settings.setValue("recent", files[:MAX_RECENT])
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for p in self.recent():
+            self.recent_menu.addAction(p, lambda p=p: self.open_path(p))
+        if self.recent_menu.isEmpty():
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def dragEnterEvent(self, event):
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event):
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.open_path(files[0])
+
+    def closeEvent(self, event):
+        self.cancel()
+        super().closeEvent(event)
