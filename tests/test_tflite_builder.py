@@ -230,3 +230,21 @@ def test_mistakes_are_named(call, match):
     with pytest.raises(ValueError, match=match):
         call(b, x)
         b.build()
+
+
+def test_tail_buffers_use_offset_and_size():
+    """Constants stored after the flatbuffer (the >2 GB layout) read back and run like inline ones."""
+    b = ModelBuilder()
+    x = b.input("x", [2, 3])
+    c = RNG.standard_normal((2, 3)).astype(np.float32)
+    y = b.tensor("y", [2, 3])
+    b.op("MUL", [x, b.const("c", c, tail=True)], [y])
+    b.output(y)
+    data = b.build()
+    buf = tflite.Model.GetRootAsModel(data, 0).Buffers(1)
+    assert buf.Offset() % 16 == 0 and buf.Size() == c.nbytes and buf.DataLength() == 0
+    assert data[buf.Offset():buf.Offset() + buf.Size()] == c.tobytes()
+    np.testing.assert_array_equal(read_tflite_bytes(data).main.tensors[2].data, c)
+    x_val = RNG.standard_normal((2, 3)).astype(np.float32)
+    (got,) = run_litert(data, x_val)
+    np.testing.assert_allclose(got, x_val * c, rtol=1e-6)

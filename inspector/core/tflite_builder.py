@@ -150,8 +150,10 @@ class SubgraphBuilder:
         self.outputs.extend(tensors)
 
     def const(self, name: str, data, dtype: str | None = None, *, shape: Sequence[int] | None = None,
-              quant=None) -> int:
-        """A constant from a numpy array, or from raw bytes (then give dtype and shape; the bytes are not checked)."""
+              quant=None, tail: bool = False) -> int:
+        """A constant from a numpy array, or from raw bytes (then give dtype and shape; the bytes are not checked).
+
+        `tail` keeps the data after the flatbuffer, as converters do for models beyond 2 GB."""
         if isinstance(data, (bytes, bytearray, memoryview)):
             if dtype is None or shape is None:
                 raise ValueError("a constant from raw bytes needs dtype and shape")
@@ -160,7 +162,7 @@ class SubgraphBuilder:
             arr = np.asarray(data, dtype=dtype)
             dtype, shape = dtype or arr.dtype.name, arr.shape if shape is None else shape
             raw = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
-        return self.tensor(name, shape, dtype, quant=quant, buffer=self.model.buffer(raw))
+        return self.tensor(name, shape, dtype, quant=quant, buffer=self.model.buffer(raw, tail))
 
     def op(self, opcode: str, inputs: Sequence[int | None], outputs: Sequence[int], options: dict | None = None, *,
            version: int = 1, intermediates: Sequence[int] = ()) -> int:
@@ -206,6 +208,7 @@ class ModelBuilder(SubgraphBuilder):
         self.description, self.version = description, version
         self.subgraphs: list[SubgraphBuilder] = [self]
         self.buffers: list[bytes] = [b""]          # buffer 0: the empty sentinel every tensor without data uses
+        self.tail: list[int] = []                  # buffers written after the flatbuffer
         self.opcodes: list[tuple[int, str, int]] = []
         self.metadata: list[tuple[str, int]] = []
         self.signatures: list[tuple[str, int, dict[str, int], dict[str, int]]] = []
@@ -215,8 +218,11 @@ class ModelBuilder(SubgraphBuilder):
         self.subgraphs.append(sg)
         return sg
 
-    def buffer(self, data: bytes) -> int:
+    def buffer(self, data: bytes, tail: bool = False) -> int:
+        """A data buffer; `tail` stores it after the flatbuffer, addressed by offset and size (the >2 GB layout)."""
         self.buffers.append(bytes(data))
+        if tail:
+            self.tail.append(len(self.buffers) - 1)
         return len(self.buffers) - 1
 
     def opcode(self, builtin: int, custom_code: str, version: int) -> int:
@@ -232,7 +238,18 @@ class ModelBuilder(SubgraphBuilder):
         self.signatures.append((key, subgraph, dict(inputs), dict(outputs)))
 
     def build(self) -> bytes:
-        return _Writer(self).write()
+        if not self.tail:
+            return _Writer(self, {}).write()
+        # Placeholder offsets give the same layout and length as the real ones, which start past the flatbuffer.
+        size = len(_Writer(self, dict.fromkeys(self.tail, 1 << 40)).write())
+        offsets, pos = {}, size
+        for i in self.tail:
+            offsets[i] = pos = -(-pos // 16) * 16
+            pos += len(self.buffers[i])
+        out = bytearray(_Writer(self, offsets).write())
+        for i in self.tail:
+            out += bytes(offsets[i] - len(out)) + self.buffers[i]
+        return bytes(out)
 
     def save(self, path: str | Path) -> Path:
         Path(path).write_bytes(self.build())
@@ -242,8 +259,8 @@ class ModelBuilder(SubgraphBuilder):
 class _Writer:
     """Serialises a ModelBuilder bottom-up, as flatbuffers requires (children before parents)."""
 
-    def __init__(self, m: ModelBuilder):
-        self.m = m
+    def __init__(self, m: ModelBuilder, tail_offsets: dict[int, int]):
+        self.m, self.tail_offsets = m, tail_offsets
         self.b = flatbuffers.Builder(1024 + sum(len(x) for x in m.buffers))
 
     def vec(self, values, dtype) -> int:
@@ -336,8 +353,10 @@ class _Writer:
         metadata = self.offsets([self.table("Metadata", {"Name": b.CreateString(n), "Buffer": i})
                                  for n, i in m.metadata])
         sigs = self.offsets([self.signature(*s) for s in m.signatures])
-        datas = [self.data(raw) if raw else None for raw in m.buffers]
-        buffers = self.offsets([self.table("Buffer", {"Data": d}) for d in datas])
+        datas = [self.data(raw) if raw and i not in self.tail_offsets else None for i, raw in enumerate(m.buffers)]
+        buffers = self.offsets([self.table("Buffer", {"Data": d} if i not in self.tail_offsets else
+                                           {"Offset": self.tail_offsets[i], "Size": len(m.buffers[i])})
+                                for i, d in enumerate(datas)])
         desc = b.CreateString(m.description)
         model = self.table("Model", {"Version": m.version, "OperatorCodes": codes, "Subgraphs": subgraphs,
                                      "Description": desc, "Buffers": buffers, "Metadata": metadata,

@@ -22,6 +22,7 @@ from .graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
 SCHEMA_VERSION = 3
 # Largest activation a shape may claim (elements); beyond this the file is refused, not allocated.
 MAX_ELEMENTS = 1 << 40
+MAX_RANK = 32                       # TFLite kernels stop at 6-8; a longer shape is corruption, not a model
 
 _DTYPES = {
     "FLOAT32": "float32", "FLOAT16": "float16", "INT32": "int32", "UINT8": "uint8", "INT64": "int64",
@@ -51,12 +52,30 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])[A-Z]|(?<=[A-Z])[A-Z](?=[a-z])", lambda m: "_" + m.group(0), name).lower()
 
 
-def _checked(n: int, get, what: str, limit: int):
-    """Return n after proving the vector's last element lies inside the file (flatbuffers would not)."""
-    if n < 0 or n > limit:
+@lru_cache(maxsize=None)
+def _slot(cls, accessor: str) -> int:
+    """The vtable slot a generated accessor reads (schema field id * 2 + 4)."""
+    return int(re.search(r"_tab\.Offset\((\d+)\)", inspect.getsource(getattr(cls, accessor))).group(1))
+
+
+def _tables(obj, accessor: str, what: str, limit: int) -> int:
+    """Length of a vector of tables, after proving every entry lies inside the file.
+
+    Flatbuffers writers emit children before parents, so each entry points forward past the vector's end; an entry
+    pointing back into the vector (e.g. a run of zero bytes read as a table list) would let a corrupt count make
+    the reader walk millions of empty tables.
+    """
+    n = getattr(obj, accessor + "Length")()
+    if n == 0:
+        return 0
+    tab = obj._tab
+    start = tab.Vector(tab.Offset(_slot(type(obj), accessor)))
+    end = start + 4 * n
+    if n > limit // 4 or end > limit:
         raise _Bad(f"{what}: count {n} is more than the file can hold")
-    if n:
-        get(n - 1)
+    targets = np.frombuffer(tab.Bytes, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
+    if targets.min() < end or targets.max() + 4 > limit:
+        raise _Bad(f"{what}: an entry points outside the file or back into its own list")
     return n
 
 
@@ -143,7 +162,7 @@ class _Reader:
 
     def opcodes(self) -> list[tuple[str, bool, int]]:
         m = self.model
-        n = _checked(m.OperatorCodesLength(), m.OperatorCodes, "operator codes", self.limit // 4)
+        n = _tables(m, "OperatorCodes", "operator codes", self.limit)
         out = []
         for i in range(n):
             oc = m.OperatorCodes(i)
@@ -155,6 +174,8 @@ class _Reader:
         return out
 
     def tensor(self, i: int, t) -> Tensor:
+        if t.ShapeLength() > MAX_RANK:
+            raise _Bad(f"tensor {i} has rank {t.ShapeLength()}, beyond any real model")
         shape = tuple(int(d) for d in _np(t, "Shape", self.limit))
         sig = _np(t, "ShapeSignature", self.limit)
         dtype = TENSOR_TYPES.get(t.Type(), f"type{t.Type()}")
@@ -163,7 +184,7 @@ class _Reader:
             raise _Bad(f"tensor {i} '{name}' has a negative dimension {shape}")
         elements = int(np.prod(shape, dtype=object)) if shape else 1
         if elements > MAX_ELEMENTS:
-            raise _Bad(f"tensor {i} '{name}' claims {elements} elements, beyond any real model")
+            raise _Bad(f"tensor {i} '{name}' of shape {list(shape)} claims {elements} elements, beyond any real model")
         data = None
         sparsity = self.sparsity(t.Sparsity())
         raw = self.buffer_bytes(t.Buffer())
@@ -213,7 +234,7 @@ class _Reader:
         if s is None:
             return None
         dims = []
-        n = _checked(s.DimMetadataLength(), s.DimMetadata, "sparsity dims", self.limit // 4)
+        n = _tables(s, "DimMetadata", "sparsity dims", self.limit)
         for j in range(n):
             d = s.DimMetadata(j)
             entry = {"format": d.Format(), "dense_size": d.DenseSize()}
@@ -262,9 +283,9 @@ class _Reader:
 
     def subgraph(self, k: int, codes) -> Subgraph:
         sg = self.model.Subgraphs(k)
-        nt = _checked(sg.TensorsLength(), sg.Tensors, f"subgraph {k} tensors", self.limit // 4)
+        nt = _tables(sg, "Tensors", f"subgraph {k} tensors", self.limit)
         tensors = [self.tensor(i, sg.Tensors(i)) for i in range(nt)]
-        no = _checked(sg.OperatorsLength(), sg.Operators, f"subgraph {k} operators", self.limit // 4)
+        no = _tables(sg, "Operators", f"subgraph {k} operators", self.limit)
         ops = [self.op(i, sg.Operators(i), codes) for i in range(no)]
         inputs = [int(x) for x in _np(sg, "Inputs", self.limit)]
         outputs = [int(x) for x in _np(sg, "Outputs", self.limit)]
@@ -282,23 +303,23 @@ class _Reader:
         version = m.Version()
         if version != SCHEMA_VERSION:
             raise _Bad(f"unsupported TFLite schema version {version} (this reader knows version {SCHEMA_VERSION})")
-        _checked(m.BuffersLength(), m.Buffers, "buffers", self.limit // 4)
+        _tables(m, "Buffers", "buffers", self.limit)
         codes = self.opcodes()
-        ns = _checked(m.SubgraphsLength(), m.Subgraphs, "subgraphs", self.limit // 4)
+        ns = _tables(m, "Subgraphs", "subgraphs", self.limit)
         if ns == 0:
             raise _Bad("the model has no subgraph")
         subgraphs = [self.subgraph(k, codes) for k in range(ns)]
         metadata = {}
-        for j in range(_checked(m.MetadataLength(), m.Metadata, "metadata", self.limit // 4)):
+        for j in range(_tables(m, "Metadata", "metadata", self.limit)):
             md = m.Metadata(j)
             raw = self.buffer_bytes(md.Buffer())
             metadata[_name(md.Name())] = raw.tobytes() if raw is not None else b""
         sigs = []
-        for j in range(_checked(m.SignatureDefsLength(), m.SignatureDefs, "signatures", self.limit // 4)):
+        for j in range(_tables(m, "SignatureDefs", "signatures", self.limit)):
             sd = m.SignatureDefs(j)
             maps = []
             for part in ("Inputs", "Outputs"):
-                n = _checked(getattr(sd, part + "Length")(), getattr(sd, part), "signature " + part, self.limit // 4)
+                n = _tables(sd, part, "signature " + part, self.limit)
                 maps.append({_name(getattr(sd, part)(i).Name()): getattr(sd, part)(i).TensorIndex() for i in range(n)})
             sigs.append(SignatureDef(key=_name(sd.SignatureKey()), subgraph=sd.SubgraphIndex(),
                                      inputs=maps[0], outputs=maps[1]))
