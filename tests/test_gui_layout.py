@@ -1,0 +1,91 @@
+"""Layered layout: no node overlaps, edges never cross a node box, layers follow the data flow, cached by topology."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from inspector.gui import graph_layout
+from inspector.gui.graph_model import Edge, Node, ViewGraph, from_tflite
+
+
+def random_dag(n: int, seed: int, fan: int = 3) -> ViewGraph:
+    rng = random.Random(seed)
+    nodes = [Node(("op", i), "op", f"OP{i}", ["x"] * rng.randrange(0, 4)) for i in range(n)]
+    edges = []
+    for d in range(1, n):
+        for s in {rng.randrange(max(0, d - 40), d) for _ in range(rng.randrange(1, fan + 1))}:
+            edges.append(Edge(s, d, (s, d), "1×2×3"))
+    return ViewGraph("tflite", nodes, edges)
+
+
+def boxes(vg, lay):
+    return [(x - n.width / 2, y - n.height / 2, x + n.width / 2, y + n.height / 2) for n, (x, y) in zip(vg.nodes, lay.pos)]
+
+
+def overlaps(rects) -> int:
+    order = sorted(range(len(rects)), key=lambda i: rects[i][1])
+    bad = 0
+    for a, i in enumerate(order):
+        for j in order[a + 1:]:
+            if rects[j][1] >= rects[i][3]:
+                break
+            if rects[i][0] < rects[j][2] and rects[j][0] < rects[i][2]:
+                bad += 1
+    return bad
+
+
+def crossings(vg, lay, rects) -> int:
+    """Edge segments passing through a node box other than their own ends (sampled along each segment)."""
+    bad = 0
+    for e, route in zip(vg.edges, lay.routes):
+        for (x0, y0), (x1, y1) in zip(route, route[1:]):
+            for k in range(1, 16):
+                x, y = x0 + (x1 - x0) * k / 16, y0 + (y1 - y0) * k / 16
+                for i, r in enumerate(rects):
+                    if i not in (e.src, e.dst) and r[0] + 1 < x < r[2] - 1 and r[1] + 1 < y < r[3] - 1:
+                        bad += 1
+    return bad
+
+
+@pytest.mark.parametrize("n,seed", [(60, 1), (150, 2), (300, 3)])
+def test_random_dag_has_no_overlaps_or_edges_through_nodes(n, seed):
+    vg = random_dag(n, seed)
+    lay = graph_layout.compute(vg)
+    rects = boxes(vg, lay)
+    assert overlaps(rects) == 0
+    assert crossings(vg, lay, rects) == 0
+    for e, route in zip(vg.edges, lay.routes):        # edges run top to bottom, from src bottom to dst top
+        assert route[0][1] == pytest.approx(rects[e.src][3]) and route[-1][1] == pytest.approx(rects[e.dst][1])
+        assert route[0][1] < route[-1][1]
+
+
+def test_corpus_model_layout_is_clean(corpus):
+    from inspector.core.tflite_reader import read_tflite
+    vg = from_tflite(read_tflite(corpus / "keras/nasnetmobile_fp32.tflite"))
+    lay = graph_layout.compute(vg)
+    rects = boxes(vg, lay)
+    assert overlaps(rects) == 0 and crossings(vg, lay, rects) == 0
+
+
+def test_layers_follow_data_and_sources_sit_by_their_consumer():
+    # 0 -> 1 -> 2 -> 3, and a late source 4 feeding 3: it belongs just above 3, not at the top
+    layers = graph_layout.layers_of(5, [(0, 1), (1, 2), (2, 3), (4, 3)])
+    assert layers == [0, 1, 2, 3, 2]
+    assert graph_layout.layers_of(3, [(0, 1), (1, 2), (2, 1)])      # a cycle does not hang
+
+
+def test_spacing_keeps_order_and_minimum_gap():
+    xs = graph_layout._spaced([0.0, 0.0, 0.2, 5.0, 5.1])
+    assert xs == sorted(xs) and all(b - a >= 1 - 1e-9 for a, b in zip(xs, xs[1:]))
+    assert graph_layout._spaced([0.0, 3.0]) == [0.0, 3.0]            # already spaced: unchanged
+
+
+def test_layout_cached_by_topology_not_colour():
+    vg = random_dag(80, 7)
+    first = graph_layout.compute(vg)
+    again = random_dag(80, 7)                       # a fresh object with the same topology, e.g. after re-propagation
+    assert graph_layout.cached(again) and graph_layout.compute(again) is first
+    changed = random_dag(80, 7)
+    changed.edges.pop()
+    assert not graph_layout.cached(changed)
