@@ -197,6 +197,7 @@ class Propagator:
             return None
         out = [""] * out_rank
         owner = [""] * out_rank
+        clashes: dict[tuple[str, str], list[int]] = {}
         for name, dens in zip(names, ins):
             if not dens or len(dens) > out_rank:
                 continue
@@ -207,10 +208,12 @@ class Propagator:
                     continue
                 j = off + i
                 if out[j] and out[j] != d:
-                    self.finding("mismatch", f"combines '{owner[j]}' and '{name}' whose axis {j} means "
-                                             f"{out[j]} in one and {d} in the other", name)
+                    clashes.setdefault((owner[j], name), []).append(j)
                 elif not out[j]:
                     out[j], owner[j] = d, name
+        for (a, b), axes in clashes.items():
+            self.finding("mismatch", f"combines '{a}' {fmt(self.dens[a])} and '{b}' {fmt(self.dens[b])}: "
+                                     f"axis {', '.join(map(str, axes))} means different things", b)
         # Axes known only through a size-1 input keep that input's meaning.
         for name, dens in zip(names, ins):
             if dens and len(dens) <= out_rank:

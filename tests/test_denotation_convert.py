@@ -1,0 +1,100 @@
+"""The metadata pass of a conversion: layouts -> dimension denotations, TFLite metadata -> IMAGE and Image.*."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from inspector.core.denotation import annotate, check, io_layouts
+from inspector.core.errors import MetadataError, UnsupportedOpsError
+from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
+from tests.test_tflite_metadata import GRAYSCALE, image, metadata_buffer
+
+NCHW = ["DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE"]
+NHWC = ["DATA_BATCH", "DATA_FEATURE", "DATA_FEATURE", "DATA_CHANNEL"]
+
+
+def convert(graph, **kw):
+    from inspector.core.convert import convert as run
+    return run(graph, **kw)
+
+
+def dims(vi):
+    return [d.denotation for d in vi.type.tensor_type.shape.dim]
+
+
+def gray_conv_model(with_metadata=True):
+    """[1, 6, 10, 1] grayscale image -> CONV_2D (4 filters) -> MAX_POOL -> output [1, 3, 5, 4]."""
+    b = ModelBuilder()
+    x = b.input("pixels", [1, 6, 10, 1])
+    w = b.const("w", np.random.default_rng(0).normal(size=(4, 3, 3, 1)).astype(np.float32))
+    bias = b.const("bias", np.zeros(4, np.float32))
+    c = b.tensor("c", [1, 6, 10, 4])
+    y = b.tensor("y", [1, 3, 5, 4])
+    b.op("CONV_2D", [x, w, bias], [c], {"padding": "SAME"})
+    b.op("MAX_POOL_2D", [c], [y], {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2,
+                                    "filter_width": 2})
+    b.output(y)
+    if with_metadata:
+        b.add_metadata("TFLITE_METADATA", metadata_buffer([image(GRAYSCALE, [0.0], [255.0])], [{"name": "y"}]))
+    return read_tflite_bytes(b.build(), "gray.tflite")
+
+
+def test_converted_model_gets_image_denotations_from_metadata_and_layouts():
+    r = convert(gray_conv_model())
+    notes = annotate(r)
+    x, y = r.model.graph.input[0], r.model.graph.output[0]
+    assert x.type.denotation == "IMAGE" and dims(x) == NCHW
+    assert dims(y) == NCHW                                       # propagated through Conv and MaxPool
+    props = {p.key: p.value for p in r.model.metadata_props}
+    assert props["Image.BitmapPixelFormat"] == "Gray8" and props["Image.NominalPixelRange"] == "Normalized_0_1"
+    assert any("mean=0 std=255" in n for n in notes)
+    assert check(r.model) == []
+    onnx.checker.check_model(r.model, full_check=True)
+
+
+def test_keep_io_layout_gives_nhwc_denotations_in_their_own_order():
+    r = convert(gray_conv_model(), keep_io_layout=True)
+    assert io_layouts(r)["pixels"] == (0, 1, 2, 3)
+    annotate(r)
+    assert dims(r.model.graph.input[0]) == NHWC and dims(r.model.graph.output[0]) == NHWC
+    assert check(r.model) == []
+
+
+def test_user_edits_win_over_the_prefill_and_invalid_ones_leave_the_model_untouched():
+    r = convert(gray_conv_model())
+    annotate(r, MetadataEdits(image={"Image.NominalPixelRange": "NominalRange_0_255"}, props={"k": "v"}))
+    props = {p.key: p.value for p in r.model.metadata_props}
+    assert props["Image.NominalPixelRange"] == "NominalRange_0_255" and props["k"] == "v"
+    assert props["Image.BitmapPixelFormat"] == "Gray8"
+    fresh = convert(gray_conv_model())
+    before = fresh.model.SerializeToString()
+    with pytest.raises(MetadataError, match="Gray8, Rgb8"):
+        annotate(fresh, MetadataEdits(image={"Image.BitmapPixelFormat": "Gray16"}))
+    assert fresh.model.SerializeToString() == before
+
+
+def test_without_metadata_only_layout_denotations_are_set():
+    r = convert(gray_conv_model(with_metadata=False))
+    annotate(r)
+    assert r.model.graph.input[0].type.denotation == "" and dims(r.model.graph.input[0]) == NCHW
+    assert not r.model.metadata_props or all(not p.key.startswith("Image.") for p in r.model.metadata_props)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("model, tensor, pixel_range", [
+    ("mediapipe_face_detection_short_range", "input", "Normalized_1_1"),
+    pytest.param("mediapipe_selfie_segmentation", "input_1", "Normalized_0_1",
+                 marks=pytest.mark.xfail(raises=UnsupportedOpsError, strict=False,
+                                         reason="custom op Convolution2DTransposeBias has no emitter yet")),
+])
+def test_corpus_models_with_tflite_metadata_convert_with_image_denotations(corpus, model, tensor, pixel_range):
+    r = convert(read_tflite(corpus / "realworld" / f"{model}.tflite"))
+    annotate(r)
+    x = next(i for i in r.model.graph.input if i.name == tensor)
+    assert x.type.denotation == "IMAGE" and dims(x) == NCHW
+    props = {p.key: p.value for p in r.model.metadata_props}
+    assert props["Image.BitmapPixelFormat"] == "Rgb8" and props["Image.NominalPixelRange"] == pixel_range
+    assert check(r.model) == []
