@@ -83,10 +83,13 @@ def _np(obj, name: str, limit: int) -> np.ndarray:
     """A scalar vector as numpy, checked against the file size."""
     n = getattr(obj, name + "Length")()
     if n < 0 or n > limit:
-        raise _Bad(f"{name}: length {n} is more than the file can hold")
+        raise _Bad(f"{_snake(name)}: {n} entries, more than the file can hold")
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    return getattr(obj, name + "AsNumpy")()
+    try:
+        return getattr(obj, name + "AsNumpy")()
+    except ValueError:                          # numpy refuses a view past the end of the buffer
+        raise _Bad(f"{_snake(name)}: {n} entries run past the end of the file") from None
 
 
 @lru_cache(maxsize=None)
@@ -154,7 +157,10 @@ class _Reader:
             n = b.DataLength()
             if n > self.limit:
                 raise _Bad(f"buffer {index} claims {n} bytes, more than the file")
-            data = b.DataAsNumpy() if n else None
+            try:
+                data = b.DataAsNumpy() if n else None
+            except ValueError:
+                raise _Bad(f"buffer {index} claims {n} bytes, running past the end of the file") from None
             if isinstance(data, int):
                 data = None
         self._buffers[index] = data
@@ -258,7 +264,7 @@ class _Reader:
     def op(self, i: int, o, codes) -> Op:
         idx = o.OpcodeIndex()
         if idx >= len(codes):
-            raise _Bad(f"operator {i} uses opcode index {idx} but the model defines {len(codes)}")
+            raise _Bad(f"opcode index {idx}, but the model defines {len(codes)} operator codes")
         opcode, custom, version = codes[idx]
         if o.BuiltinOptions2Type():
             options = _decode_options(o.BuiltinOptions2(), _OPTION2_CLASSES.get(o.BuiltinOptions2Type()), self.limit)
@@ -286,7 +292,12 @@ class _Reader:
         nt = _tables(sg, "Tensors", f"subgraph {k} tensors", self.limit)
         tensors = [self.tensor(i, sg.Tensors(i)) for i in range(nt)]
         no = _tables(sg, "Operators", f"subgraph {k} operators", self.limit)
-        ops = [self.op(i, sg.Operators(i), codes) for i in range(no)]
+        ops = []
+        for i in range(no):
+            try:
+                ops.append(self.op(i, sg.Operators(i), codes))
+            except _Bad as e:
+                raise _Bad(f"subgraph {k} operator {i}: {e}") from None
         inputs = [int(x) for x in _np(sg, "Inputs", self.limit)]
         outputs = [int(x) for x in _np(sg, "Outputs", self.limit)]
         for where, idxs in [("inputs", inputs), ("outputs", outputs)] + [
@@ -336,8 +347,11 @@ def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
         return _Reader(buf, path).read()
     except _Bad as e:
         raise ModelLoadError(path, str(e)) from None
-    except (IndexError, struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError, MemoryError) as e:
-        raise ModelLoadError(path, f"truncated or corrupt TFLite file ({type(e).__name__}: {e})") from None
+    except (IndexError, struct.error, TypeError):   # the flatbuffers runtime followed an offset out of the buffer
+        raise ModelLoadError(path, f"truncated or corrupt TFLite file: an offset points outside its {len(buf)} bytes"
+                             ) from None
+    except (ValueError, OverflowError, UnicodeDecodeError, MemoryError) as e:
+        raise ModelLoadError(path, f"corrupt TFLite file ({type(e).__name__}: {e})") from None
 
 
 def read_tflite(path: str | Path) -> Graph:
