@@ -98,3 +98,17 @@ def test_corpus_models_with_tflite_metadata_convert_with_image_denotations(corpu
     props = {p.key: p.value for p in r.model.metadata_props}
     assert props["Image.BitmapPixelFormat"] == "Rgb8" and props["Image.NominalPixelRange"] == pixel_range
     assert check(r.model) == []
+
+
+@pytest.mark.corpus
+def test_a_transpose_injected_into_a_converted_real_model_is_found(corpus):
+    r = convert(read_tflite(corpus / "realworld" / "mediapipe_face_detection_short_range.tflite"))
+    annotate(r)
+    assert check(r.model) == []
+    nodes = list(r.model.graph.node)
+    k, pool = next((i, n) for i, n in enumerate(nodes) if n.op_type == "MaxPool")
+    bad = onnx.helper.make_node("Transpose", [pool.input[0]], ["nhcw"], perm=[0, 2, 1, 3], name="injected")
+    pool.input[0] = "nhcw"
+    r.model.graph.node.insert(k, bad)
+    (f,) = check(r.model)
+    assert f.node == pool.name and "got [DATA_BATCH, DATA_FEATURE, DATA_CHANNEL, DATA_FEATURE]" in f.message

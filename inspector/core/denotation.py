@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import metadata_schema as ms
-from .metadata_edits import MetadataEdits, _value_infos
+from .metadata_edits import MetadataEdits, _value_infos, denote_io_from_layout  # noqa: F401 (re-exported)
 
 FLOAT_TYPES = {1, 10, 11, 16}   # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 INT8_TYPES = {2, 3}             # UINT8, INT8

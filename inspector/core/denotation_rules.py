@@ -201,7 +201,8 @@ class Propagator:
         for name, dens in zip(names, ins):
             if not dens or len(dens) > out_rank:
                 continue
-            shape = self.shapes.get(name) or (None,) * len(dens)
+            shape = self.shapes.get(name)
+            shape = shape if shape is not None and len(shape) == len(dens) else (None,) * len(dens)
             off = out_rank - len(dens)
             for i, d in enumerate(dens):
                 if not d or shape[i] == 1:
