@@ -88,12 +88,16 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         raise ConversionError(f"integer-quantized activations ({len(quantized)} tensors, e.g. {quantized[0]}) "
                               "are not supported yet: convert a float, float16 or dynamic-range model")
     missing = unsupported(sg, table, folded)
+    for i, other in enumerate(graph.subgraphs[1:], 1):
+        missing += [f"{line} in subgraph {i} ({other.name})"
+                    for line in unsupported(other, table, fold_constants(other)[0])]
     if missing:
         raise UnsupportedOpsError(missing)
     pin_map = resolve_pins(sg, pins)
     plan = plan_layouts(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
     trace = ConversionTrace()
     em = Emitter(sg, plan, opset, constants, trace)
+    em.graph, em.table = graph, table
 
     inputs = []
     for t in sg.inputs:
@@ -111,19 +115,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
             em._used.add(name)
         out_names[t] = name
 
-    for op in sg.ops:
-        if op.index in folded:
-            trace.op_nodes[op.index] = []
-            continue
-        em.begin(op)
-        try:
-            table[op.opcode].emit(em, op)
-        except ConversionError:
-            raise
-        except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise ConversionError(f"{op.opcode}#{op.index}: cannot convert ({type(e).__name__}: {e})") from None
-        em.flush()
-    em.begin(None)
+    emit_ops(em, folded)
 
     outputs = []
     for t in sg.outputs:
@@ -133,6 +125,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         elif em.value(t) != out_names[t]:
             em.node("Identity", [em.value(t)], [out_names[t]])
         outputs.append(em.value_info_for(t, out_names[t], want))
+    if em.state is not None:                        # resource variables: explicit state inputs/outputs
+        state_in, state_out = em.state.finish(em)
+        inputs += state_in
+        outputs += state_out
 
     value_info = []
     io_names = {v.name for v in inputs + outputs}
@@ -150,10 +146,59 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                   for op in sg.ops}
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset,
-                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}})
+                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
+                              subgraphs=dict(em.subgraphs))
+    if em.state is not None:
+        result.state = em.state.describe()
+        result.warnings += em.state.warnings
+        model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
     if check:
         check_model(model)
     return result
+
+
+def emit_ops(em: Emitter, folded: set[int]) -> None:
+    """Emit every op of em's subgraph in order (TFLite stores them topologically)."""
+    for op in em.sg.ops:
+        if op.index in folded:
+            em.trace.op_nodes[op.index] = []
+            continue
+        em.begin(op)
+        try:
+            em.table[op.opcode].emit(em, op)
+        except ConversionError:
+            raise
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            where = f" in subgraph {em.sg.name}" if em.parent is not None else ""
+            raise ConversionError(f"{op.opcode}#{op.index}{where}: cannot convert ({type(e).__name__}: {e})") from None
+        em.flush()
+    em.begin(None)
+
+
+def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], Emitter]:
+    """Plan and emit TFLite subgraph `index` (a WHILE cond/body, IF branch, CALL_ONCE init) with the TFLite layout
+    at its boundaries. `inputs` are the ONNX names its inputs take (TFLite layout). Nodes go to the parent's list
+    when `inline`, else to the returned emitter's own list (a Loop/If body). Returns its outputs' names (TFLite
+    layout; an output may be one of `inputs` or a constant) and the emitter."""
+    sg = parent.graph.subgraphs[index]
+    if len(inputs) != len(sg.inputs):
+        raise ConversionError(f"subgraph {index} ({sg.name}) takes {len(sg.inputs)} inputs, got {len(inputs)}")
+    folded, constants = fold_constants(sg)
+    plan = plan_layouts(sg, parent.table, {}, keep_io_layout=True, skip=folded, constants=set(constants))
+    em = Emitter(sg, plan, parent.opset, constants, ConversionTrace(), parent=parent)
+    if inline:
+        em.nodes = parent.nodes
+    for t, name in zip(sg.inputs, inputs):
+        em.reserve(t, name)
+    emit_ops(em, folded)
+    if inline and parent.op is not None:            # inlined nodes belong to the op that called the subgraph
+        for name in em.trace.node_op:
+            parent.trace.op_nodes.setdefault(parent.op.index, []).append(name)
+            parent.trace.node_op[name] = parent.op.index
+    outs = [em.const_of(t) if em.is_const(t) else em.present(t, L.identity(sg.tensors[t].rank))
+            for t in sg.outputs]
+    parent.root.subgraphs[index] = (plan, em.trace)
+    return outs, em
 
 
 def check_model(model) -> None:

@@ -33,14 +33,22 @@ def onnx_dtype(dtype: str) -> int:
 
 class Emitter:
     def __init__(self, sg: Subgraph, plan: LayoutPlan, opset: int, constants: dict[int, np.ndarray],
-                 trace: ConversionTrace | None = None):
+                 trace: ConversionTrace | None = None, parent: "Emitter | None" = None):
         self.sg, self.plan, self.opset = sg, plan, opset
         self.constants = constants                       # tensor -> data (file constants and folded ones)
         self.trace = trace or ConversionTrace()
         self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[onnx.TensorProto] = []
         self.value_info: dict[str, onnx.ValueInfoProto] = {}
-        self._used: set[str] = set()
+        # A subgraph's emitter (Loop/If body, inlined subgraph) shares the model-wide name space, and puts its
+        # constants in the main graph, whose values every nested body can read.
+        self.parent = parent
+        self.root: Emitter = parent.root if parent is not None else self
+        self.initializers: list[onnx.TensorProto] = parent.initializers if parent is not None else []
+        self._used: set[str] = parent._used if parent is not None else set()
+        self.graph = parent.graph if parent is not None else None     # the whole Graph (set by convert)
+        self.table = parent.table if parent is not None else None     # the op table (set by convert)
+        self.subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = {}   # on the root: emitted subgraphs
+        self.state = None                                # on the root: ops.variables.State, when used
         self._cache: dict[tuple, str] = {}
         self._vname: dict[int, str] = {}
         self._pending: list[tuple[str, str, str, str]] = []
@@ -97,7 +105,9 @@ class Emitter:
     def const(self, array, base: str = "const", dtype=None) -> str:
         arr = np.asarray(array, dtype=dtype)
         name = self.fresh(base)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        if not arr.flags.c_contiguous:                  # (np.ascontiguousarray would make scalars 1-D)
+            arr = arr.copy(order="C")
+        self.initializers.append(numpy_helper.from_array(arr, name))
         return name
 
     def const_of(self, t: int, perm: Perm | None = None, shape=None, dtype=None, key: str = "") -> str:
@@ -157,8 +167,8 @@ class Emitter:
         out = target or self.fresh(f"{self.tensor(t).name}_{L.name(want)}")
         if L.is_identity(step):
             self.node("Identity", [src], [out])
-        elif L.is_trivial(L.apply(self.shape(t), have), step) and not self.tensor(t).dynamic:
-            self.node("Reshape", [src, self.i64(L.apply(self.shape(t), want))], [out])
+        elif L.reshapable(L.apply(self.tensor(t).dims, have), step):
+            self.node("Reshape", [src, self.i64(L.apply(self.tensor(t).dims, want))], [out])
         else:
             self.node("Transpose", [src], [out], perm=list(step))
             node = self.last_node

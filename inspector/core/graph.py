@@ -45,6 +45,14 @@ class Tensor:
         return len(self.shape)
 
     @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape with -1 where the dimension is dynamic."""
+        sig = self.shape_signature
+        if sig is None or len(sig) != len(self.shape):
+            return self.shape
+        return tuple(-1 if s < 0 else d for s, d in zip(sig, self.shape))
+
+    @property
     def is_constant(self) -> bool:
         return self.data is not None
 

@@ -51,7 +51,8 @@ def axis_to_onnx(axis: int, perm: Sequence[int]) -> int:
 
 
 def is_trivial(shape: Sequence[int], perm: Sequence[int]) -> bool:
-    """True when the transposition only moves size-1 axes: then it is a reshape, no data moves."""
+    """True when the transposition only moves size-1 axes: then it is a reshape, no data moves.
+    Dynamic dims (-1) count as not size-1, so the answer holds for every size they take."""
     moved = [p for p in perm if shape[p] != 1]
     return moved == sorted(moved)
 
@@ -89,3 +90,8 @@ def parse(text: str, rank: int) -> Perm:
     if letters and sorted(t.upper()) == sorted(letters):
         return tuple(letters.index(c) for c in t.upper())
     raise ValueError(f"pin '{text}' not understood: use NHWC, keep, a letter order such as NCHW, or 0,3,1,2")
+
+
+def reshapable(dims: Sequence[int], perm: Sequence[int]) -> bool:
+    """A trivial transposition a Reshape can do: at most one dynamic dim (Reshape infers one -1)."""
+    return is_trivial(dims, perm) and sum(1 for d in dims if d < 0) <= 1

@@ -75,7 +75,7 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
         if have == want:
             return
         step = L.compose(L.inverse(have), want)
-        if L.is_trivial(L.apply(sg.tensors[t].shape, have), step) and not sg.tensors[t].dynamic:
+        if L.reshapable(L.apply(sg.tensors[t].dims, have), step):
             return          # only size-1 axes move: a Reshape, not a Transpose
         plan.conflicts.append(Conflict(tensor=t, op=oi, kind=kind, reason=reason, from_perm=have, to_perm=want))
 

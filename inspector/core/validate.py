@@ -185,6 +185,7 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
         name = trace.tensor_values.get(t, [sg.tensors[t].name])[0]
         if name in in_names:
             feeds[name] = np.transpose(x, plan.perm(t, x.ndim))
+    out_names = {o.name for o in result.model.graph.output}
     extra = []
     if intermediates:
         extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values]
@@ -192,9 +193,8 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     step("comparing", 0.9)
     producers = sg.producers()
     out_errs, mid_errs, diffs = [], [], []
-    out_names = {o.name for o in result.model.graph.output}
     for t in sg.outputs:
-        name = sg.tensors[t].name
+        name = next((n for n in trace.tensor_values.get(t, []) if n in out_names), sg.tensors[t].name)
         y = got.get(name)
         perm = plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))
         if y is None or t not in ref:
@@ -216,3 +216,48 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
                                         ref[t].shape))
     step("done", 1.0)
     return Validation(out_errs, mid_errs, seed, rtol, diffs)
+
+
+def io_perm(tfl_shape, onnx_dims) -> tuple[int, ...] | None:
+    """The layout an ONNX graph input/output has relative to TFLite's, read off the shapes (None: no fit)."""
+    rank = len(tfl_shape)
+    if len(onnx_dims) != rank:
+        return None
+    for p in (L.identity(rank), L.channels_first(rank)):
+        if all(d in (-1, s) for d, s in zip(onnx_dims, L.apply(tfl_shape, p))):
+            return p
+    return None
+
+
+def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | None = None,
+                   rtol: float | None = None) -> Validation:
+    """Validate any ONNX model (ours or another converter's) against the TFLite model: I/O matched by name,
+    then by position; each one's layout read from its shape."""
+    from .errors import ModelLoadError
+    from .onnx_reader import read_onnx
+    from .result import ConversionResult, ConversionTrace, LayoutPlan
+    read_onnx(onnx_path)                        # refuses hostile files (external data escaping the folder...)
+    model = onnx.load(onnx_path, load_external_data=True)
+    sg = graph.main
+    plan, trace = LayoutPlan(), ConversionTrace()
+    for tfl, values, kind in ((sg.inputs, model.graph.input, "input"), (sg.outputs, model.graph.output, "output")):
+        init = {i.name for i in model.graph.initializer}
+        values = [v for v in values if v.name not in init]
+        by_name = {v.name: v for v in values}
+        for pos, t in enumerate(tfl):
+            tensor = sg.tensors[t]
+            vi = by_name.get(tensor.name) or by_name.get(tensor.name + ":0") or (
+                values[pos] if pos < len(values) else None)
+            if vi is None:
+                raise ModelLoadError(onnx_path, f"no ONNX {kind} matches TFLite {kind} '{tensor.name}'")
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
+            perm = io_perm(tensor.shape, dims)
+            if perm is None:
+                raise ModelLoadError(onnx_path, f"ONNX {kind} '{vi.name}' {dims} does not match TFLite "
+                                                f"'{tensor.name}' {list(tensor.shape)} in any layout")
+            plan.perms[t] = perm
+            if kind == "output":
+                plan.outputs[t] = perm
+            trace.tensor_values[t] = [vi.name]
+    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={})
+    return validate(result, seed=seed, intermediates=False, batch=batch, rtol=rtol)

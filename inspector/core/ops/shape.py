@@ -47,7 +47,7 @@ def as_i64(ctx, op, slot: int) -> str:
 # --- Reshape family (Terminate) ----------------------------------------------------------------------------
 def reshape_rule(op, sg, in_perms, out_pin):
     p, t = in_perms[0], sg.tensors[op.inputs[0]]
-    if p is not None and L.is_trivial(t.shape, p) and not t.dynamic:
+    if p is not None and L.is_trivial(t.dims, p):          # same memory order: read it as it is
         want = {0: p}
         return want, [L.identity(sg.tensors[o].rank) for o in op.outputs]
     return None
@@ -200,6 +200,12 @@ def strided_slice(ctx, op):
 @op("SLICE", category=A, onnx="Slice", rule=const_operand_rule(1, 2))
 def slice_(ctx, op):
     p = in_perm(ctx, op)
+    if not (ctx.is_const(op.inputs[1]) and ctx.is_const(op.inputs[2])):     # computed begin/size (loop bodies)
+        b, n = as_i64(ctx, op, 1), as_i64(ctx, op, 2)
+        ends = ctx.node("Where", [ctx.node("Less", [n, ctx.scalar(0, "int64")], 1)[0],
+                                  ctx.scalar(INT64_MAX, "int64"), ctx.node("Add", [b, n], 1)[0]], 1)[0]
+        ctx.node("Slice", [ctx.input(op, 0), b, ends], [ctx.output(op)])
+        return
     begin, size = (np.asarray(ctx.data(op.inputs[s])).reshape(-1) for s in (1, 2))
     ends = [INT64_MAX if int(n) < 0 else int(b) + int(n) for b, n in zip(begin, size)]
     axes = [L.axis_to_onnx(i, p) for i in range(len(begin))]

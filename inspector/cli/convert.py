@@ -1,0 +1,73 @@
+"""`convert MODEL.tflite -o OUT.onnx`: layout-propagating conversion, metadata pass, checked atomic export."""
+from __future__ import annotations
+
+import json
+
+from inspector.cli._metadata_args import add_metadata_arguments, edits_from_args
+from inspector.core.errors import InspectorError, UnsupportedOpsError
+
+
+def add_parser(sub):
+    p = sub.add_parser("convert", help="convert a TFLite model to ONNX",
+                       description="Convert a TFLite model to ONNX with layout propagation. Exit 1 (and no "
+                                   "output file) when an operator is unsupported or the result fails the checker.")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", required=True, help="ONNX file to write (atomically)")
+    p.add_argument("--pin", action="append", default=[], metavar="TENSOR=LAYOUT",
+                   help="force a tensor's layout: NHWC (convert to channels-first), keep (leave as TFLite), "
+                        "a letter order such as NCHW, or a permutation such as 0,3,1,2")
+    p.add_argument("--keep-io-layout", action="store_true",
+                   help="keep TFLite's NHWC graph inputs/outputs (a Transpose at the boundary is then expected)")
+    p.add_argument("--opset", type=int, default=None, help="ONNX opset (18..21, default 18)")
+    p.add_argument("--report", metavar="REPORT.json", help="write a JSON report of the conversion")
+    p.add_argument("--session", metavar="FILE", help="replay pins and metadata edits saved by the inspector window")
+    p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
+    add_metadata_arguments(p)
+    p.set_defaults(run=run)
+
+
+def parse_pins(items: list[str]) -> dict[str, str]:
+    pins = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        if not sep or not name:
+            raise InspectorError(f"--pin expects TENSOR=LAYOUT, got '{item}'")
+        pins[name] = value
+    return pins
+
+
+def run(args) -> int:
+    from inspector.core.session import Session
+    session = Session.open(args.model)
+    if args.session:
+        session.load_decisions(args.session)
+    for name, value in parse_pins(args.pin).items():
+        session.set_pin(name, value)
+    if args.keep_io_layout:
+        session.options["keep_io_layout"] = True
+    if args.opset is not None:
+        session.options["opset"] = args.opset
+    session.metadata = session.metadata.merged(edits_from_args(args))
+    try:
+        session.convert()
+    except UnsupportedOpsError as e:
+        if args.report:
+            _write_json(args.report, {"unsupported": e.ops, "transposes": None, "conflicts": [], "pins":
+                                      dict(session.pins), "ok": False})
+        raise
+    session.export(args.output, overwrite_source=args.force)
+    report = session.report()
+    if args.report:
+        _write_json(args.report, report)
+    print(f"wrote {args.output}: {report['nodes']} nodes, {report['transposes']} Transpose(s), "
+          f"{len(report['conflicts'])} conflict(s)")
+    for c in report["conflicts"]:
+        print(f"  transpose at {c['tensor']}: {c['reason']}")
+    for note in report["notes"]:
+        print(f"  note: {note}")
+    return 0
+
+
+def _write_json(path: str, data) -> None:
+    from inspector.core.atomic import write_atomic
+    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
