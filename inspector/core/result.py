@@ -63,6 +63,11 @@ class ConversionResult:
     categories: dict[int, Category]  # tflite op index (main subgraph) -> category
     options: dict[str, Any] = field(default_factory=dict)   # keep_io_layout, opset, pins as given
     warnings: list[str] = field(default_factory=list)
+    # Other TFLite subgraphs emitted (WHILE cond/body, IF branches, CALL_ONCE init): index -> (plan, trace).
+    subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = field(default_factory=dict)
+    # Resource variables exposed as state inputs/outputs: one dict per variable (name, input, output, shape,
+    # dtype, initial value source); see ops/variables.py.
+    state: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def transposes(self) -> int:

@@ -1,0 +1,139 @@
+"""Resource variables (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE) and CALL_ONCE, as explicit state.
+
+ONNX has no mutable state, so each TFLite variable becomes a pair of graph values:
+- input  `state:<shared_name>`, whose default (an initializer of the same name) is the variable's initial value;
+- output `state_out:<shared_name>`, the value the variable holds after one invocation.
+A caller streams by feeding each call's `state_out:*` back as the next call's `state:*`; leaving the inputs out
+starts from the initial values, exactly as the TFLite interpreter's first invocation does.
+
+CALL_ONCE runs its init subgraph before the first invocation only: its constant assignments become the initial
+values (the rest of that subgraph is inlined and has no effect on outputs).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from ..emit import onnx_dtype
+from ..errors import ConversionError
+from .registry import X, op
+
+STATE_IN, STATE_OUT = "state:", "state_out:"
+
+
+class State:
+    """The variables of one conversion, kept on the root emitter."""
+
+    def __init__(self):
+        self.handles: dict[tuple[int, int], str] = {}     # (id(subgraph), handle tensor) -> variable name
+        self.order: list[str] = []                          # variables in first-use order
+        self.spec: dict[str, tuple[str, tuple[int, ...]]] = {}   # variable -> (dtype, shape)
+        self.current: dict[str, str] = {}                   # variable -> ONNX value it holds now
+        self.initial: dict[str, np.ndarray] = {}
+        self.source: dict[str, str] = {}                    # variable -> where its initial value comes from
+        self.init_subgraph: str | None = None               # set while a CALL_ONCE init subgraph is emitted
+        self.warnings: list[str] = []
+
+    @staticmethod
+    def of(ctx) -> State:
+        if ctx.root.state is None:
+            ctx.root.state = State()
+        return ctx.root.state
+
+    def variable(self, ctx, handle: int) -> str:
+        if ctx.nodes is not ctx.root.nodes:
+            raise ConversionError(f"{ctx.op.opcode}#{ctx.op.index}: resource variables inside a WHILE or IF body "
+                                  "are not supported")
+        key = (id(ctx.sg), handle)
+        if key not in self.handles:
+            raise ConversionError(f"{ctx.op.opcode}#{ctx.op.index}: its resource input "
+                                  f"{ctx.tensor(handle).name} does not come from a VAR_HANDLE")
+        return self.handles[key]
+
+    def note(self, name: str, tensor) -> None:
+        if name not in self.order:
+            self.order.append(name)
+        self.spec.setdefault(name, (tensor.dtype, tuple(tensor.shape)))
+
+    def finish(self, em):
+        """Graph inputs (with their initial values as defaults) and outputs of every variable."""
+        ins, outs = [], []
+        for name in self.order:
+            dtype, shape = self.spec[name]
+            if name not in self.initial:
+                self.initial[name] = np.zeros(shape, dtype)
+                self.source[name] = "zeros (the model assigns no initial value)"
+                self.warnings.append(f"variable {name}: no initial value in the model, state input defaults to 0")
+            src, dst = STATE_IN + name, STATE_OUT + name
+            em.initializers.append(numpy_helper.from_array(np.ascontiguousarray(self.initial[name]), src))
+            ins.append(helper.make_tensor_value_info(src, onnx_dtype(dtype), list(shape)))
+            em.begin(None)
+            em.node("Identity", [self.current.get(name, src)], [dst])
+            outs.append(helper.make_tensor_value_info(dst, onnx_dtype(dtype), list(shape)))
+        return ins, outs
+
+    def describe(self) -> list[dict]:
+        return [{"variable": n, "input": STATE_IN + n, "output": STATE_OUT + n, "dtype": self.spec[n][0],
+                 "shape": list(self.spec[n][1]), "initial": self.source.get(n, "")} for n in self.order]
+
+    def to_json(self) -> str:
+        return json.dumps(self.describe())
+
+
+def _reserve_input(ctx, state: State, name: str) -> str:
+    src = STATE_IN + name
+    ctx.root._used.update({src, STATE_OUT + name})
+    return src
+
+
+@op("VAR_HANDLE", category=X, notes="no node: names the variable its READ/ASSIGN ops use")
+def var_handle(ctx, op):
+    state = State.of(ctx)
+    name = op.options.get("shared_name") or f"{ctx.sg.name}_var{op.outputs[0]}"
+    if op.options.get("container"):
+        name = f"{op.options['container']}/{name}"
+    state.handles[(id(ctx.sg), op.outputs[0])] = name
+
+
+@op("READ_VARIABLE", category=X, onnx="Identity", notes="reads state:<name> or the last value assigned")
+def read_variable(ctx, op):
+    state = State.of(ctx)
+    name = state.variable(ctx, op.inputs[0])
+    state.note(name, ctx.tensor(op.outputs[0]))
+    value = state.current.get(name) or _reserve_input(ctx, state, name)
+    ctx.node("Identity", [value], [ctx.output(op)])
+
+
+@op("ASSIGN_VARIABLE", category=X, notes="no node: the value becomes state_out:<name>")
+def assign_variable(ctx, op):
+    state = State.of(ctx)
+    name = state.variable(ctx, op.inputs[0])
+    value_t = op.inputs[1]
+    if state.init_subgraph is not None:
+        if not ctx.is_const(value_t):
+            raise ConversionError(f"ASSIGN_VARIABLE#{op.index} in {state.init_subgraph}: the initial value of "
+                                  f"{name} is computed, only constant initial values are supported")
+        state.initial[name] = np.array(ctx.data(value_t))
+        state.source[name] = f"constant {ctx.tensor(value_t).name} assigned by {state.init_subgraph}"
+        state.note(name, ctx.tensor(value_t))
+        return
+    state.note(name, ctx.tensor(value_t))
+    if name not in state.current:
+        _reserve_input(ctx, state, name)
+    state.current[name] = ctx.input(op, 1, tuple(range(ctx.tensor(value_t).rank)))
+
+
+@op("CALL_ONCE", category=X, notes="init subgraph's constant assignments become the state inputs' defaults")
+def call_once(ctx, op):
+    from ..convert import emit_subgraph
+    state = State.of(ctx)
+    index = op.options["init_subgraph_index"]
+    if ctx.parent is not None:
+        raise ConversionError(f"CALL_ONCE#{op.index}: only supported in the main subgraph")
+    state.init_subgraph = f"CALL_ONCE init subgraph {index} ({ctx.graph.subgraphs[index].name})"
+    try:
+        emit_subgraph(ctx, index, [], inline=True)
+    finally:
+        state.init_subgraph = None
