@@ -1,0 +1,61 @@
+"""Corpus conformance: every float model the converter core covers converts, passes the ONNX checker and agrees
+with the TFLite interpreter; the pure CNNs need no Transpose at all with NCHW I/O."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inspector.core.convert import convert
+from inspector.core.tflite_reader import read_tflite
+from inspector.core.validate import validate
+
+from .conftest import corpus_files
+
+FLOAT = [f for f in corpus_files() if not any(k in f for k in ("_int8", "_dynamic", ".uint8", "_quant",
+                                                                 "alexa", "hey_jarvis"))]
+# Not yet converted by the core; each is another issue's work (custom ops, sparse weights).
+PENDING = {"realworld/mediapipe_selfie_segmentation.tflite": "custom op Convolution2DTransposeBias (issue 4)",
+           "realworld/face_detection_full_range_sparse.tflite": "DENSIFY + DEPTH_TO_SPACE (issue 4)"}
+PURE_CNNS = ["keras/mobilenetv2_fp32.tflite", "keras/mobilenetv2_fp16.tflite", "keras/mobilenetv3small_fp32.tflite",
+             "keras/efficientnetb0_fp16.tflite", "keras/nasnetmobile_fp32.tflite", "ops/mobilenet_v1_0.25_128.tflite",
+             "realworld/iris_landmark.tflite"]
+
+
+# strict: a pending model that starts passing fails here until it is taken off the list.
+CASES = [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=PENDING[f])) if f in PENDING else f
+         for f in FLOAT]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", CASES)
+def test_float_model_converts_and_validates(corpus, rel):
+    result = convert(read_tflite(corpus / rel))
+    v = validate(result, intermediates=False)
+    assert v.ok, [(e.name, e.max_rel) for e in v.outputs]
+    # Declared output shapes are the runtime shapes.
+    for out, err in zip(result.model.graph.output, v.outputs):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in out.type.tensor_type.shape.dim]
+        want = list(np.transpose(np.empty(err.shape), result.plan.outputs[err.tensor]).shape)
+        assert [d for d in dims if d is not None] == [w for d, w in zip(dims, want) if d is not None]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", PURE_CNNS)
+def test_pure_cnns_need_no_transpose(corpus, rel):
+    result = convert(read_tflite(corpus / rel))
+    assert result.transposes == 0, [c.reason for c in result.plan.conflicts]
+    assert not result.plan.conflicts
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", ["realworld/face_detection_front.tflite", "realworld/face_detection_back.tflite",
+                                 "realworld/mediapipe_face_detection_short_range.tflite",
+                                 "realworld/face_detection_full_range.tflite"])
+def test_face_detection_transposes_only_before_its_output_reshapes(corpus, rel):
+    """These heads Reshape NHWC feature maps into [1, anchors, values]: TFLite's memory order is part of the
+    model's meaning, so each Reshape of a non-trivial NCHW map needs exactly one Transpose, and nothing else does."""
+    result = convert(read_tflite(corpus / rel))
+    sg = result.graph.main
+    assert result.plan.conflicts and all(c.kind == "terminate" and sg.ops[c.op].opcode == "RESHAPE"
+                                         for c in result.plan.conflicts)
+    assert result.transposes == len(result.plan.conflicts)
