@@ -26,6 +26,7 @@ class Case:
     rtol: float = RTOL
     permuted: bool = False        # the op under test must read its first input channels-first (no fallback)
     pins: dict = field(default_factory=dict)
+    optimized: bool = False       # compare with LiteRT's default kernels (see run_litert)
 
     def __repr__(self) -> str:
         return self.id
@@ -79,7 +80,8 @@ def run(case: Case, seed: int = 0):
     data = b.build()
     g = read_tflite_bytes(data, f"{case.id}.tflite")
     res = convert(g, pins=case.pins or None)
-    ref = run_litert(data, inputs, len(g.main.tensors), {t.index for t in g.main.tensors if t.data is not None})
+    ref = run_litert(data, inputs, len(g.main.tensors), {t.index for t in g.main.tensors if t.data is not None},
+                     case.optimized)
     sg, plan, trace = g.main, res.plan, res.trace
     feeds = {}
     for t, x in zip(sg.inputs, inputs):
@@ -102,11 +104,13 @@ def run(case: Case, seed: int = 0):
     return res, bad
 
 
-def run_litert(data: bytes, inputs, n_tensors: int, constants: set[int]) -> dict[int, np.ndarray]:
-    """Every non-constant tensor after invoke. Reference kernels first; LiteRT's reference resolver lacks a few
-    builtins (CEIL, ROUND, ELU...), for which the default (optimised, still delegate-free) kernels run."""
+def run_litert(data: bytes, inputs, n_tensors: int, constants: set[int], optimized: bool = False):
+    """Every non-constant tensor after invoke, by index. Reference kernels unless `optimized`; LiteRT's reference
+    resolver lacks a few builtins (CEIL, ROUND, ELU...), for which the default (delegate-free) kernels run."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     try:
+        if optimized:
+            raise ValueError("default kernels asked for")
         it = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
                          experimental_preserve_all_tensors=True)
     except ValueError:
