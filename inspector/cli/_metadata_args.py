@@ -1,10 +1,6 @@
 """Metadata flags shared by `convert` and `edit`, and the ONNX file helpers of `edit` and `check`."""
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 from inspector.core import metadata_schema as ms
 from inspector.core.errors import InspectorError, MetadataError, ModelLoadError
 from inspector.core.metadata_edits import MetadataEdits
@@ -74,23 +70,12 @@ def load_onnx(path: str):
 
 
 def check_and_save(model, path: str) -> None:
-    """onnx.checker, then an atomic write: a temporary file in the target folder replaced into place."""
+    """onnx.checker, then an atomic write (inspector.core.atomic): nothing is written when either fails."""
     import onnx
+
+    from inspector.core.atomic import write_atomic
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
         raise InspectorError(f"the edited model fails the ONNX checker, nothing written: {e}") from None
-    data = model.SerializeToString()
-    folder = Path(path).resolve().parent
-    if not folder.is_dir():
-        raise InspectorError(f"{path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{Path(path).name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, model.SerializeToString())

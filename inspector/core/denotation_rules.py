@@ -38,13 +38,17 @@ REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "Re
 
 
 class Propagator:
+    """One pass over the nodes in order (ONNX requires topological order); `run` may be repeated with other seeds."""
+
     def __init__(self, model):
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
         self.shapes = _shapes(model)
         self.declared = {}
         for vi in list(self.graph.input) + list(self.graph.value_info) + list(self.graph.output):
-            dims = tuple(d.denotation.upper() for d in vi.type.tensor_type.shape.dim)
+            # A denotation outside the standard set carries no meaning we can check: treat it as unknown.
+            dims = tuple(d.denotation.upper() if d.denotation.upper() in ms.DIM_DENOTATIONS else ""
+                         for d in vi.type.tensor_type.shape.dim)
             if any(dims):
                 self.declared.setdefault(vi.name, dims)
         self.inits = {t.name: t for t in self.graph.initializer}

@@ -88,14 +88,10 @@ class MetadataEdits:
             if ck is None:
                 raise MetadataError(f"unknown image metadata key '{k}': allowed keys are {', '.join(ms.IMAGE_KEYS)}")
             out.image[ck] = None if v is None else ms.image_value(ck, v)[1]
-            if v is not None:
-                notes.append(ms.image_note(ck))
         for k, v in self.props.items():
             if ms.image_key(k):                 # an Image.* key given as a plain entry: validate it all the same
                 ck, cv = ms.image_value(k, v) if v is not None else (ms.image_key(k), None)
                 out.image[ck] = cv
-                if cv is not None:
-                    notes.append(ms.image_note(ck))
                 continue
             if v is None:
                 out.props[k.strip()] = None
@@ -104,6 +100,9 @@ class MetadataEdits:
             out.props[ck] = cv
             if warning:
                 notes.append("warning: " + warning)
+        set_keys = [k for k, v in out.image.items() if v is not None]
+        if set_keys:
+            notes.insert(0, ms.image_note(set_keys))
         if self.model_version is not None:
             try:
                 out.model_version = int(self.model_version)

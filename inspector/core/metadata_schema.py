@@ -94,5 +94,7 @@ def metadata_entry(key: str, value: str) -> tuple[str, str, str | None]:
     return key, value, f"metadata key '{key}' is not in the ONNX metadata schema; kept as a free-form entry"
 
 
-def image_note(key: str) -> str:
-    return f"{key} is model-wide: it applies to every tensor denoted IMAGE"
+def image_note(keys: list[str]) -> str:
+    """Image.* keys are model-wide: say so whenever the user sets one."""
+    they = "it applies" if len(keys) == 1 else "they apply"
+    return f"{', '.join(keys)} {'is' if len(keys) == 1 else 'are'} model-wide: {they} to every tensor denoted IMAGE"
