@@ -199,7 +199,7 @@ def _hints(meta: TfliteMetadata, t: TensorInfo, dtype: str) -> None:
     if not t.mean or not t.std:
         return
     norm = f"normalization mean={_num(t.mean)} std={_num(t.std)}"
-    if dtype in ("uint8",):
+    if dtype == "uint8":
         _set(meta, ms.PIXEL_RANGE, "NominalRange_0_255",
              f"{where} is uint8 (its {norm} is folded into the quantization)")
         return
