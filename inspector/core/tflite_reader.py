@@ -133,6 +133,30 @@ def _name(raw) -> str:
     return raw.decode("utf-8", "replace") if raw else ""
 
 
+def _check_order(k: int, tensors: list[Tensor], ops: list[Op]) -> None:
+    """TFLite runs ops in stored order: an op reading what it or a later op writes is a cycle, not a model.
+
+    Also refuses a tensor written twice, or a constant overwritten, which no converter writes.
+    """
+    producer: dict[int, int] = {}
+    for op in ops:
+        for t in op.outputs:
+            if t < 0:
+                continue
+            if t in producer:
+                raise _Bad(f"subgraph {k}: tensor {t} '{tensors[t].name}' is written by operators "
+                           f"{producer[t]} and {op.index}")
+            if tensors[t].data is not None:
+                raise _Bad(f"subgraph {k}: operator {op.index} ({op.opcode}) writes constant tensor {t} "
+                           f"'{tensors[t].name}'")
+            producer[t] = op.index
+    for op in ops:
+        for t in op.inputs:
+            if producer.get(t, -1) >= op.index:
+                raise _Bad(f"subgraph {k}: operator {op.index} ({op.opcode}) reads tensor {t} '{tensors[t].name}' "
+                           f"before operator {producer[t]} writes it (a cycle, or operators out of order)")
+
+
 class _Reader:
     def __init__(self, buf: bytes, path: str):
         self.buf = buf
@@ -306,6 +330,7 @@ class _Reader:
             for t in idxs:
                 if t < -1 or t >= nt:
                     raise _Bad(f"subgraph {k} {where} refers to tensor {t}, but there are {nt}")
+        _check_order(k, tensors, ops)
         return Subgraph(name=_name(sg.Name()) or f"subgraph_{k}", tensors=tensors, ops=ops,
                         inputs=inputs, outputs=outputs)
 
