@@ -52,6 +52,13 @@ class MetadataEdits:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "MetadataEdits":
+        if not isinstance(d, Mapping):
+            raise MetadataError(f"metadata edits must be a mapping of fields, got {type(d).__name__}")
+        for name in ("types", "dims", "image", "props"):
+            if not isinstance(d.get(name) or {}, Mapping):
+                raise MetadataError(f"metadata edit field '{name}' must map names to values")
+        if any(not isinstance(v, (list, tuple)) for v in (d.get("dims") or {}).values()):
+            raise MetadataError("metadata edit field 'dims' must map each tensor to a list of denotations")
         unknown = set(d) - {"types", "dims", "image", "props", "doc_string", "producer", "model_version"}
         if unknown:
             raise MetadataError(f"unknown metadata edit field(s): {', '.join(sorted(unknown))}")
@@ -80,6 +87,7 @@ class MetadataEdits:
     def normalized(self) -> tuple["MetadataEdits", list[str]]:
         """Canonical spellings and the notes to show; MetadataError for any invalid value."""
         notes: list[str] = []
+        self._check_text()
         out = MetadataEdits(doc_string=self.doc_string, producer=self.producer, model_version=self.model_version)
         out.types = {t: (ms.type_denotation(v) if v else "") for t, v in self.types.items()}
         out.dims = {t: ms.dim_denotations(v) for t, v in self.dims.items()}
@@ -108,7 +116,34 @@ class MetadataEdits:
                 out.model_version = int(self.model_version)
             except (TypeError, ValueError):
                 raise MetadataError(f"model version '{self.model_version}' is not an integer") from None
+            if not -2**63 <= out.model_version < 2**63:
+                raise MetadataError(f"model version {out.model_version} does not fit ONNX's 64-bit field")
         return out, notes
+
+    def _check_text(self) -> None:
+        """Every name and value must be text protobuf can store (a session file may hold anything JSON can)."""
+        def text(v, what: str, optional: bool = False) -> None:
+            if v is None and optional:
+                return
+            if not isinstance(v, str):
+                raise MetadataError(f"{what} must be text, got {type(v).__name__} {v!r:.60}")
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise MetadataError(f"{what} {v!r:.60} is not valid Unicode text") from None
+        for k, v in self.types.items():
+            text(k, "tensor name")
+            text(v, f"type denotation of '{k}'", optional=True)
+        for k, v in self.dims.items():
+            text(k, "tensor name")
+            for d in v:
+                text(d, f"dimension denotation of '{k}'")
+        for what, entries in (("image metadata", self.image), ("metadata", self.props)):
+            for k, v in entries.items():
+                text(k, f"{what} key")
+                text(v, f"{what} value of '{k}'", optional=True)
+        text(self.doc_string, "doc string", optional=True)
+        text(self.producer, "producer", optional=True)
 
     def apply(self, model) -> list[str]:
         """Validate, then edit `model` (an onnx.ModelProto) in place; returns notes for the user."""
