@@ -47,7 +47,7 @@ class C:
 
 
 def single(opcode: str, operands: Sequence, outputs: Sequence[tuple[Sequence[int], str]], options=None,
-           absent_ok: bool = False) -> tuple[ModelBuilder, list[np.ndarray]]:
+           version: int = 1) -> tuple[ModelBuilder, list[np.ndarray]]:
     """One op: operands are In / C / None (absent); outputs are (shape, dtype) pairs."""
     b = ModelBuilder()
     ins, feeds = [], []
@@ -69,7 +69,7 @@ def single(opcode: str, operands: Sequence, outputs: Sequence[tuple[Sequence[int
                 x = y
             ins.append(x)
     outs = [b.tensor(f"y{k}", shape, dtype) for k, (shape, dtype) in enumerate(outputs)]
-    b.op(opcode, ins, outs, options or {})
+    b.op(opcode, ins, outs, options or {}, version=version)
     b.output(*outs)
     return b, feeds
 
