@@ -1,0 +1,46 @@
+"""RFFT2D with its complex accessors against LiteRT: the complex tensor lives as float pairs inside the ONNX graph."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inspector.core.convert import convert
+from inspector.core.errors import ConversionError
+from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.tflite_reader import read_tflite_bytes
+from tests.opcase import Case, check, uni
+
+
+def rfft(shape, fft_length, parts=("REAL", "IMAG", "COMPLEX_ABS")):
+    def make(rng):
+        b = ModelBuilder()
+        x = b.input("x", shape)
+        fl = b.const("fft_length", np.asarray(fft_length, np.int32))
+        out = (*shape[:-2], fft_length[0], fft_length[1] // 2 + 1)
+        z = b.tensor("spectrum", out, "complex64")
+        b.op("RFFT2D", [x, fl], [z])
+        for name in parts:
+            y = b.tensor(name.lower(), out)
+            b.op(name, [z], [y])
+            b.output(y)
+        return b, [uni(rng, shape)]
+    return Case(f"RFFT2D-{shape}-{fft_length}-{'+'.join(parts)}", make, rtol=1e-4)
+
+
+CASES = [rfft((2, 4, 8), (4, 8)), rfft((5, 8), (4, 8), ("REAL",)), rfft((1, 3, 4, 6), (4, 8), ("COMPLEX_ABS",)),
+         rfft((7, 16), (8, 16), ("IMAG", "REAL"))]
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_rfft2d_matches_litert(case):
+    check(case)
+
+
+def test_complex_graph_output_is_refused():
+    b = ModelBuilder()
+    x = b.input("x", (4, 8))
+    z = b.tensor("spectrum", (4, 5), "complex64")
+    b.op("RFFT2D", [x, b.const("fl", np.asarray([4, 8], np.int32))], [z])
+    b.output(z)
+    with pytest.raises(ConversionError, match="complex graph output"):
+        convert(read_tflite_bytes(b.build(), "c.tflite"))
