@@ -1,0 +1,132 @@
+"""MediaPipe's custom TFLite ops (registered by custom code) as small ONNX subgraphs.
+
+Their options are the kernel's C parameter struct copied into custom_options (little-endian int32 fields):
+TfLiteTransposeConvParams (padding, stride_w, stride_h) and TfLitePoolParams (padding, stride_w, stride_h,
+filter_w, filter_h, activation). Padding: 1 = SAME, 2 = VALID. Semantics follow MediaPipe's reference kernels
+(mediapipe/util/tflite/operations), which LiteRT's XNNPACK delegate also implements.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import numpy_helper
+
+from ..errors import ConversionError
+from .registry import I, op
+
+PADDING = {1: "SAME", 2: "VALID"}
+ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH"}
+FLOAT, INT64 = 1, 7
+
+
+def struct_options(op, names: tuple[str, ...]) -> dict:
+    raw = op.custom_options or b""
+    vals = np.frombuffer(raw[:4 * (len(raw) // 4)], "<i4")
+    if len(vals) < len(names):
+        raise ConversionError(f"{op.opcode}#{op.index}: custom options hold {len(vals)} int32 fields, "
+                              f"need {len(names)} ({', '.join(names)})")
+    out = dict(zip(names, (int(v) for v in vals)))
+    if out.get("padding") not in PADDING:
+        raise ConversionError(f"{op.opcode}#{op.index}: unknown padding code {out.get('padding')}")
+    out["padding"] = PADDING[out["padding"]]
+    if "activation" in out:
+        if out["activation"] not in ACTIVATION:
+            raise ConversionError(f"{op.opcode}#{op.index}: unsupported fused activation {out['activation']}")
+        out["activation"] = ACTIVATION[out["activation"]]
+    return out
+
+
+POOL_FIELDS = ("padding", "stride_w", "stride_h", "filter_w", "filter_h", "activation")
+
+
+def _static_hw(ctx, t: int, what: str) -> tuple[int, int]:
+    sig = ctx.tensor(t).shape_signature or ctx.shape(t)
+    if any(d < 0 for d in sig[1:3]):
+        raise ConversionError(f"{what}: height and width must be static")
+    return tuple(ctx.shape(t)[1:3])
+
+
+@op("Convolution2DTransposeBias", category=I, onnx="ConvTranspose", layout_inputs=(0,),
+    notes="MediaPipe custom op: transposed conv + bias; SAME crops max(0, k - (n-1) % s - 1), odd pixel at the end")
+def conv_transpose_bias(ctx, op):
+    o = struct_options(op, ("padding", "stride_w", "stride_h"))
+    out_c, kh, kw, _ = ctx.shape(op.inputs[1])
+    h, w = _static_hw(ctx, op.inputs[0], f"{op.opcode}#{op.index}")
+    crops = []
+    for n, k, s in ((h, kh, o["stride_h"]), (w, kw, o["stride_w"])):
+        crops.append(max(0, k - (n - 1) % s - 1) if o["padding"] == "SAME" else 0)
+    pads = [c // 2 for c in crops] + [c - c // 2 for c in crops]
+    weight = ctx.input(op, 1, (3, 0, 1, 2))             # [O, KH, KW, I] -> [I, O, KH, KW]
+    ctx.node("ConvTranspose", [ctx.input(op, 0), weight, ctx.input(op, 2, (0,))], [ctx.output(op)],
+             kernel_shape=[kh, kw], strides=[o["stride_h"], o["stride_w"]], pads=pads)
+
+
+def _activation(ctx, x: str, act: str, out: str) -> None:
+    bounds = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+    if act == "TANH":
+        ctx.node("Tanh", [x], [out])
+    elif bounds[act] is None:
+        ctx.node("Identity", [x], [out])
+    else:
+        lo, hi = bounds[act]
+        ctx.node("Clip", [x, ctx.scalar(lo), ctx.scalar(hi) if hi is not None else ""], [out])
+
+
+@op("MaxPoolingWithArgmax2D", category=I, onnx=("MaxPool", "Div", "Mod", "Sub", "Mul", "Add", "Cast"),
+    notes="MediaPipe custom op: indices are the argmax's position inside its window (dy * filter_w + dx), "
+          "as float + 0.1")
+def max_pool_argmax(ctx, op):
+    o = struct_options(op, POOL_FIELDS)
+    h, w = _static_hw(ctx, op.inputs[0], f"{op.opcode}#{op.index}")
+    oh, ow = ctx.shape(op.outputs[0])[1:3]
+    fh, fw, sh, sw = o["filter_h"], o["filter_w"], o["stride_h"], o["stride_w"]
+    if o["padding"] == "SAME":
+        top = max(((oh - 1) * sh + fh - h) // 2, 0)
+        left = max(((ow - 1) * sw + fw - w) // 2, 0)
+        pads = [top, left, max((oh - 1) * sh + fh - h - top, 0), max((ow - 1) * sw + fw - w - left, 0)]
+    else:
+        top = left = 0
+        pads = [0, 0, 0, 0]
+    values, flat = ctx.node("MaxPool", [ctx.input(op, 0)], 2, kernel_shape=[fh, fw], strides=[sh, sw], pads=pads)
+    _activation(ctx, values, o["activation"], ctx.output(op, 0))
+    # ONNX returns the flat NCHW input index; the kernel wants the offset inside the window.
+    y = ctx.node("Mod", [ctx.node("Div", [flat, ctx.i64([w])], 1)[0], ctx.i64([h])], 1)[0]
+    x = ctx.node("Mod", [flat, ctx.i64([w])], 1)[0]
+    oy = ctx.const((np.arange(oh, dtype=np.int64) * sh - top).reshape(oh, 1), "win_y")
+    ox = ctx.const((np.arange(ow, dtype=np.int64) * sw - left).reshape(1, ow), "win_x")
+    dy = ctx.node("Sub", [y, oy], 1)[0]
+    dx = ctx.node("Sub", [x, ox], 1)[0]
+    local = ctx.node("Add", [ctx.node("Mul", [dy, ctx.i64([fw])], 1)[0], dx], 1)[0]
+    ctx.node("Add", [ctx.node("Cast", [local], 1, to=FLOAT)[0], ctx.scalar(0.1)], [ctx.output(op, 1)])
+
+
+@op("MaxUnpooling2D", category=I, onnx=("ScatterElements", "Cast", "Where"), layout_inputs=(0, 1),
+    notes="MediaPipe custom op: output is input * filter size; each value goes to its window offset, the rest 0")
+def max_unpooling(ctx, op):
+    o = struct_options(op, POOL_FIELDS)
+    h, w = _static_hw(ctx, op.inputs[0], f"{op.opcode}#{op.index}")
+    c = ctx.shape(op.inputs[0])[3]
+    fh, fw, sh, sw = o["filter_h"], o["filter_w"], o["stride_h"], o["stride_w"]
+    oh, ow = h * fh, w * fw
+    top, left = max(((h - 1) * sh + fh - oh) // 2, 0), max(((w - 1) * sw + fw - ow) // 2, 0)
+    idx = ctx.node("Cast", [ctx.input(op, 1)], 1, to=INT64)[0]       # truncates, as the kernel's (int) does
+    dy = ctx.node("Div", [idx, ctx.i64([fw])], 1)[0]
+    dx = ctx.node("Mod", [idx, ctx.i64([fw])], 1)[0]
+    base_y = ctx.const((np.arange(h, dtype=np.int64) * sh - top).reshape(h, 1), "base_y")
+    base_x = ctx.const((np.arange(w, dtype=np.int64) * sw - left).reshape(1, w), "base_x")
+    y = ctx.node("Add", [dy, base_y], 1)[0]
+    x = ctx.node("Add", [dx, base_x], 1)[0]
+    inside = [ctx.node("GreaterOrEqual", [y, ctx.i64([0])], 1)[0], ctx.node("Less", [y, ctx.i64([oh])], 1)[0],
+              ctx.node("GreaterOrEqual", [x, ctx.i64([0])], 1)[0], ctx.node("Less", [x, ctx.i64([ow])], 1)[0]]
+    ok = ctx.node("And", [ctx.node("And", inside[:2], 1)[0], ctx.node("And", inside[2:], 1)[0]], 1)[0]
+    target = ctx.node("Add", [ctx.node("Mul", [y, ctx.i64([ow])], 1)[0], x], 1)[0]
+    target = ctx.node("Where", [ok, target, ctx.i64([oh * ow])], 1)[0]      # out of range -> a spare column
+    rows = ctx.i64([-1, h * w])
+    data = ctx.node("Reshape", [ctx.input(op, 0), rows], 1)[0]
+    target = ctx.node("Reshape", [target, rows], 1)[0]
+    zeros = ctx.node("ConstantOfShape", [ctx.node("Concat", [
+        ctx.node("Slice", [ctx.node("Shape", [data], 1)[0], ctx.i64([0]), ctx.i64([1])], 1)[0],
+        ctx.i64([oh * ow + 1])], 1, axis=0)[0]], 1,
+        value=numpy_helper.from_array(np.zeros(1, np.float32)))[0]
+    scattered = ctx.node("ScatterElements", [zeros, target, data], 1, axis=1)[0]
+    kept = ctx.node("Slice", [scattered, ctx.i64([0]), ctx.i64([oh * ow]), ctx.i64([1])], 1)[0]
+    ctx.node("Reshape", [kept, ctx.i64([-1, c, oh, ow])], [ctx.output(op)])
