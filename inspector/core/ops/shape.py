@@ -132,16 +132,36 @@ def _pad(mode: str | None):
         onnx_pads = [int(pads[a][0]) for a in p] + [int(pads[a][1]) for a in p]
         m = mode or {"REFLECT": "reflect", "SYMMETRIC": None}.get(op.options.get("mode", "REFLECT"))
         if m is None:
-            raise ConversionError(f"{op.opcode}#{op.index}: SYMMETRIC mirror padding has no ONNX Pad mode")
+            _symmetric_pad(ctx, op, [(int(pads[a][0]), int(pads[a][1])) for a in p])
+            return
         value = ctx.input(op, 2) if op.opcode == "PADV2" and len(op.inputs) > 2 else ""
         ins = [ctx.input(op, 0), ctx.i64(onnx_pads, "pads")] + ([value] if value else [])
         ctx.node("Pad", ins, [ctx.output(op)], mode=m)
     return emit
 
 
+def _symmetric_pad(ctx, op, pads) -> None:
+    """SYMMETRIC mirror padding (the edge repeats) has no ONNX Pad mode: concat reversed edge slices per axis."""
+    x = ctx.input(op, 0)
+    todo = [(k, b, e) for k, (b, e) in enumerate(pads) if b or e]
+    if not todo:
+        ctx.node("Identity", [x], [ctx.output(op)])
+    for i, (k, before, after) in enumerate(todo):
+        parts = []
+        if before:     # x[before-1::-1]
+            parts.append(ctx.node("Slice", [x, ctx.i64([before - 1], "starts"), ctx.i64([INT64_MIN], "ends"),
+                                            ctx.i64([k], "axes"), ctx.i64([-1], "steps")], 1)[0])
+        parts.append(x)
+        if after:      # x[-1:-after-1:-1]
+            parts.append(ctx.node("Slice", [x, ctx.i64([-1], "starts"), ctx.i64([-after - 1], "ends"),
+                                            ctx.i64([k], "axes"), ctx.i64([-1], "steps")], 1)[0])
+        x = ctx.node("Concat", parts, [ctx.output(op)] if i == len(todo) - 1 else 1, axis=k)[0]
+
+
 op("PAD", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
 op("PADV2", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
-op("MIRROR_PAD", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad(None))
+op("MIRROR_PAD", category=A, onnx=("Pad", "Slice", "Concat"), rule=const_operand_rule(1),
+   notes="SYMMETRIC via reversed edge slices")(_pad(None))
 
 
 def _bits(mask: int, i: int) -> bool:
@@ -310,3 +330,28 @@ def cast(ctx, op):
 
 
 
+
+
+@op("DILATE", category=A, onnx=("Unsqueeze", "Pad", "Reshape", "Slice"), rule=const_operand_rule(1),
+    notes="dilations remapped through the layout")
+def dilate(ctx, op):
+    # Per dilated axis: [.., n, ..] -> [.., n, 1, ..] padded to [.., n, d, ..] -> [.., n*d, ..] -> first (n-1)*d+1.
+    p = in_perm(ctx, op)
+    dil = [int(v) for v in np.asarray(ctx.data(op.inputs[1])).reshape(-1)]
+    dims = list(L.apply(ctx.shape(op.inputs[0]), p))
+    x = ctx.input(op, 0)
+    value = ctx.input(op, 2, ()) if len(op.inputs) > 2 and op.inputs[2] >= 0 else ""
+    todo = [(k, dil[a]) for k, a in enumerate(p) if dil[a] > 1]
+    if not todo:
+        ctx.node("Identity", [x], [ctx.output(op)])
+    for i, (k, d) in enumerate(todo):
+        r = len(dims) + 1
+        up = ctx.node("Unsqueeze", [x, ctx.i64([k + 1], "axes")], 1)[0]
+        pads = [0] * r + [d - 1 if j == k + 1 else 0 for j in range(r)]
+        padded = ctx.node("Pad", [up, ctx.i64(pads, "pads")] + ([value] if value else []), 1, mode="constant")[0]
+        merged = dims[:k] + [dims[k] * d] + dims[k + 1:]
+        flat = ctx.node("Reshape", [padded, ctx.i64(merged)], 1)[0]
+        dims[k] = (dims[k] - 1) * d + 1
+        dst = [ctx.output(op)] if i == len(todo) - 1 else 1
+        x = ctx.node("Slice", [flat, ctx.i64([0], "starts"), ctx.i64([dims[k]], "ends"), ctx.i64([k], "axes")],
+                     dst)[0]
