@@ -7,6 +7,7 @@ custom-domain node with allow_custom=True.
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from ai_edge_litert.interpreter import Interpreter
 
@@ -164,3 +165,14 @@ def unknown_custom_model() -> bytes:
 def test_unknown_custom_op_is_named_in_the_error():
     with pytest.raises(UnsupportedOpsError, match="custom op MyFancyOp"):
         convert(read_tflite_bytes(unknown_custom_model(), "m.tflite"))
+
+
+def test_allow_custom_keeps_the_op_in_a_custom_domain_with_its_options():
+    r = convert(read_tflite_bytes(unknown_custom_model(), "m.tflite"), allow_custom=True)
+    (node,) = [n for n in r.model.graph.node if n.op_type == "MyFancyOp"]
+    assert node.domain == "ai.layout_inspector.tflite"
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    assert attrs["alpha"] == pytest.approx(0.5) and attrs["mode"] == b"fast" and list(attrs["k"]) == [1, 2]
+    assert attrs["tflite_custom_options"] == r.graph.main.ops[0].custom_options
+    assert ("ai.layout_inspector.tflite", 1) in [(o.domain, o.version) for o in r.model.opset_import]
+    assert list(node.input) == ["x"]                     # Terminate: the TFLite layout, no Transpose needed
