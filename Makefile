@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: $(STAMP) lint
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --corpus $(CORPUS)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --rootdir=. -c pyproject.toml --corpus=$(CORPUS)
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python tools/screenshots.py --corpus $(CORPUS)
