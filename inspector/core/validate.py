@@ -20,8 +20,10 @@ from .graph import Graph
 from .result import ConversionResult
 
 # Relative tolerance per kind of model: |onnx - tflite| <= RTOL * scale + ATOL.
-RTOL = {"float": 1e-4, "float16": 1e-3, "quantized": 0.0}
+RTOL = {"float": 1e-4, "float16": 1e-3, "dynamic": 1e-3, "quantized": 0.0}
 ATOL = 1e-5
+# Quantized tensors are judged in steps of their scale: TFLite's integer kernels round and rescale their own way.
+STEPS_OK, STEPS_SHARE, STEPS_MAX = 2.0, 0.999, 5.0
 
 
 @dataclass
@@ -36,6 +38,8 @@ class TensorError:
     is_output: bool = False
     op: int | None = None           # producing TFLite op (for plotting in topological order)
     shape: tuple = ()
+    steps: float | None = None      # quantized tensors: largest error in quantization steps
+    within: float | None = None     # quantized tensors: share of elements within STEPS_OK steps
 
 
 @dataclass
@@ -69,8 +73,10 @@ class Cancelled(InspectorError):
 def model_kind(graph: Graph) -> str:
     sg = graph.main
     dtypes = {sg.tensors[t].dtype for t in sg.inputs + sg.outputs}
-    if dtypes & {"int8", "uint8", "int16"}:
+    if dtypes & {"int8", "uint8", "int16"} or any(quant_step(sg, t.index) for t in sg.tensors if t.data is None):
         return "quantized"
+    if any(t.quantization is not None and t.dtype == "int8" for t in sg.tensors if t.data is not None):
+        return "dynamic"                # int8 weights, float activations
     if any(t.dtype == "float16" for t in sg.tensors):
         return "float16"
     return "float"
@@ -101,14 +107,25 @@ def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[n
 def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True):
     """Outputs and (with keep_all) every tensor of the main subgraph, by tensor index."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    kwargs = dict(experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
-                  experimental_preserve_all_tensors=keep_all)
-    interp = Interpreter(model_content=model_bytes, **kwargs) if model_bytes else Interpreter(graph.path, **kwargs)
+
+    def make(resolver, keep):
+        kwargs = dict(experimental_op_resolver_type=resolver, experimental_preserve_all_tensors=keep)
+        it = Interpreter(model_content=model_bytes, **kwargs) if model_bytes else Interpreter(graph.path, **kwargs)
+        for d, x in zip(it.get_input_details(), inputs):
+            if list(d["shape"]) != list(x.shape):
+                it.resize_tensor_input(d["index"], x.shape)
+        it.allocate_tensors()
+        return it
+
+    try:
+        interp = make(OpResolverType.BUILTIN_REF, keep_all)
+    except RuntimeError as e:
+        if "custom op" not in str(e):
+            raise
+        # MediaPipe's custom ops exist only in the XNNPACK delegate; what it fuses cannot be observed, so only
+        # the outputs are compared then.
+        interp, keep_all = make(OpResolverType.AUTO, False), False
     details = interp.get_input_details()
-    for d, x in zip(details, inputs):
-        if list(d["shape"]) != list(x.shape):
-            interp.resize_tensor_input(d["index"], x.shape)
-    interp.allocate_tensors()
     for d, x in zip(details, inputs):
         interp.set_tensor(d["index"], x)
     interp.invoke()
@@ -162,6 +179,45 @@ def compare(ref: np.ndarray, got: np.ndarray, rtol: float) -> tuple[float, float
     return max_abs, max_rel, scale, ok
 
 
+def quant_step(sg, t: int) -> tuple[float, int] | None:
+    """(scale, zero point) a tensor is judged in: its own quantization, or for the float output of a DEQUANTIZE,
+    its input's. None for float tensors and per-channel ones."""
+    ten = sg.tensors[t]
+    q = ten.quantization
+    if ten.dtype in ("float32", "float16"):
+        src = next((op.inputs[0] for op in sg.ops if op.opcode == "DEQUANTIZE" and t in op.outputs), None)
+        q = sg.tensors[src].quantization if src is not None and sg.tensors[src].data is None else None
+    elif ten.dtype not in ("int8", "uint8", "int16"):
+        return None
+    if q is None or q.scales.size != 1:
+        return None
+    return float(q.scales[0]), int(q.zero_points[0])
+
+
+def compare_steps(ref: np.ndarray, got: np.ndarray, scale: float, zp: int):
+    """Errors of a quantized tensor in steps of its scale; either side may be integers or real values."""
+    def real(a):
+        return (a.astype(np.float64) - zp) * scale if np.issubdtype(a.dtype, np.integer) else a.astype(np.float64)
+    if ref.shape != got.shape:
+        return float("inf"), float("inf"), 0.0, False, float("inf"), 0.0
+    r, g = real(ref), real(got)
+    steps = np.abs(g - r) / scale
+    rng = float(np.max(np.abs(r))) if r.size else 0.0
+    max_abs = float(np.max(np.abs(g - r))) if r.size else 0.0
+    worst = float(np.max(steps)) if r.size else 0.0
+    within = float(np.mean(steps <= STEPS_OK + 1e-6)) if r.size else 1.0
+    ok = bool(np.isfinite(worst)) and worst <= STEPS_MAX + 1e-6 and within >= STEPS_SHARE
+    return max_abs, max_abs / max(rng, 1e-12), rng, ok, worst, within
+
+
+def _compare(sg, t, ref, got, rtol):
+    """compare() for float and integer tensors, compare_steps() for quantized ones: (a, r, s, ok, steps, within)."""
+    q = quant_step(sg, t)
+    if q is not None:
+        return compare_steps(ref, got, *q)
+    return (*compare(ref, got, rtol), None, None)
+
+
 def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True, batch: int | None = None,
              rtol: float | None = None, cancel: threading.Event | None = None, progress=None) -> Validation:
     """Compare the converted model with the TFLite interpreter; `cancel`/`progress` serve the GUI's worker."""
@@ -185,6 +241,9 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
         name = trace.tensor_values.get(t, [sg.tensors[t].name])[0]
         if name in in_names:
             feeds[name] = np.transpose(x, plan.perm(t, x.ndim))
+            q = sg.tensors[t].quantization
+            if result.options.get("float_io") and q is not None and np.issubdtype(x.dtype, np.integer):
+                feeds[name] = ((feeds[name].astype(np.float32) - q.zero_points[0]) * q.scales[0]).astype(np.float32)
     out_names = {o.name for o in result.model.graph.output}
     extra = []
     if intermediates:
@@ -201,8 +260,8 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
             out_errs.append(TensorError(name, t, name, float("inf"), float("inf"), 0.0, False, True))
             continue
         y = np.transpose(y, L.inverse(perm))
-        a, r, s, ok = compare(ref[t], y, rtol)
-        out_errs.append(TensorError(name, t, name, a, r, s, ok, True, producers.get(t), ref[t].shape))
+        a, r, s, ok, steps, within = _compare(sg, t, ref[t], y, rtol)
+        out_errs.append(TensorError(name, t, name, a, r, s, ok, True, producers.get(t), ref[t].shape, steps, within))
         if ref[t].dtype != bool and ref[t].shape == y.shape:
             diffs.append((y.astype(np.float64) - ref[t].astype(np.float64)).reshape(-1))
     if intermediates:
@@ -211,9 +270,9 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
             if not names or names[0] not in got or names[0] in out_names:
                 continue
             y = np.transpose(got[names[0]], L.inverse(plan.perm(t, sg.tensors[t].rank)))
-            a, r, s, ok = compare(ref[t], y, rtol)
+            a, r, s, ok, steps, within = _compare(sg, t, ref[t], y, rtol)
             mid_errs.append(TensorError(sg.tensors[t].name, t, names[0], a, r, s, ok, False, producers.get(t),
-                                        ref[t].shape))
+                                        ref[t].shape, steps, within))
     step("done", 1.0)
     return Validation(out_errs, mid_errs, seed, rtol, diffs)
 
