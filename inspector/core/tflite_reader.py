@@ -215,6 +215,9 @@ class _Reader:
         elements = int(np.prod(shape, dtype=object)) if shape else 1
         if elements > MAX_ELEMENTS:
             raise _Bad(f"tensor {i} '{name}' of shape {list(shape)} claims {elements} elements, beyond any real model")
+        if sig.size and (len(sig) != len(shape) or any(s < -1 or 0 <= s != d for s, d in zip(sig.tolist(), shape))):
+            raise _Bad(f"tensor {i} '{name}' has shape {list(shape)} but shape signature {sig.tolist()} "
+                       "(they must agree except where the signature says -1)")
         data = None
         sparsity = self.sparsity(t.Sparsity())
         raw = self.buffer_bytes(t.Buffer())
