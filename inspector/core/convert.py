@@ -74,7 +74,9 @@ def unsupported(sg: Subgraph, table, folded) -> list[str]:
 
 
 def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
-            check: bool = True) -> ConversionResult:
+            check: bool = True, float_io: bool = False, keep_fp16: bool = False) -> ConversionResult:
+    """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
+    `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size)."""
     if graph.format != "tflite":
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
@@ -82,11 +84,6 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     table = load_all()
     sg = graph.main
     folded, constants = fold_constants(sg)
-    quantized = [t.name for t in sg.tensors if t.quantization is not None and t.data is None
-                 and t.dtype in ("int8", "uint8", "int16")]
-    if quantized:
-        raise ConversionError(f"integer-quantized activations ({len(quantized)} tensors, e.g. {quantized[0]}) "
-                              "are not supported yet: convert a float, float16 or dynamic-range model")
     missing = unsupported(sg, table, folded)
     for i, other in enumerate(graph.subgraphs[1:], 1):
         missing += [f"{line} in subgraph {i} ({other.name})"
@@ -98,19 +95,26 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     trace = ConversionTrace()
     em = Emitter(sg, plan, opset, constants, trace)
     em.graph, em.table = graph, table
+    em.q.keep_fp16 = keep_fp16
 
     inputs = []
     for t in sg.inputs:
         if t in constants:
             continue
         name = sg.tensors[t].name or f"input_{t}"
+        if float_io and em.q.quantized_tensor(t):
+            inputs.append(em.q.float_input(t, name))
+            continue
         em.reserve(t, name)
         inputs.append(em.value_info_for(t, name, em.perm(t)))
     # Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin.
     out_names = {}
     for t in sg.outputs:
         name = sg.tensors[t].name or f"output_{t}"
-        if tuple(plan.outputs.get(t, em.perm(t))) != tuple(em.perm(t)):
+        if float_io and em.q.quantized_tensor(t):
+            em.reserve(t, em.fresh(f"{name}_quantized"))
+            em._used.add(name)
+        elif tuple(plan.outputs.get(t, em.perm(t))) != tuple(em.perm(t)):
             em.reserve(t, em.fresh(f"{name}_{L.name(em.perm(t))}"))
             em._used.add(name)
         out_names[t] = name
@@ -120,11 +124,14 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     outputs = []
     for t in sg.outputs:
         want = plan.outputs.get(t, em.perm(t))
-        if tuple(want) != tuple(em.perm(t)):
+        if float_io and em.q.quantized_tensor(t):
+            outputs.append(em.q.float_output(t, out_names[t], want))
+        elif tuple(want) != tuple(em.perm(t)):
             em.present(t, want, target=out_names[t])
         elif em.value(t) != out_names[t]:
             em.node("Identity", [em.value(t)], [out_names[t]])
-        outputs.append(em.value_info_for(t, out_names[t], want))
+        if not (float_io and em.q.quantized_tensor(t)):
+            outputs.append(em.value_info_for(t, out_names[t], want))
     if em.state is not None:                        # resource variables: explicit state inputs/outputs
         state_in, state_out = em.state.finish(em)
         inputs += state_in
@@ -145,9 +152,11 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     categories = {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE
                   for op in sg.ops}
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
-                              options={"keep_io_layout": keep_io_layout, "opset": opset,
+                              options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
+                                       "keep_fp16": keep_fp16,
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
                               subgraphs=dict(em.subgraphs))
+    result.quantization = em.q.report()
     if em.state is not None:
         result.state = em.state.describe()
         result.warnings += em.state.warnings

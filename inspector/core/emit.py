@@ -55,6 +55,8 @@ class Emitter:
         self.op: Op | None = None
         self.last_node = ""
         self.conflict_at = {(c.tensor, c.to_perm): c for c in plan.conflicts}
+        from .ops.quant import QDQ
+        self.q = QDQ(self)                               # quantized tensors: Q/DQ around float ops
 
     # --- names -------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -84,7 +86,8 @@ class Emitter:
 
     # --- tensors -----------------------------------------------------------------------------------------
     def tensor(self, t: int):
-        return self.sg.tensors[t]
+        """Tensor t as op emitters see it: a quantized one reads as float32 (they get its real values)."""
+        return self.q.view(t)
 
     def shape(self, t: int) -> tuple[int, ...]:
         """TFLite shape."""
@@ -113,9 +116,13 @@ class Emitter:
     def const_of(self, t: int, perm: Perm | None = None, shape=None, dtype=None, key: str = "") -> str:
         """Tensor t's constant data, transposed by `perm` and/or reshaped, as one initializer per variant."""
         ck = ("const", t, tuple(perm) if perm is not None else None, tuple(shape) if shape is not None else None,
-              str(dtype), key)
+              str(dtype), key, self.q.const_key(t))
         if ck in self._cache:
             return self._cache[ck]
+        special = self.q.const(t, perm, shape)          # quantized weights + DequantizeLinear, float16 + Cast
+        if special is not None:
+            self._cache[ck] = special
+            return special
         arr = self.data(t)
         if shape is not None:
             arr = arr.reshape(shape)
@@ -152,7 +159,7 @@ class Emitter:
             want = self.plan.inputs.get((op.index, slot), self.perm(t) if not self.is_const(t) else L.identity(rank))
         if self.is_const(t):
             return self.const_of(t, want)
-        return self.present(t, want)
+        return self.q.read(op, slot, self.present(t, want), want)
 
     def present(self, t: int, want: Perm, target: str | None = None) -> str:
         """Activation t in layout `want`: a Reshape when only size-1 axes move, else a Transpose; cached."""
@@ -192,7 +199,8 @@ class Emitter:
         if self.is_const(t):
             return self.const_of(t, out_perm, shape=full)
         if L.is_identity(out_perm):
-            return self.value(t)                       # ONNX broadcasting already aligns trailing axes
+            x = self.value(t)                          # ONNX broadcasting already aligns trailing axes
+            return self.q.input(t, x, self.perm(t)) if self.q.active(t) else x
         ck = ("bcast", t, tuple(out_perm))
         if ck in self._cache:
             return self._cache[ck]
@@ -213,12 +221,13 @@ class Emitter:
         """Name to write output `slot` to, in the layout the op produces (a pin's Transpose follows)."""
         t = op.outputs[slot]
         natural = self.plan.produced.get((op.index, slot), self.perm(t))
-        if tuple(natural) == tuple(self.perm(t)):
-            return self.value(t)
-        tmp = self.fresh(f"{self.tensor(t).name}_{L.name(natural)}")
-        self._pending.append(("pin", tmp, self.value(t), ",".join(map(str, L.compose(L.inverse(natural),
-                                                                                      self.perm(t))))))
-        return tmp
+        pinned = tuple(natural) != tuple(self.perm(t))
+        name = self.fresh(f"{self.tensor(t).name}_{L.name(natural)}") if pinned else self.value(t)
+        real = self.q.output(op, slot, name) if self.q.active(t) else name   # a QuantizeLinear into `name`
+        if pinned:
+            self._pending.append(("pin", name, self.value(t), ",".join(map(str, L.compose(L.inverse(natural),
+                                                                                           self.perm(t))))))
+        return real
 
     def fused(self, op: Op, out: str) -> str:
         """Where the main node should write when a fused activation follows it."""
@@ -243,6 +252,8 @@ class Emitter:
                     dt = self.tensor(self.op.outputs[0]).dtype if self.op else "float32"
                     dt = dt if dt in ("float16", "float32", "float64") else "float32"
                     self.node("Clip", [src, self.scalar(bounds[0], dt), self.scalar(bounds[1], dt)], [dst])
+            elif kind == "quantize":
+                self.q.flush(src, dst, arg)
             else:
                 perm = [int(x) for x in arg.split(",")]
                 t = self.trace.value_tensor.get(dst)
@@ -274,8 +285,8 @@ class Emitter:
         if op is not None:
             self.trace.op_nodes.setdefault(op.index, [])
 
-    def value_info_for(self, t: int, name: str, perm: Perm) -> onnx.ValueInfoProto:
-        ten = self.tensor(t)
+    def value_info_for(self, t: int, name: str, perm: Perm, dtype: str | None = None) -> onnx.ValueInfoProto:
+        ten = self.sg.tensors[t]
         sig = ten.shape_signature if ten.shape_signature is not None and len(ten.shape_signature) == ten.rank \
             else ten.shape
         dims = []
@@ -284,4 +295,4 @@ class Emitter:
                 dims.append("batch" if axis == 0 else f"{ten.name or 't'}_d{axis}")
             else:
                 dims.append(int(ten.shape[axis]))
-        return helper.make_tensor_value_info(name, onnx_dtype(ten.dtype), dims)
+        return helper.make_tensor_value_info(name, onnx_dtype(dtype or ten.dtype), dims)

@@ -68,6 +68,8 @@ class ConversionResult:
     # Resource variables exposed as state inputs/outputs: one dict per variable (name, input, output, shape,
     # dtype, initial value source); see ops/variables.py.
     state: list[dict[str, Any]] = field(default_factory=list)
+    # Each quantized tensor of the main subgraph: scale/zero_point lists, TFLite axis, axis in the ONNX layout.
+    quantization: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def transposes(self) -> int:

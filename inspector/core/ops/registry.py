@@ -43,4 +43,5 @@ def load_all() -> dict[str, OpRule]:
     """Import every op family module so the table is complete."""
     from . import conv, elementwise, indexing, nn, pool, reduce, shape, spatial  # noqa: F401
     from . import control_flow, variables  # noqa: F401
+    from . import quant  # noqa: F401
     return OPS

@@ -1,0 +1,489 @@
+"""Quantized models as QDQ ONNX, and the QUANTIZE / DEQUANTIZE ops.
+
+A quantized activation's ONNX value is its integer tensor, exactly as TFLite holds it (so intermediate values
+compare one to one). Op emitters never see integers: the emit context (`Emitter.q`, a `QDQ`) hands them each
+quantized input through a DequantizeLinear and gives them a float value to write, which a QuantizeLinear with
+the output's scale and zero point turns back into the integer tensor. Weights stay 8-bit initializers followed by
+DequantizeLinear, per-channel axis moved with the weight's transposition; biases stay int32. ONNX Runtime fuses
+DQ -> Conv/MatMul -> Q into integer kernels.
+
+Ops that only move data (Reshape, Transpose, slices, concatenation...) run on the integers when every quantized
+tensor they touch shares one scale and zero point, as TFLite's kernels do: no rounding at all. Variable and
+subgraph boundaries always carry the integers.
+
+Float16 weights (`keep_fp16`): the folded DEQUANTIZE's constant is stored as float16 and Cast to float32.
+int16 activations need opset 21 for QuantizeLinear/DequantizeLinear; below that the same arithmetic is spelled
+out (Div, Round, Add, Clip, Cast and back).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import layout as L
+from ..errors import ConversionError
+from ..graph import Quantization, Tensor
+from .registry import T, op
+
+ACT_TYPES = ("int8", "uint8", "int16")
+CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
+NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
+ONNX_FLOAT, ONNX_FLOAT16 = 1, 10
+
+HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
+# Ops whose emitters must see the stored integers: state and subgraph boundaries, reinterpretation.
+RAW_ALWAYS = frozenset({"READ_VARIABLE", "ASSIGN_VARIABLE", "VAR_HANDLE", "CALL_ONCE", "WHILE", "IF", "CAST",
+                        "BITCAST", "QUANTIZE", "DEQUANTIZE"})
+# Ops that only move or select elements: exact on the integers when in and out share scale and zero point.
+RAW_IF_SAME = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "GATHER",
+                         "GATHER_ND", "CONCATENATION", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "TILE", "MAX_POOL_2D",
+                         "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "BROADCAST_TO", "REVERSE_V2", "BATCH_TO_SPACE_ND",
+                         "SPACE_TO_BATCH_ND", "RESIZE_NEAREST_NEIGHBOR"})
+
+
+def quantized(t: Tensor) -> bool:
+    """True for a tensor whose stored integers stand for real values (scale, zero point)."""
+    if t.quantization is None or not t.quantization.scales.size:
+        return False
+    return t.dtype in (CONST_TYPES if t.data is not None else ACT_TYPES)
+
+
+def params(q: Quantization) -> tuple[float, int] | None:
+    """(scale, zero point) when per-tensor, else None."""
+    if q.per_channel:
+        return None
+    return float(q.scales[0]), int(q.zero_points[0])
+
+
+def describe(t: Tensor, perm=None) -> dict | None:
+    """A tensor's quantization for reports: scales, zero points, TFLite axis and the axis in the ONNX layout."""
+    q = t.quantization
+    if q is None or not q.scales.size:
+        return None
+    out = {"dtype": t.dtype, "scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
+           "axis": int(q.axis) if q.per_channel else None}
+    out["onnx_axis"] = L.axis_to_onnx(q.axis, perm) if q.per_channel and perm is not None and t.rank else out["axis"]
+    if q.min is not None:
+        out["min"], out["max"] = [float(v) for v in q.min], [float(v) for v in q.max]
+    return out
+
+
+def dequantize_array(data: np.ndarray, q: Quantization, axis: int | None = None) -> np.ndarray:
+    """Real values of stored integers (axis: where the channel axis is in `data`, default the TFLite axis)."""
+    scale, zp = q.scales.astype(np.float64), q.zero_points.astype(np.float64)
+    if q.per_channel:
+        shape = [1] * data.ndim
+        shape[q.axis if axis is None else axis] = -1
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    else:
+        scale, zp = scale[0], zp[0]
+    return ((data.astype(np.float64) - zp) * scale).astype(np.float32)
+
+
+class QDQ:
+    """The quantization side of one Emitter."""
+
+    def __init__(self, em):
+        self.em = em
+        sg = em.sg
+        self.q = {t.index for t in sg.tensors if quantized(t)}
+        self._raw: dict[int, bool] = {}
+        self._views: dict[int, Tensor] = {}
+        parent = getattr(em, "parent", None)
+        self.keep_fp16 = parent.q.keep_fp16 if parent is not None else False   # convert() sets it on the root
+        self.const_axes: dict[int, int] = {}     # per-channel constant -> its channel axis as stored in ONNX
+        self.fp16_src: dict[int, int] = {}       # folded DEQUANTIZE output -> its float16 constant
+        for o in sg.ops:
+            if o.opcode == "DEQUANTIZE" and o.inputs and o.inputs[0] >= 0 \
+                    and sg.tensors[o.inputs[0]].dtype == "float16" and o.outputs[0] in em.constants:
+                self.fp16_src[o.outputs[0]] = o.inputs[0]
+
+    # --- which tensors and ops ---------------------------------------------------------------------------
+    def raw(self) -> bool:
+        """Does the current op read and write the stored integers? (No op: graph/subgraph boundaries.)"""
+        o = self.em.op
+        if o is None:
+            return True
+        if o.index not in self._raw:
+            self._raw[o.index] = self._raw_op(o)
+        return self._raw[o.index]
+
+    def _raw_op(self, o) -> bool:
+        if o.opcode in RAW_ALWAYS:
+            return True
+        if o.opcode not in RAW_IF_SAME:
+            return False
+        sg = self.em.sg
+        touched = [t for t in o.outputs if t >= 0] + [t for t in o.inputs if t >= 0 and sg.tensors[t].dtype
+                                                      in ACT_TYPES]
+        keys = set()
+        for t in touched:
+            ten = sg.tensors[t]
+            if t not in self.q:
+                return False
+            p = params(ten.quantization)
+            if p is None:
+                return False
+            keys.add((ten.dtype, p))
+        return len(keys) == 1
+
+    def quantized_tensor(self, t: int) -> bool:
+        return t in self.q
+
+    def const_key(self, t: int) -> bool:
+        """Part of a constant's cache key: the stored integers and their real values are different values."""
+        return t in self.q and self.raw()
+
+    def active(self, t: int) -> bool:
+        return t in self.q and not self.raw()
+
+    def view(self, t: int) -> Tensor:
+        """What emitters see of tensor t: a quantized one is a float32 tensor (they work on real values)."""
+        ten = self.em.sg.tensors[t]
+        if not self.active(t):
+            return ten
+        if t not in self._views:
+            self._views[t] = dataclasses.replace(ten, dtype="float32")
+        return self._views[t]
+
+    # --- nodes -------------------------------------------------------------------------------------------
+    def _qparams(self, t: int, int_dtype: str) -> tuple[str, str]:
+        """Scale and zero-point initializers of tensor t (shared by every Q/DQ of it)."""
+        key = ("qparams", t)
+        if key not in self.em._cache:
+            q = self.em.sg.tensors[t].quantization
+            name = self.em.sg.tensors[t].name or f"t{t}"
+            scales = q.scales.astype(np.float32)
+            zps = q.zero_points.astype(int_dtype)
+            if not q.per_channel:
+                scales, zps = scales.reshape(()), zps.reshape(())
+            self.em._cache[key] = (self.em.const(scales, f"{name}_scale"), self.em.const(zps, f"{name}_zero_point"))
+        return self.em._cache[key]
+
+    def _native(self, dtype: str) -> bool:
+        return self.em.opset >= NATIVE.get(dtype, 10 ** 6)
+
+    def _axis_attr(self, q: Quantization, axis: int | None) -> dict:
+        return {"axis": axis} if q.per_channel else {}
+
+    def dequantize(self, t: int, x: str, axis: int | None = None, out: str | None = None) -> str:
+        """Real values of the integer value `x` of tensor t (axis: t's channel axis in x's layout)."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        q = ten.quantization
+        dst = [out] if out else 1
+        if self._native(ten.dtype):
+            scale, zp = self._qparams(t, ten.dtype)
+            y = em.node("DequantizeLinear", [x, scale, zp], dst, **self._axis_attr(q, axis))[0]
+        else:                                    # (float(x) - zp) * scale, spelled out
+            scale, zp = self._float_params(t, x, axis)
+            f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+            y = em.node("Mul", [em.node("Sub", [f, zp], 1)[0], scale], dst)[0]
+        em._note_value(t, y)
+        return y
+
+    def quantize(self, t: int, x: str, out: str, axis: int | None = None) -> str:
+        """Tensor t's integers from real values `x`: round half to even, saturate (TFLite rounds half away
+        from zero: ties differ by one step)."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        q = ten.quantization
+        if self._native(ten.dtype):
+            scale, zp = self._qparams(t, ten.dtype)
+            return em.node("QuantizeLinear", [x, scale, zp], [out], **self._axis_attr(q, axis))[0]
+        from ..emit import onnx_dtype
+        info = np.iinfo(ten.dtype)
+        scale, zp = self._float_params(t, x, axis)
+        r = em.node("Round", [em.node("Div", [x, scale], 1)[0]], 1)[0]
+        c = em.node("Clip", [em.node("Add", [r, zp], 1)[0], em.scalar(info.min), em.scalar(info.max)], 1)[0]
+        return em.node("Cast", [c], [out], to=onnx_dtype(ten.dtype))[0]
+
+    def _float_params(self, t: int, x: str, axis: int | None) -> tuple[str, str]:
+        """Scale and zero point as float32 initializers broadcastable against x (for the spelled-out form)."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        q = ten.quantization
+        key = ("fparams", t, axis)
+        if key not in em._cache:
+            scales, zps = q.scales.astype(np.float32), q.zero_points.astype(np.float32)
+            if q.per_channel:
+                shape = [1] * ten.rank
+                shape[axis] = -1
+                scales, zps = scales.reshape(shape), zps.reshape(shape)
+            else:
+                scales, zps = scales.reshape(()), zps.reshape(())
+            em._cache[key] = (em.const(scales, f"{ten.name}_scale"), em.const(zps, f"{ten.name}_zero_point"))
+        return em._cache[key]
+
+    # --- hooks the Emitter calls -------------------------------------------------------------------------
+    def input(self, t: int, x: str, perm) -> str:
+        """An activation input read by a float op: its integers `x` (in layout `perm`) dequantized."""
+        q = self.em.sg.tensors[t].quantization
+        return self.dequantize(t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+
+    def read(self, op, slot: int, x: str, perm) -> str:
+        """What an op reads for activation input `slot` (value `x` in layout `perm`): real values of a quantized
+        tensor; for a hybrid op (float input, int8 weights) the input as TFLite quantizes it on the fly."""
+        t = op.inputs[slot]
+        if self.active(t):
+            return self.input(t, x, perm)
+        if slot == 0 and self._hybrid(op):
+            return self._hybrid_input(op, x)
+        return x
+
+    def _hybrid(self, op) -> bool:
+        sg = self.em.sg
+        if op.opcode not in HYBRID or len(op.inputs) < 2 or op.inputs[1] < 0:
+            return False
+        w = sg.tensors[op.inputs[1]]
+        return sg.tensors[op.inputs[0]].dtype == "float32" and w.dtype == "int8" and op.inputs[1] in self.q
+
+    def _hybrid_input(self, op, x: str) -> str:
+        """TFLite's hybrid kernels quantize the float input to int8 per batch row (asymmetrically for per-channel
+        convolutions and when FULLY_CONNECTED asks for it, else symmetrically), then run integer arithmetic. The
+        same rounding here makes the float result equal TFLite's instead of off by the input's quantization."""
+        em, sg = self.em, self.em.sg
+        shape = sg.tensors[op.inputs[0]].shape
+        w = sg.tensors[op.inputs[1]]
+        if op.opcode == "FULLY_CONNECTED":
+            k = sg.tensors[op.inputs[1]].shape[1]
+            axes = [len(shape) - 1] if shape[-1] == k else list(range(1, len(shape)))
+            asym = bool(op.options.get("asymmetric_quantize_inputs"))
+        else:
+            axes = list(range(1, len(shape)))
+            asym = w.quantization.per_channel
+        f = "float32"
+        lo = em.node("ReduceMin", [x, em.i64(axes, "axes")], 1, keepdims=1)[0]
+        hi = em.node("ReduceMax", [x, em.i64(axes, "axes")], 1, keepdims=1)[0]
+        zero = em.scalar(0.0, f)
+        if asym:
+            lo = em.node("Min", [lo, zero], 1)[0]
+            hi = em.node("Max", [hi, zero], 1)[0]
+            scale = em.node("Div", [em.node("Sub", [hi, lo], 1)[0], em.scalar(255.0, f)], 1)[0]
+        else:
+            rng = em.node("Max", [em.node("Abs", [lo], 1)[0], em.node("Abs", [hi], 1)[0]], 1)[0]
+            scale = em.node("Div", [rng, em.scalar(127.0, f)], 1)[0]
+        # An all-zero row: TFLite uses scale 1 (every value quantizes to 0 either way).
+        scale = em.node("Where", [em.node("Equal", [scale, zero], 1)[0], em.scalar(1.0, f), scale], 1)[0]
+        inv = em.node("Reciprocal", [scale], 1)[0]
+        scaled = em.node("Mul", [x, inv], 1)[0]
+        if asym:
+            zp = em.node("Round", [em.node("Sub", [em.scalar(-128.0, f), em.node("Div", [lo, scale], 1)[0]], 1)[0]],
+                         1)[0]
+            zp = em.node("Clip", [zp, em.scalar(-128.0, f), em.scalar(127.0, f)], 1)[0]
+            q = em.node("Clip", [em.node("Round", [em.node("Add", [scaled, zp], 1)[0]], 1)[0],
+                                 em.scalar(-128.0, f), em.scalar(127.0, f)], 1)[0]
+            q = em.node("Sub", [q, zp], 1)[0]
+        else:
+            q = em.node("Clip", [em.node("Round", [scaled], 1)[0], em.scalar(-127.0, f), em.scalar(127.0, f)],
+                        1)[0]
+        return em.node("Mul", [q, scale], 1)[0]
+
+    def output(self, op, slot: int, dst: str) -> str:
+        """The float value an op writes for quantized output `slot`; a QuantizeLinear into `dst` follows."""
+        t = op.outputs[slot]
+        tmp = self.em.fresh(f"{self.em.sg.tensors[t].name}_real")
+        self.em._pending.append(("quantize", tmp, dst, str(t)))
+        return tmp
+
+    def flush(self, src: str, dst: str, arg: str) -> None:
+        t = int(arg)
+        q = self.em.sg.tensors[t].quantization
+        perm = self.em.plan.produced.get((self.em.op.index, list(self.em.op.outputs).index(t)), self.em.perm(t))
+        self.quantize(t, src, dst, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+
+    def const(self, t: int, perm, shape) -> str | None:
+        """A quantized or float16 constant as the op reads it (None: not ours, the plain path applies)."""
+        em = self.em
+        if t in self.fp16_src and self.keep_fp16:
+            arr = self._shaped(em.data(self.fp16_src[t]), perm, shape)
+            half = em.const(arr, (em.sg.tensors[t].name or f"c{t}") + "_fp16")
+            return em.node("Cast", [half], 1, to=ONNX_FLOAT)[0]
+        if t not in self.q or self.raw():
+            return None
+        ten = em.sg.tensors[t]
+        q = ten.quantization
+        data = em.data(t)
+        axis = None
+        if q.per_channel:
+            axis = q.axis
+            if shape is not None and tuple(shape) != tuple(data.shape):
+                extra = len(shape) - data.ndim
+                if extra < 0 or tuple(shape[extra:]) != tuple(data.shape):
+                    raise ConversionError(f"{ten.name}: per-channel quantized constant reshaped to {list(shape)}")
+                axis += extra
+            if perm is not None:
+                axis = L.axis_to_onnx(axis, perm)
+            self.const_axes[t] = axis
+        arr = self._shaped(data, perm, shape)
+        if not self._native(ten.dtype) or ten.dtype == "int64":
+            # int64 (int16x8 biases) and int16 below opset 21: fold to float; such tensors are small biases.
+            return em.const(dequantize_array(arr, q, axis), ten.name or f"c{t}")
+        stored = em.const(arr, ten.name or f"c{t}")
+        return self.dequantize(t, stored, axis)
+
+    def _axis_in(self, t: int, perm) -> int | None:
+        q = self.em.sg.tensors[t].quantization
+        return L.axis_to_onnx(q.axis, perm) if q.per_channel else None
+
+    # --- float graph I/O (convert(float_io=True)) -----------------------------------------------------------
+    def float_input(self, t: int, name: str):
+        """Graph input `name` takes real values; a QuantizeLinear makes the integers the model works on."""
+        em = self.em
+        em._used.add(name)
+        em._note_value(t, name)                   # first: validation feeds the graph input by this name
+        em._vname[t] = em.fresh(f"{name}_quantized")
+        em._note_value(t, em._vname[t])
+        self.quantize(t, name, em._vname[t], self._axis_in(t, em.perm(t)))
+        return em.value_info_for(t, name, em.perm(t), dtype="float32")
+
+    def float_output(self, t: int, name: str, want):
+        """Graph output `name` gives real values: the integers (presented in `want`) dequantized."""
+        x = self.em.present(t, want)
+        self.dequantize(t, x, self._axis_in(t, want), out=name)
+        return self.em.value_info_for(t, name, want, dtype="float32")
+
+    def report(self) -> dict[int, dict]:
+        """Every quantized tensor's parameters, with its channel axis in the ONNX layout it got."""
+        em, out = self.em, {}
+        for ten in em.sg.tensors:
+            d = describe(ten, None if ten.data is not None else em.perm(ten.index))
+            if d is not None:
+                if ten.index in self.const_axes:
+                    d["onnx_axis"] = self.const_axes[ten.index]
+                out[ten.index] = d
+        return out
+
+    @staticmethod
+    def _shaped(arr: np.ndarray, perm, shape) -> np.ndarray:
+        if shape is not None:
+            arr = arr.reshape(shape)
+        if perm is not None and not L.is_identity(perm):
+            arr = np.transpose(arr, perm)
+        return np.ascontiguousarray(arr)
+
+
+def _io_perm(ctx, op):
+    """The layout input 0 is read in (what Emitter.input presents)."""
+    t = op.inputs[0]
+    default = L.identity(ctx.tensor(t).rank) if ctx.is_const(t) else ctx.perm(t)
+    return ctx.plan.inputs.get((op.index, 0), default)
+
+
+@op("QUANTIZE", category=T, onnx=("QuantizeLinear", "DequantizeLinear"))
+def quantize_op(ctx, op):
+    """Float -> integers, or integers -> integers of another scale/type (requantize through real values)."""
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    perm = _io_perm(ctx, op)
+    x = ctx.input(op, 0)
+    if ctx.q.quantized_tensor(x_t) and not ctx.is_const(x_t):
+        x = ctx.q.input(x_t, x, perm)
+    if not ctx.q.quantized_tensor(y_t):
+        raise ConversionError(f"QUANTIZE#{op.index}: output {ctx.tensor(y_t).name} has no quantization")
+    q = ctx.tensor(y_t).quantization
+    ctx.q.quantize(y_t, x, ctx.output(op), L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+
+
+@op("DEQUANTIZE", category=T, onnx=("DequantizeLinear", "Cast"))
+def dequantize_op(ctx, op):
+    """Integers -> float (float16 constants are folded before emission; a float16 activation is Cast)."""
+    x_t = op.inputs[0]
+    perm = _io_perm(ctx, op)
+    if ctx.tensor(x_t).dtype == "float16":
+        ctx.node("Cast", [ctx.input(op, 0)], [ctx.output(op)], to=ONNX_FLOAT)
+        return
+    if not ctx.q.quantized_tensor(x_t):
+        raise ConversionError(f"DEQUANTIZE#{op.index}: input {ctx.tensor(x_t).name} has no quantization")
+    q = ctx.tensor(x_t).quantization
+    x = ctx.input(op, 0)
+    ctx.q.dequantize(x_t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None, out=ctx.output(op))
+
+
+# --- integer-exact kernels -------------------------------------------------------------------------------------
+# Where TFLite's integer kernel rounds twice (a fixed-point multiply, then a rounding shift), float arithmetic
+# rounds once and lands one step off for a few per cent of elements. For MEAN that matters: a squeeze-excite
+# block's per-channel mean gates a whole channel, so one step there moves thousands of outputs. MEAN is therefore
+# emitted as TFLite computes it, in int64.
+ONNX_INT64 = 7
+
+
+def quantize_multiplier(m: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: m = q * 2^(e - 31) with q a 31-bit integer."""
+    import math
+    frac, e = math.frexp(m)
+    q = int(round(frac * (1 << 31)))
+    if q == 1 << 31:
+        q, e = q // 2, e + 1
+    return q, e
+
+
+def fixed_point_multiply(em, x: str, q: int, e: int) -> str:
+    """TFLite's MultiplyByQuantizedMultiplier on an int64 value: rounding doubling high multiply, then a
+    rounding right shift (ties away from zero at both steps)."""
+    i64 = lambda v: em.const(np.array(v, np.int64), "fixed_point")    # noqa: E731
+    left, right = max(e, 0), max(-e, 0)
+    if left:
+        x = em.node("Mul", [x, i64(1 << left)], 1)[0]
+    ab = em.node("Mul", [x, i64(q)], 1)[0]
+    nonneg = em.node("GreaterOrEqual", [ab, i64(0)], 1)[0]
+    nudged = em.node("Add", [ab, em.node("Where", [nonneg, i64(1 << 30), i64(1 - (1 << 30))], 1)[0]], 1)[0]
+    hi = em.node("Div", [nudged, i64(1 << 31)], 1)[0]            # int64 Div truncates toward zero, as C++ does
+    if not right:
+        return hi
+    d = 1 << right
+    quo = em.node("Div", [hi, i64(d)], 1)[0]
+    rem = em.node("Sub", [hi, em.node("Mul", [quo, i64(d)], 1)[0]], 1)[0]
+    neg_rem = em.node("Less", [rem, i64(0)], 1)[0]               # floor division, as an arithmetic shift does
+    quo = em.node("Where", [neg_rem, em.node("Sub", [quo, i64(1)], 1)[0], quo], 1)[0]
+    rem = em.node("Where", [neg_rem, em.node("Add", [rem, i64(d)], 1)[0], rem], 1)[0]
+    neg = em.node("Cast", [em.node("Less", [hi, i64(0)], 1)[0]], 1, to=ONNX_INT64)[0]
+    threshold = em.node("Add", [i64((d - 1) >> 1), neg], 1)[0]
+    up = em.node("Cast", [em.node("Greater", [rem, threshold], 1)[0]], 1, to=ONNX_INT64)[0]
+    return em.node("Add", [quo, up], 1)[0]
+
+
+def exact_mean(ctx, op) -> bool:
+    """MEAN of int8/uint8 as TFLite's kernel computes it; False when it does not apply (the float path runs)."""
+    sg, qdq = ctx.sg, ctx.q
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    if not (qdq.quantized_tensor(x_t) and qdq.quantized_tensor(y_t) and tx.dtype == ty.dtype
+            and tx.dtype in ("int8", "uint8") and not ctx.is_const(x_t) and ctx.is_const(op.inputs[1])):
+        return False
+    pin, pout = params(tx.quantization), params(ty.quantization)
+    if pin is None or pout is None:
+        return False
+    qdq._raw[op.index] = True                     # reads and writes the stored integers
+    rank = tx.rank
+    axes = sorted({int(a) % rank for a in np.asarray(ctx.data(op.inputs[1])).reshape(-1)})
+    n = int(np.prod([tx.shape[a] for a in axes]))
+    p = ctx.plan.inputs.get((op.index, 0), L.identity(rank))
+    onnx_axes = sorted(L.axis_to_onnx(a, p) for a in axes)
+    x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT64)[0]
+    s = ctx.node("ReduceSum", [x, ctx.i64(onnx_axes, "axes")], 1, keepdims=1 if op.options.get("keep_dims") else 0)[0]
+    s = ctx.node("Sub", [s, ctx.const(np.array(n * pin[1], np.int64), "sum_offset")], 1)[0]
+    # TFLite folds 1/n into the multiplier with `shift` extra bits (integer division, truncated).
+    q, e = quantize_multiplier(pin[0] / pout[0])
+    shift = min(n.bit_length() - 1, 32, 31 + e)
+    y = fixed_point_multiply(ctx, s, (q << shift) // n, e - shift)
+    info = np.iinfo(ty.dtype)
+    y = ctx.node("Add", [y, ctx.const(np.array(pout[1], np.int64), "zero_point")], 1)[0]
+    y = ctx.node("Clip", [y, ctx.const(np.array(info.min, np.int64), "qmin"),
+                          ctx.const(np.array(info.max, np.int64), "qmax")], 1)[0]
+    from ..emit import onnx_dtype
+    ctx.node("Cast", [y], [ctx.output(op)], to=onnx_dtype(ty.dtype))
+    return True
+
+
+def _exact(opcode: str, kernel) -> None:
+    """Let `kernel` emit `opcode` when it applies; the op's own (float) emitter otherwise."""
+    from .registry import OPS
+    rule = OPS[opcode]
+    float_emit = rule.emit
+
+    def emit(ctx, op):
+        if not kernel(ctx, op):
+            float_emit(ctx, op)
+    OPS[opcode] = dataclasses.replace(rule, emit=emit)
+
+
+from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
+_exact("MEAN", exact_mean)
