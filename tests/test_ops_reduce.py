@@ -83,3 +83,43 @@ CASES += [fully_connected((3, 8), 5, False, True), fully_connected((2, 3, 8), 5,
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_reduce_op_matches_litert(case):
     check(case)
+
+
+def reduce_window(shape, window, strides, dilations, fn, init, dtype="float32"):
+    fns = {"ADD": 1, "MINIMUM": 3, "MAXIMUM": 4, "ALL": 5, "ANY": 6}
+
+    def make(rng):
+        out = tuple((n - ((k - 1) * d + 1)) // s + 1 for n, k, s, d in zip(shape, window, strides, dilations))
+        x = (rng.random(shape) < 0.7) if dtype == "bool" else \
+            rng.integers(-50, 50, shape).astype(dtype) if dtype.startswith("int") else uni(rng, shape)
+        return single("REDUCE_WINDOW", [In(x), C(np.asarray(init, dtype)), C(window, "int64"), C(strides, "int64"),
+                                        C(dilations, "int64")], [(out, dtype)], {"reduce_function": fns[fn]})
+    return Case(f"REDUCE_WINDOW-{fn}-{window}-{strides}-{dilations}-{dtype}", make)
+
+
+WINDOW_CASES = [
+    reduce_window((1, 5, 7, 3), (1, 2, 3, 1), (1, 1, 2, 1), (1, 1, 1, 1), "MAXIMUM", -0.5),
+    reduce_window((1, 6, 7, 3), (1, 2, 2, 1), (1, 2, 2, 1), (1, 1, 1, 1), "ADD", 0.25),
+    reduce_window((2, 9, 8), (1, 2, 3), (1, 1, 1), (1, 3, 2), "MINIMUM", 0.3),
+    reduce_window((5, 7), (2, 3), (1, 2), (1, 1), "MAXIMUM", -100, "int32"),
+    reduce_window((4, 6, 5), (2, 1, 2), (1, 1, 2), (1, 1, 1), "ALL", True, "bool"),
+    reduce_window((4, 6, 5), (1, 3, 2), (2, 1, 1), (1, 1, 1), "ANY", False, "bool"),
+]
+
+
+def embedding_sparse(combiner, ids, idx, dense_shape, vocab):
+    def make(rng):
+        return single("EMBEDDING_LOOKUP_SPARSE", [C(ids, "int32"), C(idx, "int32"), C(dense_shape, "int32"),
+                                                  In(uni(rng, (len(ids),), 0.5, 1.5)), C(uni(rng, vocab))],
+                      [((*dense_shape[:-1], *vocab[1:]), "float32")], {"combiner": combiner})
+    return Case(f"EMBEDDING_LOOKUP_SPARSE-{combiner}-{vocab}", make)
+
+
+SPARSE_CASES = [embedding_sparse(c, [1, 3, 0, 2, 4], [[0, 0], [0, 1], [2, 0], [2, 2], [3, 1]], [4, 4], (5, 6))
+                for c in (0, 1, 2)] + \
+               [embedding_sparse(1, [2, 0, 2], [[0, 0, 0], [1, 1, 0], [1, 1, 2]], [2, 3, 5], (4, 2, 3))]
+
+
+@pytest.mark.parametrize("case", WINDOW_CASES + SPARSE_CASES, ids=repr)
+def test_window_and_sparse_lookup_match_litert(case):
+    check(case)

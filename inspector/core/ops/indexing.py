@@ -290,3 +290,36 @@ def matrix_set_diag(ctx, op):
 def densify(ctx, op):
     raise ConversionError(f"DENSIFY#{op.index}: input {ctx.tensor(op.inputs[0]).name} is not a constant sparse "
                           "tensor; only constant sparse weights can be densified")
+
+
+@op("EMBEDDING_LOOKUP_SPARSE", category=X, onnx=("Gather", "Mul", "ScatterND", "Div"),
+    notes="combiner SUM, MEAN or SQRTN; empty rows are zero")
+def embedding_lookup_sparse(ctx, op):
+    # inputs: ids [N], indices [N, r], dense_shape [r], weights [N], params [V, ...]; row of entry i = indices[i, :-1].
+    r = ctx.shape(op.inputs[1])[-1]
+    e = ctx.tensor(op.inputs[4]).rank - 1
+    dt = _dtype(ctx, op.inputs[4])
+    w = ctx.input(op, 3)
+    rows = ctx.node("Slice", [indices(ctx, op, 1), ctx.i64([0], "starts"), ctx.i64([r - 1], "ends"),
+                              ctx.i64([1], "axes")], 1)[0]
+    lead = ctx.node("Slice", [as_i64(ctx, op, 2), ctx.i64([0], "starts"), ctx.i64([r - 1], "ends")], 1)[0]
+    emb = ctx.node("Slice", [ctx.node("Shape", [ctx.input(op, 4)], 1)[0], ctx.i64([1], "starts"),
+                             ctx.i64([INT64_MAX], "ends")], 1)[0]
+    shape = ctx.node("Concat", [lead, emb], 1, axis=0)[0]
+    picked = ctx.node("Gather", [ctx.input(op, 4), indices(ctx, op, 0)], 1, axis=0)[0]
+    col = ctx.node("Reshape", [w, ctx.i64([-1] + [1] * e)], 1)[0]
+    zeros = ctx.node("ConstantOfShape", [shape], 1, value=_fill_value(0, dt))[0]
+    combiner = {"SUM": 0, "MEAN": 1, "SQRTN": 2}.get(op.options.get("combiner", "SUM"), op.options.get("combiner"))
+    total = ctx.node("ScatterND", [zeros, rows, ctx.node("Mul", [picked, col], 1)[0]],
+                     1 if combiner else [ctx.output(op)], reduction="add")[0]
+    if not combiner:                                     # SUM
+        return
+    per = w if combiner == 1 else ctx.node("Mul", [w, w], 1)[0]          # MEAN: sum w; SQRTN: sqrt(sum w^2)
+    denom = ctx.node("ScatterND", [ctx.node("ConstantOfShape", [lead], 1, value=_fill_value(0, dt))[0], rows, per],
+                     1, reduction="add")[0]
+    if combiner == 2:
+        denom = ctx.node("Sqrt", [denom], 1)[0]
+    zero = ctx.scalar(0, dt)
+    denom = ctx.node("Where", [ctx.node("Equal", [denom, zero], 1)[0], ctx.scalar(1, dt), denom], 1)[0]
+    denom = ctx.node("Unsqueeze", [denom, ctx.i64(list(range(r - 1, r - 1 + e)), "axes")], 1)[0]
+    ctx.node("Div", [total, denom], [ctx.output(op)])

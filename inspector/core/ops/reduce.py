@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import layout as L
 from ..errors import ConversionError
-from .registry import A, op
+from .registry import A, X, op
 
 
 def _axes(sg_or_ctx, op) -> list[int] | None:
@@ -85,3 +85,51 @@ def _arg(onnx_type: str):
 
 op("ARG_MAX", category=A, onnx="ArgMax", rule=arg_rule)(_arg("ArgMax"))
 op("ARG_MIN", category=A, onnx="ArgMin", rule=arg_rule)(_arg("ArgMin"))
+
+
+# --- REDUCE_WINDOW: a pool over the windowed axes; the others are folded into the batch ------------------------
+def _window_pool(ctx, x: str, kind: str, spatial_shape, kernel, strides, dilations) -> str:
+    attrs = dict(kernel_shape=list(kernel), strides=list(strides), dilations=list(dilations))
+    if kind == "max":
+        return ctx.node("MaxPool", [x], 1, **attrs)[0]
+    if kind == "min":
+        return ctx.node("Neg", ctx.node("MaxPool", ctx.node("Neg", [x], 1), 1, **attrs), 1)[0]
+    ones = ctx.const(np.ones([1, 1, *kernel], np.float32), "window")                 # sum: a Conv with ones
+    return ctx.node("Conv", [x, ones], 1, **attrs)[0]
+
+
+WINDOW_FUNCTIONS = {1: ("sum", "Add"), 3: ("min", "Min"), 4: ("max", "Max"), 5: ("min", "And"), 6: ("max", "Or")}
+
+
+@op("REDUCE_WINDOW", category=X, onnx=("MaxPool", "Conv", "Transpose", "Reshape"), notes="ADD, MINIMUM, MAXIMUM, ALL, ANY; up to 3 windowed axes")
+def reduce_window(ctx, op):
+    from ..emit import onnx_dtype
+    fn = op.options.get("reduce_function", 0)
+    if fn not in WINDOW_FUNCTIONS:
+        raise ConversionError(f"REDUCE_WINDOW#{op.index}: reduce function {fn} (MUL or unset) has no ONNX pool")
+    kind, combine = WINDOW_FUNCTIONS[fn]
+    shape = list(ctx.shape(op.inputs[0]))
+    r = len(shape)
+    window, strides, dil = ([int(v) for v in np.asarray(ctx.data(op.inputs[s])).reshape(-1)] for s in (2, 3, 4))
+    spatial = [i for i in range(r) if window[i] > 1 or strides[i] > 1]
+    batch = [i for i in range(r) if i not in spatial]
+    if len(spatial) > 3:
+        raise ConversionError(f"REDUCE_WINDOW#{op.index}: {len(spatial)} windowed axes; ONNX pools take up to 3")
+    dt = ctx.tensor(op.inputs[0]).dtype
+    if kind == "sum" and not dt.startswith("float"):
+        raise ConversionError(f"REDUCE_WINDOW#{op.index}: ADD over {dt} is not supported")
+    x = ctx.input(op, 0)
+    work = "float32" if dt in ("bool", "float32") else ("float64" if dt != "float16" else dt)
+    if work != dt:
+        x = ctx.node("Cast", [x], 1, to=onnx_dtype(work))[0]
+    order = batch + spatial
+    x = ctx.node("Transpose", [x], 1, perm=order)[0]
+    x = ctx.node("Reshape", [x, ctx.i64([-1, 1] + [shape[i] for i in spatial])], 1)[0]
+    y = _window_pool(ctx, x, kind, [shape[i] for i in spatial], [window[i] for i in spatial],
+                     [strides[i] for i in spatial], [dil[i] for i in spatial])
+    out = ctx.shape(op.outputs[0])
+    y = ctx.node("Reshape", [y, ctx.i64([out[i] for i in order])], 1)[0]
+    y = ctx.node("Transpose", [y], 1, perm=list(L.inverse(order)))[0]
+    if work != dt:
+        y = ctx.node("Cast", [y], 1, to=onnx_dtype(dt))[0]
+    ctx.node(combine, [y, ctx.input(op, 1, ())], [ctx.output(op)])
