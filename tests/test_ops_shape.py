@@ -87,6 +87,19 @@ CASES = [
 ]
 
 
+def bitcast(src, dst, lo, hi):
+    return Case(f"BITCAST-{src}-{dst}", lambda rng: single(
+        "BITCAST", [In(rng.integers(lo, hi, (3, 5, 2)).astype(src))], [((3, 5, 2), dst)]))
+
+
+def bitcast_const():
+    return Case("BITCAST-const-f32-i32", lambda rng: single("BITCAST", [C(uni(rng, (2, 3)))], [((2, 3), "int32")]))
+
+
+CASES += [bitcast("int32", "uint32", -2**31, 2**31 - 1), bitcast("uint8", "int8", 0, 255),
+          bitcast("int16", "uint16", -300, 300), bitcast_const()]
+
+
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_shape_op_matches_litert(case):
     check(case)

@@ -355,3 +355,19 @@ def dilate(ctx, op):
         dst = [ctx.output(op)] if i == len(todo) - 1 else 1
         x = ctx.node("Slice", [flat, ctx.i64([0], "starts"), ctx.i64([dims[k]], "ends"), ctx.i64([k], "axes")],
                      dst)[0]
+
+
+@op("BITCAST", category=T, onnx=("Cast", "Constant"), notes="constants, or integers of one width (two's complement)")
+def bitcast(ctx, op):
+    from ..emit import onnx_dtype
+    src, dst = ctx.tensor(op.inputs[0]).dtype, ctx.tensor(op.outputs[0]).dtype
+    if ctx.is_const(op.inputs[0]):
+        data = np.ascontiguousarray(ctx.data(op.inputs[0])).view(dst).reshape(ctx.shape(op.outputs[0]))
+        ctx.node("Identity", [ctx.const(data, "bitcast")], [ctx.output(op)])
+        return
+    ints = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+    if src not in ints or dst not in ints or np.dtype(src).itemsize != np.dtype(dst).itemsize:
+        raise ConversionError(f"BITCAST#{op.index}: {src} -> {dst} reinterprets bits; ONNX has no such op "
+                              "(only constants and same-width integers are supported)")
+    from .elementwise import operands
+    ctx.node("Cast", [operands(ctx, op)[0]], [ctx.output(op)], to=onnx_dtype(dst))   # wraps modulo 2^bits
