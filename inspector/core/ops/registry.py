@@ -41,7 +41,7 @@ def op(*names: str, category: Category, onnx: tuple[str, ...] | str = (), layout
 
 def load_all() -> dict[str, OpRule]:
     """Import every op family module so the table is complete."""
-    from . import conv, elementwise, indexing, nn, pool, reduce, shape, spatial  # noqa: F401
-    from . import control_flow, variables  # noqa: F401
+    from . import conv, elementwise, indexing, nn, pool, reduce, shape, signal, spatial  # noqa: F401
+    from . import control_flow, custom_mediapipe, sequence, variables  # noqa: F401
     from . import quant  # noqa: F401
     return OPS

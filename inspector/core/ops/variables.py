@@ -57,6 +57,26 @@ class State:
             self.order.append(name)
         self.spec.setdefault(name, (tensor.dtype, tuple(tensor.shape)))
 
+    def tensor_input(self, ctx, t: int) -> str:
+        """A TFLite variable tensor (a recurrent op's hidden or cell state, kept between invocations) as state:
+        its value now. Initially its file contents, else zeros (the interpreter resets variable tensors to 0)."""
+        if ctx.nodes is not ctx.root.nodes:
+            raise ConversionError(f"{ctx.op.opcode}#{ctx.op.index}: a stateful op inside a WHILE or IF body "
+                                  "is not supported")
+        ten = ctx.tensor(t)
+        name = ten.name or f"{ctx.sg.name}_t{t}"
+        self.note(name, ten)
+        if name not in self.initial:
+            data = ctx.data(t) if ctx.is_const(t) else None
+            self.initial[name] = np.array(data) if data is not None else np.zeros(ten.shape, ten.dtype)
+            self.source[name] = f"variable tensor {name} of {ctx.op.opcode}#{ctx.op.index} (" + \
+                ("its file contents)" if data is not None else "zeros, as the interpreter resets it)")
+        return self.current.get(name) or _reserve_input(ctx, self, name)
+
+    def assign(self, ctx, t: int, value: str) -> None:
+        """Variable tensor t holds `value` after this op (TFLite updates it in place)."""
+        self.current[ctx.tensor(t).name or f"{ctx.sg.name}_t{t}"] = value
+
     def finish(self, em):
         """Graph inputs (with their initial values as defaults) and outputs of every variable."""
         ins, outs = [], []
