@@ -56,16 +56,15 @@ def batch_first_rule(op, sg, in_perms, out_pin):
 
 
 def _blocks(ctx, op):
+    """(input layout, block shape, paddings or crops [M, 2], TFLite input shape)."""
     block = [int(v) for v in np.asarray(ctx.data(op.inputs[1])).reshape(-1)]
     pads = np.asarray(ctx.data(op.inputs[2])).reshape(-1, 2).astype(int)
-    return block, pads
+    return in_perm(ctx, op), block, pads, list(ctx.shape(op.inputs[0]))
 
 
 @op("SPACE_TO_BATCH_ND", category=A, onnx=("Pad", "Reshape", "Transpose"), rule=batch_first_rule)
 def space_to_batch(ctx, op):
-    p = in_perm(ctx, op)
-    block, pads = _blocks(ctx, op)
-    shape = list(ctx.shape(op.inputs[0]))
+    p, block, pads, shape = _blocks(ctx, op)
     r, m = len(shape), len(block)
     x = ctx.input(op, 0)
     tfl_pads = [(0, 0)] + [tuple(pads[i]) for i in range(m)] + [(0, 0)] * (r - 1 - m)
@@ -91,10 +90,8 @@ def space_to_batch(ctx, op):
 
 @op("BATCH_TO_SPACE_ND", category=A, onnx=("Reshape", "Transpose", "Slice"), rule=batch_first_rule)
 def batch_to_space(ctx, op):
-    p = in_perm(ctx, op)
-    block, crops = _blocks(ctx, op)
-    shape = list(ctx.shape(op.inputs[0]))
-    r, m = len(shape), len(block)
+    p, block, crops, shape = _blocks(ctx, op)
+    m = len(block)
     n = shape[0] // int(np.prod(block))
     x = ctx.node("Reshape", [ctx.input(op, 0), ctx.i64(block + [n] + [shape[a] for a in p[1:]])], 1)[0]
     # Axes now: block factors 0..m-1, N at m, then the input's axes 1.. in layout order.
