@@ -22,7 +22,7 @@ class _Fonts:
     def get(cls):
         if cls.title is None:
             cls.title = QFont()
-            cls.title.setPointSizeF(9.5)
+            cls.title.setPointSizeF(9.0)
             cls.title.setBold(True)
             cls.small = QFont()
             cls.small.setPointSizeF(7.5)
@@ -44,6 +44,8 @@ class NodeItem(QGraphicsItem):
         self.rect = QRectF(-w / 2, -h / 2, w, h)
         self._bounds = self.rect.adjusted(-4, -8, 8, 4)
         self._elided: tuple[str, list[str]] | None = None
+        self._fit_pt = 0.0                  # largest title size that fits the box, for reading when zoomed out
+        self._wrapped = False
         self.setFlag(QGraphicsItem.ItemIsSelectable)
         self.setZValue(1)
         self.setCursor(Qt.PointingHandCursor)
@@ -65,6 +67,23 @@ class NodeItem(QGraphicsItem):
             self._elided = (t, [fm.elidedText(s, Qt.ElideRight, w) for s in self.node.lines])
         return self._elided
 
+    def _title_font(self, lod: float) -> tuple[QFont, str]:
+        """Zoomed out, the title grows (up to what fits the box, wrapping at underscores) so it stays legible."""
+        base = _Fonts.get()[0] if self.node.kind == "op" else _Fonts.get()[1]
+        pt = base.pointSizeF()
+        if not self._fit_pt:
+            tw = QFontMetrics(base).horizontalAdvance(self.node.title) or 1
+            room_w, room_h = self.rect.width() - 10, self.rect.height() - 4
+            one = min(pt * room_w / tw, room_h / 1.7)
+            two = min(pt * room_w / (tw * 0.62), room_h / 3.4) if "_" in self.node.title else 0.0
+            self._fit_pt = min(max(one, two), 30.0)
+            self._wrapped = two > one
+        if self._fit_pt < pt:                    # does not fit even at the normal size: elided, normal size
+            return base, self._texts()[0]
+        font = QFont(base)
+        font.setPointSizeF(max(pt, min(self._fit_pt, pt * LOD_DETAIL / lod)))
+        return font, self.node.title.replace("_", "_\u200b") if self._wrapped else self.node.title
+
     def paint(self, painter, option, widget=None):
         NodeItem.paint_calls += 1
         pal = palette()
@@ -85,12 +104,17 @@ class NodeItem(QGraphicsItem):
         radius = self.rect.height() / 2 if self.node.kind != "op" else 5
         painter.drawRoundedRect(self.rect, min(radius, 11), min(radius, 11))
         title, lines = self._texts()
-        title_font, small_font = _Fonts.get()
+        small_font = _Fonts.get()[1]
         text_color = pal.text_dark if self.node.kind != "op" else pal.text(self.category)
         painter.setPen(text_color)
-        painter.setFont(title_font if self.node.kind == "op" else small_font)
         r = self.rect
-        painter.drawText(QRectF(r.left() + 4, r.top(), r.width() - 8, TITLE_H), Qt.AlignCenter, title)
+        if lod < LOD_DETAIL:                    # title only, centred in the whole box, as large as fits
+            font, text = self._title_font(lod)
+            painter.setFont(font)
+            painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter | Qt.TextWordWrap, text)
+        else:
+            painter.setFont(_Fonts.get()[0] if self.node.kind == "op" else small_font)
+            painter.drawText(QRectF(r.left() + 4, r.top(), r.width() - 8, TITLE_H), Qt.AlignCenter, title)
         if lod >= LOD_DETAIL and lines:
             painter.setFont(small_font)
             y = r.top() + TITLE_H

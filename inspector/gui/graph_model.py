@@ -64,6 +64,8 @@ class ViewGraph:
 
 
 def shape_text(shape) -> str:
+    if shape is None:
+        return ""
     return "×".join("?" if (d is None or d == -1 or d == "") else str(d) for d in shape) if shape else "scalar"
 
 
@@ -158,6 +160,10 @@ def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
     return b.g
 
 
+def _nonempty(*lines: str) -> list[str]:
+    return [s for s in lines if s]
+
+
 def onnx_node_name(node, i: int) -> str:
     return node.name or f"{node.op_type}#{i}"
 
@@ -177,13 +183,11 @@ def from_onnx(model) -> ViewGraph:
     """The ONNX main graph: nodes keyed by node name (or 'OpType#i'), initializers folded into consumers."""
     import onnx
     from onnx import helper
+    try:    # fills in values the producer left without a shape (e.g. inserted Transposes)
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # shapes are decoration: a model that fails inference still draws
+        pass
     g = model.graph
-    if not g.value_info:
-        try:
-            model = onnx.shape_inference.infer_shapes(model)
-            g = model.graph
-        except Exception:  # shapes are decoration: a model that fails inference still draws
-            pass
     shapes = _value_shapes(model)
     inits = {t.name: t for t in g.initializer}
     b = _Builder("onnx")
@@ -192,7 +196,7 @@ def from_onnx(model) -> ViewGraph:
     for vi in g.input:
         if vi.name not in inits:
             producer[vi.name] = b.node(Node(("in", vi.name), "input", vi.name,
-                                            [shape_text(shapes.get(vi.name, ()))], search=vi.name))
+                                            _nonempty(shape_text(shapes.get(vi.name))), search=vi.name))
     node_idx: list[int] = []
     for i, n in enumerate(g.node):
         attrs = {}
@@ -216,12 +220,12 @@ def from_onnx(model) -> ViewGraph:
     for i, n in enumerate(g.node):
         for name in n.input:
             if name and name not in inits and name in producer:
-                b.edge(producer[name], node_idx[i], name, shape_text(shapes.get(name, ())))
+                b.edge(producer[name], node_idx[i], name, shape_text(shapes.get(name)))
     for vi in g.output:
-        out = b.node(Node(("out", vi.name), "output", vi.name, [shape_text(shapes.get(vi.name, ()))],
+        out = b.node(Node(("out", vi.name), "output", vi.name, _nonempty(shape_text(shapes.get(vi.name))),
                           search=vi.name))
         if vi.name in producer:
-            b.edge(producer[vi.name], out, vi.name, shape_text(shapes.get(vi.name, ())))
+            b.edge(producer[vi.name], out, vi.name, shape_text(shapes.get(vi.name)))
     b.g.tensor_names = {e.tensor: str(e.tensor) for e in b.g.edges}
     b.g.shapes = shapes
     return b.g

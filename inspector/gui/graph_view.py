@@ -96,8 +96,8 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlags(QGraphicsView.DontSavePainterState | QGraphicsView.DontAdjustForAntialiasing)
         self.setFrameShape(QFrame.NoFrame)
         self.minimap = Minimap(self)
-        self.horizontalScrollBar().valueChanged.connect(self.minimap.update)
-        self.verticalScrollBar().valueChanged.connect(self.minimap.update)
+        self.horizontalScrollBar().valueChanged.connect(self.minimap.sync)
+        self.verticalScrollBar().valueChanged.connect(self.minimap.sync)
         if scene is not None:
             self.setScene(scene)
 
@@ -110,13 +110,13 @@ class GraphView(QGraphicsView):
         factor = max(0.01 / scale, min(factor, 4.0 / scale))     # keep within 1 %..400 %
         self.scale(factor, factor)
         self.zoomChanged.emit()
-        self.minimap.update()
+        self.minimap.sync()
 
     def fit(self) -> None:
         if self.scene() is not None:
             self.fitInView(self.scene().sceneRect(), Qt.KeepAspectRatio)
             self.zoomChanged.emit()
-            self.minimap.update()
+            self.minimap.sync()
 
     def reveal(self, rect: QRectF) -> None:
         """Centre on rect, zooming in to a readable scale if the view is zoomed far out."""
@@ -127,7 +127,7 @@ class GraphView(QGraphicsView):
             self.scale(0.9, 0.9)
             self.zoomChanged.emit()
         self.centerOn(rect.center())
-        self.minimap.update()
+        self.minimap.sync()
 
     def wheelEvent(self, event):
         d = event.angleDelta().y()
@@ -144,6 +144,7 @@ class GraphView(QGraphicsView):
     def resizeEvent(self, event):
         super().resizeEvent(event)
         self.minimap.place()
+        self.minimap.sync()
 
 
 class Minimap(QWidget):
@@ -154,6 +155,7 @@ class Minimap(QWidget):
         super().__init__(view)
         self.view = view
         self.image: QImage | None = None
+        self.enabled = True                  # the user's choice; shown only when part of the graph is off-screen
         self._timer = QTimer(self, singleShot=True, interval=30, timeout=self._render)
         self.setCursor(Qt.CrossCursor)
         self.setToolTip("Overview: click or drag to move the view")
@@ -162,17 +164,21 @@ class Minimap(QWidget):
         self.image = None
         self._timer.start()
 
+    def sync(self) -> None:
+        scene = self.view.scene()
+        vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        self.setVisible(bool(self.enabled and scene is not None and not vis.contains(scene.sceneRect())))
+        self.update()
+
     def place(self) -> None:
         scene = self.view.scene()
         if scene is None:
-            self.hide()
             return
         r = scene.sceneRect()
         k = self.SIZE / max(r.width(), r.height(), 1)
         w, h = max(int(r.width() * k), 24), max(int(r.height() * k), 24)
         vp = self.view.viewport().geometry()
         self.setGeometry(vp.right() - w - 10, vp.bottom() - h - 10, w, h)
-        self.show()
         self.raise_()
 
     def _render(self) -> None:
@@ -186,7 +192,7 @@ class Minimap(QWidget):
         scene.render(p, QRectF(img.rect()), scene.sceneRect(), Qt.KeepAspectRatio)
         p.end()
         self.image = img
-        self.update()
+        self.sync()
 
     def _k(self) -> tuple[float, QRectF]:
         r = self.view.scene().sceneRect()

@@ -295,7 +295,7 @@ class MainWindow(QMainWindow):
         view.viewport().installEventFilter(self)
         view.setProperty("pane", which)
         view.nodeActivated.connect(lambda item: self._open_subgraphs(which, item))
-        view.minimap.setVisible(self.show_minimap.isChecked())
+        view.minimap.enabled = self.show_minimap.isChecked()
         return view
 
     def eventFilter(self, obj, event):
@@ -340,13 +340,15 @@ class MainWindow(QMainWindow):
         elif what == "1:1":
             v.resetTransform()
             v.zoomChanged.emit()
+            v.minimap.sync()
         else:
             v.zoom(1.25 if what == "in" else 0.8)
 
     def _toggle_minimap(self, on: bool) -> None:
         for pane in self.panes.values():
             for i in range(pane.tabs.count()):
-                pane.tabs.widget(i).minimap.setVisible(on)
+                pane.tabs.widget(i).minimap.enabled = on
+                pane.tabs.widget(i).minimap.sync()
 
     def _open_subgraphs(self, which: str, item) -> None:
         if which != TFLITE or not item.node.subgraphs or self.doc is None:

@@ -10,7 +10,7 @@ class ConflictsPanel(QTreeWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setHeaderLabels(["kind", "tensor → consumer", "inserted Transpose", "reason"])
+        self.setHeaderLabels(["kind", "tensor → consumer", "reason", "inserted Transpose"])
         self.setRootIsDecorated(False)
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
@@ -26,10 +26,10 @@ class ConflictsPanel(QTreeWidget):
         for c in doc.conflicts():
             tensor = sg.tensors[c.tensor].name if 0 <= c.tensor < len(sg.tensors) else str(c.tensor)
             where = f"{sg.ops[c.op].opcode}#{c.op}" if c.op is not None else "graph output"
-            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", c.node or "—", c.reason])
-            item.setToolTip(3, c.reason)
+            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", c.reason, c.node or "—"])
+            item.setToolTip(2, c.reason)
             item.setData(0, Qt.UserRole, c)
             rows.append(item)
         self.addTopLevelItems(rows)
-        for col in range(3):
+        for col in range(2):
             self.resizeColumnToContents(col)

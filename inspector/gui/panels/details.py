@@ -171,7 +171,7 @@ class DetailsPanel(QWidget):
 
         def value_row(v):
             kind = " (initializer)" if v in inits else ""
-            return f"{link('onnx-value', v, _short(v, 48))}{kind}: {shape_text(shapes.get(v, ()))}"
+            return f"{link('onnx-value', v, _short(v, 48))}{kind}: {(shape_text(shapes.get(v)) or '?')}"
         rows.append(("inputs", "<br>".join(value_row(v) for v in node.input if v) or "—"))
         rows.append(("outputs", "<br>".join(value_row(v) for v in node.output if v)))
         producer, consumers = doc.onnx_links()
@@ -196,7 +196,7 @@ class DetailsPanel(QWidget):
         from onnx import numpy_helper
         shapes, inits = doc.onnx_shapes, doc.onnx_initializers()
         producer, consumers = doc.onnx_links()
-        rows = [("name", html.escape(value)), ("shape", shape_text(shapes.get(value, ())))]
+        rows = [("name", html.escape(value)), ("shape", shape_text(shapes.get(value)) or "unknown")]
         if value in inits:
             rows.append(("initializer", "yes"))
         if value in producer:

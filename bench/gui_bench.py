@@ -1,0 +1,145 @@
+"""GUI timings (a benchmark, not a test): open -> first paint, layout, frame times, UI stalls, peak memory.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/gui_bench.py --corpus ../shared/corpus
+
+Each case runs in its own process so peak memory (ru_maxrss) belongs to that case alone. Synthetic cases are
+.tflite files built in code: a chain of CONV_2D / ADD / RELU / AVERAGE_POOL_2D ops with skip connections.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FRAMES = 15
+
+
+def synthetic(n_ops: int, path: Path, seed: int = 0) -> Path:
+    from inspector.core.tflite_builder import ModelBuilder
+    rng = random.Random(seed)
+    b = ModelBuilder()
+    shape = [1, 5, 7, 3]
+    w = b.const("w", np.full((3, 3, 3, 3), 0.01, np.float32))
+    bias = b.const("b", np.zeros(3, np.float32))
+    made = [b.input("x", shape)]
+    for i in range(n_ops):
+        prev = made[-1]
+        y = b.tensor(f"t{i}", shape)
+        kind = rng.random()
+        if kind < 0.35:
+            b.op("CONV_2D", [prev, w, bias], [y], {"padding": "SAME"})
+        elif kind < 0.65 and len(made) > 2:
+            other = made[rng.randrange(max(0, len(made) - 30), len(made) - 1)]
+            b.op("ADD", [prev, other], [y])
+        elif kind < 0.85:
+            b.op("RELU", [prev], [y])
+        else:
+            b.op("AVERAGE_POOL_2D", [prev], [y], {"padding": "SAME", "filter_height": 3, "filter_width": 3})
+        made.append(y)
+    b.output(made[-1])
+    return b.save(path)
+
+
+def run_case(model: str) -> dict:
+    from PySide6.QtCore import QSettings, QTimer
+
+    from inspector.gui import graph_layout
+    from inspector.gui.app import application
+    from inspector.gui.main_window import ONNX, TFLITE, MainWindow
+    app = application()
+    w = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat))
+    w.resize(1600, 1000)
+    w.show()
+    app.processEvents()
+    # UI responsiveness: the longest gap between 5 ms timer ticks while the model opens
+    ticks = []
+    timer = QTimer(interval=5, timeout=lambda: ticks.append(time.perf_counter()))
+    timer.start()
+    t0 = time.perf_counter()
+    w.open_path(model)
+    first = both = None
+    while both is None and time.perf_counter() - t0 < 600:
+        app.processEvents()
+        if first is None and TFLITE in w.scenes:
+            w.panes[TFLITE].main_view.viewport().repaint()
+            first = time.perf_counter() - t0
+        if w.idle:
+            if ONNX in w.scenes:
+                w.panes[ONNX].main_view.viewport().repaint()
+            both = time.perf_counter() - t0
+        time.sleep(0.001)
+    timer.stop()
+    stall = max((b - a for a, b in zip([t0] + ticks, ticks + [time.perf_counter()])), default=0.0)
+    vg = w.scenes[TFLITE].vg
+    t = time.perf_counter()
+    graph_layout._compute(vg)
+    layout_s = time.perf_counter() - t
+
+    def frame(view) -> float:
+        view.viewport().repaint()             # warm up (font caches, elided texts)
+        t = time.perf_counter()
+        for _ in range(FRAMES):
+            view.viewport().repaint()
+        return (time.perf_counter() - t) / FRAMES * 1000
+
+    view = w.panes[TFLITE].main_view
+    view.resetTransform()
+    mid = w.scenes[TFLITE].nodes[len(vg.nodes) // 2]
+    view.centerOn(mid)
+    f11 = frame(view)
+    view.fit()
+    fout = frame(view)
+    return {"model": Path(model).name, "ops": vg.op_count, "edges": len(vg.edges),
+            "onnx_nodes": w.scenes[ONNX].vg.op_count if ONNX in w.scenes else 0,
+            "first_paint_s": first, "both_panes_s": both, "layout_s": layout_s, "frame_1to1_ms": f11,
+            "frame_fit_ms": fout, "max_ui_stall_ms": stall * 1000,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
+    ap.add_argument("--sizes", default="1000,3000,10000")
+    ap.add_argument("--case", help=argparse.SUPPRESS)       # internal: run one case, print JSON
+    args = ap.parse_args(argv)
+    if args.case:
+        print(json.dumps(run_case(args.case)))
+        return 0
+    cases = []
+    nasnet = Path(args.corpus) / "keras" / "nasnetmobile_fp32.tflite"
+    if nasnet.is_file():
+        cases.append(str(nasnet))
+    tmp = Path(tempfile.mkdtemp())
+    cases += [str(synthetic(int(n), tmp / f"synthetic_{n}.tflite")) for n in args.sizes.split(",") if n]
+    rows = []
+    for case in cases:
+        out = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True)
+        line = next((x for x in out.stdout.splitlines() if x.startswith("{")), None)
+        if line is None:
+            print(f"{case}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+            continue
+        rows.append(json.loads(line))
+    print("| model | TFLite ops | ONNX nodes | open → first paint | both panes | layout | frame 1:1 | "
+          "frame fit | max UI stall | peak RSS |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['model']} | {r['ops']} | {r['onnx_nodes']} | {r['first_paint_s']:.2f} s | "
+              f"{r['both_panes_s']:.2f} s | {r['layout_s']:.3f} s | {r['frame_1to1_ms']:.1f} ms | "
+              f"{r['frame_fit_ms']:.0f} ms | {r['max_ui_stall_ms']:.0f} ms | {r['peak_mb']:.0f} MB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

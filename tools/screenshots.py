@@ -1,0 +1,93 @@
+"""Render the real inspector window offscreen into screenshots/*.png (`make screenshots`).
+
+    QT_QPA_PLATFORM=offscreen python tools/screenshots.py --corpus ../shared/corpus
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from PySide6.QtCore import QSettings  # noqa: E402
+
+from inspector.gui.app import application  # noqa: E402
+from inspector.gui.main_window import ONNX, TFLITE, MainWindow  # noqa: E402
+
+SIZE = (1600, 1000)
+
+
+def wait(app, window, timeout=120.0) -> None:
+    end = time.monotonic() + timeout
+    while not window.idle and time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+    for _ in range(5):                 # let the minimap timer and repaints run
+        app.processEvents()
+        time.sleep(0.04)
+
+
+def shot(app, window, path: Path) -> None:
+    wait(app, window)
+    window.grab().save(str(path))
+    print(f"wrote {path}")
+
+
+def window_for(app, model: Path) -> MainWindow:
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat)
+    w = MainWindow(settings)
+    w.resize(*SIZE)
+    w.show()
+    w.open_path(str(model))
+    wait(app, w)
+    return w
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
+    ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    args = ap.parse_args(argv)
+    corpus, out = Path(args.corpus), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    app = application()
+
+    sample = ROOT / "resources" / "sample.tflite"
+    if not sample.is_file():
+        sample = corpus / "keras" / "custom_unet_small_fp32.tflite"
+    w = window_for(app, sample)
+    conv = next((op.index for op in w.doc.graph.main.ops if op.opcode == "CONV_2D"), 0)
+    w.select(TFLITE, nodes=[("op", conv)])
+    for which in (TFLITE, ONNX):
+        if w.panes[which].main_view is not None:
+            w.panes[which].main_view.fit()
+    shot(app, w, out / "sample.png")
+    w.close()
+
+    nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
+    if nasnet.is_file():
+        w = window_for(app, nasnet)
+        shot(app, w, out / "nasnet-overview.png")
+        add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
+        w.select(TFLITE, nodes=[("op", add)])
+        shot(app, w, out / "nasnet-detail.png")
+        w.close()
+
+    conflicted = corpus / "realworld" / "face_detection_front.tflite"
+    if conflicted.is_file():
+        w = window_for(app, conflicted)
+        if w.doc.conflicts():
+            w.jump_to_conflict(w.doc.conflicts()[0])
+        shot(app, w, out / "conflicts.png")
+        w.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
