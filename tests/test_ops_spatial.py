@@ -56,7 +56,6 @@ def b2s(shape, block, crops, conv):
 
 def conv3d(x_shape, w_shape, padding, strides, dilation=(1, 1, 1), bias=True, act="NONE"):
     def make(rng):
-        from tests.opcase import ModelBuilder  # noqa: F401  (builder comes via single)
         d, h, w = x_shape[1:4]
         kd, kh, kw = w_shape[:3]
         dims = []

@@ -9,7 +9,6 @@ import numpy as np
 from onnx import numpy_helper
 
 from .. import layout as L
-from ..emit import onnx_dtype
 from ..errors import ConversionError
 from .nn import keep_layout
 from .registry import A, X, op
