@@ -252,3 +252,33 @@ def test_computed_initial_value_is_refused(tmp_path):
     sg.op("ASSIGN_VARIABLE", [hh, val], [])
     with pytest.raises(ConversionError, match="only constant initial values"):
         convert_bytes(b.build(), tmp_path)
+
+
+@pytest.mark.parametrize("name", ["realworld/alexa.tflite", "realworld/hey_jarvis.tflite"])
+def test_wake_word_models_stream_with_explicit_state(name, corpus):
+    """Streaming int8 wake-word models (CALL_ONCE + 6 variables) over 6 invocations, state fed back each time.
+    The int8 logits (FULLY_CONNECTED output) are compared: the uint8 probability is 0 for noise input, the
+    logits move with the streamed state."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    path = corpus / name
+    r = convert(read_tflite(path))
+    assert len(r.state) == 6 and all(s["initial"].startswith("constant") for s in r.state)
+    g = r.graph.main
+    logits = next(op for op in g.ops if op.opcode == "FULLY_CONNECTED").outputs[0]
+    it = Interpreter(str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                     experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    rng = np.random.default_rng(2)
+    state, x_name, l_name = {}, r.model.graph.input[0].name, r.trace.tensor_values[logits][0]
+    seen, worst = set(), 0
+    for _ in range(6):
+        x = rng.integers(-128, 128, (1, 3, 40)).astype(np.int8)
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        want = it.get_tensor(logits).astype(np.int32)
+        got = run_onnx(r.model, {x_name: x, **state}, [l_name])
+        worst = max(worst, int(np.abs(got[l_name].astype(np.int32) - want).max()))
+        seen.add(int(want.ravel()[0]))
+        state = {"state:" + n[len("state_out:"):]: v for n, v in got.items() if n.startswith("state_out:")}
+    assert len(seen) >= 4                          # the state changes what the model says
+    assert worst <= 1                              # at most one int8 step apart (rounding of requantization)
