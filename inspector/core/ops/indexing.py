@@ -12,7 +12,8 @@ from .. import layout as L
 from ..errors import ConversionError
 from .nn import keep_layout
 from .registry import A, X, op
-from .shape import INT64_MAX, INT64_MIN, ONNX_INT64, as_i64, cast_to, const_data, const_operand_rule, in_perm
+from .shape import (INT64_MAX, INT64_MIN, ONNX_INT64, as_i64, cast_to, const_data, const_ints, const_operand_rule,
+                    in_perm)
 
 
 def _dtype(ctx, t: int) -> str:
@@ -217,7 +218,7 @@ def nms_v5(ctx, op):
 @op("CUMSUM", category=A, onnx="CumSum", rule=const_operand_rule(1))
 def cumsum(ctx, op):
     p = in_perm(ctx, op)
-    axis = int(np.asarray(ctx.data(op.inputs[1])).reshape(-1)[0])
+    axis = const_ints(ctx, op, 1)[0]
     ctx.node("CumSum", [ctx.input(op, 0), ctx.i64(L.axis_to_onnx(axis, p), "axis")], [ctx.output(op)],
              exclusive=int(bool(op.options.get("exclusive"))), reverse=int(bool(op.options.get("reverse"))))
 
@@ -225,7 +226,7 @@ def cumsum(ctx, op):
 @op("REVERSE_V2", category=A, onnx="Slice", rule=const_operand_rule(1))
 def reverse_v2(ctx, op):
     p = in_perm(ctx, op)
-    axes = sorted({L.axis_to_onnx(int(a), p) for a in np.asarray(ctx.data(op.inputs[1])).reshape(-1)})
+    axes = sorted({L.axis_to_onnx(int(a), p) for a in const_ints(ctx, op, 1)})
     n = len(axes)
     ctx.node("Slice", [ctx.input(op, 0), ctx.i64([-1] * n, "starts"), ctx.i64([INT64_MIN] * n, "ends"),
                        ctx.i64(axes, "axes"), ctx.i64([-1] * n, "steps")], [ctx.output(op)])

@@ -25,6 +25,14 @@ def const_data(sg, t):
     return None if t < 0 else sg.tensors[t].data
 
 
+def const_ints(ctx, op, slot: int) -> list[int]:
+    """A constant integer operand (axes, paddings, block shapes...); a readable error when it is computed."""
+    t = op.inputs[slot]
+    if not ctx.is_const(t):
+        raise ConversionError(f"{op.opcode}#{op.index}: input {slot} ({ctx.tensor(t).name}) must be a constant")
+    return [int(v) for v in np.asarray(ctx.data(t)).reshape(-1)]
+
+
 def cast_to(ctx, op, x: str, slot: int = 0) -> None:
     """Write x to output `slot`, cast to the output's dtype when it is not int64."""
     from ..emit import onnx_dtype
@@ -78,7 +86,7 @@ def squeeze(ctx, op):
 
 @op("EXPAND_DIMS", category=X, onnx="Unsqueeze")
 def expand_dims(ctx, op):
-    axis = int(np.asarray(ctx.data(op.inputs[1])).reshape(-1)[0])
+    axis = const_ints(ctx, op, 1)[0]
     ctx.node("Unsqueeze", [ctx.input(op, 0), ctx.i64([axis % ctx.tensor(op.outputs[0]).rank], "axes")],
              [ctx.output(op)])
 
@@ -128,7 +136,7 @@ def const_operand_rule(*slots: int):
 def _pad(mode: str | None):
     def emit(ctx, op):
         p = in_perm(ctx, op)
-        pads = np.asarray(ctx.data(op.inputs[1])).reshape(-1, 2)
+        pads = np.asarray(const_ints(ctx, op, 1)).reshape(-1, 2)
         onnx_pads = [int(pads[a][0]) for a in p] + [int(pads[a][1]) for a in p]
         m = mode or {"REFLECT": "reflect", "SYMMETRIC": None}.get(op.options.get("mode", "REFLECT"))
         if m is None:
@@ -185,8 +193,8 @@ def strided_slice(ctx, op):
     if o.get("ellipsis_mask") or o.get("new_axis_mask"):
         raise ConversionError(f"STRIDED_SLICE#{op.index}: ellipsis and new-axis masks are not supported")
     p = in_perm(ctx, op)
-    begin, end = (np.asarray(ctx.data(op.inputs[s])).reshape(-1) for s in (1, 2))
-    strides = np.asarray(ctx.data(op.inputs[3])).reshape(-1) if len(op.inputs) > 3 else np.ones_like(begin)
+    begin, end = (np.asarray(const_ints(ctx, op, s)) for s in (1, 2))
+    strides = np.asarray(const_ints(ctx, op, 3)) if len(op.inputs) > 3 else np.ones_like(begin)
     starts, ends, axes, steps, squeeze = [], [], [], [], []
     for i in range(len(begin)):
         s, e, st = int(begin[i]), int(end[i]), int(strides[i])
@@ -226,7 +234,7 @@ def slice_(ctx, op):
                                   ctx.scalar(INT64_MAX, "int64"), ctx.node("Add", [b, n], 1)[0]], 1)[0]
         ctx.node("Slice", [ctx.input(op, 0), b, ends], [ctx.output(op)])
         return
-    begin, size = (np.asarray(ctx.data(op.inputs[s])).reshape(-1) for s in (1, 2))
+    begin, size = (np.asarray(const_ints(ctx, op, s)) for s in (1, 2))
     ends = [INT64_MAX if int(n) < 0 else int(b) + int(n) for b, n in zip(begin, size)]
     axes = [L.axis_to_onnx(i, p) for i in range(len(begin))]
     ctx.node("Slice", [ctx.input(op, 0), ctx.i64(begin, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes")],
@@ -244,7 +252,7 @@ def split_rule(slot: int, axis_slot: int):
 
 def _emit_split(ctx, op, slot: int, axis_slot: int, sizes=None):
     p = in_perm(ctx, op, slot)
-    axis = int(np.asarray(ctx.data(op.inputs[axis_slot])).reshape(-1)[0])
+    axis = const_ints(ctx, op, axis_slot)[0]
     ins = [ctx.input(op, slot)] + ([ctx.i64(sizes, "split")] if sizes is not None else [])
     n = len(op.outputs)
     ctx.node("Split", ins, [ctx.output(op, s) for s in range(n)], axis=L.axis_to_onnx(axis, p),
@@ -258,9 +266,9 @@ def split(ctx, op):
 
 @op("SPLIT_V", category=A, onnx="Split", rule=split_rule(0, 2))
 def split_v(ctx, op):
-    sizes = [int(s) for s in np.asarray(ctx.data(op.inputs[1])).reshape(-1)]
+    sizes = const_ints(ctx, op, 1)
     if -1 in sizes:
-        axis = int(np.asarray(ctx.data(op.inputs[2])).reshape(-1)[0])
+        axis = const_ints(ctx, op, 2)[0]
         total = ctx.shape(op.inputs[0])[axis]
         sizes[sizes.index(-1)] = total - sum(s for s in sizes if s >= 0)
     _emit_split(ctx, op, 0, 2, sizes)
@@ -276,7 +284,7 @@ def transpose_rule(op, sg, in_perms, out_pin):
 def transpose(ctx, op):
     # The input may already be transposed by the layout: fold both into one permutation (the trap after a Conv).
     p = in_perm(ctx, op)
-    q = tuple(int(v) for v in np.asarray(ctx.data(op.inputs[1])).reshape(-1))
+    q = tuple(const_ints(ctx, op, 1))
     perm = L.compose(L.inverse(p), q)
     if L.is_identity(perm):
         ctx.node("Identity", [ctx.input(op, 0)], [ctx.output(op)])
@@ -318,7 +326,7 @@ def shape(ctx, op):
 @op("TILE", category=A, onnx="Tile", rule=const_operand_rule(1))
 def tile(ctx, op):
     p = in_perm(ctx, op)
-    mult = np.asarray(ctx.data(op.inputs[1])).reshape(-1)
+    mult = const_ints(ctx, op, 1)
     ctx.node("Tile", [ctx.input(op, 0), ctx.i64([mult[a] for a in p], "repeats")], [ctx.output(op)])
 
 
@@ -337,7 +345,7 @@ def cast(ctx, op):
 def dilate(ctx, op):
     # Per dilated axis: [.., n, ..] -> [.., n, 1, ..] padded to [.., n, d, ..] -> [.., n*d, ..] -> first (n-1)*d+1.
     p = in_perm(ctx, op)
-    dil = [int(v) for v in np.asarray(ctx.data(op.inputs[1])).reshape(-1)]
+    dil = const_ints(ctx, op, 1)
     dims = list(L.apply(ctx.shape(op.inputs[0]), p))
     x = ctx.input(op, 0)
     value = ctx.input(op, 2, ()) if len(op.inputs) > 2 and op.inputs[2] >= 0 else ""

@@ -10,7 +10,7 @@ from ..errors import ConversionError
 from .conv import spatial_attrs, transpose_conv_pads
 from .nn import keep_layout
 from .registry import A, I, op
-from .shape import const_data, in_perm
+from .shape import const_data, const_ints, in_perm
 
 
 # TFLite's DEPTH_TO_SPACE reads channel (i*bs + j)*C + c for pixel offset (i, j): ONNX's DCR order.
@@ -57,8 +57,8 @@ def batch_first_rule(op, sg, in_perms, out_pin):
 
 def _blocks(ctx, op):
     """(input layout, block shape, paddings or crops [M, 2], TFLite input shape)."""
-    block = [int(v) for v in np.asarray(ctx.data(op.inputs[1])).reshape(-1)]
-    pads = np.asarray(ctx.data(op.inputs[2])).reshape(-1, 2).astype(int)
+    block = const_ints(ctx, op, 1)
+    pads = np.asarray(const_ints(ctx, op, 2)).reshape(-1, 2).astype(int)
     return in_perm(ctx, op), block, pads, list(ctx.shape(op.inputs[0]))
 
 
