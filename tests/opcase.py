@@ -117,6 +117,9 @@ def run_litert(data: bytes, inputs, n_tensors: int, constants: set[int], optimiz
         it = Interpreter(model_content=data,
                          experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
                          experimental_preserve_all_tensors=True)
+    for d, x in zip(it.get_input_details(), inputs):
+        if list(d["shape"]) != list(x.shape):         # a dynamic batch fed at another size
+            it.resize_tensor_input(d["index"], x.shape)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), inputs):
         it.set_tensor(d["index"], x)

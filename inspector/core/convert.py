@@ -17,6 +17,9 @@ from .result import Category, ConversionResult, ConversionTrace
 DEFAULT_OPSET = 18
 MIN_OPSET, MAX_OPSET = 18, 21
 PRODUCER = "layout-inspector"
+# What an op's emitter, rule or folder raises on a model whose shapes, options or arity are inconsistent (a hostile
+# or corrupt file the reader could not judge): reported as a ConversionError naming the op.
+HOSTILE = (ValueError, KeyError, IndexError, TypeError, ArithmeticError, RecursionError)
 
 
 def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
@@ -31,7 +34,11 @@ def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
         fold = FOLDERS.get(op.opcode)
         if fold is None:
             continue
-        value = fold(op, sg, constants)
+        try:
+            value = fold(op, sg, constants)
+        except HOSTILE as e:
+            raise ConversionError(f"{op.opcode}#{op.index}: cannot fold its constant "
+                                  f"({type(e).__name__}: {e})") from None
         if value is not None:
             constants[op.outputs[0]] = value
             folded.add(op.index)
@@ -74,14 +81,19 @@ def unsupported(sg: Subgraph, table, folded) -> list[str]:
 
 
 def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
-            check: bool = True, float_io: bool = False, keep_fp16: bool = False) -> ConversionResult:
+            check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
+            allow_custom: bool = False) -> ConversionResult:
     """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
-    `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size)."""
+    `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
+    `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ)."""
     if graph.format != "tflite":
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
     table = load_all()
+    if allow_custom:                                 # unknown custom ops become custom-domain nodes
+        from .ops.custom_mediapipe import with_custom_nodes
+        table = with_custom_nodes(graph, table)
     sg = graph.main
     folded, constants = fold_constants(sg)
     missing = unsupported(sg, table, folded)
@@ -91,11 +103,11 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     if missing:
         raise UnsupportedOpsError(missing)
     pin_map = resolve_pins(sg, pins)
-    plan = plan_layouts(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
+    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
     trace = ConversionTrace()
     em = Emitter(sg, plan, opset, constants, trace)
     em.graph, em.table = graph, table
-    em.q.keep_fp16 = keep_fp16
+    em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
 
     inputs = []
     for t in sg.inputs:
@@ -147,13 +159,17 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name=PRODUCER,
                               producer_version=_version())
     model.ir_version = min(model.ir_version, 10)
+    if allow_custom:
+        from .ops.custom_mediapipe import CUSTOM_DOMAIN, uses_domain
+        if uses_domain(model.graph, CUSTOM_DOMAIN):
+            model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
     if graph.description:
         model.doc_string = graph.description
     categories = {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE
                   for op in sg.ops}
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
-                                       "keep_fp16": keep_fp16,
+                                       "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
@@ -164,6 +180,23 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     if check:
         check_model(model)
     return result
+
+
+def _plan(sg: Subgraph, *args, **kwargs):
+    """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a crash."""
+    try:
+        plan = plan_layouts(sg, *args, **kwargs)
+    except HOSTILE as e:
+        raise ConversionError(f"cannot plan layouts in subgraph {sg.name}: operator inputs or tensor ranks are "
+                              f"inconsistent ({type(e).__name__}: {e})") from None
+    producers = sg.producers()
+    for t, perm in plan.perms.items():
+        if len(perm) != sg.tensors[t].rank:
+            op = sg.ops[producers[t]] if t in producers else None
+            raise ConversionError(f"tensor '{sg.tensors[t].name}' is declared with shape {list(sg.tensors[t].shape)}"
+                                  f" but {op.label if op else 'its producer'} writes a rank-{len(perm)} result: "
+                                  "the model's shapes are inconsistent")
+    return plan
 
 
 def emit_ops(em: Emitter, folded: set[int]) -> None:
@@ -177,7 +210,7 @@ def emit_ops(em: Emitter, folded: set[int]) -> None:
             em.table[op.opcode].emit(em, op)
         except ConversionError:
             raise
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+        except HOSTILE as e:
             where = f" in subgraph {em.sg.name}" if em.parent is not None else ""
             raise ConversionError(f"{op.opcode}#{op.index}{where}: cannot convert ({type(e).__name__}: {e})") from None
         em.flush()
@@ -193,7 +226,7 @@ def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool =
     if len(inputs) != len(sg.inputs):
         raise ConversionError(f"subgraph {index} ({sg.name}) takes {len(sg.inputs)} inputs, got {len(inputs)}")
     folded, constants = fold_constants(sg)
-    plan = plan_layouts(sg, parent.table, {}, keep_io_layout=True, skip=folded, constants=set(constants))
+    plan = _plan(sg, parent.table, {}, keep_io_layout=True, skip=folded, constants=set(constants))
     em = Emitter(sg, plan, parent.opset, constants, ConversionTrace(), parent=parent)
     if inline:
         em.nodes = parent.nodes

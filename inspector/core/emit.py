@@ -199,8 +199,7 @@ class Emitter:
         if self.is_const(t):
             return self.const_of(t, out_perm, shape=full)
         if L.is_identity(out_perm):
-            x = self.value(t)                          # ONNX broadcasting already aligns trailing axes
-            return self.q.input(t, x, self.perm(t)) if self.q.active(t) else x
+            return self.q.read(op, slot, self.value(t), self.perm(t))   # ONNX broadcasting aligns trailing axes
         ck = ("bcast", t, tuple(out_perm))
         if ck in self._cache:
             return self._cache[ck]
@@ -232,7 +231,7 @@ class Emitter:
     def fused(self, op: Op, out: str) -> str:
         """Where the main node should write when a fused activation follows it."""
         act = op.options.get("fused_activation_function", "NONE")
-        if act in (None, "NONE", 0):
+        if act in (None, "NONE", 0) or self.q.ex.applies(op):      # exact_int: a clamp on the integers
             return out
         if act not in ACTIVATIONS:
             raise ConversionError(f"{op.opcode}#{op.index}: fused activation {act} is not supported")

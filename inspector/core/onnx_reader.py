@@ -19,6 +19,7 @@ from .errors import ModelLoadError
 from .graph import Graph, Op, Subgraph, Tensor
 
 PROTOBUF_LIMIT = 2**31 - 1
+PROTOBUF_DEPTH = 100                # upb's default message nesting limit
 _NAMES = {"FLOAT": "float32", "DOUBLE": "float64", "FLOAT16": "float16", "STRING": "string"}
 DTYPES = {v: _NAMES.get(k, k.lower()) for k, v in onnx.TensorProto.DataType.items()}
 _PACKED_BITS = {"int4": 4, "uint4": 4, "float4e2m1": 4, "int2": 2, "uint2": 2}
@@ -215,6 +216,9 @@ def read_onnx_bytes(buf: bytes, path: str = "", folder: str | Path | None = None
     try:
         model.ParseFromString(buf)
     except (DecodeError, RuntimeError, ValueError) as e:
+        if "MaxDepth" in str(e) or "recursion" in str(e).lower():
+            raise ModelLoadError(path, f"graphs nested deeper than protobuf's limit of {PROTOBUF_DEPTH} levels "
+                                       "(If/Loop bodies inside bodies): refused rather than parsed") from None
         raise ModelLoadError(path, f"not an ONNX model, or truncated ({e})") from None
     try:
         return _read(model, path, Path(folder) if folder is not None else None)

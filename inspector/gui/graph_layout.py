@@ -105,8 +105,9 @@ def _compute(vg: ViewGraph) -> Layout:
     # igraph's x placement can put vertices of one layer closer than hgap: keep its order, space them ourselves.
     routing = [list(r) for r in getattr(lay, "edge_routing", [])] + [[]] * len(edges)
     rows: list[list[tuple[float, tuple]]] = [[] for _ in range(nlayers)]
+    coords = lay.coords                     # a copy per access in igraph: take it once
     for i in range(n):
-        rows[layer[i]].append((lay.coords[i][0], ("n", i)))
+        rows[layer[i]].append((coords[i][0], ("n", i)))
     for ei in range(len(edges)):
         for k, (cx, cy) in enumerate(routing[ei]):
             rows[int(round(cy))].append((cx, ("d", ei, k)))

@@ -11,7 +11,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from ..errors import ConversionError
-from .registry import I, op
+from .registry import I, X, op
 
 PADDING = {1: "SAME", 2: "VALID"}
 ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH"}
@@ -174,7 +174,7 @@ def emit_custom(ctx, op):
 
 def with_custom_nodes(graph, table) -> dict:
     """The op table plus a custom-domain emitter for every custom op the table lacks."""
-    from .registry import OpRule, X
+    from .registry import OpRule
     extra = {op.opcode: OpRule(op.opcode, X, emit_custom, (f"{CUSTOM_DOMAIN}:{op.opcode}",),
                                notes="kept as a custom-domain node (--allow-custom)")
              for sg in graph.subgraphs for op in sg.ops if op.custom and op.opcode not in table}
@@ -189,3 +189,57 @@ def uses_domain(g, domain: str) -> bool:
         if any(a.g.node and uses_domain(a.g, domain) for a in n.attribute if a.type == a.GRAPH):
             return True
     return False
+
+
+# --- landmark/affine ops (flexbuffer options) ---------------------------------------------------------------------
+def flex_options(op) -> dict:
+    from flatbuffers import flexbuffers
+    try:
+        decoded = flexbuffers.Loads(op.custom_options) if op.custom_options else {}
+    except Exception as e:                          # a malformed flexbuffer: say which op
+        raise ConversionError(f"{op.opcode}#{op.index}: custom options are not a flexbuffer map ({e})") from None
+    if not isinstance(decoded, dict):
+        raise ConversionError(f"{op.opcode}#{op.index}: custom options are not a flexbuffer map")
+    return decoded
+
+
+def _need(op, opts: dict, *keys):
+    missing = [k for k in keys if k not in opts]
+    if missing:
+        raise ConversionError(f"{op.opcode}#{op.index}: custom options lack {', '.join(missing)}")
+
+
+def _matrix_rows(ctx, op, slot: int) -> str:
+    """The first two rows of a [.., 4, 4] transform matrix input as [2, 4]."""
+    m = ctx.node("Reshape", [ctx.input(op, slot, tuple(range(ctx.tensor(op.inputs[slot]).rank))),
+                             ctx.i64([4, 4])], 1)[0]
+    return ctx.node("Slice", [m, ctx.i64([0]), ctx.i64([2]), ctx.i64([0])], 1)[0]
+
+
+@op("TransformLandmarks", category=X, onnx=("MatMul", "Add", "Concat"),
+    notes="MediaPipe custom op: x, y of each landmark through the matrix's top 2x4 (z kept)")
+def transform_landmarks(ctx, op):
+    x_t = op.inputs[0]
+    shape = ctx.shape(x_t)
+    if op.version >= 2:
+        dims, scale = shape[-1], 1.0
+    else:
+        opts = flex_options(op)
+        _need(op, opts, "dimensions")
+        dims, scale = int(opts["dimensions"]), float(opts.get("scale", 1.0))
+    if dims not in (2, 3):
+        raise ConversionError(f"{op.opcode}#{op.index}: dimensions {dims} (2 or 3 supported)")
+    rows = _matrix_rows(ctx, op, 1)
+    lin = ctx.node("Slice", [rows, ctx.i64([0]), ctx.i64([2]), ctx.i64([1])], 1)[0]         # [2, 2]
+    shift = ctx.node("Slice", [rows, ctx.i64([3]), ctx.i64([4]), ctx.i64([1])], 1)[0]       # [2, 1]
+    shift = ctx.node("Reshape", [shift, ctx.i64([1, 2])], 1)[0]
+    if scale != 1.0:
+        shift = ctx.node("Mul", [shift, ctx.scalar(scale)], 1)[0]
+    pts = ctx.node("Reshape", [ctx.input(op, 0, tuple(range(len(shape)))), ctx.i64([-1, dims])], 1)[0]
+    xy = ctx.node("Slice", [pts, ctx.i64([0]), ctx.i64([2]), ctx.i64([1])], 1)[0]
+    moved = ctx.node("Add", [ctx.node("MatMul", [xy, ctx.node("Transpose", [lin], 1, perm=[1, 0])[0]], 1)[0],
+                             shift], 1)[0]
+    if dims == 3:
+        z = ctx.node("Slice", [pts, ctx.i64([2]), ctx.i64([3]), ctx.i64([1])], 1)[0]
+        moved = ctx.node("Concat", [moved, z], 1, axis=1)[0]
+    ctx.node("Reshape", [moved, ctx.i64(shape)], [ctx.output(op)])

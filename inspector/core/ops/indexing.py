@@ -13,7 +13,7 @@ from ..errors import ConversionError
 from .nn import keep_layout
 from .registry import A, X, op
 from .shape import (INT64_MAX, INT64_MIN, ONNX_INT64, as_i64, cast_to, const_data, const_ints, const_operand_rule,
-                    in_perm)
+                    in_perm, static_dims)
 
 
 def _dtype(ctx, t: int) -> str:
@@ -107,9 +107,7 @@ for _name, _red, _init in (("UNSORTED_SEGMENT_SUM", "add", 0), ("UNSORTED_SEGMEN
 
 @op("DYNAMIC_UPDATE_SLICE", category=X, onnx=("Clip", "ScatterND"), notes="start indices clamped as TFLite does")
 def dynamic_update_slice(ctx, op):
-    operand, update = ctx.shape(op.inputs[0]), ctx.shape(op.inputs[1])
-    if ctx.tensor(op.inputs[1]).dynamic:
-        raise ConversionError(f"DYNAMIC_UPDATE_SLICE#{op.index}: the update must have a static shape")
+    operand, update = (static_dims(ctx, op, op.inputs[s]) for s in (0, 1))
     start = as_i64(ctx, op, 2)
     hi = ctx.i64([o - u for o, u in zip(operand, update)], "start_max")
     start = ctx.node("Max", [ctx.node("Min", [start, hi], 1)[0], ctx.i64([0] * len(update), "zeros")], 1)[0]
@@ -264,7 +262,7 @@ def rank(ctx, op):
 # --- matrices -----------------------------------------------------------------------------------------------
 @op("MATRIX_DIAG", category=X, onnx=("Unsqueeze", "Mul"))
 def matrix_diag(ctx, op):
-    n = ctx.shape(op.inputs[0])[-1]
+    n = static_dims(ctx, op, op.inputs[0], batch=True)[-1]
     dt = _dtype(ctx, op.inputs[0])
     x = ctx.node("Unsqueeze", [ctx.input(op, 0), ctx.i64([-1], "axes")], 1)[0]      # [..., N, 1]
     if dt == "bool":
@@ -275,8 +273,8 @@ def matrix_diag(ctx, op):
 
 @op("MATRIX_SET_DIAG", category=X, onnx=("Pad", "Unsqueeze", "Where"))
 def matrix_set_diag(ctx, op):
-    m, n = ctx.shape(op.inputs[0])[-2:]
-    k = ctx.shape(op.inputs[1])[-1]
+    m, n = static_dims(ctx, op, op.inputs[0], batch=True)[-2:]
+    k = static_dims(ctx, op, op.inputs[1], batch=True)[-1]
     diag = ctx.input(op, 1)
     if k < n:                                           # diagonal shorter than a row: pad it to N columns
         r = ctx.tensor(op.inputs[1]).rank

@@ -92,6 +92,8 @@ class QDQ:
         self._views: dict[int, Tensor] = {}
         parent = getattr(em, "parent", None)
         self.keep_fp16 = parent.q.keep_fp16 if parent is not None else False   # convert() sets it on the root
+        self.exact = parent.q.exact if parent is not None else False
+        self.ex = Exact(self)
         self.const_axes: dict[int, int] = {}     # per-channel constant -> its channel axis as stored in ONNX
         self.fp16_src: dict[int, int] = {}       # folded DEQUANTIZE output -> its float16 constant
         for o in sg.ops:
@@ -131,9 +133,9 @@ class QDQ:
     def quantized_tensor(self, t: int) -> bool:
         return t in self.q
 
-    def const_key(self, t: int) -> bool:
-        """Part of a constant's cache key: the stored integers and their real values are different values."""
-        return t in self.q and self.raw()
+    def const_key(self, t: int) -> tuple:
+        """Part of a constant's cache key: stored integers, real values and centred integers differ."""
+        return (t in self.q and self.raw(), t in self.q and self.ex.applies(self.em.op))
 
     def active(self, t: int) -> bool:
         return t in self.q and not self.raw()
@@ -153,13 +155,19 @@ class QDQ:
         key = ("qparams", t)
         if key not in self.em._cache:
             q = self.em.sg.tensors[t].quantization
-            name = self.em.sg.tensors[t].name or f"t{t}"
+            name = self.short(t)
             scales = q.scales.astype(np.float32)
             zps = q.zero_points.astype(int_dtype)
             if not q.per_channel:
                 scales, zps = scales.reshape(()), zps.reshape(())
-            self.em._cache[key] = (self.em.const(scales, f"{name}_scale"), self.em.const(zps, f"{name}_zero_point"))
+            self.em._cache[key] = (self.em.const(scales, f"{name}_scale"), self.em.const(zps, f"{name}_zp"))
         return self.em._cache[key]
+
+    def short(self, t: int) -> str:
+        """A base for the names of t's helper values: TFLite's fused-op names run to hundreds of characters,
+        and repeating them on every scale, zero point and float twin costs a tenth of a small model's size."""
+        name = self.em.sg.tensors[t].name
+        return name if name and len(name) <= 40 else f"t{t}"
 
     def _native(self, dtype: str) -> bool:
         return self.em.opset >= NATIVE.get(dtype, 10 ** 6)
@@ -210,7 +218,7 @@ class QDQ:
                 scales, zps = scales.reshape(shape), zps.reshape(shape)
             else:
                 scales, zps = scales.reshape(()), zps.reshape(())
-            em._cache[key] = (em.const(scales, f"{ten.name}_scale"), em.const(zps, f"{ten.name}_zero_point"))
+            em._cache[key] = (em.const(scales, f"{self.short(t)}_scale"), em.const(zps, f"{self.short(t)}_zp"))
         return em._cache[key]
 
     # --- hooks the Emitter calls -------------------------------------------------------------------------
@@ -224,6 +232,9 @@ class QDQ:
         tensor; for a hybrid op (float input, int8 weights) the input as TFLite quantizes it on the fly."""
         t = op.inputs[slot]
         if self.active(t):
+            if self.ex.applies(op):
+                q = self.em.sg.tensors[t].quantization
+                return self.ex.centred(t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
             return self.input(t, x, perm)
         if slot == 0 and self._hybrid(op):
             return self._hybrid_input(op, x)
@@ -280,12 +291,15 @@ class QDQ:
     def output(self, op, slot: int, dst: str) -> str:
         """The float value an op writes for quantized output `slot`; a QuantizeLinear into `dst` follows."""
         t = op.outputs[slot]
-        tmp = self.em.fresh(f"{self.em.sg.tensors[t].name}_real")
+        tmp = self.em.fresh(f"{self.short(t)}_real")
         self.em._pending.append(("quantize", tmp, dst, str(t)))
         return tmp
 
     def flush(self, src: str, dst: str, arg: str) -> None:
         t = int(arg)
+        if self.ex.applies(self.em.op):
+            self.ex.requantize(self.em.op, src, dst, t)
+            return
         q = self.em.sg.tensors[t].quantization
         perm = self.em.plan.produced.get((self.em.op.index, list(self.em.op.outputs).index(t)), self.em.perm(t))
         self.quantize(t, src, dst, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
@@ -314,6 +328,8 @@ class QDQ:
                 axis = L.axis_to_onnx(axis, perm)
             self.const_axes[t] = axis
         arr = self._shaped(data, perm, shape)
+        if self.ex.applies(em.op):
+            return self.ex.centred(t, em.const(arr, self.short(t)), axis)
         if not self._native(ten.dtype) or ten.dtype == "int64":
             # int64 (int16x8 biases) and int16 below opset 21: fold to float; such tensors are small biases.
             return em.const(dequantize_array(arr, q, axis), ten.name or f"c{t}")
@@ -397,12 +413,15 @@ def dequantize_op(ctx, op):
     ctx.q.dequantize(x_t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None, out=ctx.output(op))
 
 
-# --- integer-exact kernels -------------------------------------------------------------------------------------
-# Where TFLite's integer kernel rounds twice (a fixed-point multiply, then a rounding shift), float arithmetic
-# rounds once and lands one step off for a few per cent of elements. For MEAN that matters: a squeeze-excite
-# block's per-channel mean gates a whole channel, so one step there moves thousands of outputs. MEAN is therefore
-# emitted as TFLite computes it, in int64.
+# --- integer-exact kernels (convert(exact_int=True)) ------------------------------------------------------------
+# TFLite's integer kernels requantize with a fixed-point multiply and a rounding shift: two roundings, where
+# QuantizeLinear rounds once, so a QDQ model lands one step off on ~0.1-1 % of elements per op. Deep models
+# (EfficientNet's squeeze-excite gates) amplify those steps. With `exact_int`, Conv, depthwise, FullyConnected,
+# Mul and Mean run as TFLite runs them: integer-valued float operands (x - zero point; exact below 2^24), the
+# accumulator requantized in int64 with TFLite's multiplier and shift, clamped to the fused activation's range.
+# ONNX Runtime cannot fuse that into its integer kernels: the default stays QDQ.
 ONNX_INT64 = 7
+EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL"})
 
 
 def quantize_multiplier(m: float) -> tuple[int, int]:
@@ -415,20 +434,21 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
     return q, e
 
 
-def fixed_point_multiply(em, x: str, q: int, e: int) -> str:
-    """TFLite's MultiplyByQuantizedMultiplier on an int64 value: rounding doubling high multiply, then a
-    rounding right shift (ties away from zero at both steps)."""
-    i64 = lambda v: em.const(np.array(v, np.int64), "fixed_point")    # noqa: E731
-    left, right = max(e, 0), max(-e, 0)
-    if left:
-        x = em.node("Mul", [x, i64(1 << left)], 1)[0]
+def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray) -> str:
+    """TFLite's MultiplyByQuantizedMultiplier on int64 values (q, e broadcast against x: per channel or scalar):
+    rounding doubling high multiply, then a rounding right shift (ties away from zero at both steps)."""
+    i64 = lambda v: em.const(np.asarray(v, np.int64), "fixed_point")    # noqa: E731
+    q, e = np.asarray(q, np.int64), np.asarray(e, np.int64)
+    left, right = np.maximum(e, 0), np.maximum(-e, 0)
+    if np.any(left):
+        x = em.node("Mul", [x, i64(np.left_shift(1, left))], 1)[0]
     ab = em.node("Mul", [x, i64(q)], 1)[0]
     nonneg = em.node("GreaterOrEqual", [ab, i64(0)], 1)[0]
     nudged = em.node("Add", [ab, em.node("Where", [nonneg, i64(1 << 30), i64(1 - (1 << 30))], 1)[0]], 1)[0]
     hi = em.node("Div", [nudged, i64(1 << 31)], 1)[0]            # int64 Div truncates toward zero, as C++ does
-    if not right:
+    if not np.any(right):
         return hi
-    d = 1 << right
+    d = np.left_shift(1, right)
     quo = em.node("Div", [hi, i64(d)], 1)[0]
     rem = em.node("Sub", [hi, em.node("Mul", [quo, i64(d)], 1)[0]], 1)[0]
     neg_rem = em.node("Less", [rem, i64(0)], 1)[0]               # floor division, as an arithmetic shift does
@@ -440,12 +460,107 @@ def fixed_point_multiply(em, x: str, q: int, e: int) -> str:
     return em.node("Add", [quo, up], 1)[0]
 
 
+def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, int]:
+    """TFLite's CalculateActivationRangeQuantized: the fused activation as a clamp on the integers."""
+    info = np.iinfo(dtype)
+    quant = lambda f: zp + int(np.sign(f / scale) * np.floor(abs(f / scale) + 0.5))   # noqa: E731
+    lo, hi = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+              "RELU_0_TO_1": (0.0, 1.0)}.get(act, (None, None))
+    return (max(int(info.min), quant(lo)) if lo is not None else int(info.min),
+            min(int(info.max), quant(hi)) if hi is not None else int(info.max))
+
+
+def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axis: int | None = None,
+               rank: int = 0) -> str:
+    """int64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast."""
+    from ..emit import onnx_dtype
+    ten = em.sg.tensors[out_t]
+    so, zo = params(ten.quantization)
+    qe = [quantize_multiplier(float(m)) for m in np.atleast_1d(mults)]
+    q, e = np.array([a for a, _ in qe]), np.array([b for _, b in qe])
+    if axis is not None and q.size > 1:
+        shape = [1] * rank
+        shape[axis] = -1
+        q, e = q.reshape(shape), e.reshape(shape)
+    else:
+        q, e = q.reshape(()), e.reshape(())
+    y = fixed_point_multiply(em, acc, q, e)
+    lo, hi = activation_range(act, so, zo, ten.dtype)
+    y = em.node("Add", [y, em.const(np.array(zo, np.int64), "zero_point")], 1)[0]
+    y = em.node("Clip", [y, em.const(np.array(lo, np.int64), "qmin"), em.const(np.array(hi, np.int64), "qmax")], 1)[0]
+    return em.node("Cast", [y], [out], to=onnx_dtype(ten.dtype))[0]
+
+
+class Exact:
+    """The exact_int side of QDQ: which ops qualify, their centred operands and their requantization."""
+
+    def __init__(self, qdq: QDQ):
+        self.qdq = qdq
+        self._ok: dict[int, bool] = {}
+
+    def applies(self, op) -> bool:
+        if op is None or not self.qdq.exact or op.opcode not in EXACT_OPS:
+            return False
+        if op.index not in self._ok:
+            self._ok[op.index] = self._check(op)
+        return self._ok[op.index]
+
+    def _check(self, op) -> bool:
+        sg, q = self.qdq.em.sg, self.qdq.q
+        eight = ("int8", "uint8")
+        acts = [op.inputs[0], op.outputs[0]] + ([op.inputs[1]] if op.opcode == "MUL" else [])
+        for t in acts:
+            ten = sg.tensors[t]
+            if t not in q or ten.dtype not in eight or params(ten.quantization) is None:
+                return False
+        if op.opcode != "MUL":
+            w = sg.tensors[op.inputs[1]]
+            if op.inputs[1] not in q or w.dtype not in eight or w.data is None:
+                return False
+            b = op.inputs[2] if len(op.inputs) > 2 else -1
+            if b >= 0 and (b not in q or sg.tensors[b].dtype != "int32"):
+                return False
+        return True
+
+    def centred(self, t: int, x: str, axis: int | None) -> str:
+        """Integers minus their zero point, as float32 (exactly representable)."""
+        em = self.qdq.em
+        q = em.sg.tensors[t].quantization
+        f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+        if not np.any(q.zero_points):
+            return f
+        zp = q.zero_points.astype(np.float32)
+        if q.per_channel:
+            shape = [1] * em.sg.tensors[t].rank
+            shape[axis] = -1
+            zp = zp.reshape(shape)
+        else:
+            zp = zp.reshape(())
+        return em.node("Sub", [f, em.const(zp, f"{self.qdq.short(t)}_zp")], 1)[0]
+
+    def requantize(self, op, src: str, dst: str, t: int) -> None:
+        em = self.qdq.em
+        sg = em.sg
+        scale = lambda i: np.float64(params(sg.tensors[op.inputs[i]].quantization)[0])   # noqa: E731
+        so = np.float64(params(sg.tensors[t].quantization)[0])
+        rank = sg.tensors[t].rank
+        if op.opcode == "MUL":
+            mults, axis = np.array([scale(0) * scale(1) / so]), None
+        else:
+            mults = scale(0) * sg.tensors[op.inputs[1]].quantization.scales.astype(np.float64) / so
+            perm = em.plan.produced.get((op.index, 0), em.perm(t))
+            axis = L.axis_to_onnx(rank - 1, perm)                 # output channels are TFLite's last axis
+        acc = em.node("Cast", [em.node("Round", [src], 1)[0]], 1, to=ONNX_INT64)[0]
+        requantize(em, acc, mults, t, dst, op.options.get("fused_activation_function", "NONE") or "NONE",
+                   axis, rank)
+
+
 def exact_mean(ctx, op) -> bool:
     """MEAN of int8/uint8 as TFLite's kernel computes it; False when it does not apply (the float path runs)."""
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = sg.tensors[x_t], sg.tensors[y_t]
-    if not (qdq.quantized_tensor(x_t) and qdq.quantized_tensor(y_t) and tx.dtype == ty.dtype
+    if not (qdq.exact and qdq.quantized_tensor(x_t) and qdq.quantized_tensor(y_t) and tx.dtype == ty.dtype
             and tx.dtype in ("int8", "uint8") and not ctx.is_const(x_t) and ctx.is_const(op.inputs[1])):
         return False
     pin, pout = params(tx.quantization), params(ty.quantization)
@@ -463,11 +578,11 @@ def exact_mean(ctx, op) -> bool:
     # TFLite folds 1/n into the multiplier with `shift` extra bits (integer division, truncated).
     q, e = quantize_multiplier(pin[0] / pout[0])
     shift = min(n.bit_length() - 1, 32, 31 + e)
-    y = fixed_point_multiply(ctx, s, (q << shift) // n, e - shift)
-    info = np.iinfo(ty.dtype)
+    y = fixed_point_multiply(ctx, s, np.array((q << shift) // n), np.array(e - shift))
+    lo, hi = activation_range("NONE", pout[0], pout[1], ty.dtype)
     y = ctx.node("Add", [y, ctx.const(np.array(pout[1], np.int64), "zero_point")], 1)[0]
-    y = ctx.node("Clip", [y, ctx.const(np.array(info.min, np.int64), "qmin"),
-                          ctx.const(np.array(info.max, np.int64), "qmax")], 1)[0]
+    y = ctx.node("Clip", [y, ctx.const(np.array(lo, np.int64), "qmin"), ctx.const(np.array(hi, np.int64), "qmax")],
+                 1)[0]
     from ..emit import onnx_dtype
     ctx.node("Cast", [y], [ctx.output(op)], to=onnx_dtype(ty.dtype))
     return True

@@ -104,12 +104,12 @@ WINDOW_FUNCTIONS = {1: ("sum", "Add"), 3: ("min", "Min"), 4: ("max", "Max"), 5: 
 @op("REDUCE_WINDOW", category=X, onnx=("MaxPool", "Conv", "Transpose", "Reshape"), notes="ADD, MINIMUM, MAXIMUM, ALL, ANY; up to 3 windowed axes")
 def reduce_window(ctx, op):
     from ..emit import onnx_dtype
-    from .shape import const_ints          # shape.py imports this module
+    from .shape import const_ints, static_dims          # shape.py imports this module
     fn = op.options.get("reduce_function", 0)
     if fn not in WINDOW_FUNCTIONS:
         raise ConversionError(f"REDUCE_WINDOW#{op.index}: reduce function {fn} (MUL or unset) has no ONNX pool")
     kind, combine = WINDOW_FUNCTIONS[fn]
-    shape = list(ctx.shape(op.inputs[0]))
+    shape = static_dims(ctx, op, op.inputs[0])
     r = len(shape)
     window, strides, dil = (const_ints(ctx, op, s) for s in (2, 3, 4))
     spatial = [i for i in range(r) if window[i] > 1 or strides[i] > 1]

@@ -33,6 +33,18 @@ def const_ints(ctx, op, slot: int) -> list[int]:
     return [int(v) for v in np.asarray(ctx.data(t)).reshape(-1)]
 
 
+def static_dims(ctx, op, t: int, batch: bool = False) -> list[int]:
+    """Tensor t's TFLite shape for an emitter that bakes it into constants; with `batch`, a dynamic first dim
+    is -1 (one Reshape dim may be inferred). Other dynamic dims: a readable error."""
+    ten = ctx.tensor(t)
+    sig = ten.shape_signature if ten.shape_signature is not None and len(ten.shape_signature) == ten.rank \
+        else ten.shape
+    dyn = [i for i, d in enumerate(sig) if d < 0]
+    if dyn and not (batch and dyn == [0]):
+        raise ConversionError(f"{op.opcode}#{op.index}: dynamic dimension(s) {dyn} of {ten.name} are not supported")
+    return [-1 if d < 0 else int(s) for d, s in zip(sig, ten.shape)]
+
+
 def cast_to(ctx, op, x: str, slot: int = 0) -> None:
     """Write x to output `slot`, cast to the output's dtype when it is not int64."""
     from ..emit import onnx_dtype
@@ -346,7 +358,7 @@ def dilate(ctx, op):
     # Per dilated axis: [.., n, ..] -> [.., n, 1, ..] padded to [.., n, d, ..] -> [.., n*d, ..] -> first (n-1)*d+1.
     p = in_perm(ctx, op)
     dil = const_ints(ctx, op, 1)
-    dims = list(L.apply(ctx.shape(op.inputs[0]), p))
+    dims = list(L.apply(static_dims(ctx, op, op.inputs[0]), p))
     x = ctx.input(op, 0)
     value = ctx.input(op, 2, ()) if len(op.inputs) > 2 and op.inputs[2] >= 0 else ""
     todo = [(k, dil[a]) for k, a in enumerate(p) if dil[a] > 1]

@@ -50,6 +50,9 @@ def rfft2d(ctx, op):
     fh, fw = (int(v) for v in np.asarray(fl).reshape(-1))
     shape = ctx.shape(op.inputs[0])
     r = len(shape)
+    sig = ctx.tensor(op.inputs[0]).shape_signature
+    if sig is not None and any(d < 0 for d in sig[-2:]):
+        raise ConversionError(f"RFFT2D#{op.index}: the transformed axes must be static")
     x = ctx.input(op, 0)
     if shape[-2] > fh or shape[-1] > fw:                 # TFLite crops to fft_length...
         x = ctx.node("Slice", [x, ctx.i64([0, 0], "starts"), ctx.i64([fh, fw], "ends"),

@@ -10,7 +10,7 @@ from ..errors import ConversionError
 from .conv import spatial_attrs, transpose_conv_pads
 from .nn import keep_layout
 from .registry import A, I, op
-from .shape import const_data, const_ints, in_perm
+from .shape import const_data, const_ints, in_perm, static_dims
 
 
 # TFLite's DEPTH_TO_SPACE reads channel (i*bs + j)*C + c for pixel offset (i, j): ONNX's DCR order.
@@ -59,7 +59,7 @@ def _blocks(ctx, op):
     """(input layout, block shape, paddings or crops [M, 2], TFLite input shape)."""
     block = const_ints(ctx, op, 1)
     pads = np.asarray(const_ints(ctx, op, 2)).reshape(-1, 2).astype(int)
-    return in_perm(ctx, op), block, pads, list(ctx.shape(op.inputs[0]))
+    return in_perm(ctx, op), block, pads, static_dims(ctx, op, op.inputs[0], batch=True)
 
 
 @op("SPACE_TO_BATCH_ND", category=A, onnx=("Pad", "Reshape", "Transpose"), rule=batch_first_rule)
@@ -84,7 +84,7 @@ def space_to_batch(ctx, op):
     order = [factor_at[a] for a in range(1, m + 1)] + [pos[a] for a in p]
     x = ctx.node("Reshape", [x, ctx.i64(split)], 1)[0]
     x = ctx.node("Transpose", [x], 1, perm=order)[0]
-    out = L.apply(ctx.shape(op.outputs[0]), p)
+    out = L.apply(static_dims(ctx, op, op.outputs[0], batch=True), p)
     ctx.node("Reshape", [x, ctx.i64(out)], [ctx.output(op)])
 
 
@@ -92,7 +92,7 @@ def space_to_batch(ctx, op):
 def batch_to_space(ctx, op):
     p, block, crops, shape = _blocks(ctx, op)
     m = len(block)
-    n = shape[0] // int(np.prod(block))
+    n = shape[0] // int(np.prod(block)) if shape[0] > 0 else -1
     x = ctx.node("Reshape", [ctx.input(op, 0), ctx.i64(block + [n] + [shape[a] for a in p[1:]])], 1)[0]
     # Axes now: block factors 0..m-1, N at m, then the input's axes 1.. in layout order.
     order, merged = [m], [n]

@@ -1,0 +1,146 @@
+"""The bench's markdown: a conversion table, an output/runtime table, failures, target summary, GUI figures."""
+from __future__ import annotations
+
+import math
+
+NAMES = {"ours": "ours", "tflite2onnx": "t2o", "tf2onnx": "tf2"}
+# Targets of issue 9, on models both converters convert: (label, ours field, peer, peer field, max ratio).
+TARGETS = [("in-process ours/tflite2onnx <= 0.5", "inproc", "tflite2onnx", "inproc", 0.5),
+           ("in-process ours/tf2onnx <= 0.05", "inproc", "tf2onnx", "inproc", 0.05),
+           ("CLI cold ours <= tflite2onnx", "cli", "tflite2onnx", "cli", 1.0),
+           ("ORT time of our output <= tf2onnx's output", "ort", "tf2onnx", "ort", 1.0)]
+
+
+def _ms(x):
+    if x is None:
+        return ""
+    ms = x * 1000
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}" if ms >= 1 else f"{ms:.3f}"
+
+
+def _s(x):
+    return "" if x is None else f"{x:.2f}"
+
+
+def ratio(row, field, peer, peer_field=None):
+    a, b = row["ours"].get(field), row[peer].get(peer_field or field)
+    return a / b if a is not None and b else None
+
+
+def _r(x):
+    return "" if x is None else f"{x:.3f}" if x < 0.1 else f"{x:.2f}"
+
+
+def _time_or_fail(entry, field, fmt):
+    if not entry.get("ok"):
+        return "✗"
+    if entry.get(field) is None:
+        return "✗" if field == "cli" and entry.get("cli_error") else ""
+    return fmt(entry[field])
+
+
+def _nodes(entry):
+    return f"{entry['nodes']} ({entry['transposes']})" if entry.get("ok") and "nodes" in entry else "✗"
+
+
+def conversion_table(rows) -> list[str]:
+    out = ["| model | ours ms | tflite2onnx ms | ours/t2o | tf2onnx ms | ours/tf2 | weights floor ms "
+           "| CLI ours s | CLI t2o s | CLI tf2 s |", "|" + "---|" * 10]
+    for r in rows:
+        o, a, b = r["ours"], r["tflite2onnx"], r["tf2onnx"]
+        out.append(f"| {r['model']} | {_time_or_fail(o, 'inproc', _ms)} | {_time_or_fail(a, 'inproc', _ms)} "
+                   f"| {_r(ratio(r, 'inproc', 'tflite2onnx'))} | {_time_or_fail(b, 'inproc', _ms)} "
+                   f"| {_r(ratio(r, 'inproc', 'tf2onnx'))} | {_ms(r.get('floor'))} "
+                   f"| {_time_or_fail(o, 'cli', _s)} | {_time_or_fail(a, 'cli', _s)} | {_time_or_fail(b, 'cli', _s)} |")
+    return out
+
+
+def output_table(rows) -> list[str]:
+    out = ["| model | nodes (Transposes) ours | t2o | tf2 | ORT ours ms | ORT t2o ms | ours/t2o | ORT tf2 ms "
+           "| ours/tf2 | LiteRT ms |", "|" + "---|" * 10]
+    for r in rows:
+        o, a, b, lt = r["ours"], r["tflite2onnx"], r["tf2onnx"], r.get("litert", {})
+        ort = [_time_or_fail(e, "ort", _ms) if "ort_error" not in e else "ort ✗" for e in (o, a, b)]
+        out.append(f"| {r['model']} | {_nodes(o)} | {_nodes(a)} | {_nodes(b)} | {ort[0]} | {ort[1]} "
+                   f"| {_r(ratio(r, 'ort', 'tflite2onnx'))} | {ort[2]} | {_r(ratio(r, 'ort', 'tf2onnx'))} "
+                   f"| {_ms(lt.get('time')) if lt.get('ok') else '✗'} |")
+    return out
+
+
+def failures(rows) -> list[str]:
+    out = []
+    for r in rows:
+        parts = []
+        for name in ("ours", "tflite2onnx", "tf2onnx"):
+            e = r[name]
+            if not e.get("ok"):
+                parts.append(f"{name}: {e['error']}")
+            elif e.get("cli_error"):
+                parts.append(f"{name} CLI: {e['cli_error']}")
+            if e.get("ort_error"):
+                parts.append(f"{name} output in ONNX Runtime: {e['ort_error']}")
+        if not r.get("litert", {}).get("ok", True):
+            parts.append(f"LiteRT: {r['litert']['error']}")
+        if parts:
+            out.append(f"- `{r['model']}`: " + "; ".join(p.replace("|", "/") for p in parts))
+    return out
+
+
+def target_lines(rows) -> list[str]:
+    out = []
+    for label, field, peer, peer_field, limit in TARGETS:
+        rs = [(r["model"], ratio(r, field, peer, peer_field)) for r in rows]
+        rs = [(m, x) for m, x in rs if x is not None]
+        if not rs:
+            out.append(f"- {label}: no model measured by both")
+            continue
+        met = sum(x <= limit for _, x in rs)
+        worst = max(rs, key=lambda mx: mx[1])
+        geo = math.exp(sum(math.log(x) for _, x in rs) / len(rs))
+        out.append(f"- {label}: met on {met}/{len(rs)} models both convert; geometric mean {geo:.3g}, "
+                   f"worst {worst[1]:.3g} ({worst[0]})")
+    return out
+
+
+def summary(data) -> str:
+    return "\n".join(target_lines(data["models"]))
+
+
+def render(data) -> str:
+    m, rows = data["machine"], data["models"]
+    peers = data.get("peers", {})
+    lines = [f"# Benchmark: layout-inspector vs tflite2onnx and tf2onnx", "",
+             f"`{data['command']}` on {data['started']}: {len(rows)} models, whole run {data['total_s'] / 60:.1f} min "
+             f"(peers' install {data.get('peers_install_s', 0):.0f} s of it).",
+             f"Machine: {m['nproc']} cores, {m['cpu']}; Python {m['python']}, onnx {m['onnx']}, "
+             f"onnxruntime {m['onnxruntime']}, numpy {m['numpy']}. Peers: "
+             + ", ".join(f"{k} {v}" for k, v in peers.items()) + ".", "",
+             "## Targets", "", *target_lines(rows), "",
+             "## Conversion time", "",
+             f"In-process: median of {data['runs']} runs after a warm-up, file to file (ours: read + convert without "
+             "the checker + serialise + write; tflite2onnx.convert: read + convert + save + basic checker; "
+             "tf2onnx from_tflite: read + convert + optimise + save). Weights floor: read the file, transpose every "
+             "rank-4 constant to NCHW, serialise all constants, write. CLI: a fresh process, median of "
+             f"{data['cli_runs']} (1 run when the first takes over 3 s); ours includes the full ONNX checker. "
+             "✗ = failed (see below).", "",
+             *conversion_table(rows), "",
+             "## Outputs and run time", "",
+             "Nodes (Transposes) of each converter's output. ONNX Runtime (CPU, intra_op_num_threads=1): median per "
+             "run, the same random input for every output (in each model's own input layout); LiteRT: the .tflite, "
+             "1 thread. Ratios below 1 mean our output runs faster.", "",
+             *output_table(rows), "", "## Failures", "", *(failures(rows) or ["none"]), ""]
+    gui = data.get("gui")
+    if gui:
+        lines += ["## GUI scale", "", f"`{gui['cmd']}` (offscreen)" + ("" if gui["ok"] else f": failed: {gui['error']}"),
+                  ""]
+        out = gui.get("stdout", "")
+        lines += [out] if out.lstrip().startswith(("|", "#", "-")) else (["```", out, "```"] if out else [])
+        lines.append("")
+    return "\n".join(lines)
+
+
+def progress_line(row) -> str:
+    def cell(name):
+        e = row[name]
+        return f"{NAMES[name]} {_ms(e['inproc'])} ms" if e.get("ok") else f"{NAMES[name]} failed"
+    return f"{row['model']}: " + ", ".join(cell(n) for n in ("ours", "tflite2onnx", "tf2onnx"))

@@ -1,0 +1,219 @@
+"""Benchmark against the peer converters: `make bench` (= `.venv/bin/python bench/run.py --corpus ../shared/corpus`).
+
+For each model of the corpus: our conversion in-process and as a cold CLI process, the same for tflite2onnx and
+tf2onnx (installed by this script into bench/.peers-venv), the node and Transpose counts of each output, ONNX Runtime
+time of each output and LiteRT's own time. Writes bench/results/bench.{json,md}; a whole-corpus run also refreshes
+bench/LATEST.md (the copy the README cites). See bench/README.md for what each figure times.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import measure  # noqa: E402
+import peers  # noqa: E402
+import report  # noqa: E402
+
+LONG_CLI = 3.0                   # a CLI run slower than this (seconds) is not repeated
+SLOW_CLI_MIN_BYTES = 100_000     # tf2onnx's CLI is timed on models at least this big (unless --all-cli)
+
+
+def one_line(e: BaseException) -> str:
+    msg = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {msg}"[:200] if msg else type(e).__name__
+
+
+def cli_time(cmd: list[str], out: Path, runs: int, env=None) -> dict:
+    """Median wall time of fresh processes writing `out`; one run only when the first is slower than LONG_CLI."""
+    times = []
+    for _ in range(runs):
+        out.unlink(missing_ok=True)
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        times.append(time.perf_counter() - t)
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr.strip().splitlines() or ["no output file"])[-1]
+            return {"ok": False, "error": f"exit {proc.returncode}: {tail[:180]}"}
+        if times[0] > LONG_CLI:
+            break
+    return {"ok": True, "cli": statistics.median(times), "cli_times": times}
+
+
+def ours(model: Path, work: Path, runs: int, cli_runs: int) -> dict:
+    out = work / "ours.onnx"
+    entry: dict = {}
+    try:
+        entry["inproc"], entry["times"] = measure.median_time(lambda: measure.ours_once(model, out), runs)
+        entry["ok"] = True
+        entry["breakdown"] = measure.ours_breakdown(model)
+        entry["output"] = str(out)
+    except Exception as e:                                   # an unsupported model is a result
+        return {"ok": False, "error": one_line(e)}
+    cli_out = work / "ours_cli.onnx"
+    cmd = [str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o", str(cli_out)]
+    c = cli_time(cmd, cli_out, cli_runs)
+    entry["cli"] = c.get("cli")
+    entry["cli_times"] = c.get("cli_times")
+    if not c["ok"]:
+        entry["cli_error"] = c["error"]
+    return entry
+
+
+def peer(driver: peers.Driver, model: Path, work: Path, runs: int, cli_runs: int, cli: bool) -> dict:
+    name = driver.peer
+    out = work / f"{name}.onnx"
+    r = driver.convert(model, out, runs)
+    entry = {"ok": r["ok"]}
+    if not r["ok"]:
+        entry["error"] = r["error"]
+        return entry
+    entry.update(inproc=statistics.median(r["times"]), times=r["times"], warmup=r.get("warmup"), output=str(out))
+    if not cli:
+        return entry
+    cli_out = work / f"{name}_cli.onnx"
+    c = cli_time(peers.cli_command(name, model, cli_out), cli_out, cli_runs, env=peers.cli_env())
+    entry["cli"] = c.get("cli")
+    entry["cli_times"] = c.get("cli_times")
+    if not c["ok"]:
+        entry["cli_error"] = c["error"]
+    return entry
+
+
+def runtime(row: dict, model: Path) -> None:
+    """Node counts and ONNX Runtime time of every output that exists, LiteRT's time, the same inputs for all."""
+    try:
+        feeds = measure.tflite_inputs(model)
+        row["litert"] = {"ok": True, "time": measure.litert_time(model, feeds)}
+    except Exception as e:
+        row["litert"] = {"ok": False, "error": one_line(e)}
+        feeds = None
+    for name in ("ours", *peers.PEERS):
+        entry = row[name]
+        if not entry.get("ok"):
+            continue
+        path = Path(entry.pop("output"))
+        entry["nodes"], entry["transposes"] = measure.node_counts(path)
+        try:
+            if feeds is None:
+                raise RuntimeError("no inputs (LiteRT could not load the model)")
+            entry["ort"] = measure.ort_time(path, feeds)
+        except Exception as e:
+            entry["ort_error"] = one_line(e)
+
+
+def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    row = {"model": str(model.relative_to(corpus)), "bytes": model.stat().st_size}
+    row["ours"] = ours(model, work, args.runs, args.cli_runs)
+    floor_out = work / "floor.onnx"
+    row["floor"] = measure.median_time(lambda: measure.weights_floor(model, floor_out), args.runs)[0]
+    for name in peers.PEERS:
+        # tf2onnx's cold start is mostly importing TensorFlow (~5 s): its CLI is timed on the larger models only
+        cli = name != "tf2onnx" or args.all_cli or model.stat().st_size >= SLOW_CLI_MIN_BYTES
+        row[name] = peer(drivers[name], model, work, args.runs, args.cli_runs, cli) if drivers else \
+            {"ok": False, "error": "not run (--no-peers)"}
+    runtime(row, model)
+    for f in work.iterdir():
+        f.unlink()
+    return row
+
+
+def gui_figures(corpus: Path) -> dict | None:
+    """bench/gui_bench.py (owned by the GUI work) run offscreen as is; its printed figures go into the report."""
+    script = HERE / "gui_bench.py"
+    if not script.exists():
+        return None
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    help_text = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
+                               env=env, timeout=120).stdout
+    cmd = [sys.executable, str(script)] + (["--corpus", str(corpus)] if "--corpus" in help_text else [])
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    except subprocess.TimeoutExpired:
+        return {"cmd": " ".join(cmd[1:]), "ok": False, "stdout": "", "error": "timeout after 1200 s"}
+    return {"cmd": "python " + " ".join(Path(c).name if c == str(script) else c for c in cmd[1:]),
+            "ok": proc.returncode == 0, "seconds": time.perf_counter() - t, "stdout": proc.stdout.strip(),
+            "error": (proc.stderr.strip().splitlines() or [""])[-1] if proc.returncode else ""}
+
+
+def machine() -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import numpy
+    import onnx
+    import onnxruntime
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu": cpu, "python": platform.python_version(), "numpy": numpy.__version__,
+            "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(HERE.parent.parent / "shared" / "corpus"))
+    ap.add_argument("--models", default="**/*.tflite", help="glob under the corpus (default: every .tflite)")
+    ap.add_argument("--runs", type=int, default=5, help="timed in-process conversions after a warm-up")
+    ap.add_argument("--cli-runs", type=int, default=3, help=f"cold CLI runs (1 when the first exceeds {LONG_CLI} s)")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--no-peers", action="store_true", help="only our converter (for profiling)")
+    ap.add_argument("--no-gui", action="store_true", help="skip bench/gui_bench.py")
+    ap.add_argument("--all-cli", action="store_true",
+                    help=f"time tf2onnx's CLI on every model (default: models of {SLOW_CLI_MIN_BYTES // 1000} KB or more)")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    corpus, out = Path(args.corpus).resolve(), Path(args.out)
+    models = sorted(corpus.glob(args.models))
+    if not models:
+        print(f"error: no model matches {args.models} under {corpus}", file=sys.stderr)
+        return 1
+    data = {"command": "make bench" if args.models == "**/*.tflite" else
+            f".venv/bin/python bench/run.py --corpus {args.corpus} --models '{args.models}'",
+            "machine": machine(), "runs": args.runs, "cli_runs": args.cli_runs,
+            "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    if not args.no_peers:
+        t = time.perf_counter()
+        peers.ensure_venv()
+        data["peers_install_s"] = time.perf_counter() - t
+        data["peers"] = peers.versions()
+    rows = []
+    drivers = {} if args.no_peers else {name: peers.Driver(name) for name in peers.PEERS}
+    # Outputs go to a RAM disk when there is one: rewriting a file on this disk costs ~4 ms (flush on
+    # truncate), which would swamp the small models' conversion times of every converter alike.
+    work = Path(tempfile.mkdtemp(prefix="li-bench-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    try:
+        for k, model in enumerate(models, 1):
+            row = bench_model(model, corpus, work, args, drivers)
+            rows.append(row)
+            print(f"[{k}/{len(models)}] {report.progress_line(row)}", flush=True)
+    finally:
+        for d in drivers.values():
+            d.close()
+        shutil.rmtree(work, ignore_errors=True)
+    data["models"] = rows
+    data["gui"] = None if args.no_gui else gui_figures(corpus)
+    data["total_s"] = time.perf_counter() - start
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(data, indent=1) + "\n")
+    md = report.render(data)
+    (out / "bench.md").write_text(md)
+    if args.models == "**/*.tflite" and not args.no_peers:
+        (HERE / "LATEST.md").write_text(md)
+    print(report.summary(data))
+    print(f"wrote {out / 'bench.md'} and bench.json in {data['total_s'] / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""Mapping: a TFLite graph paired with an ONNX model made elsewhere, tensor by tensor and op by node.
+
+It has the shape of a ConversionTrace (op_nodes, tensor_values, node_op, value_tensor), so whatever syncs selection
+or maps errors through our own converter's trace works through it too. Matching, in order:
+1. names: converters keep TFLite tensor names, often with a suffix (`:0`, `_nchw`, `__transpose`,
+   `_raw_output___3`); a name counts only if it normalises to exactly one TFLite tensor and the shapes agree in
+   some layout;
+2. graph inputs/outputs by position;
+3. copies: a Transpose/Identity of a mapped value is that tensor again, in the layout its perm gives;
+4. position and shape: an op whose inputs are mapped looks downstream of their values for the nearest value that
+   its output's shape fits in some layout (ties broken by the ONNX op types our emitter uses for that op; a tie that
+   stays is left unmatched, never guessed).
+ONNX nodes then belong to the op whose tensor they write, or to the op that consumes what they write if they read
+only that op's inputs (weights transposed at run time, a Transpose pair in front of a Conv). Anything else is listed
+as unmatched.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+import onnx
+
+from . import layout as L
+from .graph import Graph
+from .layout import Perm
+from .result import ConversionTrace
+
+# ONNX nodes that move or relabel data without computing: they do not count as an op's work when matching by position.
+LAYOUT_TYPES = {"Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten", "Cast", "QuantizeLinear",
+                "DequantizeLinear"}
+# Nodes whose output is their input again (another layout, or the same values quantized / dequantized).
+COPY_TYPES = {"Transpose", "Identity", "QuantizeLinear", "DequantizeLinear"}
+# What a fused activation becomes.
+ACTIVATION_TYPES = {"Relu", "Clip", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Min", "Max", "Sign"}
+MAX_HOPS = 12
+_SUFFIX = re.compile(r"(:\d+|_raw_output___\d+|__transpose(_\d+)?|_transposed?|_[NCDHW]{3,5}|__\d+)$", re.I)
+
+
+def normalise(name: str) -> str:
+    """A value name without the suffixes converters append to the TFLite tensor name."""
+    prev = None
+    while prev != name and name:
+        prev, name = name, _SUFFIX.sub("", name)
+    return name or prev or ""
+
+
+def fitting_perms(shape, dims) -> list[Perm]:
+    """Every layout (perm of the TFLite axes) in which `shape` reads as `dims` (-1 = any); identity and
+    channels-first first. Empty when none fits."""
+    rank = len(shape)
+    if dims is None or len(dims) != rank:
+        return []
+    first = [L.identity(rank), L.channels_first(rank)]
+    rest = itertools.permutations(range(rank)) if rank <= 6 else ()
+    out: list[Perm] = []
+    for p in itertools.chain(first, rest):
+        p = tuple(p)
+        if p not in out and all(d in (-1, s) for d, s in zip(dims, L.apply(shape, p))):
+            out.append(p)
+    return out
+
+
+def node_label(node, index: int) -> str:
+    """What onnx_reader names an ONNX node (its name, else op type and position)."""
+    return node.name or f"{node.op_type}#{index}"
+
+
+@dataclass
+class Mapping(ConversionTrace):
+    """ConversionTrace-shaped pairing; values in tensor_values are in ONNX order, the first is the tensor's image."""
+    how: dict[int, str] = field(default_factory=dict)                 # tensor -> "name" | "io" | "copy" | "position"
+    layouts: dict[str, tuple[Perm, ...]] = field(default_factory=dict)  # onnx value -> perms its shape fits
+    unmatched_tensors: list[int] = field(default_factory=list)        # TFLite activation tensors with no value
+    unmatched_ops: list[int] = field(default_factory=list)            # TFLite ops with no node
+    unmatched_nodes: list[str] = field(default_factory=list)          # ONNX nodes with no op
+    unmatched_io: list[str] = field(default_factory=list)             # ONNX graph inputs/outputs with no tensor
+    folded: list[int] = field(default_factory=list)                   # TFLite ops folded into constants
+    scope: list[int] = field(default_factory=list)                    # the TFLite activation tensors matched against
+
+    def image(self, t: int) -> str | None:
+        values = self.tensor_values.get(t)
+        return values[0] if values else None
+
+    def layout(self, value: str) -> Perm | None:
+        """The layout a value most likely has (first fitting perm), None when its shape is unknown."""
+        perms = self.layouts.get(value)
+        return perms[0] if perms else None
+
+    def ambiguous(self, value: str, shape) -> bool:
+        """More than one layout fits and they order the data differently (a square H == W == C tensor)."""
+        perms = self.layouts.get(value, ())
+        return any(not L.is_trivial(L.apply(shape, p), L.compose(L.inverse(p), q)) for p in perms[:1]
+                   for q in perms[1:])
+
+    @property
+    def matched(self) -> int:
+        return sum(1 for t in self.scope if t in self.tensor_values)
+
+    def coverage(self, graph: Graph) -> dict:
+        ops = [op.index for op in graph.main.ops if op.index not in self.folded]
+        by = {k: sum(1 for t in self.scope if self.how.get(t) == k) for k in ("name", "io", "position")}
+        return {"tensors": [self.matched, len(self.scope)],
+                "ops": [sum(1 for k in ops if self.op_nodes.get(k)), len(ops)], "by": by}
+
+
+class _Onnx:
+    """The external model's graph as indexes: producers, consumers, shapes (from shape inference)."""
+
+    def __init__(self, model: onnx.ModelProto):
+        g = model.graph
+        self.nodes = list(g.node)
+        self.labels = [node_label(n, i) for i, n in enumerate(self.nodes)]
+        self.init = {t.name for t in g.initializer}
+        self.inputs = [v.name for v in g.input if v.name not in self.init]
+        self.outputs = [v.name for v in g.output]
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        for i, n in enumerate(self.nodes):
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+            for x in n.input:
+                if x:
+                    self.consumers.setdefault(x, []).append(i)
+        self.constant = set(self.init) | {o for i, n in enumerate(self.nodes) if n.op_type == "Constant"
+                                          for o in n.output}
+        self.dims = _shapes(model)
+
+    def values(self) -> list[str]:
+        """Graph inputs, then every node output, in graph order."""
+        return self.inputs + [o for n in self.nodes for o in n.output if o]
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
+    """Static dims (-1 where unknown) of every value shape inference can type."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:                   # a model inference cannot follow: keep whatever the file declares
+        inferred = model
+    g = inferred.graph
+    out = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            out[vi.name] = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+    return out
+
+
+def match(graph: Graph, model: onnx.ModelProto) -> Mapping:
+    """Pair the main subgraph of a TFLite Graph with an ONNX model's main graph."""
+    return _Matcher(graph, model).run()
+
+
+class _Matcher:
+    def __init__(self, graph: Graph, model: onnx.ModelProto):
+        from .convert import fold_constants
+        from .errors import ConversionError
+        from .ops.registry import load_all
+        self.sg = sg = graph.main
+        self.x = _Onnx(model)
+        self.table = load_all()
+        try:
+            folded = fold_constants(sg)[0]
+        except ConversionError:
+            folded = set()
+        self.m = Mapping(folded=sorted(folded))
+        self.producers = sg.producers()
+        folded_out = {t for k in folded for t in sg.ops[k].outputs}
+        self.m.scope = [t.index for t in sg.tensors if t.data is None and t.index not in folded_out
+                        and t.dtype not in ("resource", "variant")
+                        and (t.index in self.producers or t.index in sg.inputs)]
+        self.in_scope = set(self.m.scope)
+
+    # -- bookkeeping ----------------------------------------------------------------------------------------
+    def fits(self, t: int, value: str) -> list[Perm] | None:
+        """Perms the value's shape fits for tensor t; None when its shape is unknown."""
+        dims = self.x.dims.get(value)
+        return None if dims is None else fitting_perms(self.sg.tensors[t].shape, dims)
+
+    def bind(self, t: int, value: str, how: str, perms=None) -> None:
+        m = self.m
+        if value in m.value_tensor:
+            return
+        m.value_tensor[value] = t
+        m.tensor_values.setdefault(t, []).append(value)
+        m.how.setdefault(t, how)
+        perms = self.fits(t, value) if perms is None else perms
+        if perms:
+            m.layouts[value] = tuple(perms)
+
+    # -- the four passes --------------------------------------------------------------------------------------
+    def by_name(self) -> None:
+        exact, norm = {}, {}
+        for t in self.m.scope:
+            name = self.sg.tensors[t].name
+            exact.setdefault(name, []).append(t)
+            norm.setdefault(normalise(name), []).append(t)
+        for v in self.x.values():
+            cands = exact.get(v) or norm.get(normalise(v)) or []
+            if len(cands) == 1 and self.fits(cands[0], v) != []:
+                self.bind(cands[0], v, "name")
+
+    def by_io_position(self) -> None:
+        for tfl, values in ((self.sg.inputs, self.x.inputs), (self.sg.outputs, self.x.outputs)):
+            for t, v in zip(tfl, values):
+                if t in self.in_scope and t not in self.m.tensor_values and v not in self.m.value_tensor \
+                        and self.fits(t, v):
+                    self.bind(t, v, "io")
+
+    def copies(self) -> None:
+        """Follow COPY_TYPES nodes from mapped values: their outputs are the same tensor."""
+        queue = deque(self.m.value_tensor)
+        while queue:
+            v = queue.popleft()
+            t = self.m.value_tensor[v]
+            for i in self.x.consumers.get(v, []):
+                n = self.x.nodes[i]
+                if n.op_type not in COPY_TYPES or not n.output or n.output[0] in self.m.value_tensor:
+                    continue
+                out, perm = n.output[0], self.m.layout(v)
+                if perm is None:
+                    continue
+                if n.op_type == "Transpose":
+                    tp = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
+                    tp = tp or list(reversed(range(len(perm))))      # ONNX default: reverse the axes
+                    if len(tp) != len(perm):
+                        continue
+                    perm = L.compose(perm, tp)
+                fits = self.fits(t, out)
+                if fits is not None and perm not in fits:
+                    continue
+                self.bind(t, out, "copy", [perm])
+                queue.append(out)
+
+    def by_position(self) -> bool:
+        changed = False
+        for op in self.sg.ops:
+            if op.index in self.m.folded:
+                continue
+            outs = [t for t in op.outputs if t in self.in_scope]
+            ins = [t for t in op.inputs if t in self.in_scope]
+            if not outs or not ins or all(t in self.m.tensor_values for t in outs):
+                continue
+            if any(t not in self.m.tensor_values for t in ins):
+                continue
+            dist = self.reach(ins)
+            if len(outs) == 1:
+                v = self.nearest(op, outs[0], dist)
+                if v is not None:
+                    self.bind(outs[0], v, "position")
+                    changed = True
+            else:
+                changed |= self.multi(op, outs, dist)
+        return changed
+
+    def reach(self, ins: list[int]) -> dict[str, tuple[int, int]]:
+        """Unmapped values downstream of every input's values: (compute nodes on the way, hops), the worst input."""
+        total: dict[str, tuple[int, int]] = {}
+        for k, t in enumerate(ins):
+            dist: dict[str, tuple[int, int]] = {}
+            queue = deque((v, 0, 0) for v in self.m.tensor_values[t])
+            while queue:
+                v, depth, hops = queue.popleft()
+                if hops >= MAX_HOPS:
+                    continue
+                for i in self.x.consumers.get(v, []):
+                    n = self.x.nodes[i]
+                    d = depth + (n.op_type not in LAYOUT_TYPES)
+                    for o in n.output:
+                        if not o or o in self.m.value_tensor or (o in dist and dist[o] <= (d, hops + 1)):
+                            continue
+                        dist[o] = (d, hops + 1)
+                        queue.append((o, d, hops + 1))
+            total = dist if k == 0 else {v: max(total[v], dist[v]) for v in total if v in dist}
+        return total
+
+    def nearest(self, op, t: int, dist) -> str | None:
+        layout_op = set(self.table[op.opcode].onnx) <= LAYOUT_TYPES if op.opcode in self.table else False
+        cands = [(d, v) for v, d in dist.items() if (layout_op or d[0] >= 1) and self.fits(t, v)]
+        if not cands:
+            return None
+        best = min(d for d, _ in cands)
+        group = [v for d, v in cands if d == best]
+        if len(group) > 1:
+            types = set(self.table[op.opcode].onnx) if op.opcode in self.table else set()
+            group = [v for v in group if self.x.nodes[self.x.producer[v]].op_type in types]
+        if len(group) != 1:
+            return None                                     # a tie: listed as unmatched, never guessed
+        return self.follow(op, t, group[0])
+
+    def follow(self, op, t: int, v: str) -> str:
+        """From an op's main node to what the TFLite tensor holds: through its fused activation, then through the
+        QuantizeLinear that brings a quantized result back to integers."""
+        steps = []
+        if op.options.get("fused_activation_function", "NONE") != "NONE":
+            steps.append(ACTIVATION_TYPES)
+        if self.sg.tensors[t].quantization is not None:
+            steps.append({"QuantizeLinear"})
+        for types in steps:
+            after = self.x.consumers.get(v, [])
+            if len(after) == 1 and self.x.nodes[after[0]].op_type in types:
+                o = self.x.nodes[after[0]].output[0]
+                if o not in self.m.value_tensor and self.fits(t, o):
+                    v = o
+        return v
+
+    def multi(self, op, outs: list[int], dist) -> bool:
+        """A multi-output op (SPLIT, UNPACK): the nearest node with as many outputs, each fitting in order."""
+        nodes = sorted({self.x.producer[v] for v in dist if v in self.x.producer},
+                       key=lambda i: min(dist[o] for o in self.x.nodes[i].output if o in dist))
+        for i in nodes:
+            n = self.x.nodes[i]
+            if len(n.output) == len(op.outputs) and all(
+                    t not in self.in_scope or (o in dist and self.fits(t, o)) for t, o in zip(op.outputs, n.output)):
+                for t, o in zip(op.outputs, n.output):
+                    if t in self.in_scope and t not in self.m.tensor_values:
+                        self.bind(t, o, "position")
+                return True
+        return False
+
+    # -- nodes -> ops ------------------------------------------------------------------------------------------
+    def assign_nodes(self) -> None:
+        m, x = self.m, self.x
+        owner: dict[int, int] = {}
+        for t, values in m.tensor_values.items():
+            img = x.producer.get(values[0])
+            if img is not None and t in self.producers:
+                owner.setdefault(img, self.producers[t])
+        # Which mapped tensors each unowned node reads, through other unowned nodes (forward, in graph order).
+        anchors: dict[int, set[int]] = {}
+        for i, n in enumerate(x.nodes):
+            if i in owner:
+                continue
+            a: set[int] = set()
+            for v in n.input:
+                if v in m.value_tensor:
+                    a.add(m.value_tensor[v])
+                elif v in x.producer and x.producer[v] not in owner:
+                    a |= anchors.get(x.producer[v], set())
+            anchors[i] = a
+        # Backwards: an unowned node belongs to the earliest op consuming its outputs if it reads only that op's
+        # inputs; a copy no op consumes (a graph output presented in another layout) to its tensor's producer.
+        for i in reversed(range(len(x.nodes))):
+            if i in owner:
+                continue
+            n = x.nodes[i]
+            users = {owner.get(j) for o in n.output for j in x.consumers.get(o, [])}
+            if users and None not in users:
+                k = min(users)
+                reads = {t for t in self.sg.ops[k].inputs if t >= 0}
+                if anchors[i] <= reads:
+                    owner[i] = k
+            elif not users:
+                ts = {m.value_tensor[o] for o in n.output if o in m.value_tensor}
+                if len(ts) == 1 and ts <= self.producers.keys() and anchors[i] <= ts | set(
+                        self.sg.ops[self.producers[next(iter(ts))]].inputs):
+                    owner[i] = self.producers[next(iter(ts))]
+        for i, k in sorted(owner.items()):
+            m.op_nodes.setdefault(k, []).append(x.labels[i])
+            m.node_op[x.labels[i]] = k
+        m.unmatched_nodes = [x.labels[i] for i in range(len(x.nodes)) if i not in owner]
+
+    def run(self) -> Mapping:
+        self.by_name()
+        self.by_io_position()
+        self.copies()
+        while self.by_position():
+            self.copies()
+        m = self.m
+        order = {v: i for i, v in enumerate(self.x.values())}
+        for values in m.tensor_values.values():                 # graph order, so the first is the image
+            values.sort(key=lambda v: order.get(v, len(order)))
+        self.assign_nodes()
+        m.unmatched_tensors = [t for t in m.scope if t not in m.tensor_values]
+        m.unmatched_ops = [op.index for op in self.sg.ops if op.index not in m.folded and not m.op_nodes.get(op.index)]
+        m.unmatched_io = [v for v in self.x.inputs + self.x.outputs if v not in m.value_tensor]
+        return m
