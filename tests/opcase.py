@@ -33,10 +33,11 @@ class Case:
 
 
 class In:
-    """A graph input; `conv=True` puts a 1x1 CONV_2D in front so the op reads it in the permuted layout."""
+    """A graph input; `conv=True` puts a 1x1 CONV_2D in front so the op reads it in the permuted layout;
+    `dynamic_batch=True` declares its first dim -1 (stored as 1) while the value fed may have any batch."""
 
-    def __init__(self, value: np.ndarray, conv: bool = False):
-        self.value, self.conv = np.asarray(value), conv
+    def __init__(self, value: np.ndarray, conv: bool = False, dynamic_batch: bool = False):
+        self.value, self.conv, self.dynamic_batch = np.asarray(value), conv, dynamic_batch
 
 
 class C:
@@ -48,7 +49,7 @@ class C:
 
 def single(opcode: str, operands: Sequence, outputs: Sequence[tuple[Sequence[int], str]], options=None,
            version: int = 1) -> tuple[ModelBuilder, list[np.ndarray]]:
-    """One op: operands are In / C / None (absent); outputs are (shape, dtype) pairs."""
+    """One op: operands are In / C / None (absent); outputs are (shape, dtype) pairs, a -1 first dim = dynamic."""
     b = ModelBuilder()
     ins, feeds = [], []
     rng = np.random.default_rng(1)
@@ -58,17 +59,22 @@ def single(opcode: str, operands: Sequence, outputs: Sequence[tuple[Sequence[int
         elif isinstance(v, C):
             ins.append(b.const(f"c{i}", v.value))
         else:
-            x = b.input(f"x{i}", v.value.shape, v.value.dtype.name)
+            shape, sig = v.value.shape, None
+            if v.dynamic_batch:
+                shape, sig = (1, *shape[1:]), (-1, *shape[1:])
+            x = b.input(f"x{i}", shape, v.value.dtype.name, shape_signature=sig)
             feeds.append(v.value)
             if v.conv:
                 c = v.value.shape[-1]
                 w = b.const(f"w{i}", rng.uniform(-1, 1, (c, 1, 1, c)).astype(np.float32))
                 bias = b.const(f"b{i}", np.zeros(c, np.float32))
-                y = b.tensor(f"conv{i}", v.value.shape)
+                y = b.tensor(f"conv{i}", shape, shape_signature=sig)
                 b.op("CONV_2D", [x, w, bias], [y], {"padding": "SAME"})
                 x = y
             ins.append(x)
-    outs = [b.tensor(f"y{k}", shape, dtype) for k, (shape, dtype) in enumerate(outputs)]
+    outs = [b.tensor(f"y{k}", [abs(d) for d in shape], dtype,
+                     shape_signature=shape if any(d < 0 for d in shape) else None)
+            for k, (shape, dtype) in enumerate(outputs)]
     b.op(opcode, ins, outs, options or {}, version=version)
     b.output(*outs)
     return b, feeds

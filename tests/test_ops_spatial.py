@@ -101,6 +101,17 @@ CASES = [
 ]
 
 
+def dynamic_batch(opcode, x_shape, block, pads, out_tail):
+    """Batch -1 in the file, fed at batch 3 (x_shape[0]): the emitter must not bake the batch into Reshapes."""
+    return Case(f"{opcode}-dynamic-batch", lambda rng: single(
+        opcode, [In(uni(rng, x_shape), True, dynamic_batch=True), C(block, "int32"), C(pads, "int32")],
+        [((-1, *out_tail), "float32")]), permuted=True)
+
+
+CASES += [dynamic_batch("SPACE_TO_BATCH_ND", (3, 4, 6, 3), [2, 3], [[0, 0], [0, 0]], (2, 2, 3)),
+          dynamic_batch("BATCH_TO_SPACE_ND", (12, 2, 3, 3), [2, 2], [[0, 1], [1, 0]], (3, 5, 3))]
+
+
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_spatial_op_matches_litert(case):
     check(case)

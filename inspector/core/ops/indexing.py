@@ -262,7 +262,7 @@ def rank(ctx, op):
 # --- matrices -----------------------------------------------------------------------------------------------
 @op("MATRIX_DIAG", category=X, onnx=("Unsqueeze", "Mul"))
 def matrix_diag(ctx, op):
-    n = static_dims(ctx, op, op.inputs[0], batch=True)[-1]
+    n = static_dims(ctx, op, op.inputs[0], batch=ctx.tensor(op.inputs[0]).rank > 1)[-1]
     dt = _dtype(ctx, op.inputs[0])
     x = ctx.node("Unsqueeze", [ctx.input(op, 0), ctx.i64([-1], "axes")], 1)[0]      # [..., N, 1]
     if dt == "bool":
@@ -273,8 +273,8 @@ def matrix_diag(ctx, op):
 
 @op("MATRIX_SET_DIAG", category=X, onnx=("Pad", "Unsqueeze", "Where"))
 def matrix_set_diag(ctx, op):
-    m, n = static_dims(ctx, op, op.inputs[0], batch=True)[-2:]
-    k = static_dims(ctx, op, op.inputs[1], batch=True)[-1]
+    m, n = static_dims(ctx, op, op.inputs[0], batch=ctx.tensor(op.inputs[0]).rank > 2)[-2:]
+    k = static_dims(ctx, op, op.inputs[1], batch=ctx.tensor(op.inputs[1]).rank > 1)[-1]
     diag = ctx.input(op, 1)
     if k < n:                                           # diagonal shorter than a row: pad it to N columns
         r = ctx.tensor(op.inputs[1]).rank
