@@ -176,3 +176,120 @@ def test_allow_custom_keeps_the_op_in_a_custom_domain_with_its_options():
     assert attrs["tflite_custom_options"] == r.graph.main.ops[0].custom_options
     assert ("ai.layout_inspector.tflite", 1) in [(o.domain, o.version) for o in r.model.opset_import]
     assert list(node.input) == ["x"]                     # Terminate: the TFLite layout, no Transpose needed
+
+
+# --- MediaPipe's landmark/affine ops: LiteRT has no kernel for them, so numpy versions of MediaPipe's kernels are
+# the reference (mediapipe/util/tflite/operations/*.cc).
+def flex(d: dict) -> bytes:
+    from flatbuffers import flexbuffers
+    return bytes(flexbuffers.Dumps(d))
+
+
+def ref_transform_landmarks(pts, m, dims, scale=1.0):
+    flat = pts.reshape(-1, dims).astype(np.float64)
+    m = m.reshape(4, 4).astype(np.float64)
+    out = flat.copy()
+    out[:, 0] = m[0, 0] * flat[:, 0] + m[0, 1] * flat[:, 1] + m[0, 3] * scale
+    out[:, 1] = m[1, 0] * flat[:, 0] + m[1, 1] * flat[:, 1] + m[1, 3] * scale
+    return out.reshape(pts.shape)
+
+
+def ref_tensor_bilinear(x, m, oh, ow, v2):
+    _, h, w, c = x.shape
+    m = m.reshape(4, 4).astype(np.float64)
+    tx, ty = m[0].copy(), m[1].copy()
+    if v2:
+        tx[3] += tx[0] * 0.5 + tx[1] * 0.5 - 0.5
+        ty[3] += ty[0] * 0.5 + ty[1] * 0.5 - 0.5
+    out = np.zeros((1, oh, ow, c))
+
+    def read(yy, xx):
+        return x[0, yy, xx] if 0 <= yy < h and 0 <= xx < w else np.zeros(c)
+    for oy in range(oh):
+        for ox in range(ow):
+            u, v = tx[0] * ox + tx[1] * oy + tx[3], ty[0] * ox + ty[1] * oy + ty[3]
+            if u < 0 or u > w - 1 or v < 0 or v > h - 1:
+                continue
+            fx, fy = int(np.floor(u)), int(np.floor(v))
+            rx, ry = u - fx, v - fy
+            top = (1 - rx) * read(fy, fx) + rx * read(fy, fx + 1)
+            bottom = (1 - rx) * read(fy + 1, fx) + rx * read(fy + 1, fx + 1)
+            out[0, oy, ox] = ry * bottom + (1 - ry) * top
+    return out
+
+
+def ref_landmarks_to_matrix(lm, o):
+    p = lm.reshape(-1, 3).astype(np.float64)
+    left, right = p[o["left_rotation_idx"]], p[o["right_rotation_idx"]]
+    rot = o["target_rotation_radians"] - np.arctan2(right[1] - left[1], right[0] - left[0])
+    idx = list(o["subset_idxs"]) + ([o["subset_idxs"][-1]] if len(o["subset_idxs"]) % 2 else [])
+    q = p[idx, :2]
+    c, s = np.cos(rot), np.sin(rot)
+    rq = np.stack([c * q[:, 0] - s * q[:, 1], s * q[:, 0] + c * q[:, 1]], 1)
+    hi, lo = rq.max(0), rq.min(0)
+    w, h = hi - lo
+    mid = (hi + lo) / 2
+    cx, cy = np.cos(-rot) * mid[0] - np.sin(-rot) * mid[1], np.sin(-rot) * mid[0] + np.cos(-rot) * mid[1]
+
+    def m4(rows):
+        return np.array(rows, np.float64)
+    r = -rot
+    t = m4([[1, 0, 0, cx], [0, 1, 0, cy], [0, 0, 1, 0], [0, 0, 0, 1]])
+    t = t @ m4([[np.cos(r), -np.sin(r), 0, 0], [np.sin(r), np.cos(r), 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+    t = t @ np.diag([o["scale_x"] * w / o["output_width"], o["scale_y"] * h / o["output_height"], 1, 1])
+    t = t @ m4([[1, 0, 0, -o["output_width"] / 2], [0, 1, 0, -o["output_height"] / 2], [0, 0, 1, 0], [0, 0, 0, 1]])
+    return t.reshape(1, 4, 4)
+
+
+def affine(angle=0.4, scale=(1.3, 0.8), shift=(2.0, -1.5)):
+    m = np.eye(4, dtype=np.float32)
+    c, s = np.cos(angle), np.sin(angle)
+    m[:2, :2] = [[c * scale[0], -s * scale[1]], [s * scale[0], c * scale[1]]]
+    m[:2, 3] = shift
+    return m.reshape(1, 4, 4)
+
+
+@pytest.mark.parametrize("version,shape,dims", [(2, (1, 7, 3), 3), (2, (1, 5, 2), 2), (1, (1, 2, 3, 6), 3)])
+def test_transform_landmarks(version, shape, dims):
+    pts = RNG.uniform(-5, 5, shape).astype(np.float32)
+    m = affine()
+    b = ModelBuilder()
+    x, mi = b.input("lm", shape), b.input("m", [1, 4, 4])
+    y = b.tensor("y", shape)
+    opts = flex({"dimensions": dims, "scale": 2.0}) if version == 1 else b""
+    b.custom_op("TransformLandmarks", [x, mi], [y], opts, version=version)
+    b.output(y)
+    _, (got,) = onnx_run(b.build(), pts, m)
+    np.testing.assert_allclose(got, ref_transform_landmarks(pts, m, dims, 2.0 if version == 1 else 1.0),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("code,version", [("TransformTensorBilinear", 2), ("TransformTensor", 1)])
+def test_transform_tensor_bilinear(code, version):
+    h, w, c, oh, ow = 9, 12, 3, 6, 5
+    x = RNG.uniform(-1, 1, (1, h, w, c)).astype(np.float32)
+    m = affine(0.3, (1.6, 1.2), (1.0, 0.5))          # some output pixels fall outside the input
+    b = ModelBuilder()
+    xi, mi = b.input("x", x.shape), b.input("m", [1, 4, 4])
+    y = b.tensor("y", [1, oh, ow, c])
+    b.custom_op(code, [xi, mi], [y], flex({"output_size": [oh, ow]}), version=version)
+    b.output(y)
+    r, (got,) = onnx_run(b.build(), x, m)
+    want = ref_tensor_bilinear(x, m, oh, ow, v2=version == 2)
+    assert 0 < np.count_nonzero(np.all(want == 0, axis=-1)) < oh * ow     # both inside and outside pixels
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert any(n.op_type == "GridSample" for n in r.model.graph.node)
+
+
+@pytest.mark.parametrize("subset", [[0, 3, 5, 6, 2], [1, 4]])
+def test_landmarks_to_transform_matrix(subset):
+    o = {"subset_idxs": subset, "left_rotation_idx": 2, "right_rotation_idx": 4, "target_rotation_radians": 0.3,
+         "output_height": 48, "output_width": 64, "scale_x": 1.5, "scale_y": 1.25}
+    lm = RNG.uniform(0, 100, (1, 7, 3)).astype(np.float32)
+    b = ModelBuilder()
+    x = b.input("lm", lm.shape)
+    y = b.tensor("m", [1, 4, 4])
+    b.custom_op("Landmarks2TransformMatrix", [x], [y], flex(o), version=2)
+    b.output(y)
+    _, (got,) = onnx_run(b.build(), lm)
+    np.testing.assert_allclose(got, ref_landmarks_to_matrix(lm, o), rtol=1e-4, atol=1e-3)

@@ -243,3 +243,107 @@ def transform_landmarks(ctx, op):
         z = ctx.node("Slice", [pts, ctx.i64([2]), ctx.i64([3]), ctx.i64([1])], 1)[0]
         moved = ctx.node("Concat", [moved, z], 1, axis=1)[0]
     ctx.node("Reshape", [moved, ctx.i64(shape)], [ctx.output(op)])
+
+
+def _tensor_bilinear(ctx, op, corner_fix: bool):
+    """Output pixel (x, y) samples the input bilinearly at the matrix's image of (x, y); 0 outside the input."""
+    h, w = _static_hw(ctx, op.inputs[0], f"{op.opcode}#{op.index}")
+    oh, ow = _static_hw(ctx, op.outputs[0], f"{op.opcode}#{op.index} output")
+    ys, xs = np.meshgrid(np.arange(oh, dtype=np.float32), np.arange(ow, dtype=np.float32), indexing="ij")
+    shift = 0.5 if corner_fix else 0.0              # v2 samples pixel centres: T -> S * (T * A)
+    coords = np.stack([xs + shift, ys + shift, np.zeros_like(xs), np.ones_like(xs)], -1).reshape(-1, 4)
+    rows = _matrix_rows(ctx, op, 1)
+    tc = ctx.node("MatMul", [ctx.const(coords, "pixel_coords"), ctx.node("Transpose", [rows], 1, perm=[1, 0])[0]],
+                  1)[0]                                                                    # [P, 2] = x, y
+    if corner_fix:
+        tc = ctx.node("Sub", [tc, ctx.scalar(0.5)], 1)[0]
+    upper = ctx.const(np.array([w - 1, h - 1], np.float32), "in_bounds")
+    inside = ctx.node("And", [ctx.node("GreaterOrEqual", [tc, ctx.scalar(0.0)], 1)[0],
+                              ctx.node("LessOrEqual", [tc, upper], 1)[0]], 1)[0]
+    both = ctx.node("ReduceMin", [ctx.node("Cast", [inside], 1, to=FLOAT)[0], ctx.i64([1], "axes")], 1,
+                    keepdims=0)[0]
+    mask = ctx.node("Reshape", [both, ctx.i64([1, 1, oh, ow])], 1)[0]
+    norm = ctx.const(np.array([2.0 / max(w - 1, 1), 2.0 / max(h - 1, 1)], np.float32), "to_unit")
+    grid = ctx.node("Sub", [ctx.node("Mul", [tc, norm], 1)[0], ctx.scalar(1.0)], 1)[0]
+    grid = ctx.node("Reshape", [grid, ctx.i64([1, oh, ow, 2])], 1)[0]
+    mode = "linear" if ctx.opset >= 20 else "bilinear"
+    sampled = ctx.node("GridSample", [ctx.input(op, 0), grid], 1, mode=mode, padding_mode="zeros",
+                       align_corners=1)[0]
+    ctx.node("Mul", [sampled, mask], [ctx.output(op)])
+
+
+@op("TransformTensorBilinear", category=I, onnx=("GridSample", "MatMul"), layout_inputs=(0,),
+    notes="MediaPipe custom op (v2: pixel centres); zero outside the input")
+def transform_tensor_bilinear(ctx, op):
+    _tensor_bilinear(ctx, op, corner_fix=op.version >= 2)
+
+
+@op("TransformTensor", category=I, onnx=("GridSample", "MatMul"), layout_inputs=(0,),
+    notes="MediaPipe custom op, TransformTensorBilinear's v1 name (pixel corners)")
+def transform_tensor(ctx, op):
+    _tensor_bilinear(ctx, op, corner_fix=False)
+
+
+@op("Landmarks2TransformMatrix", category=X, onnx=("Gather", "ReduceMax", "ReduceMin", "Concat"),
+    notes="MediaPipe custom op, version 2: crop of a landmark subset rotated to the target angle, as a 4x4 matrix")
+def landmarks_to_transform_matrix(ctx, op):
+    if op.version < 2:
+        raise ConversionError(f"{op.opcode}#{op.index}: version {op.version} is not supported (version 2 is)")
+    o = flex_options(op)
+    _need(op, o, "subset_idxs", "left_rotation_idx", "right_rotation_idx", "output_height", "output_width")
+    idx = [int(i) for i in o["subset_idxs"]]
+    if len(idx) % 2:
+        idx.append(idx[-1])                        # an odd list pairs its last index with itself
+    ow, oh = float(o["output_width"]), float(o["output_height"])
+    sx_k, sy_k = float(o.get("scale_x", 1.0)), float(o.get("scale_y", 1.0))
+    target = float(o.get("target_rotation_radians", 0.0))
+    pts = ctx.node("Reshape", [ctx.input(op, 0, tuple(range(ctx.tensor(op.inputs[0]).rank))), ctx.i64([-1, 3])],
+                   1)[0]
+    xy = ctx.node("Slice", [pts, ctx.i64([0]), ctx.i64([2]), ctx.i64([1])], 1)[0]           # [N, 2]
+
+    def col(v, k):                                   # column k of [K, 2] -> [K]
+        return ctx.node("Squeeze", [ctx.node("Slice", [v, ctx.i64([k]), ctx.i64([k + 1]), ctx.i64([1])], 1)[0],
+                                    ctx.i64([1], "axes")], 1)[0]
+
+    def mul(a, b):
+        return ctx.node("Mul", [a, b], 1)[0]
+
+    def add(a, b):
+        return ctx.node("Add", [a, b], 1)[0]
+
+    def sub(a, b):
+        return ctx.node("Sub", [a, b], 1)[0]
+
+    # rotation = target - atan2(dy, dx): only its cosine and sine are needed, from the unit direction.
+    ends = ctx.node("Gather", [xy, ctx.i64([int(o["left_rotation_idx"]), int(o["right_rotation_idx"])])], 1,
+                    axis=0)[0]
+    d = sub(ctx.node("Slice", [ends, ctx.i64([1]), ctx.i64([2]), ctx.i64([0])], 1)[0],
+            ctx.node("Slice", [ends, ctx.i64([0]), ctx.i64([1]), ctx.i64([0])], 1)[0])       # [1, 2]
+    r = ctx.node("Sqrt", [ctx.node("ReduceSum", [mul(d, d), ctx.i64([1], "axes")], 1, keepdims=1)[0]], 1)[0]
+    zero = ctx.node("Equal", [r, ctx.scalar(0.0)], 1)[0]
+    unit = ctx.node("Where", [zero, ctx.const(np.array([[1.0, 0.0]], np.float32), "east"),
+                              ctx.node("Div", [d, ctx.node("Where", [zero, ctx.scalar(1.0), r], 1)[0]], 1)[0]], 1)[0]
+    cos_t, sin_t = col(unit, 0), col(unit, 1)
+    c = add(mul(cos_t, ctx.scalar(np.cos(target))), mul(sin_t, ctx.scalar(np.sin(target))))
+    s = sub(mul(cos_t, ctx.scalar(np.sin(target))), mul(sin_t, ctx.scalar(np.cos(target))))
+    sub_pts = ctx.node("Gather", [xy, ctx.i64(idx)], 1, axis=0)[0]                          # [K, 2]
+    px, py = col(sub_pts, 0), col(sub_pts, 1)
+    rx, ry = sub(mul(c, px), mul(s, py)), add(mul(s, px), mul(c, py))
+
+    def span(v):
+        hi = ctx.node("ReduceMax", [v], 1, keepdims=1)[0]
+        lo = ctx.node("ReduceMin", [v], 1, keepdims=1)[0]
+        return sub(hi, lo), mul(add(hi, lo), ctx.scalar(0.5))
+
+    (w_, mx), (h_, my) = span(rx), span(ry)
+    cx, cy = add(mul(c, mx), mul(s, my)), sub(mul(c, my), mul(s, mx))       # centre rotated back by -rotation
+    sx, sy = mul(w_, ctx.scalar(sx_k / ow)), mul(h_, ctx.scalar(sy_k / oh))
+    shx, shy = ctx.scalar(-ow / 2.0), ctx.scalar(-oh / 2.0)
+    a, b = mul(c, sx), mul(s, sy)
+    e, f = ctx.node("Neg", [mul(s, sx)], 1)[0], mul(c, sy)
+    cells = [a, b, ctx.scalar(0.0), add(cx, add(mul(a, shx), mul(b, shy))),
+             e, f, ctx.scalar(0.0), add(cy, add(mul(e, shx), mul(f, shy)))]
+    cells = [ctx.node("Reshape", [v, ctx.i64([1])], 1)[0] for v in cells]
+    tail = ctx.const(np.array([0, 0, 1, 0, 0, 0, 0, 1], np.float32), "affine_tail")
+    flat = ctx.node("Concat", cells + [tail], 1, axis=0)[0]
+    ctx.node("Reshape", [flat, ctx.i64([1, 4, 4])], [ctx.output(op)])
