@@ -203,3 +203,14 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_indexing_op_matches_litert(case):
     check(case)
+
+
+def test_topk_with_computed_k_falls_back_to_tflite_layout_with_a_conflict():
+    # k is a graph input, so the rule cannot vouch for the layout: TFLite layout, one recorded "no-rule" Transpose.
+    case = Case("TOPK_V2-input-k-conv", lambda rng: single(
+        "TOPK_V2", [In(uni(rng, S), True), In(np.array(2, np.int32))], [((1, 5, 7, 2), "float32"),
+                                                                        ((1, 5, 7, 2), "int32")]))
+    res = check(case)
+    topk = res.graph.main.ops[-1]
+    assert res.plan.inputs[(topk.index, 0)] == (0, 1, 2, 3)
+    assert [c.kind for c in res.plan.conflicts if c.op == topk.index] == ["no-rule"]
