@@ -9,6 +9,8 @@ cannot express (CIFG, projection, layer norm, cell clipping, auxiliary inputs) a
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..errors import ConversionError
@@ -140,14 +142,9 @@ def _lstm(ctx, op, step: bool):
     _store(ctx, op, (18, 19), [yh, yc])
 
 
-@op("UNIDIRECTIONAL_SEQUENCE_LSTM", category=X, onnx="LSTM", notes="states are state:/state_out: I/O")
-def unidirectional_sequence_lstm(ctx, op):
-    _lstm(ctx, op, step=False)
-
-
-@op("LSTM", category=X, onnx="LSTM", notes="one time step; states are state:/state_out: I/O")
-def lstm(ctx, op):
-    _lstm(ctx, op, step=True)
+op("UNIDIRECTIONAL_SEQUENCE_LSTM", category=X, onnx="LSTM", notes="states are state:/state_out: I/O")(
+    partial(_lstm, step=False))
+op("LSTM", category=X, onnx="LSTM", notes="one time step; states are state:/state_out: I/O")(partial(_lstm, step=True))
 
 
 @op("BIDIRECTIONAL_SEQUENCE_LSTM", category=X, onnx="LSTM", notes="direction=bidirectional")
@@ -203,14 +200,9 @@ def _rnn(ctx, op, step: bool):
     _store(ctx, op, (4,), [yh])
 
 
-@op("UNIDIRECTIONAL_SEQUENCE_RNN", category=X, onnx="RNN", notes="hidden state is state:/state_out: I/O")
-def unidirectional_sequence_rnn(ctx, op):
-    _rnn(ctx, op, step=False)
-
-
-@op("RNN", category=X, onnx="RNN", notes="one time step; hidden state is state:/state_out: I/O")
-def rnn(ctx, op):
-    _rnn(ctx, op, step=True)
+op("UNIDIRECTIONAL_SEQUENCE_RNN", category=X, onnx="RNN", notes="hidden state is state:/state_out: I/O")(
+    partial(_rnn, step=False))
+op("RNN", category=X, onnx="RNN", notes="one time step; hidden state is state:/state_out: I/O")(partial(_rnn, step=True))
 
 
 @op("BIDIRECTIONAL_SEQUENCE_RNN", category=X, onnx="RNN", notes="direction=bidirectional")
