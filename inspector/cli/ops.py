@@ -25,8 +25,10 @@ def support_table(builtin_only: bool = False) -> list[dict]:
         builtin = name in BUILTINS
         if builtin_only and not builtin:
             continue
-        rows.append({"op": name, "category": rule.category.value, "onnx": list(rule.onnx),
-                     "notes": rule.notes if builtin else ("custom op" + (f"; {rule.notes}" if rule.notes else ""))})
+        notes = rule.notes
+        if not builtin and "custom op" not in notes.lower():
+            notes = "custom op" + (f"; {notes}" if notes else "")
+        rows.append({"op": name, "category": rule.category.value, "onnx": list(rule.onnx), "notes": notes})
     return rows
 
 
