@@ -293,3 +293,47 @@ def test_landmarks_to_transform_matrix(subset):
     b.output(y)
     _, (got,) = onnx_run(b.build(), lm)
     np.testing.assert_allclose(got, ref_landmarks_to_matrix(lm, o), rtol=1e-4, atol=1e-3)
+
+
+def ref_landmarks_to_matrix_v1(lm, o):
+    p = lm.reshape(-1, 3).astype(np.float64)
+    left, right = p[o["left_rotation_idx"]], p[o["right_rotation_idx"]]
+    alpha = -np.arctan((right[1] - left[1]) / (right[0] - left[0]))
+    idx = list(o["subset"]) + ([o["subset"][-1]] if len(o["subset"]) % 2 else [])
+    q = p[idx, :2]
+    rq = np.stack([q[:, 0] * np.cos(alpha) - q[:, 1] * np.sin(alpha),
+                   q[:, 0] * np.sin(alpha) + q[:, 1] * np.cos(alpha)], 1)
+    hi, lo = rq.max(0), rq.min(0)
+    bw, bh = (hi - lo) * o["bbox_size_multiplier"]
+    rng = o["landmarks_range"]
+    mid = (hi + lo) / 2
+    rm = (mid[0] * np.cos(-alpha) - mid[1] * np.sin(-alpha), mid[0] * np.sin(-alpha) + mid[1] * np.cos(-alpha))
+    scale = np.diag([bw / rng, bh / rng, 1])
+    rot = np.array([[np.cos(-alpha), -np.sin(-alpha), rm[0] / rng * 2 - 1],
+                    [np.sin(-alpha), np.cos(-alpha), rm[1] / rng * 2 - 1], [0, 0, 1]])
+    (ih, iw), (oh, ow) = o["input_hw"], o["output_hw"]
+    rel = np.array([[2 / (ow - 1), 0, -1], [0, 2 / (oh - 1), -1], [0, 0, 1]])
+    absl = np.array([[(iw - 1) / 2, 0, (iw - 1) / 2], [0, (ih - 1) / 2, (ih - 1) / 2], [0, 0, 1]])
+    itm = absl @ rot @ scale @ rel
+    out = np.zeros((4, 4))
+    out[0, [0, 1, 3]] = itm[0]
+    out[1, [0, 1, 3]] = itm[1]
+    out[2, :3] = itm[2]
+    out[3, 3] = 1
+    return out.reshape(1, 4, 4)
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_landmarks_to_transform_matrix_v1(flip):
+    o = {"subset": [0, 3, 5, 6, 2], "left_rotation_idx": 2, "right_rotation_idx": 4, "input_hw": [120, 160],
+         "output_hw": [48, 64], "landmarks_range": 100, "bbox_size_multiplier": 1.5, "dimensions": 3}
+    lm = RNG.uniform(0, 100, (1, 1, 1, 21)).astype(np.float32)
+    if flip:                                          # right landmark left of the left one: dx < 0
+        lm[0, 0, 0, 12] = lm[0, 0, 0, 6] - 20
+    b = ModelBuilder()
+    x = b.input("lm", lm.shape)
+    y = b.tensor("m", [1, 4, 4])
+    b.custom_op("Landmarks2TransformMatrix", [x], [y], flex(o), version=1)
+    b.output(y)
+    _, (got,) = onnx_run(b.build(), lm)
+    np.testing.assert_allclose(got, ref_landmarks_to_matrix_v1(lm, o), rtol=1e-4, atol=1e-3)

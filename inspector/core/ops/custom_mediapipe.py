@@ -284,66 +284,131 @@ def transform_tensor(ctx, op):
     _tensor_bilinear(ctx, op, corner_fix=False)
 
 
-@op("Landmarks2TransformMatrix", category=X, onnx=("Gather", "ReduceMax", "ReduceMin", "Concat"),
-    notes="MediaPipe custom op, version 2: crop of a landmark subset rotated to the target angle, as a 4x4 matrix")
-def landmarks_to_transform_matrix(ctx, op):
-    if op.version < 2:
-        raise ConversionError(f"{op.opcode}#{op.index}: version {op.version} is not supported (version 2 is)")
-    o = flex_options(op)
-    _need(op, o, "subset_idxs", "left_rotation_idx", "right_rotation_idx", "output_height", "output_width")
-    idx = [int(i) for i in o["subset_idxs"]]
+class _Arith:
+    """Elementwise ONNX arithmetic on value names, for the matrix ops' small scalar formulas."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __call__(self, op_type, *names, **attrs):
+        return self.ctx.node(op_type, list(names), 1, **attrs)[0]
+
+    def mul(self, a, b):
+        return self("Mul", a, b)
+
+    def add(self, a, b):
+        return self("Add", a, b)
+
+    def sub(self, a, b):
+        return self("Sub", a, b)
+
+    def k(self, value):
+        return self.ctx.scalar(float(value))
+
+    def col(self, v, j):
+        """Column j of a [K, 2] value as [K]."""
+        ctx = self.ctx
+        return self("Squeeze", self("Slice", v, ctx.i64([j]), ctx.i64([j + 1]), ctx.i64([1])), ctx.i64([1], "axes"))
+
+    def span(self, v):
+        """(max - min, (max + min) / 2) of v, each [1]."""
+        hi, lo = self("ReduceMax", v, keepdims=1), self("ReduceMin", v, keepdims=1)
+        return self.sub(hi, lo), self.mul(self.add(hi, lo), self.k(0.5))
+
+    def rotate(self, c, s, x, y):
+        """(x, y) rotated by the angle whose cosine and sine are c and s."""
+        return self.sub(self.mul(c, x), self.mul(s, y)), self.add(self.mul(s, x), self.mul(c, y))
+
+
+def _landmark_xy(ctx, op, o: dict, key: str):
+    """All landmarks' (x, y) as [N, 2], the direction left -> right as [1, 2], the subset's (x, y) as [K, 2]."""
+    idx = [int(i) for i in o[key]]
     if len(idx) % 2:
         idx.append(idx[-1])                        # an odd list pairs its last index with itself
-    ow, oh = float(o["output_width"]), float(o["output_height"])
-    sx_k, sy_k = float(o.get("scale_x", 1.0)), float(o.get("scale_y", 1.0))
-    target = float(o.get("target_rotation_radians", 0.0))
     pts = ctx.node("Reshape", [ctx.input(op, 0, tuple(range(ctx.tensor(op.inputs[0]).rank))), ctx.i64([-1, 3])],
                    1)[0]
-    xy = ctx.node("Slice", [pts, ctx.i64([0]), ctx.i64([2]), ctx.i64([1])], 1)[0]           # [N, 2]
-
-    def col(v, k):                                   # column k of [K, 2] -> [K]
-        return ctx.node("Squeeze", [ctx.node("Slice", [v, ctx.i64([k]), ctx.i64([k + 1]), ctx.i64([1])], 1)[0],
-                                    ctx.i64([1], "axes")], 1)[0]
-
-    def mul(a, b):
-        return ctx.node("Mul", [a, b], 1)[0]
-
-    def add(a, b):
-        return ctx.node("Add", [a, b], 1)[0]
-
-    def sub(a, b):
-        return ctx.node("Sub", [a, b], 1)[0]
-
-    # rotation = target - atan2(dy, dx): only its cosine and sine are needed, from the unit direction.
+    xy = ctx.node("Slice", [pts, ctx.i64([0]), ctx.i64([2]), ctx.i64([1])], 1)[0]
     ends = ctx.node("Gather", [xy, ctx.i64([int(o["left_rotation_idx"]), int(o["right_rotation_idx"])])], 1,
                     axis=0)[0]
-    d = sub(ctx.node("Slice", [ends, ctx.i64([1]), ctx.i64([2]), ctx.i64([0])], 1)[0],
-            ctx.node("Slice", [ends, ctx.i64([0]), ctx.i64([1]), ctx.i64([0])], 1)[0])       # [1, 2]
-    r = ctx.node("Sqrt", [ctx.node("ReduceSum", [mul(d, d), ctx.i64([1], "axes")], 1, keepdims=1)[0]], 1)[0]
+    d = ctx.node("Sub", [ctx.node("Slice", [ends, ctx.i64([1]), ctx.i64([2]), ctx.i64([0])], 1)[0],
+                         ctx.node("Slice", [ends, ctx.i64([0]), ctx.i64([1]), ctx.i64([0])], 1)[0]], 1)[0]
+    return d, ctx.node("Gather", [xy, ctx.i64(idx)], 1, axis=0)[0]
+
+
+def _unit(ctx, d: str) -> str:
+    """d / |d| ([1, 2]); (1, 0) when d is 0, as atan2(0, 0) = 0."""
+    r = ctx.node("Sqrt", [ctx.node("ReduceSum", [ctx.node("Mul", [d, d], 1)[0], ctx.i64([1], "axes")], 1,
+                                   keepdims=1)[0]], 1)[0]
     zero = ctx.node("Equal", [r, ctx.scalar(0.0)], 1)[0]
-    unit = ctx.node("Where", [zero, ctx.const(np.array([[1.0, 0.0]], np.float32), "east"),
-                              ctx.node("Div", [d, ctx.node("Where", [zero, ctx.scalar(1.0), r], 1)[0]], 1)[0]], 1)[0]
-    cos_t, sin_t = col(unit, 0), col(unit, 1)
-    c = add(mul(cos_t, ctx.scalar(np.cos(target))), mul(sin_t, ctx.scalar(np.sin(target))))
-    s = sub(mul(cos_t, ctx.scalar(np.sin(target))), mul(sin_t, ctx.scalar(np.cos(target))))
-    sub_pts = ctx.node("Gather", [xy, ctx.i64(idx)], 1, axis=0)[0]                          # [K, 2]
-    px, py = col(sub_pts, 0), col(sub_pts, 1)
-    rx, ry = sub(mul(c, px), mul(s, py)), add(mul(s, px), mul(c, py))
+    safe = ctx.node("Where", [zero, ctx.scalar(1.0), r], 1)[0]
+    return ctx.node("Where", [zero, ctx.const(np.array([[1.0, 0.0]], np.float32), "east"),
+                              ctx.node("Div", [d, safe], 1)[0]], 1)[0]
 
-    def span(v):
-        hi = ctx.node("ReduceMax", [v], 1, keepdims=1)[0]
-        lo = ctx.node("ReduceMin", [v], 1, keepdims=1)[0]
-        return sub(hi, lo), mul(add(hi, lo), ctx.scalar(0.5))
 
-    (w_, mx), (h_, my) = span(rx), span(ry)
-    cx, cy = add(mul(c, mx), mul(s, my)), sub(mul(c, my), mul(s, mx))       # centre rotated back by -rotation
-    sx, sy = mul(w_, ctx.scalar(sx_k / ow)), mul(h_, ctx.scalar(sy_k / oh))
-    shx, shy = ctx.scalar(-ow / 2.0), ctx.scalar(-oh / 2.0)
-    a, b = mul(c, sx), mul(s, sy)
-    e, f = ctx.node("Neg", [mul(s, sx)], 1)[0], mul(c, sy)
-    cells = [a, b, ctx.scalar(0.0), add(cx, add(mul(a, shx), mul(b, shy))),
-             e, f, ctx.scalar(0.0), add(cy, add(mul(e, shx), mul(f, shy)))]
+def _matrix_out(ctx, op, cells: list[str], tail) -> None:
+    """A [1, 4, 4] output from computed cells followed by constant ones."""
     cells = [ctx.node("Reshape", [v, ctx.i64([1])], 1)[0] for v in cells]
-    tail = ctx.const(np.array([0, 0, 1, 0, 0, 0, 0, 1], np.float32), "affine_tail")
-    flat = ctx.node("Concat", cells + [tail], 1, axis=0)[0]
+    flat = ctx.node("Concat", cells + [ctx.const(np.asarray(tail, np.float32), "matrix_tail")], 1, axis=0)[0]
     ctx.node("Reshape", [flat, ctx.i64([1, 4, 4])], [ctx.output(op)])
+
+
+@op("Landmarks2TransformMatrix", category=X, onnx=("Gather", "ReduceMax", "ReduceMin", "Concat"),
+    notes="MediaPipe custom op (v1, v2): crop of a landmark subset aligned to two landmarks, as a 4x4 matrix")
+def landmarks_to_transform_matrix(ctx, op):
+    (_v1 if op.version < 2 else _v2)(ctx, op, flex_options(op))
+
+
+def _v2(ctx, op, o: dict):
+    _need(op, o, "subset_idxs", "left_rotation_idx", "right_rotation_idx", "output_height", "output_width")
+    f = _Arith(ctx)
+    ow, oh = float(o["output_width"]), float(o["output_height"])
+    target = float(o.get("target_rotation_radians", 0.0))
+    d, sub_pts = _landmark_xy(ctx, op, o, "subset_idxs")
+    # rotation = target - atan2(dy, dx): only its cosine and sine are needed, from the unit direction.
+    unit = _unit(ctx, d)
+    cos_t, sin_t = f.col(unit, 0), f.col(unit, 1)
+    c = f.add(f.mul(cos_t, f.k(np.cos(target))), f.mul(sin_t, f.k(np.sin(target))))
+    s = f.sub(f.mul(cos_t, f.k(np.sin(target))), f.mul(sin_t, f.k(np.cos(target))))
+    rx, ry = f.rotate(c, s, f.col(sub_pts, 0), f.col(sub_pts, 1))
+    (w_, mx), (h_, my) = f.span(rx), f.span(ry)
+    cx, cy = f.rotate(c, f("Neg", s), mx, my)                     # the centre, rotated back
+    sx = f.mul(w_, f.k(float(o.get("scale_x", 1.0)) / ow))
+    sy = f.mul(h_, f.k(float(o.get("scale_y", 1.0)) / oh))
+    a, b, e, g = f.mul(c, sx), f.mul(s, sy), f("Neg", f.mul(s, sx)), f.mul(c, sy)
+    shx, shy = f.k(-ow / 2.0), f.k(-oh / 2.0)
+    _matrix_out(ctx, op, [a, b, f.k(0.0), f.add(cx, f.add(f.mul(a, shx), f.mul(b, shy))),
+                          e, g, f.k(0.0), f.add(cy, f.add(f.mul(e, shx), f.mul(g, shy)))],
+                [0, 0, 1, 0, 0, 0, 0, 1])
+
+
+def _v1(ctx, op, o: dict):
+    _need(op, o, "subset", "left_rotation_idx", "right_rotation_idx", "input_hw", "output_hw", "landmarks_range",
+          "bbox_size_multiplier")
+    f = _Arith(ctx)
+    ih, iw = (float(v) for v in o["input_hw"])
+    oh, ow = (float(v) for v in o["output_hw"])
+    rng, mult = float(o["landmarks_range"]), float(o["bbox_size_multiplier"])
+    d, sub_pts = _landmark_xy(ctx, op, o, "subset")
+    # alpha = -atan(dy / dx): cos = |dx| / |d|, sin = -sign(dx) dy / |d|.
+    unit = _unit(ctx, d)
+    ux, uy = f.col(unit, 0), f.col(unit, 1)
+    c, s = f("Abs", ux), f("Neg", f.mul(f("Sign", ux), uy))
+    rx, ry = f.rotate(c, s, f.col(sub_pts, 0), f.col(sub_pts, 1))
+    (w_, mx), (h_, my) = f.span(rx), f.span(ry)
+    sx, sy = f.mul(w_, f.k(mult / rng)), f.mul(h_, f.k(mult / rng))
+    ns = f("Neg", s)                                               # rotation by -alpha
+    mid_x, mid_y = f.rotate(c, ns, mx, my)
+    tx, ty = f.sub(f.mul(mid_x, f.k(2.0 / rng)), f.k(1.0)), f.sub(f.mul(mid_y, f.k(2.0 / rng)), f.k(1.0))
+    # itm = to_absolute @ [rotation(-alpha) + shift] @ scale @ to_relative; the outer two are constants.
+    cells = [f.mul(c, sx), f("Neg", f.mul(ns, sy)), tx, f.mul(ns, sx), f.mul(c, sy), ty]
+    rs = ctx.node("Concat", [ctx.node("Reshape", [v, ctx.i64([1])], 1)[0] for v in cells] +
+                  [ctx.const(np.array([0, 0, 1], np.float32), "row3")], 1, axis=0)[0]
+    rs = ctx.node("Reshape", [rs, ctx.i64([3, 3])], 1)[0]
+    to_abs = np.array([[(iw - 1) / 2, 0, (iw - 1) / 2], [0, (ih - 1) / 2, (ih - 1) / 2], [0, 0, 1]], np.float32)
+    to_rel = np.array([[2 / (ow - 1), 0, -1], [0, 2 / (oh - 1), -1], [0, 0, 1]], np.float32)
+    itm = ctx.node("MatMul", [ctx.node("MatMul", [ctx.const(to_abs, "to_absolute"), rs], 1)[0],
+                              ctx.const(to_rel, "to_relative")], 1)[0]
+    flat = ctx.node("Reshape", [itm, ctx.i64([9])], 1)[0]
+    m = [ctx.node("Slice", [flat, ctx.i64([k]), ctx.i64([k + 1])], 1)[0] for k in range(9)]
+    _matrix_out(ctx, op, [m[0], m[1], f.k(0.0), m[2], m[3], m[4], f.k(0.0), m[5], m[6], m[7], m[8], f.k(0.0)],
+                [0, 0, 0, 1])
