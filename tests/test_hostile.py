@@ -151,7 +151,7 @@ def test_inconsistent_ranks_are_a_conversion_error():
     axis = b.const("axis", np.array(3, np.int32))
     outs = [b.tensor("s0", [1, 4, 6, 3]), b.tensor("s1", []), b.tensor("s2", [1, 4, 6, 3])]
     b.op("SPLIT", [axis, x], outs, {"num_splits": 3})
-    b.output(*outs)
+    b.output(outs[0], outs[2])
     msg = _convert_error(b)
     assert "tensor 's1' is declared with shape [] but SPLIT#0 writes a rank-4 result" in msg
     assert "inconsistent" in msg
@@ -173,7 +173,8 @@ def test_an_op_missing_an_input_is_a_conversion_error():
     y = b.tensor("y", [1, 6, 5])
     b.op("MEAN", [x], [y], {"keep_dims": False})
     b.output(y)
-    assert "inconsistent" in _convert_error(b) or "MEAN#0" in _convert_error(b)
+    assert "cannot plan layouts in subgraph main at MEAN#0: operator inputs or tensor ranks are inconsistent" \
+        in _convert_error(b)
 
 
 # -- ONNX ---------------------------------------------------------------------------------------------------------
@@ -263,7 +264,7 @@ def test_a_cyclic_onnx_graph_is_refused():
 
 
 def test_an_initializer_shorter_than_its_shape_is_refused():
-    t = helper.make_tensor("w", TensorProto.FLOAT, [2**20, 3], b"\x00" * 12, raw=True)
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**20, 3], raw_data=b"\x00" * 12)
     g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
     with pytest.raises(ModelLoadError, match=r"of shape \[1048576, 3\] needs 12582912 bytes but holds 12"):

@@ -8,7 +8,7 @@ from onnx import helper
 from . import layout as L
 from .emit import Emitter, onnx_dtype
 from .errors import ConversionError, UnsupportedOpsError
-from .graph import Graph, Subgraph
+from .graph import Graph, Op, Subgraph
 from .layout import Perm
 from .ops.registry import load_all
 from .propagation import plan_layouts
@@ -92,7 +92,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
     table = load_all()
     if allow_custom:                                 # unknown custom ops become custom-domain nodes
-        from .ops.custom_mediapipe import with_custom_nodes
+        from .ops.custom import with_custom_nodes
         table = with_custom_nodes(graph, table)
     sg = graph.main
     folded, constants = fold_constants(sg)
@@ -160,7 +160,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                               producer_version=_version())
     model.ir_version = min(model.ir_version, 10)
     if allow_custom:
-        from .ops.custom_mediapipe import CUSTOM_DOMAIN, uses_domain
+        from .ops.custom import CUSTOM_DOMAIN, uses_domain
         if uses_domain(model.graph, CUSTOM_DOMAIN):
             model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
     if graph.description:
@@ -182,13 +182,25 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     return result
 
 
+def _culprit(e: BaseException) -> Op | None:
+    """The innermost op being planned when `e` was raised (the planner's frames name it `op`)."""
+    found, tb = None, e.__traceback__
+    while tb is not None:
+        op = tb.tb_frame.f_locals.get("op")
+        found = op if isinstance(op, Op) else found
+        tb = tb.tb_next
+    return found
+
+
 def _plan(sg: Subgraph, *args, **kwargs):
     """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a crash."""
     try:
         plan = plan_layouts(sg, *args, **kwargs)
     except HOSTILE as e:
-        raise ConversionError(f"cannot plan layouts in subgraph {sg.name}: operator inputs or tensor ranks are "
-                              f"inconsistent ({type(e).__name__}: {e})") from None
+        op = _culprit(e)
+        where = f" at {op.label}" if op is not None else ""
+        raise ConversionError(f"cannot plan layouts in subgraph {sg.name}{where}: operator inputs or tensor ranks "
+                              f"are inconsistent ({type(e).__name__}: {e})") from None
     producers = sg.producers()
     for t, perm in plan.perms.items():
         if len(perm) != sg.tensors[t].rank:
