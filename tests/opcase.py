@@ -27,6 +27,7 @@ class Case:
     permuted: bool = False        # the op under test must read its first input channels-first (no fallback)
     pins: dict = field(default_factory=dict)
     optimized: bool = False       # compare with LiteRT's default kernels (see run_litert)
+    opset: int = 18
 
     def __repr__(self) -> str:
         return self.id
@@ -85,7 +86,7 @@ def run(case: Case, seed: int = 0):
     b, inputs = case.make(np.random.default_rng(seed))
     data = b.build()
     g = read_tflite_bytes(data, f"{case.id}.tflite")
-    res = convert(g, pins=case.pins or None)
+    res = convert(g, pins=case.pins or None, opset=case.opset)
     ref = run_litert(data, inputs, len(g.main.tensors), {t.index for t in g.main.tensors if t.data is not None},
                      case.optimized)
     sg, plan, trace = g.main, res.plan, res.trace

@@ -36,6 +36,14 @@ def test_rfft2d_matches_litert(case):
     check(case)
 
 
+def test_rfft2d_at_opset_21_where_dft_takes_its_axis_as_an_input():
+    case = rfft((2, 4, 8), (4, 8))
+    case.opset = 21
+    res = check(case)
+    dfts = [n for n in res.model.graph.node if n.op_type == "DFT"]
+    assert len(dfts) == 2 and all(len(n.input) == 3 and all(a.name != "axis" for a in n.attribute) for n in dfts)
+
+
 def test_complex_graph_output_is_refused():
     b = ModelBuilder()
     x = b.input("x", (4, 8))
