@@ -2,6 +2,7 @@
 begins and multiples must be remapped (Attribute) or the TFLite layout restored (Terminate)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.opcase import C, Case, In, check, single, uni
@@ -85,6 +86,17 @@ CASES = [
     row("DILATE-conv", "DILATE", [X(S, True), C([1, 3, 1, 2], "int32"), C(-2.0, "float32")],
         [((1, 13, 7, 5), "float32")], permuted=True),
 ]
+
+
+def batched_gather(params, idx_shape, axis, batch_dims, conv=False):
+    out = params[:axis] + idx_shape[batch_dims:] + params[axis + 1:]
+    return Case(f"GATHER-batch{batch_dims}-axis{axis}-{idx_shape}{'-conv' if conv else ''}", lambda rng: single(
+        "GATHER", [In(uni(rng, params), conv), C(rng.integers(0, params[axis], idx_shape).astype(np.int32))],
+        [(out, "float32")], {"axis": axis, "batch_dims": batch_dims}))
+
+
+CASES += [batched_gather((2, 3, 5, 4), (2, 3, 2), 2, 2), batched_gather((2, 3, 5, 4), (2, 6), 2, 1),
+          batched_gather((2, 5, 7, 3), (2, 4), 1, 1, conv=True), batched_gather((3, 4, 6), (3, 2, 2), 2, 1)]
 
 
 def bitcast(src, dst, lo, hi):

@@ -313,10 +313,36 @@ def gather_rule(op, sg, in_perms, out_pin):
     return {0: p}, [p if idx.rank == 1 else reduced_layout(p, [axis], False)]
 
 
-@op("GATHER", category=A, onnx="Gather", rule=gather_rule)
+def _batched_gather(ctx, op, axis: int, b: int) -> None:
+    """GATHER with batch_dims b (TFLite layout): GatherND gathers at axis b, so the axis moves there first and
+    the params axes it jumped over move back in front of the indices' axes afterwards."""
+    r = ctx.tensor(op.inputs[0]).rank
+    k = ctx.tensor(op.inputs[1]).rank - b                 # indices' own (non-batch) axes
+    m = axis - b                                          # params axes between the batch and the gathered one
+    x = ctx.input(op, 0)
+    if m:
+        x = ctx.node("Transpose", [x], 1, perm=list(range(b)) + [axis] + list(range(b, axis)) +
+                     list(range(axis + 1, r)))[0]
+    idx = ctx.input(op, 1)
+    if ctx.tensor(op.inputs[1]).dtype != "int64":
+        idx = ctx.node("Cast", [idx], 1, to=ONNX_INT64)[0]
+    idx = ctx.node("Unsqueeze", [idx, ctx.i64([-1], "axes")], 1)[0]
+    out = ctx.output(op)
+    y = ctx.node("GatherND", [x, idx], 1 if m else [out], batch_dims=b)[0]
+    if m:                                                 # [B, I, M, R] -> [B, M, I, R]
+        rest = r - 1 - axis
+        ctx.node("Transpose", [y], [out], perm=list(range(b)) + [b + k + j for j in range(m)] +
+                 [b + j for j in range(k)] + [b + k + m + j for j in range(rest)])
+
+
+@op("GATHER", category=A, onnx=("Gather", "GatherND"), rule=gather_rule, notes="batch_dims via GatherND")
 def gather(ctx, op):
-    if op.options.get("batch_dims", 0):
-        raise ConversionError(f"GATHER#{op.index}: batch_dims is not supported")
+    b = op.options.get("batch_dims", 0)
+    if b:
+        r_idx = ctx.tensor(op.inputs[1]).rank
+        axis = op.options.get("axis", 0) % ctx.tensor(op.inputs[0]).rank
+        _batched_gather(ctx, op, axis, b % r_idx if b < 0 else b)
+        return
     p = in_perm(ctx, op)
     ctx.node("Gather", [ctx.input(op, 0), ctx.input(op, 1)], [ctx.output(op)],
              axis=L.axis_to_onnx(op.options.get("axis", 0), p))
