@@ -134,7 +134,7 @@ def test_fully_connected_per_channel(tmp_path):
 
 
 # --- uint8 per-tensor and ops with their own integer rescaling ------------------------------------------------
-def test_uint8_conv_pool_softmax(tmp_path):
+def uint8_mobilenet(tmp_path):
     """The shape of the old uint8 MobileNets: per-tensor uint8 weights with a zero point, RELU6, AVERAGE_POOL,
     RESHAPE, SOFTMAX."""
     b = ModelBuilder()
@@ -153,7 +153,11 @@ def test_uint8_conv_pool_softmax(tmp_path):
     y = b.tensor("y", [1, 5], "uint8", quant=(1 / 256, 0))
     b.op("SOFTMAX", [f], [y], {"beta": 1.0})
     b.output(y)
-    r = convert(save(b, tmp_path))
+    return save(b, tmp_path)
+
+
+def test_uint8_conv_pool_softmax(tmp_path):
+    r = convert(uint8_mobilenet(tmp_path))
     assert r.model.graph.input[0].type.tensor_type.elem_type == TensorProto.UINT8
     q, _ = dq_of_weight(r, (5, 3, 3, 3))
     assert q.dtype == np.uint8
@@ -164,8 +168,7 @@ def test_uint8_conv_pool_softmax(tmp_path):
     assert_within(validate(r), 1)
 
 
-def test_int8_rescaling_ops(tmp_path):
-    """LOGISTIC, HARD_SWISH, SOFTMAX, MEAN, ADD of two scales, MUL: TFLite's integer kernels, within 2 steps."""
+def rescaling_ops(tmp_path):
     b = ModelBuilder()
     x = b.input("x", [1, 4, 6, 5], "int8", quant=(0.05, 3))
     z = b.input("z", [1, 4, 6, 5], "int8", quant=(0.02, -7))
@@ -184,7 +187,12 @@ def test_int8_rescaling_ops(tmp_path):
     add("MEAN", [x, b.const("axes", np.array([1, 2], np.int32))], (0.011, -2), {"keep_dims": True},
         shape=(1, 1, 1, 5))
     b.output(*outs)
-    r = convert(save(b, tmp_path))
+    return save(b, tmp_path)
+
+
+def test_int8_rescaling_ops(tmp_path):
+    """LOGISTIC, HARD_SWISH, SOFTMAX, MEAN, ADD of two scales, MUL: TFLite's integer kernels, within 2 steps."""
+    r = convert(rescaling_ops(tmp_path))
     assert model_kind(r.graph) == "quantized"
     assert_within(validate(r), 2)
 
@@ -348,8 +356,8 @@ def se_block(tmp_path):
 def test_exact_int_is_bit_exact(tmp_path):
     graph = se_block(tmp_path)
     r = convert(graph, exact_int=True)
-    # Only LOGISTIC (exact as float -> QuantizeLinear already) keeps a QuantizeLinear.
-    assert {graph.main.ops[r.trace.node_op[n.name]].opcode for n in nodes(r, "QuantizeLinear")} == {"LOGISTIC"}
+    assert not nodes(r, "QuantizeLinear")
+    assert graph.main.ops[r.trace.node_op[nodes(r, "Gather")[0].name]].opcode == "LOGISTIC"   # LiteRT's table
     for seed in range(3):
         v = validate(r, seed=seed)
         assert v.ok
@@ -368,3 +376,17 @@ def test_qdq_default_is_within_a_step(tmp_path):
     assert len(nodes(r, "QuantizeLinear")) >= 5
     v = validate(r)
     assert v.ok and all(e.steps <= 2 for e in v.intermediates), {e.name: e.steps for e in v.intermediates}
+
+
+@pytest.mark.parametrize("model, exact_ops", [
+    (uint8_mobilenet, {"c", "p", "f"}),                        # AVERAGE_POOL: TFLite's rounding of sum / count
+    (rescaling_ops, {"logistic_0", "hard_swish_1", "mul_4", "mean_5"}),
+])
+def test_exact_int_ops(tmp_path, model, exact_ops):
+    """exact_int on the other integer kernels: tables for unary ops, TFLite's rounding for pools and means."""
+    r = convert(model(tmp_path), exact_int=True)
+    v = validate(r, seed=1)
+    assert_within(v, 1)
+    steps = {e.name: e.steps for e in v.outputs + v.intermediates}
+    assert exact_ops <= steps.keys(), steps
+    assert all(steps[name] == 0 for name in exact_ops), steps

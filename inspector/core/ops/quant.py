@@ -11,9 +11,12 @@ Ops that only move data (Reshape, Transpose, slices, concatenation...) run on th
 tensor they touch shares one scale and zero point, as TFLite's kernels do: no rounding at all. Variable and
 subgraph boundaries always carry the integers.
 
+Dynamic-range models (float activations, int8 weights): weights stay int8 + DequantizeLinear, and the float input
+of each hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED is quantized per batch row as TFLite's hybrid kernels
+do, so the result is TFLite's rather than the float model's.
 Float16 weights (`keep_fp16`): the folded DEQUANTIZE's constant is stored as float16 and Cast to float32.
 int16 activations need opset 21 for QuantizeLinear/DequantizeLinear; below that the same arithmetic is spelled
-out (Div, Round, Add, Clip, Cast and back).
+out (Div, Round, Add, Clip, Cast and back). `exact_int` (below) trades QDQ for TFLite's own integer arithmetic.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from .registry import T, op
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
 NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
-ONNX_FLOAT, ONNX_FLOAT16 = 1, 10
+ONNX_FLOAT = 1
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 # Ops whose emitters must see the stored integers: state and subgraph boundaries, reinterpretation.
@@ -434,30 +437,35 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
     return q, e
 
 
+def int64_const(em, value, base: str = "i") -> str:
+    """An int64 initializer of any shape, one per distinct value (the fixed-point pipeline repeats a few)."""
+    arr = np.asarray(value, np.int64)
+    key = ("int64", arr.shape, arr.tobytes())
+    if key not in em._cache:
+        em._cache[key] = em.const(arr, base)
+    return em._cache[key]
+
+
 def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray) -> str:
     """TFLite's MultiplyByQuantizedMultiplier on int64 values (q, e broadcast against x: per channel or scalar):
-    rounding doubling high multiply, then a rounding right shift (ties away from zero at both steps)."""
-    i64 = lambda v: em.const(np.asarray(v, np.int64), "fixed_point")    # noqa: E731
+    a rounding doubling high multiply (round half up), then a rounding right shift (half away from zero).
+    Both are floor divisions; int64 Div truncates, so an offset (a multiple of the divisor, 2^60) keeps the
+    dividend positive, which holds while |x * 2^left| < 2^29 (exact float accumulators stay below 2^24)."""
+    i64 = lambda v: int64_const(em, v)    # noqa: E731
     q, e = np.asarray(q, np.int64), np.asarray(e, np.int64)
     left, right = np.maximum(e, 0), np.maximum(-e, 0)
+    big = 1 << 60
     if np.any(left):
         x = em.node("Mul", [x, i64(np.left_shift(1, left))], 1)[0]
     ab = em.node("Mul", [x, i64(q)], 1)[0]
-    nonneg = em.node("GreaterOrEqual", [ab, i64(0)], 1)[0]
-    nudged = em.node("Add", [ab, em.node("Where", [nonneg, i64(1 << 30), i64(1 - (1 << 30))], 1)[0]], 1)[0]
-    hi = em.node("Div", [nudged, i64(1 << 31)], 1)[0]            # int64 Div truncates toward zero, as C++ does
+    hi = em.node("Div", [em.node("Add", [ab, i64(big + (1 << 30))], 1)[0], i64(1 << 31)], 1)[0]
+    hi = em.node("Sub", [hi, i64(big >> 31)], 1)[0]              # floor((ab + 2^30) / 2^31)
     if not np.any(right):
         return hi
     d = np.left_shift(1, right)
-    quo = em.node("Div", [hi, i64(d)], 1)[0]
-    rem = em.node("Sub", [hi, em.node("Mul", [quo, i64(d)], 1)[0]], 1)[0]
-    neg_rem = em.node("Less", [rem, i64(0)], 1)[0]               # floor division, as an arithmetic shift does
-    quo = em.node("Where", [neg_rem, em.node("Sub", [quo, i64(1)], 1)[0], quo], 1)[0]
-    rem = em.node("Where", [neg_rem, em.node("Add", [rem, i64(d)], 1)[0], rem], 1)[0]
     neg = em.node("Cast", [em.node("Less", [hi, i64(0)], 1)[0]], 1, to=ONNX_INT64)[0]
-    threshold = em.node("Add", [i64((d - 1) >> 1), neg], 1)[0]
-    up = em.node("Cast", [em.node("Greater", [rem, threshold], 1)[0]], 1, to=ONNX_INT64)[0]
-    return em.node("Add", [quo, up], 1)[0]
+    v = em.node("Sub", [em.node("Add", [hi, i64(big + d // 2)], 1)[0], neg], 1)[0]
+    return em.node("Sub", [em.node("Div", [v, i64(d)], 1)[0], i64(big // d)], 1)[0]   # floor((hi + d/2 - neg) / d)
 
 
 def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, int]:
@@ -486,8 +494,8 @@ def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axi
         q, e = q.reshape(()), e.reshape(())
     y = fixed_point_multiply(em, acc, q, e)
     lo, hi = activation_range(act, so, zo, ten.dtype)
-    y = em.node("Add", [y, em.const(np.array(zo, np.int64), "zero_point")], 1)[0]
-    y = em.node("Clip", [y, em.const(np.array(lo, np.int64), "qmin"), em.const(np.array(hi, np.int64), "qmax")], 1)[0]
+    y = em.node("Add", [y, int64_const(em, zo)], 1)[0]
+    y = em.node("Clip", [y, int64_const(em, lo), int64_const(em, hi)], 1)[0]
     return em.node("Cast", [y], [out], to=onnx_dtype(ten.dtype))[0]
 
 
@@ -574,15 +582,14 @@ def exact_mean(ctx, op) -> bool:
     onnx_axes = sorted(L.axis_to_onnx(a, p) for a in axes)
     x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT64)[0]
     s = ctx.node("ReduceSum", [x, ctx.i64(onnx_axes, "axes")], 1, keepdims=1 if op.options.get("keep_dims") else 0)[0]
-    s = ctx.node("Sub", [s, ctx.const(np.array(n * pin[1], np.int64), "sum_offset")], 1)[0]
+    s = ctx.node("Sub", [s, int64_const(ctx, n * pin[1])], 1)[0]
     # TFLite folds 1/n into the multiplier with `shift` extra bits (integer division, truncated).
     q, e = quantize_multiplier(pin[0] / pout[0])
     shift = min(n.bit_length() - 1, 32, 31 + e)
     y = fixed_point_multiply(ctx, s, np.array((q << shift) // n), np.array(e - shift))
     lo, hi = activation_range("NONE", pout[0], pout[1], ty.dtype)
-    y = ctx.node("Add", [y, ctx.const(np.array(pout[1], np.int64), "zero_point")], 1)[0]
-    y = ctx.node("Clip", [y, ctx.const(np.array(lo, np.int64), "qmin"), ctx.const(np.array(hi, np.int64), "qmax")],
-                 1)[0]
+    y = ctx.node("Add", [y, int64_const(ctx, pout[1])], 1)[0]
+    y = ctx.node("Clip", [y, int64_const(ctx, lo), int64_const(ctx, hi)], 1)[0]
     from ..emit import onnx_dtype
     ctx.node("Cast", [y], [ctx.output(op)], to=onnx_dtype(ty.dtype))
     return True
@@ -602,3 +609,84 @@ def _exact(opcode: str, kernel) -> None:
 
 from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
 _exact("MEAN", exact_mean)
+
+
+def exact_average_pool(ctx, op) -> bool:
+    """AVERAGE_POOL_2D on int8/uint8 as TFLite computes it: the window's sum of stored integers divided by the
+    in-bounds count, rounded half away from zero (exact in float: a tie k + 1/2 is representable)."""
+    sg, qdq = ctx.sg, ctx.q
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    if not (qdq.exact and x_t in qdq.q and y_t in qdq.q and tx.dtype == ty.dtype and tx.dtype in ("int8", "uint8")
+            and params(tx.quantization) is not None and params(tx.quantization) == params(ty.quantization)):
+        return False
+    from .conv import spatial_attrs
+    from ..emit import onnx_dtype
+    qdq._raw[op.index] = True
+    o = op.options
+    kernel = (o["filter_height"], o["filter_width"])
+    attrs = spatial_attrs(ctx, op, x_t, kernel, (o.get("stride_h", 1), o.get("stride_w", 1)), None)
+    f = "float32"
+    x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_FLOAT)[0]
+    m = ctx.node("AveragePool", [x], 1, kernel_shape=list(kernel), **attrs)[0]
+    half = ctx.node("Floor", [ctx.node("Add", [ctx.node("Abs", [m], 1)[0], ctx.scalar(0.5, f)], 1)[0]], 1)[0]
+    r = ctx.node("Mul", [ctx.node("Sign", [m], 1)[0], half], 1)[0]
+    so, zo = params(ty.quantization)
+    lo, hi = activation_range(o.get("fused_activation_function", "NONE") or "NONE", so, zo, ty.dtype)
+    r = ctx.node("Clip", [r, ctx.scalar(float(lo), f), ctx.scalar(float(hi), f)], 1)[0]
+    ctx.node("Cast", [r], [ctx.output(op)], to=onnx_dtype(ty.dtype))
+    return True
+
+
+LUT_OPS = ("HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", "GELU", "EXP", "LOG", "RSQRT", "SQRT")
+
+
+def exact_table(ctx, op) -> bool:
+    """A unary int8/uint8 op as a 256-entry table of what LiteRT's reference kernel returns for every input
+    value (its fixed-point approximations included). Needs ai-edge-litert at conversion time; without it the
+    float path runs."""
+    sg, qdq = ctx.sg, ctx.q
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    if not (qdq.exact and len([t for t in op.inputs if t >= 0]) == 1 and x_t in qdq.q and y_t in qdq.q
+            and tx.dtype in ("int8", "uint8") and ty.dtype in ("int8", "uint8")
+            and params(tx.quantization) is not None and params(ty.quantization) is not None):
+        return False
+    table = _kernel_table(op, tx, ty)
+    if table is None:
+        return False
+    qdq._raw[op.index] = True
+    index = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT64)[0]
+    if tx.dtype == "int8":
+        index = ctx.node("Add", [index, int64_const(ctx, 128)], 1)[0]
+    ctx.node("Gather", [ctx.const(table, f"{qdq.short(y_t)}_table"), index], [ctx.output(op)], axis=0)
+    return True
+
+
+def _kernel_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return None
+    from ..tflite_builder import ModelBuilder
+    info = np.iinfo(tx.dtype)
+    values = np.arange(info.min, info.max + 1, dtype=tx.dtype)
+    b = ModelBuilder()
+    x = b.input("x", [values.size], tx.dtype, quant=params(tx.quantization))
+    y = b.tensor("y", [values.size], ty.dtype, quant=params(ty.quantization))
+    try:
+        b.op(op.opcode, [x], [y], op.options, version=op.version)
+        b.output(y)
+        it = Interpreter(model_content=b.build(), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], values)
+        it.invoke()
+        return np.array(it.get_tensor(it.get_output_details()[0]["index"]))
+    except (ValueError, RuntimeError, IndexError, KeyError):
+        return None
+
+
+from . import elementwise as _elementwise, pool as _pool  # noqa: E402,F401
+_exact("AVERAGE_POOL_2D", exact_average_pool)
+for _name in LUT_OPS:
+    _exact(_name, exact_table)
