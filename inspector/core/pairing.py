@@ -16,12 +16,16 @@ as unmatched.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from . import layout as L
 from .graph import Graph
@@ -36,6 +40,7 @@ COPY_TYPES = {"Transpose", "Identity", "QuantizeLinear", "DequantizeLinear"}
 # What a fused activation becomes.
 ACTIVATION_TYPES = {"Relu", "Clip", "Tanh", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Min", "Max", "Sign"}
 MAX_HOPS = 12
+MIN_WEIGHT_SIZE = 8                     # smaller constants (axes, shapes, scalars) say nothing about which op it is
 _SUFFIX = re.compile(r"(:\d+|_raw_output___\d+|__transpose(_\d+)?|_transposed?|_[NCDHW]{3,5}|__\d+)$", re.I)
 
 
@@ -50,9 +55,17 @@ def normalise(name: str) -> str:
 def fitting_perms(shape, dims) -> list[Perm]:
     """Every layout (perm of the TFLite axes) in which `shape` reads as `dims` (-1 = any); identity and
     channels-first first. Empty when none fits."""
-    rank = len(shape)
-    if dims is None or len(dims) != rank:
+    if dims is None or len(dims) != len(shape):
         return []
+    return list(_fitting(tuple(shape), tuple(dims)))
+
+
+@lru_cache(maxsize=4096)
+def _fitting(shape: tuple, dims: tuple) -> tuple[Perm, ...]:
+    known = sorted(d for d in dims if d >= 0)
+    if any(d not in shape for d in known) or (-1 not in dims and known != sorted(shape)):
+        return ()                                   # quick refusal: the sizes differ whatever the order
+    rank = len(shape)
     first = [L.identity(rank), L.channels_first(rank)]
     rest = itertools.permutations(range(rank)) if rank <= 6 else ()
     out: list[Perm] = []
@@ -60,7 +73,15 @@ def fitting_perms(shape, dims) -> list[Perm]:
         p = tuple(p)
         if p not in out and all(d in (-1, s) for d, s in zip(dims, L.apply(shape, p))):
             out.append(p)
-    return out
+    return tuple(out)
+
+
+def fingerprint(data) -> bytes | None:
+    """The same for a constant in any layout (its sorted values), None for small or non-numeric constants."""
+    a = np.asarray(data)
+    if a.size < MIN_WEIGHT_SIZE or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        return None
+    return hashlib.blake2b(np.sort(a.astype(np.float32).ravel()).tobytes(), digest_size=16).digest()
 
 
 def node_label(node, index: int) -> str:
@@ -128,6 +149,26 @@ class _Onnx:
         self.constant = set(self.init) | {o for i, n in enumerate(self.nodes) if n.op_type == "Constant"
                                           for o in n.output}
         self.dims = _shapes(model)
+        self._arrays = {t.name: t for t in g.initializer}
+        self._fps: dict[str, bytes | None] = {}
+
+    def weights(self, i: int, depth: int = 3) -> set[bytes]:
+        """Fingerprints of the constants node i reads, also through constant-only nodes (a Transpose of weights,
+        a DequantizeLinear, a Cast of float16)."""
+        out: set[bytes] = set()
+        for v in self.nodes[i].input:
+            if v in self._arrays:
+                if v not in self._fps:
+                    try:
+                        self._fps[v] = fingerprint(numpy_helper.to_array(self._arrays[v]))
+                    except Exception:               # external or exotic data: no fingerprint
+                        self._fps[v] = None
+                if self._fps[v] is not None:
+                    out.add(self._fps[v])
+            elif v in self.producer and depth > 0 and all(
+                    x in self.constant or x in self._arrays or not x for x in self.nodes[self.producer[v]].input):
+                out |= self.weights(self.producer[v], depth - 1)
+        return out
 
     def values(self) -> list[str]:
         """Graph inputs, then every node output, in graph order."""
@@ -163,11 +204,15 @@ class _Matcher:
         self.x = _Onnx(model)
         self.table = load_all()
         try:
-            folded = fold_constants(sg)[0]
+            folded, constants = fold_constants(sg)
         except ConversionError:
-            folded = set()
+            folded, constants = set(), {}
+        self.weights = {}                   # op -> fingerprints of its constant inputs (folded ones included)
+        for op in sg.ops:
+            fps = {fingerprint(constants[t]) for t in op.inputs if t in constants}
+            self.weights[op.index] = fps - {None}
         self.m = Mapping(folded=sorted(folded))
-        self.producers = sg.producers()
+        self.producers, self.consumers = sg.producers(), sg.consumers()
         folded_out = {t for k in folded for t in sg.ops[k].outputs}
         self.m.scope = [t.index for t in sg.tensors if t.data is None and t.index not in folded_out
                         and t.dtype not in ("resource", "variant")
@@ -211,29 +256,36 @@ class _Matcher:
                     self.bind(t, v, "io")
 
     def copies(self) -> None:
-        """Follow COPY_TYPES nodes from mapped values: their outputs are the same tensor."""
+        """Follow COPY_TYPES nodes from mapped values, both ways: their outputs are the same tensor, and so is the
+        input of a Transpose whose output is mapped (an NCHW result transposed back for the graph output)."""
         queue = deque(self.m.value_tensor)
         while queue:
             v = queue.popleft()
-            t = self.m.value_tensor[v]
-            for i in self.x.consumers.get(v, []):
-                n = self.x.nodes[i]
-                if n.op_type not in COPY_TYPES or not n.output or n.output[0] in self.m.value_tensor:
+            t, perm = self.m.value_tensor[v], self.m.layout(v)
+            if perm is None:
+                continue
+            steps = [(self.x.nodes[i], 1) for i in self.x.consumers.get(v, [])]
+            if v in self.x.producer:
+                steps.append((self.x.nodes[self.x.producer[v]], -1))
+            for n, way in steps:
+                if n.op_type not in COPY_TYPES or not n.input or not n.output or (way < 0 and n.op_type != "Transpose"):
                     continue
-                out, perm = n.output[0], self.m.layout(v)
-                if perm is None:
+                other = n.output[0] if way > 0 else n.input[0]
+                if other in self.m.value_tensor or other in self.x.constant or other not in self.x.producer \
+                        and other not in self.x.inputs:
                     continue
+                p = perm
                 if n.op_type == "Transpose":
                     tp = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
                     tp = tp or list(reversed(range(len(perm))))      # ONNX default: reverse the axes
                     if len(tp) != len(perm):
                         continue
-                    perm = L.compose(perm, tp)
-                fits = self.fits(t, out)
-                if fits is not None and perm not in fits:
+                    p = L.compose(perm, tp) if way > 0 else L.compose(perm, L.inverse(tp))
+                fits = self.fits(t, other)
+                if fits is not None and p not in fits:
                     continue
-                self.bind(t, out, "copy", [perm])
-                queue.append(out)
+                self.bind(t, other, "copy", [p])
+                queue.append(other)
 
     def by_position(self) -> bool:
         changed = False
@@ -282,29 +334,60 @@ class _Matcher:
         cands = [(d, v) for v, d in dist.items() if (layout_op or d[0] >= 1) and self.fits(t, v)]
         if not cands:
             return None
+        # Nodes of the types we would emit come first (a hybrid Conv quantizes its input in nodes of the same shape).
+        types = self.types(op)
+        cands = [(d, v) for d, v in cands if self.x.nodes[self.x.producer[v]].op_type in types] or cands
         best = min(d for d, _ in cands)
         group = [v for d, v in cands if d == best]
+        if len(group) > 1:                                  # the most weights in common
+            score = {v: len(self.weights[op.index] & self.x.weights(self.x.producer[v])) for v in group}
+            group = [v for v in group if score[v] == max(score.values())]
         if len(group) > 1:
-            types = set(self.table[op.opcode].onnx) if op.opcode in self.table else set()
-            group = [v for v in group if self.x.nodes[self.x.producer[v]].op_type in types]
+            group = self.merge(op, t, group, dist, types)
         if len(group) != 1:
             return None                                     # a tie: listed as unmatched, never guessed
         return self.follow(op, t, group[0])
 
+    def merge(self, op, t: int, group: list[str], dist, types) -> list[str]:
+        """Branches of one op's decomposition (GELU: x*0.5 and erf(x/sqrt 2) meet in a Mul): where they all meet.
+        Only when no other pending TFLite op reads the same inputs; else the branches may be those ops."""
+        ins = {i for i in op.inputs if i in self.in_scope}
+        for j in {j for i in ins for j in self.consumers.get(i, [])} - {op.index}:
+            if any(o in self.in_scope and o not in self.m.tensor_values for o in self.sg.ops[j].outputs):
+                return group
+        below = None
+        for v in group:
+            seen, queue = set(), deque([v])
+            while queue:
+                for i in self.x.consumers.get(queue.popleft(), []):
+                    for o in self.x.nodes[i].output:
+                        if o in dist and o not in seen:
+                            seen.add(o)
+                            queue.append(o)
+            below = seen if below is None else below & seen
+        meet = [o for o in below or () if self.x.nodes[self.x.producer[o]].op_type in types and self.fits(t, o)]
+        return [min(meet, key=lambda o: dist[o])] if meet else group
+
+    def types(self, op) -> set[str]:
+        return set(self.table[op.opcode].onnx) if op.opcode in self.table else set()
+
     def follow(self, op, t: int, v: str) -> str:
-        """From an op's main node to what the TFLite tensor holds: through its fused activation, then through the
-        QuantizeLinear that brings a quantized result back to integers."""
-        steps = []
-        if op.options.get("fused_activation_function", "NONE") != "NONE":
-            steps.append(ACTIVATION_TYPES)
-        if self.sg.tensors[t].quantization is not None:
-            steps.append({"QuantizeLinear"})
-        for types in steps:
-            after = self.x.consumers.get(v, [])
-            if len(after) == 1 and self.x.nodes[after[0]].op_type in types:
-                o = self.x.nodes[after[0]].output[0]
-                if o not in self.m.value_tensor and self.fits(t, o):
-                    v = o
+        """From an op's first node to what the TFLite tensor holds: through the rest of its decomposition (a node of
+        another type it emits, which the next ops do not: SQUARED_DIFFERENCE is Sub then Mul), its fused
+        activation, and the QuantizeLinear that brings a quantized result back to integers."""
+        later = set().union(*(self.types(self.sg.ops[j]) for j in self.consumers.get(t, [])))
+        while True:
+            after = set(self.x.consumers.get(v, []))
+            if len(after) != 1:
+                break
+            n = self.x.nodes[after.pop()]
+            own = n.op_type in self.types(op) - later - {self.x.nodes[self.x.producer[v]].op_type}
+            fused = n.op_type in ACTIVATION_TYPES and op.options.get("fused_activation_function", "NONE") != "NONE"
+            quant = n.op_type == "QuantizeLinear" and self.sg.tensors[t].quantization is not None
+            o = n.output[0] if n.output else ""
+            if not (own or fused or quant) or o in self.m.value_tensor or not self.fits(t, o):
+                break
+            v = o
         return v
 
     def multi(self, op, outs: list[int], dist) -> bool:
