@@ -85,6 +85,8 @@ def test_conflicts_coloured_marked_and_listed(qtbot, window, corpus):
     for name, c in inserted.items():
         item = onx.node_by_key[name]
         assert item.category == CONFLICT and c.reason in item.marker and c.reason in item.toolTip()
+        out = [e for e in onx.edges if onx.vg.nodes[e.edge.src].key == name]
+        assert out and all("×" in e.edge.label for e in out)     # its output shape is shown, permuted
     flagged = [e for e in tfl.edges if e.conflict]
     assert {e.edge.tensor for e in flagged} == {c.tensor for c in doc.conflicts()}
     assert window.conflicts.topLevelItemCount() == len(doc.conflicts())
@@ -229,6 +231,9 @@ def test_paint_thousands_of_custom_items(qtbot):
     edges += [Edge(i, i + 5, 10_000 + i, "1×3") for i in range(0, n - 5, 9)]
     vg = ViewGraph("tflite", nodes, edges)
     scene = GraphScene(vg, graph_layout.compute(vg))
+    assert not scene.complete                    # big scenes are built in chunks from the event loop
+    scene.finish()
+    assert len(scene.nodes) == n
     before = NodeItem.paint_calls
     rect = scene.sceneRect()
     for scale in (0.02, 0.05, 0.1, 0.02):

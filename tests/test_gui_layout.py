@@ -75,6 +75,18 @@ def test_layers_follow_data_and_sources_sit_by_their_consumer():
     assert graph_layout.layers_of(3, [(0, 1), (1, 2), (2, 1)])      # a cycle does not hang
 
 
+def test_row_spacing_keeps_order_and_minimum_gap_per_row():
+    import numpy as np
+    row = np.array([0, 0, 0, 1, 1, 0, 2])
+    want = np.array([0.0, 0.0, 0.2, 5.0, 5.1, 9.0, -3.0])
+    x = graph_layout._spaced_rows(row, want)
+    for r in (0, 1):
+        xs = x[row == r][np.argsort(want[row == r], kind="stable")]
+        assert all(b - a >= 1 - 1e-9 for a, b in zip(xs, xs[1:]))
+    assert x[5] == 9.0 and x[6] == -3.0                 # vertices with room keep their place
+    assert abs(x[:3].mean() - want[:3].mean()) < 0.5       # crowded ones spread around where they were
+
+
 def test_spacing_keeps_order_and_minimum_gap():
     xs = graph_layout._spaced([0.0, 0.0, 0.2, 5.0, 5.1])
     assert xs == sorted(xs) and all(b - a >= 1 - 1e-9 for a, b in zip(xs, xs[1:]))

@@ -73,6 +73,8 @@ def main(argv=None) -> int:
     nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
     if nasnet.is_file():
         w = window_for(app, nasnet)
+        for which in (TFLITE, ONNX):
+            w.panes[which].main_view.fit()
         shot(app, w, out / "nasnet-overview.png")
         add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
         w.select(TFLITE, nodes=[("op", add)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QFont, QFontMetrics, QPainterPath, QPainterPathStroker, QPen, QPolygonF
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
+from PySide6.QtWidgets import QGraphicsItem
 
 from .graph_model import LINE_H, TITLE_H, Edge, Node
 from .palette import CONFLICT, UNKNOWN, palette
@@ -29,32 +29,46 @@ class _Fonts:
         return cls.title, cls.small
 
 
-def _lod(painter, option) -> float:
-    return option.levelOfDetailFromTransform(painter.worldTransform())
+class Frame:
+    """Shared by a scene's items: the level of detail of the frame being painted, set once per frame by the scene
+    (GraphScene.drawBackground) instead of once per item: Python work per item is what costs when zoomed out."""
+    lod = 1.0
+
+
+def _lod(item, painter, option) -> float:
+    frame = item.frame
+    if frame is None:
+        return option.levelOfDetailFromTransform(painter.worldTransform())
+    return frame.lod
 
 
 class NodeItem(QGraphicsItem):
     paint_calls = 0               # counted for the paint-stress test (guards a PySide6 6.12 crash)
 
-    def __init__(self, index: int, node: Node):
+    def __init__(self, index: int, node: Node, frame: Frame | None = None):
         super().__init__()
-        self.index, self.node = index, node
+        self.index, self.node, self.frame = index, node, frame
         self.category, self.marker = UNKNOWN, ""
+        pal = palette()
+        self.fill = pal.terminal if node.kind != "op" else pal.color(UNKNOWN)
         w, h = node.width, node.height
         self.rect = QRectF(-w / 2, -h / 2, w, h)
         self._bounds = self.rect.adjusted(-4, -8, 8, 4)
         self._elided: tuple[str, list[str]] | None = None
         self._fit_pt = 0.0                  # largest title size that fits the box, for reading when zoomed out
         self._wrapped = False
+        self.quick_fill = self.fill
         self.setFlag(QGraphicsItem.ItemIsSelectable)
         self.setZValue(1)
-        self.setCursor(Qt.PointingHandCursor)
 
     def boundingRect(self) -> QRectF:
         return self._bounds
 
     def set_category(self, category: str, marker: str = "", tooltip: str = "") -> None:
         self.category, self.marker = category, marker
+        pal = palette()
+        self.fill = pal.terminal if self.node.kind != "op" else pal.color(category)
+        self.quick_fill = pal.edge_conflict if marker else self.fill
         self.setToolTip(tooltip)
         self.update()
 
@@ -86,15 +100,13 @@ class NodeItem(QGraphicsItem):
 
     def paint(self, painter, option, widget=None):
         NodeItem.paint_calls += 1
-        pal = palette()
-        fill = pal.terminal if self.node.kind != "op" else pal.color(self.category)
-        selected = self.isSelected()
-        lod = _lod(painter, option)
+        lod = _lod(self, painter, option)
         if lod < LOD_TEXT:                      # cheap: one filled rectangle
-            if selected:
-                painter.fillRect(self.rect.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), pal.selection)
-            painter.fillRect(self.rect, pal.edge_conflict if self.marker else fill)
+            if self.isSelected():
+                painter.fillRect(self.rect.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), palette().selection)
+            painter.fillRect(self.rect, self.quick_fill)
             return
+        pal, fill, selected = palette(), self.fill, self.isSelected()
         if selected:
             painter.setPen(QPen(pal.selection, 7))
             painter.setBrush(Qt.NoBrush)
@@ -148,25 +160,39 @@ def route_path(points: list[tuple[float, float]]) -> QPainterPath:
     return path
 
 
-class EdgeItem(QGraphicsPathItem):
-    def __init__(self, index: int, edge: Edge, points: list[tuple[float, float]]):
-        super().__init__(route_path(points))
-        self.index, self.edge = index, edge
+class EdgeItem(QGraphicsItem):
+    """A polyline edge; its path and hit shape are built on first use, so only painted edges pay for them."""
+
+    def __init__(self, index: int, edge: Edge, points: list[tuple[float, float]], frame: Frame | None = None):
+        super().__init__()
+        self.index, self.edge, self.points, self.frame = index, edge, points, frame
         self.conflict = ""
+        self._path: QPainterPath | None = None
+        self._shape: QPainterPath | None = None
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        x0, y0 = min(xs), min(ys)
+        # room for the pen, the selection halo and the shape label beside the start
+        self._bounds = QRectF(x0 - 8, y0 - 8, max(xs) - x0 + 136, max(ys) - y0 + 22)
         self._start, self._end = QPointF(*points[min(1, len(points) - 1)]), QPointF(*points[-1])  # label in the gap
-        stroker = QPainterPathStroker()
-        stroker.setWidth(8)
-        self._shape = stroker.createStroke(self.path())
-        self._bounds = self._shape.boundingRect().adjusted(-4, -4, 120, 14)   # room for the shape label
         self.setFlag(QGraphicsItem.ItemIsSelectable)
-        self.setZValue(0)
+
+    def path(self) -> QPainterPath:
+        if self._path is None:
+            self._path = route_path(self.points)
+        return self._path
 
     def set_conflict(self, reason: str) -> None:
+        if reason == self.conflict:
+            return
         self.conflict = reason
         self.setToolTip(f"Conflict: {reason}" if reason else "")
         self.update()
 
     def shape(self) -> QPainterPath:
+        if self._shape is None:
+            stroker = QPainterPathStroker()
+            stroker.setWidth(8)
+            self._shape = stroker.createStroke(self.path())
         return self._shape
 
     def boundingRect(self) -> QRectF:
@@ -174,7 +200,7 @@ class EdgeItem(QGraphicsPathItem):
 
     def paint(self, painter, option, widget=None):
         pal = palette()
-        lod = _lod(painter, option)
+        lod = _lod(self, painter, option)
         color = pal.edge_conflict if self.conflict else pal.edge
         if self.isSelected():
             painter.setPen(QPen(pal.selection, 7 if lod >= LOD_TEXT else 7 / lod))

@@ -12,6 +12,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import igraph
+import numpy as np
+
 from .graph_model import ViewGraph
 
 H_GAP, V_GAP = 28, 44            # pixels between node slots / between layer bands
@@ -84,7 +87,6 @@ def cached(vg: ViewGraph) -> bool:
 
 
 def _compute(vg: ViewGraph) -> Layout:
-    import igraph
     n = len(vg.nodes)
     if n == 0:
         return Layout([], [], 0.0, 0.0)
@@ -93,7 +95,7 @@ def _compute(vg: ViewGraph) -> Layout:
     # Edges must point down a layer; a back edge (from a cycle) is laid out reversed.
     ig_edges = [(s, d) if layer[s] < layer[d] else (d, s) for s, d in edges]
     g = igraph.Graph(n=n, edges=ig_edges, directed=True)
-    lay = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=30 if n > 3000 else 100)
+    lay = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=100 if n < 1000 else (30 if n < 3000 else 10))
     slot = max(nd.width for nd in vg.nodes) + H_GAP
     nlayers = max(layer) + 1
     band = [0.0] * nlayers
@@ -103,22 +105,21 @@ def _compute(vg: ViewGraph) -> Layout:
     for k in range(1, nlayers):
         top[k] = top[k - 1] + band[k - 1] + V_GAP
     # igraph's x placement can put vertices of one layer closer than hgap: keep its order, space them ourselves.
-    routing = [list(r) for r in getattr(lay, "edge_routing", [])] + [[]] * len(edges)
-    rows: list[list[tuple[float, tuple]]] = [[] for _ in range(nlayers)]
+    # Vertices: the n nodes, then every edge's dummies in order (numbered so edge ei's start at first_dummy[ei]).
+    routing = list(getattr(lay, "edge_routing", [])) or [[] for _ in edges]
     coords = lay.coords                     # a copy per access in igraph: take it once
-    for i in range(n):
-        rows[layer[i]].append((coords[i][0], ("n", i)))
-    for ei in range(len(edges)):
-        for k, (cx, cy) in enumerate(routing[ei]):
-            rows[int(round(cy))].append((cx, ("d", ei, k)))
-    x_of: dict[tuple, float] = {}
-    for row in rows:
-        row.sort(key=lambda r: r[0])
-        for (_, ref), x in zip(row, _spaced([r[0] for r in row])):
-            x_of[ref] = x
-    xs = list(x_of.values())
-    x0 = min(xs)
-    pos = [((x_of[("n", i)] - x0) * slot + slot / 2, top[layer[i]] + band[layer[i]] / 2) for i in range(n)]
+    want = [c[0] for c in coords[:n]]
+    row = list(layer)
+    first_dummy = []
+    for r in routing:
+        first_dummy.append(len(want))
+        for cx, cy in r:
+            want.append(cx)
+            row.append(int(round(cy)))
+    x = _spaced_rows(np.asarray(row), np.asarray(want, dtype=float))
+    x = (x - x.min()) * slot + slot / 2
+    xs = x.tolist()
+    pos = [(xs[i], top[layer[i]] + band[layer[i]] / 2) for i in range(n)]
     routes = []
     for ei, (s, d) in enumerate(edges):
         if layer[s] >= layer[d]:            # back edge: drawn straight, it is rare
@@ -128,14 +129,30 @@ def _compute(vg: ViewGraph) -> Layout:
         sx, sy = pos[s]
         pts = [(sx, sy + vg.nodes[s].height / 2), (sx, top[layer[s]] + band[layer[s]])]
         for k, (_, cy) in enumerate(routing[ei]):
-            x, lk = (x_of[("d", ei, k)] - x0) * slot + slot / 2, int(round(cy))
-            pts += [(x, top[lk]), (x, top[lk] + band[lk])]
+            dx, lk = xs[first_dummy[ei] + k], int(round(cy))
+            pts += [(dx, top[lk]), (dx, top[lk] + band[lk])]
         dx, dy = pos[d]
         pts += [(dx, top[layer[d]]), (dx, dy - vg.nodes[d].height / 2)]
         routes.append(pts)
-    width = (max(xs) - x0 + 1) * slot
+    width = max(xs) + slot / 2
     height = top[-1] + band[-1]
     return Layout(pos, routes, width, height)
+
+
+def _spaced_rows(row: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """x per vertex: in each row the order of `want`, neighbours at least 1 apart, as close to `want` as a
+    left-to-right and a right-to-left sweep allow (their mean keeps both constraints and removes the drift)."""
+    order = np.lexsort((want, row))
+    r, w = row[order], want[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(r)) + 1]
+    rank = np.arange(len(r)) - np.repeat(starts, np.diff(np.r_[starts, len(r)]))
+    big = (np.abs(w).max() + len(r) + 1) * 4
+    lift = r * big                         # keeps the running max/min from leaking across rows
+    fwd = np.maximum.accumulate(w - rank + lift) - lift + rank
+    bwd = np.minimum.accumulate((w - rank + lift)[::-1])[::-1] - lift + rank
+    out = np.empty_like(w)
+    out[order] = (fwd + bwd) / 2
+    return out
 
 
 def _spaced(want: list[float]) -> list[float]:

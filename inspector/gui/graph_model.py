@@ -183,12 +183,20 @@ def from_onnx(model) -> ViewGraph:
     """The ONNX main graph: nodes keyed by node name (or 'OpType#i'), initializers folded into consumers."""
     import onnx
     from onnx import helper
-    try:    # fills in values the producer left without a shape (e.g. inserted Transposes)
-        model = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # shapes are decoration: a model that fails inference still draws
-        pass
-    g = model.graph
     shapes = _value_shapes(model)
+    outputs = [o for n in model.graph.node for o in n.output if o]
+    if sum(o not in shapes for o in outputs) > len(outputs) // 10:
+        try:    # a model saved without shapes; inference holds the GIL, so only when most are missing
+            model = onnx.shape_inference.infer_shapes(model)
+            shapes = _value_shapes(model)
+        except Exception:  # shapes are decoration: a model that fails inference still draws
+            pass
+    g = model.graph
+    for n in g.node:        # Transposes a converter inserted often carry no value_info: permute the input's
+        if n.op_type == "Transpose" and n.output[0] not in shapes and n.input[0] in shapes:
+            perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
+            src = shapes[n.input[0]]
+            shapes[n.output[0]] = tuple(src[p] for p in perm) if perm else tuple(reversed(src))
     inits = {t.name: t for t in g.initializer}
     b = _Builder("onnx")
     b.g.tensor_names = {}

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
-from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QWidget
+from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
-from .graph_items import EdgeItem, NodeItem
+from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Layout
 from .graph_model import ViewGraph
 from .palette import UNKNOWN, palette
@@ -19,38 +19,89 @@ MARGIN = 40
 
 
 class GraphScene(QGraphicsScene):
+    """Items are created top-down in chunks: the first chunk covers where the view starts (the top), the rest is
+    added from the event loop, so a 10k-node graph paints at once and the window stays responsive."""
+    FIRST_CHUNK, CHUNK = 2500, 4000
+    completed = Signal()
+
     def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
         super().__init__(parent)
         self.vg, self.layout = vg, layout
         self.setBackgroundBrush(palette().background)
+        self.frame = Frame()
         self.nodes: list[NodeItem] = []
         self.edges: list[EdgeItem] = []
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
-        for i, (node, (x, y)) in enumerate(zip(vg.nodes, layout.pos)):
-            item = NodeItem(i, node)
-            item.setPos(x, y)
-            self.addItem(item)
-            self.nodes.append(item)
-            self.node_by_key[node.key] = item
-        for i, (edge, route) in enumerate(zip(vg.edges, layout.routes)):
-            item = EdgeItem(i, edge, route)
-            self.addItem(item)
-            self.edges.append(item)
-            self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
+        self._colours: tuple[dict, dict, dict] = ({}, {}, {})
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
+        order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(layout.pos)]
+        order += [(route[0][1], 1, i) for i, route in enumerate(layout.routes)]
+        order.sort()
+        self._todo = iter(order)
+        self._timer = QTimer(self, interval=0, timeout=self._step)
+        self.complete = False
+        self.populate(self.FIRST_CHUNK)
+
+    def populate(self, limit: int | None = None) -> None:
+        """Create up to `limit` more items (all when None)."""
+        vg, layout, frame = self.vg, self.layout, self.frame
+        cats, markers, conflicts = self._colours
+        made = 0
+        for _, kind, i in self._todo:
+            if kind == 0:
+                node = vg.nodes[i]
+                item = NodeItem(i, node, frame)
+                item.setPos(*layout.pos[i])
+                self._colour_node(item, cats, markers)
+                self.addItem(item)
+                self.nodes.append(item)
+                self.node_by_key[node.key] = item
+            else:
+                edge = vg.edges[i]
+                item = EdgeItem(i, edge, layout.routes[i], frame)
+                if conflicts:
+                    item.set_conflict(conflicts.get((edge.tensor, vg.nodes[edge.dst].key), ""))
+                self.addItem(item)
+                self.edges.append(item)
+                self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
+            made += 1
+            if limit is not None and made >= limit:
+                if not self._timer.isActive():
+                    self._timer.start()
+                return
+        self._timer.stop()
+        if not self.complete:
+            self.complete = True
+            self.completed.emit()
+
+    def _step(self) -> None:
+        self.populate(self.CHUNK)
+
+    def finish(self) -> None:
+        """Everything created: before a search or a selection by key."""
+        if not self.complete:
+            self.populate()
+
+    def drawBackground(self, painter, rect):
+        self.frame.lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        super().drawBackground(painter, rect)
+
+    @staticmethod
+    def _colour_node(item, categories, markers) -> None:
+        key = item.node.key
+        cat = categories.get(key, UNKNOWN)
+        marker = markers.get(key, "")
+        tip = f"{item.node.title}  ({cat})" if item.node.kind == "op" else item.node.title
+        item.set_category(cat, marker, tip + ("\n" + marker if marker else ""))
 
     def colour(self, categories: dict[Hashable, str], markers: dict[Hashable, str],
                edge_conflicts: dict[Hashable, str]) -> None:
-        """Recolour in place: categories and marker texts by node key, conflict reasons by (tensor, consumer key)."""
+        """Recolour in place: categories and marker texts by node key, conflict reasons by (tensor, consumer key).
+        Items created later take the same colours."""
+        self._colours = (categories, markers, edge_conflicts)
         for item in self.nodes:
-            key = item.node.key
-            marker = markers.get(key, "")
-            tip = [f"{item.node.title}  ({categories.get(key, UNKNOWN)})"] if item.node.kind == "op" else \
-                [item.node.title]
-            if marker:
-                tip.append(marker)
-            item.set_category(categories.get(key, UNKNOWN), marker, "\n".join(tip))
+            self._colour_node(item, categories, markers)
         for e in self.edges:
             e.set_conflict(edge_conflicts.get((e.edge.tensor, self.vg.nodes[e.edge.dst].key), ""))
 
@@ -66,6 +117,7 @@ class GraphScene(QGraphicsScene):
 
     def select(self, node_keys=(), tensor_keys=()) -> QRectF:
         """Replace the selection; returns the bounding rect of what got selected (empty if nothing)."""
+        self.finish()
         self.blockSignals(True)
         self.clearSelection()
         rect = QRectF()
@@ -117,6 +169,24 @@ class GraphView(QGraphicsView):
             self.fitInView(self.scene().sceneRect(), Qt.KeepAspectRatio)
             self.zoomChanged.emit()
             self.minimap.sync()
+
+    def initial(self) -> None:
+        """Fit when the whole graph is still legible; otherwise start readable at the top, like a document."""
+        scene = self.scene()
+        if scene is None:
+            return
+        r, vp = scene.sceneRect(), self.viewport().rect()
+        if min(vp.width() / max(r.width(), 1), vp.height() / max(r.height(), 1)) >= 0.25:
+            self.fit()
+            return
+        self.resetTransform()
+        self.scale(0.8, 0.8)
+        top = min((it.pos().y() for it in scene.nodes[:50]), default=r.top())
+        first = min(scene.nodes[:50], key=lambda it: it.pos().y()) if scene.nodes else None
+        x = first.pos().x() if first is not None else r.center().x()
+        self.centerOn(x, top + vp.height() / 2 / 0.8 - 40)
+        self.zoomChanged.emit()
+        self.minimap.sync()
 
     def reveal(self, rect: QRectF) -> None:
         """Centre on rect, zooming in to a readable scale if the view is zoomed far out."""
@@ -182,14 +252,24 @@ class Minimap(QWidget):
         self.raise_()
 
     def _render(self) -> None:
+        """Draw the overview from positions and colours directly: rendering the scene would call every item's
+        Python paint(), which takes a second at 10k nodes."""
         scene = self.view.scene()
         if scene is None:
             return
         self.place()
         img = QImage(self.size(), QImage.Format_ARGB32_Premultiplied)
         img.fill(QColor(255, 255, 255, 235))
+        k, r = self._k()
+        x0, y0 = r.left(), r.top()
         p = QPainter(img)
-        scene.render(p, QRectF(img.rect()), scene.sceneRect(), Qt.KeepAspectRatio)
+        p.setPen(QPen(palette().edge, 0))
+        p.drawLines([QLineF((e.points[0][0] - x0) * k, (e.points[0][1] - y0) * k,
+                            (e.points[-1][0] - x0) * k, (e.points[-1][1] - y0) * k) for e in scene.edges])
+        for item in scene.nodes:
+            (x, y), n = scene.layout.pos[item.index], item.node
+            p.fillRect(QRectF((x - n.width / 2 - x0) * k, (y - n.height / 2 - y0) * k,
+                              max(n.width * k, 1.0), max(n.height * k, 1.0)), item.quick_fill)
         p.end()
         self.image = img
         self.sync()

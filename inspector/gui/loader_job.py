@@ -9,6 +9,8 @@ import traceback
 from PySide6.QtCore import QObject, QRunnable, Signal
 
 from inspector.core.errors import InspectorError
+from inspector.core.loader import sniff
+from inspector.core.tflite_reader import read_tflite
 
 from . import graph_layout, graph_model
 from .document import Document
@@ -50,7 +52,6 @@ class LoadJob(QRunnable):
             self._emit(self.signals.done)
 
     def _run(self) -> None:
-        from inspector.core.loader import sniff
         s = self.signals
         self._emit(s.stage, "Reading model…")
         if sniff(self.path) == "onnx":
@@ -62,7 +63,6 @@ class LoadJob(QRunnable):
             doc = Document(self.path, model=model)
             self._onnx(doc)
             return
-        from inspector.core.tflite_reader import read_tflite
         graph = read_tflite(self.path)
         doc = Document(self.path, graph=graph)
         if self.cancelled:

@@ -210,7 +210,8 @@ class MainWindow(QMainWindow):
 
     @property
     def idle(self) -> bool:
-        return self.job is None
+        """No job running and every scene fully built."""
+        return self.job is None and all(sc.complete for sc in self.scenes.values())
 
     def cancel(self) -> None:
         if self.job is not None:
@@ -282,10 +283,11 @@ class MainWindow(QMainWindow):
         scene = GraphScene(vg, layout)
         scene.selectionChanged.connect(lambda: self._selection_changed(which, scene))
         view = self._make_view(scene, which)
+        scene.completed.connect(view.minimap.invalidate)
         self.scenes[which] = scene
         self.panes[which].set_main(view, label)
         self._colour(which)
-        view.fit()
+        view.initial()
 
     def _make_view(self, scene, which: str) -> GraphView:
         view = GraphView(scene)
@@ -427,6 +429,8 @@ class MainWindow(QMainWindow):
     def follow_link(self, href: str) -> None:
         kind, _, raw = href.partition(":")
         key = unquote(raw)
+        for scene in self.scenes.values():
+            scene.finish()
         if kind == "tfl-op":
             self.select(TFLITE, nodes=[("op", int(key))])
         elif kind == "tfl-tensor":
@@ -478,6 +482,7 @@ class MainWindow(QMainWindow):
             scene = self.scenes.get(which)
             if scene is None:
                 continue
+            scene.finish()
             for item in scene.nodes:
                 n = item.node
                 if q in n.title.lower() or q in n.search.lower():
