@@ -1,0 +1,112 @@
+"""The Session document: decisions (pins, metadata, options), re-runs, session files, CLI replay."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from inspector.cli import main
+from inspector.core.errors import ConversionError, InspectorError, MetadataError
+from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.session import Session
+from inspector.core.tflite_builder import ModelBuilder
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture
+def model(tmp_path):
+    """conv -> reshape -> conv: two Transposes by default; pinning the first conv's output moves one."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    a = b.tensor("a", [1, 5, 7, 4])
+    b.op("CONV_2D", [x, b.const("wa", RNG.standard_normal((4, 3, 2, 3)).astype(np.float32)), None], [a],
+         {"padding": "SAME"})
+    r = b.tensor("r", [1, 7, 5, 4])
+    b.op("RESHAPE", [a, b.const("shape", np.array([1, 7, 5, 4], np.int32))], [r], {"new_shape": [1, 7, 5, 4]})
+    y = b.tensor("y", [1, 7, 5, 2])
+    b.op("CONV_2D", [r, b.const("wy", RNG.standard_normal((2, 3, 2, 4)).astype(np.float32)), None], [y],
+         {"padding": "SAME"})
+    b.output(y)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build())
+    return path
+
+
+def test_pin_rerun_and_change_summary(model):
+    s = Session.open(model)
+    events = []
+    s.subscribe(lambda name, payload: events.append(name))
+    first = s.convert()
+    assert s.result.transposes == 2 and str(first) == "2 conflicts left"
+    before = s.set_pin("y", "keep")
+    assert before is None and s.pins == {"y": "keep"}
+    change = s.convert()
+    assert s.result.transposes == 3
+    assert str(change) == "1 Transpose added, 3 conflicts left"
+    s.set_pin("y", before)                                     # undo = set the previous value back
+    assert s.pins == {} and str(s.convert()) == "1 Transpose removed, 2 conflicts left"
+    assert events[:3] == ["converted", "pins", "converted"]
+
+
+def test_bad_decisions_are_refused_before_they_are_stored(model):
+    s = Session.open(model)
+    with pytest.raises(ConversionError, match="no tensor named"):
+        s.set_pin("nope", "keep")
+    with pytest.raises(ConversionError, match="not understood"):
+        s.set_pin("a", "sideways")
+    with pytest.raises(MetadataError, match="Rgb8"):
+        s.set_metadata(MetadataEdits(image={"Image.BitmapPixelFormat": "rgb9"}))
+    assert s.pins == {} and s.metadata.is_empty()
+
+
+def test_session_file_round_trip_and_cli_replay_is_identical(model, tmp_path):
+    s = Session.open(model)
+    s.set_pin("a", "keep")
+    s.set_metadata(MetadataEdits(types={"x": "IMAGE"}, image={"image.bitmappixelformat": "rgb8"},
+                                 props={"author": "me"}))
+    saved = s.save(str(tmp_path / "m.inspector.json"))
+    s.export(str(tmp_path / "window.onnx"))
+    data = json.loads(open(saved).read())
+    assert data["pins"] == {"a": "keep"} and data["model"] == "m.tflite" and data["model_sha256"]
+
+    assert main(["convert", str(model), "-o", str(tmp_path / "cli.onnx"), "--session", saved]) == 0
+    assert (tmp_path / "window.onnx").read_bytes() == (tmp_path / "cli.onnx").read_bytes()
+    m = onnx.load(str(tmp_path / "cli.onnx"))
+    props = {p.key: p.value for p in m.metadata_props}
+    assert props["Image.BitmapPixelFormat"] == "Rgb8" and props["author"] == "me"
+    assert m.graph.input[0].type.denotation == "IMAGE"
+
+    again = Session.open(model)
+    assert again.load_decisions(saved) == []
+    assert again.pins == {"a": "keep"}
+
+
+def test_session_from_another_model_version_warns(model, tmp_path):
+    s = Session.open(model)
+    saved = s.save(str(tmp_path / "s.json"))
+    data = json.loads(open(saved).read())
+    data["model_sha256"] = "0" * 64
+    open(saved, "w").write(json.dumps(data))
+    assert "different version" in Session.open(model).load_decisions(saved)[0]
+    open(saved, "w").write("{not json")
+    with pytest.raises(InspectorError, match="not a readable session file"):
+        Session.open(model).load_decisions(saved)
+
+
+def test_export_never_replaces_the_source(model):
+    s = Session.open(model)
+    with pytest.raises(InspectorError, match="source model"):
+        s.export(str(model))
+    assert model.read_bytes()[4:8] == b"TFL3"
+
+
+def test_report_lists_each_conflict_with_its_node(model):
+    s = Session.open(model)
+    s.convert()
+    rep = s.report()
+    nodes = {n.name for n in s.result.model.graph.node if n.op_type == "Transpose"}
+    assert rep["transposes"] == 2 and {c["node"] for c in rep["conflicts"]} == nodes
+    assert {c["kind"] for c in rep["conflicts"]} == {"terminate", "meet"}
