@@ -246,3 +246,51 @@ def test_paint_thousands_of_custom_items(qtbot):
     assert painted >= 4 * n
     assert sum(isinstance(i, EdgeItem) for i in scene.items()) == len(edges)
     assert _distinct_colours(img) > 1
+
+
+def test_cancel_drops_the_job_results(qtbot, window, corpus):
+    window.open_path(str(corpus / "keras/nasnetmobile_fp32.tflite"))
+    assert window.cancel_button.isVisibleTo(window)
+    window.cancel()
+    assert window.idle and not window.cancel_button.isVisibleTo(window)
+    window.pool.waitForDone(60_000)
+    qtbot.wait(200)                                   # deliver anything the worker queued
+    assert window.scenes == {} and window.doc is None
+    assert "Cancelled" in window.panes[TFLITE].placeholder.text()
+
+
+def test_drop_a_file_opens_it(qtbot, window, corpus):
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(corpus / CONFLICT_MODEL))])
+    event = QDropEvent(QPointF(10, 10), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    window.dropEvent(event)
+    qtbot.waitUntil(lambda: window.idle and ONNX in window.scenes, timeout=60_000)
+    assert window.doc.path.endswith("conv-reshape-multiple-conv.float32.tflite")
+
+
+def test_exception_hook_shows_a_dialog_and_keeps_running(qtbot, window, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from inspector.core.errors import ModelLoadError
+    from inspector.gui.app import _hook
+    shown = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda self: shown.append((self.text(), self.detailedText())))
+    hook = _hook(lambda: window)
+    try:
+        raise ValueError("boom in a slot")
+    except ValueError as e:
+        hook(type(e), e, e.__traceback__)
+    hook(ModelLoadError, ModelLoadError("m.tflite", "truncated"), None)
+    assert "boom in a slot" in shown[0][0] and "Traceback" in shown[0][1]
+    assert "truncated" in shown[1][0] and shown[1][1] == ""      # expected errors: message only, no traceback
+    assert window.isVisible()
+
+
+def test_cli_has_gui_command():
+    from inspector.cli import build_parser
+    from inspector.cli import gui as gui_cli
+    args = build_parser().parse_args(["gui", "model.tflite"])
+    assert args.model == "model.tflite" and args.run is gui_cli.run
+    assert build_parser().parse_args(["gui"]).model is None
