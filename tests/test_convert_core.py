@@ -279,3 +279,13 @@ def test_trace_maps_every_op_and_io(tmp_path):
         assert nodes and set(nodes) <= node_names
         assert all(res.trace.node_op[n] == op_index for n in nodes)
     assert res.trace.tensor_values[y][0] in {v.name for v in res.model.graph.value_info} | {"y"}
+
+
+def test_fused_tanh_follows_litert_and_says_so(tmp_path):
+    """LiteRT's kernels ignore a fused TANH; the conversion matches the interpreter and warns."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    y = conv(b, x, 3, 4, 5, 7, "a", fused="TANH")
+    b.output(y)
+    r = check(b, tmp_path)
+    assert not ops(r, "Tanh") and any("TANH is ignored" in w for w in r.warnings)

@@ -172,7 +172,6 @@ def test_floor_mod_takes_divisor_sign():
     check(f)
 
 
-@pytest.mark.xfail(strict=True, reason="tflite_reader decodes float option vectors (BUCKETIZE boundaries) as ints")
 def test_bucketize_fractional_boundaries():
     check(unary("BUCKETIZE", lambda r, s: uni(r, s, -3, 3), options={"boundaries": [-2.0, -0.5, 0.0, 1.0, 2.5]},
                 dtype_out="int32"))

@@ -173,6 +173,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
+    result.warnings += em.warnings
     if em.state is not None:
         result.state = em.state.describe()
         result.warnings += em.state.warnings

@@ -101,7 +101,7 @@ class Session:
         before = self.result.transposes if self.result is not None else None
         result = convert(self.graph, pins=dict(self.pins), keep_io_layout=bool(self.options.get("keep_io_layout")),
                          opset=int(self.options.get("opset", 18)), check=check)
-        self.notes = annotate(result, self.metadata)
+        self.notes = list(result.warnings) + annotate(result, self.metadata)
         self.result, self.validation, self.error = result, None, ""
         change = Change(before, result.transposes, len(result.plan.conflicts))
         self.emit("converted", change)
