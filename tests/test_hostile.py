@@ -414,3 +414,27 @@ def test_the_ast_scan_would_see_a_pickle():
 def test_every_refusal_is_an_inspector_error():
     for cls in (ModelLoadError, ConversionError, MetadataError, WriteError):
         assert issubclass(cls, InspectorError)
+
+
+def test_a_sparse_constant_claiming_far_more_than_it_stores_is_refused(corpus):
+    """The corpus' sparse model with one sparse weight's first dim multiplied: folding would allocate for it."""
+    import tflite
+
+    from inspector.core.tflite_reader import _slot
+    buf = bytearray((corpus / "realworld/face_detection_full_range_sparse.tflite").read_bytes())
+    sg = tflite.Model.GetRootAsModel(buf, 0).Subgraphs(0)
+    t = next(sg.Tensors(i) for i in range(sg.TensorsLength()) if sg.Tensors(i).Sparsity() is not None)
+    pos = t._tab.Vector(t._tab.Offset(_slot(tflite.Tensor, "Shape")))
+    dim0 = int.from_bytes(buf[pos:pos + 4], "little")
+    buf[pos:pos + 4] = (dim0 * 65536).to_bytes(4, "little")
+    msg = _load_error(bytes(buf))
+    assert f"of shape [{dim0 * 65536}," in msg and "more than its file can justify (at most 64x)" in msg
+
+
+def test_quantization_with_min_but_no_max_is_refused():
+    from inspector.core.graph import Quantization
+    b = ModelBuilder()
+    q = Quantization(scales=np.array([0.5], np.float32), zero_points=np.array([0]), min=np.array([0.0], np.float32))
+    x = b.input("x", [1, 4, 6, 5], quant=q)
+    b.output(x)
+    assert "quantization has 1 min values but 0 max values" in _load_error(b.build())
