@@ -79,9 +79,22 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+# Options that say nothing about a float graph's structure, and attributes worth reading first.
+_NOISE = {"pot_scale_int16", "quantized_bias_type", "asymmetric_quantize_inputs"}
+_FIRST = ("kernel_shape", "strides", "group", "pads", "perm", "axis", "axes", "mode")
+
+
+def _is_default(k: str, v: Any) -> bool:
+    if isinstance(v, (list, tuple)) and v:
+        return (k in ("dilations", "strides") and all(x == 1 for x in v)) or (k == "pads" and not any(v))
+    return False
+
+
 def attr_lines(options: dict[str, Any]) -> list[str]:
-    """A few compact lines for the key attributes (pairs such as stride_h/stride_w merged)."""
-    opts = {k: v for k, v in options.items() if v not in (None, "NONE", False, "", [], ())}
+    """A few compact lines for the key attributes (pairs such as stride_h/stride_w merged, defaults left out)."""
+    opts = {k: v for k, v in options.items()
+            if v not in (None, "NONE", False, "", [], ()) and k not in _NOISE and not _is_default(k, v)}
+    opts = dict(sorted(opts.items(), key=lambda kv: _FIRST.index(kv[0]) if kv[0] in _FIRST else len(_FIRST)))
     lines: list[str] = []
     for a, b, label in (("stride_h", "stride_w", "stride"), ("filter_height", "filter_width", "kernel"),
                         ("dilation_h_factor", "dilation_w_factor", "dilation")):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
 from .graph_items import EdgeItem, Frame, NodeItem
@@ -264,8 +264,8 @@ class Minimap(QWidget):
         x0, y0 = r.left(), r.top()
         p = QPainter(img)
         p.setPen(QPen(palette().edge, 0))
-        p.drawLines([QLineF((e.points[0][0] - x0) * k, (e.points[0][1] - y0) * k,
-                            (e.points[-1][0] - x0) * k, (e.points[-1][1] - y0) * k) for e in scene.edges])
+        for e in scene.edges:
+            p.drawPolyline(QPolygonF([QPointF((x - x0) * k, (y - y0) * k) for x, y in e.points]))
         for item in scene.nodes:
             (x, y), n = scene.layout.pos[item.index], item.node
             p.fillRect(QRectF((x - n.width / 2 - x0) * k, (y - n.height / 2 - y0) * k,
