@@ -195,7 +195,8 @@ def test_own_converter_keep_io_layout(pair_files, tmp_path):
     assert pair.validate().ok
 
 
-@pytest.mark.parametrize("rel", ["ops/avgpool-concat.float32.tflite", "keras/custom_unet_small_fp32.tflite",
+@pytest.mark.parametrize("rel", ["ops/avgpool-concat.float32.tflite", "ops/split.float32.tflite",
+                                 "keras/custom_unet_small_fp32.tflite",
                                  "realworld/face_detection_front.tflite", "keras/custom_transformer_block_fp32.tflite"])
 def test_corpus_renamed(corpus, tmp_path, rel):
     """Corpus models against our keep-io-layout conversion with every inner value and node renamed: the mapping
@@ -299,3 +300,16 @@ def test_cli_compare_text(pair_files, capsys):
     assert "6/6 tensors" in text and "cancel" in text and "debug_mean" in text
     assert main(["compare", str(good), str(tfl)]) == 1
     assert "must be TFLite" in capsys.readouterr().err
+
+
+def test_as_result_gives_viewers_a_trace(pair_files):
+    """The GUI syncs selection through result.trace: the pair hands it the mapping, and their needless Transposes
+    as conflicts on their nodes."""
+    tfl, good, _ = pair_files
+    pair = open_pair(str(tfl), str(good))
+    r = pair.as_result()
+    assert r.trace is pair.mapping and r.model is pair.model
+    assert r.trace.op_nodes[2] == ["extra_t1", "extra_t2", "conv2"]
+    assert set(r.trace.inserted) == {"extra_t1", "extra_t2", "tr_in", "tr_out"}
+    assert r.trace.inserted["extra_t1"].op == 2 and r.trace.inserted["tr_in"].tensor == tensor(pair.graph, "x")
+    assert len(r.plan.conflicts) == 3 and r.categories == pair.ours.categories

@@ -60,7 +60,7 @@ def report(pair) -> list[str]:
         lines.append(f"{f.kind}: {f.message}")
     v = pair.validation
     if v is not None:
-        for e in v.outputs.outputs:
+        for e in v.outputs:
             lines.append(f"{'ok  ' if e.ok else 'FAIL'} output {e.name}: max_rel {e.max_rel:.3g}")
         bad = v.first_bad()
         if bad is None:
@@ -71,5 +71,5 @@ def report(pair) -> list[str]:
             lines.append(f"first wrong: {sg.ops[bad.op].label if bad.op is not None else bad.name} -> tensor "
                          f"{bad.name} (ONNX {bad.onnx_name} as {layout}, max_rel {bad.max_rel:.3g}); "
                          f"their nodes: {nodes}")
-        lines += [f"  not compared: {s}" for s in v.skipped]
+        lines += [f"  not compared: {s}" for s in v.skipped] + [f"note: {s}" for s in v.notes]
     return lines

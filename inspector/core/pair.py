@@ -52,6 +52,22 @@ class Pair:
         self.validation = validate_pair(self, seed, batch, rtol)
         return self.validation
 
+    def as_result(self):
+        """The pair in the shape viewers already know (a ConversionResult): their model, the mapping as its trace,
+        our categories for colour, and each of their Transposes our plan does without as a conflict on its node."""
+        from .result import Conflict, ConversionResult, LayoutPlan
+        plan = LayoutPlan()
+        for f in self.findings:
+            if f.kind in ("transpose-pair", "transpose-unneeded", "transpose-constant") and f.nodes:
+                c = Conflict(tensor=f.tensor if f.tensor is not None else -1, op=f.op, kind="theirs",
+                             reason=f.message, node=f.nodes[0])
+                plan.conflicts.append(c)
+                for n in f.nodes:
+                    self.mapping.inserted[n] = c
+        cats = self.ours.categories if self.ours is not None else {}
+        return ConversionResult(graph=self.graph, plan=plan, model=self.model, trace=self.mapping, categories=cats,
+                                options={"pair": self.path})
+
     def to_json(self) -> dict:
         sg, m = self.graph.main, self.mapping
         counts = self.counts
@@ -183,25 +199,25 @@ def io_findings(pair: Pair) -> list[Finding]:
 # -- validation -------------------------------------------------------------------------------------------------
 @dataclass
 class PairValidation:
-    outputs: object                 # validate.Validation from validate_files (outputs only)
+    outputs: list                   # validate.TensorError per graph output, as `validate` judges them
     tensors: list = field(default_factory=list)     # validate.TensorError per mapped tensor, in op order
     perms: dict[int, tuple] = field(default_factory=dict)   # tensor -> layout it was compared in
     skipped: list[str] = field(default_factory=list)        # why a mapped tensor was not compared
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.outputs.ok
+        return bool(self.outputs) and all(e.ok for e in self.outputs)
 
     def first_bad(self):
         bad = [e for e in self.tensors if not e.ok]
         return min(bad, key=lambda e: (e.op if e.op is not None else -1)) if bad else None
 
     def to_json(self, graph: Graph | None = None, mapping: Mapping | None = None) -> dict:
-        out = self.outputs.to_json()
-        out.pop("intermediates", None)
-        out["tensors"] = [{"name": e.name, "tensor": e.tensor, "onnx": e.onnx_name, "op": e.op,
-                           "max_abs": _num(e.max_abs), "max_rel": _num(e.max_rel), "ok": e.ok,
-                           "layout": list(self.perms.get(e.tensor, ()))} for e in self.tensors]
+        def row(e):
+            return {"name": e.name, "tensor": e.tensor, "onnx": e.onnx_name, "op": e.op, "max_abs": _num(e.max_abs),
+                    "max_rel": _num(e.max_rel), "ok": e.ok, "layout": list(self.perms.get(e.tensor, ()))}
+        out = {"ok": self.ok, "outputs": [row(e) for e in self.outputs], "tensors": [row(e) for e in self.tensors]}
         bad = self.first_bad()
         out["first_bad"] = None if bad is None else {"tensor": bad.name, "onnx": bad.onnx_name, "op": bad.op,
                                                      "max_rel": _num(bad.max_rel)}
@@ -209,7 +225,7 @@ class PairValidation:
             out["first_bad"]["opcode"] = graph.main.ops[bad.op].label
             if mapping is not None:
                 out["first_bad"]["nodes"] = mapping.op_nodes.get(bad.op, [])
-        out["skipped"] = self.skipped
+        out["skipped"], out["notes"] = self.skipped, self.notes
         return out
 
 
@@ -226,10 +242,16 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     graph, m, sg = pair.graph, pair.mapping, pair.graph.main
     if not pair.path:
         raise InspectorError("validate a pair read from a file (open_pair)")
-    outputs = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol)
+    result = PairValidation([])
+    try:
+        result.outputs = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol).outputs
+    except ModelLoadError:
+        raise
+    except Exception as e:          # ONNX Runtime refusing the model with its optimisations on: judged below
+        result.notes.append(f"ONNX Runtime (optimised) cannot run it: {str(e).splitlines()[0][:300]}")
     rtol = RTOL[model_kind(graph)] if rtol is None else rtol
     inputs = make_inputs(graph, seed, batch)
-    feeds, result = {}, PairValidation(outputs)
+    feeds = {}
     names = [v.name for v in pair.model.graph.input]
     for t, x in zip(sg.inputs, inputs):
         value = next((v for v in m.tensor_values.get(t, []) if v in names), None)
@@ -240,7 +262,10 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
         feeds[value] = np.transpose(x, perm)
     ref = run_tflite(graph, inputs, keep_all=True)
     wanted = {t: m.image(t) for t in ref if m.image(t) and t not in sg.inputs}
-    got = run_onnx(_typed(pair.model), feeds, list(wanted.values()))
+    try:
+        got = run_onnx(_typed(pair.model), feeds, list(wanted.values()))
+    except Exception as e:          # onnxruntime's own exception types: a model it cannot load or run
+        raise InspectorError(f"{pair.path}: ONNX Runtime cannot run it: {str(e).splitlines()[0][:300]}") from None
     producers = sg.producers()
     for t in sorted(wanted, key=lambda i: producers.get(i, -1)):
         y = got.get(wanted[t])
@@ -252,6 +277,10 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
                                           producers.get(t), ref[t].shape, *e[4:]))
         if perm is not None:
             result.perms[t] = perm
+    if not result.outputs:
+        result.outputs = [e for e in result.tensors if e.is_output]
+        if len(result.outputs) != len(sg.outputs):
+            result.outputs = []                 # an output not compared cannot pass
     return result
 
 

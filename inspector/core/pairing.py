@@ -397,7 +397,8 @@ class _Matcher:
         for i in nodes:
             n = self.x.nodes[i]
             if len(n.output) == len(op.outputs) and all(
-                    t not in self.in_scope or (o in dist and self.fits(t, o)) for t, o in zip(op.outputs, n.output)):
+                    t not in self.in_scope or self.m.value_tensor.get(o) == t or (o in dist and self.fits(t, o))
+                    for t, o in zip(op.outputs, n.output)):
                 for t, o in zip(op.outputs, n.output):
                     if t in self.in_scope and t not in self.m.tensor_values:
                         self.bind(t, o, "position")
