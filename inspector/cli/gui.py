@@ -9,5 +9,10 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    import os
+
+    from inspector.core.errors import ModelLoadError
+    if args.model and not os.path.isfile(args.model):
+        raise ModelLoadError(args.model, "no such file")
     from inspector.gui.app import main
     return main(args.model)
