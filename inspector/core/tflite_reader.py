@@ -7,11 +7,13 @@ ModelLoadError, never a huge allocation or a stray IndexError.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import struct
 from functools import lru_cache
 from pathlib import Path
 
+from flatbuffers.table import Table as _FbTable
 import numpy as np
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
@@ -60,7 +62,12 @@ def _slot(cls, accessor: str) -> int:
 
 
 def _tables(obj, accessor: str, what: str, limit: int) -> int:
-    """Length of a vector of tables, after proving every entry lies inside the file.
+    """Length of a vector of tables, after proving every entry lies inside the file (see _table_positions)."""
+    return len(_table_positions(obj, accessor, what, limit))
+
+
+def _table_positions(obj, accessor: str, what: str, limit: int) -> np.ndarray:
+    """Absolute positions of a vector of tables' entries, after proving every entry lies inside the file.
 
     Flatbuffers writers emit children before parents, so each entry points forward past the vector's end; an entry
     pointing back into the vector (e.g. a run of zero bytes read as a table list) would let a corrupt count make
@@ -68,7 +75,7 @@ def _tables(obj, accessor: str, what: str, limit: int) -> int:
     """
     n = getattr(obj, accessor + "Length")()
     if n == 0:
-        return 0
+        return _EMPTY
     tab = obj._tab
     start = tab.Vector(tab.Offset(_slot(type(obj), accessor)))
     end = start + 4 * n
@@ -77,7 +84,7 @@ def _tables(obj, accessor: str, what: str, limit: int) -> int:
     targets = np.frombuffer(tab.Bytes, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
     if targets.min() < end or targets.max() + 4 > limit:
         raise _Bad(f"{what}: an entry points outside the file or back into its own list")
-    return n
+    return targets
 
 
 def _np(obj, name: str, limit: int) -> np.ndarray:
@@ -91,6 +98,75 @@ def _np(obj, name: str, limit: int) -> np.ndarray:
         return getattr(obj, name + "AsNumpy")()
     except ValueError:                          # numpy refuses a view past the end of the buffer
         raise _Bad(f"{_snake(name)}: {n} entries run past the end of the file") from None
+
+
+_I8, _U8, _U16, _I32, _U32, _U64 = (struct.Struct(f).unpack_from for f in ("<b", "<B", "<H", "<i", "<I", "<Q"))
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+
+
+class _Table:
+    """A flatbuffer table whose vtable is read once: the generated accessors re-read it on every call, which made
+    walking tensors and operators most of a conversion's time. Same bounds checks as `_np`."""
+    __slots__ = ("buf", "pos", "vt", "vlen", "cls")
+
+    def __init__(self, buf: bytes, pos: int, cls):
+        self.buf, self.pos, self.cls = buf, pos, cls
+        self.vt = pos - _I32(buf, pos)[0]
+        self.vlen = _U16(buf, self.vt)[0]
+
+    def field(self, accessor: str) -> int:
+        """Absolute position of the field the generated `accessor` reads; 0 when absent."""
+        slot = _slot(self.cls, accessor)
+        if slot >= self.vlen:
+            return 0
+        off = _U16(self.buf, self.vt + slot)[0]
+        return self.pos + off if off else 0
+
+    def scalar(self, accessor: str, unpack=_I32, default: int = 0) -> int:
+        p = self.field(accessor)
+        return unpack(self.buf, p)[0] if p else default
+
+    def table(self, accessor: str) -> int:
+        """Position of a sub-table; 0 when absent."""
+        p = self.field(accessor)
+        return p + _U32(self.buf, p)[0] if p else 0
+
+    def string(self, accessor: str) -> bytes:
+        p = self.table(accessor)
+        if not p:
+            return b""
+        n = _U32(self.buf, p)[0]
+        if p + 4 + n > len(self.buf):
+            raise _Bad(f"{_snake(accessor)}: string runs past the end of the file")
+        return self.buf[p + 4:p + 4 + n]
+
+    def length(self, accessor: str) -> int:
+        p = self.table(accessor)
+        return _U32(self.buf, p)[0] if p else 0
+
+    def vector(self, accessor: str, dtype: str, limit: int) -> np.ndarray:
+        p = self.table(accessor)
+        if not p:
+            return _EMPTY
+        n = _U32(self.buf, p)[0]
+        if n > limit:
+            raise _Bad(f"{_snake(accessor)}: {n} entries, more than the file can hold")
+        if n == 0:
+            return _EMPTY
+        try:
+            return np.frombuffer(self.buf, dtype, count=n, offset=p + 4)
+        except ValueError:
+            raise _Bad(f"{_snake(accessor)}: {n} entries run past the end of the file") from None
+
+    def generated(self, accessor: str, cls):
+        """A sub-table as the generated class (for the rarely present, rarely hot ones); None when absent."""
+        p = self.table(accessor)
+        if not p:
+            return None
+        obj = cls()
+        obj.Init(self.buf, p)
+        return obj
 
 
 @lru_cache(maxsize=None)
@@ -119,7 +195,7 @@ def _decode_options(table, class_name: str | None, limit: int) -> dict:
     out = {}
     for key, acc, vec in _fields(cls):
         if vec:
-            out[key] = [int(x) for x in _np(obj, acc, limit)]
+            out[key] = _np(obj, acc, limit).tolist()      # ints stay ints, floats (BUCKETIZE) stay floats
         else:
             val = getattr(obj, acc)()
             if isinstance(val, bytes):
@@ -191,29 +267,30 @@ class _Reader:
         self.limit = len(buf)
         self.model = tflite.Model.GetRootAsModel(buf, 0)
         self._buffers: dict[int, np.ndarray] = {}
+        self._buffer_pos: list[int] | None = None
 
     def buffer_bytes(self, index: int) -> np.ndarray | None:
         if index in self._buffers:
             return self._buffers[index]
-        m = self.model
-        if index <= 0 or index >= m.BuffersLength():
+        if self._buffer_pos is None:
+            self._buffer_pos = _table_positions(self.model, "Buffers", "buffers", self.limit).tolist()
+        if index <= 0 or index >= len(self._buffer_pos):
             return None
-        b = m.Buffers(index)
-        off, size = b.Offset(), b.Size()
+        b = _Table(self.buf, self._buffer_pos[index], tflite.Buffer)
+        off, size = b.scalar("Offset", _U64), b.scalar("Size", _U64)
         if off > 1:   # >2 GB models keep data after the flatbuffer, addressed by offset/size
             if off + size > self.limit:
                 raise _Bad(f"buffer {index} points past the end of the file ({off}+{size} > {self.limit})")
             data = np.frombuffer(self.buf, np.uint8, count=size, offset=off)
         else:
-            n = b.DataLength()
+            p = b.table("Data")
+            n = _U32(self.buf, p)[0] if p else 0
             if n > self.limit:
                 raise _Bad(f"buffer {index} claims {n} bytes, more than the file")
             try:
-                data = b.DataAsNumpy() if n else None
+                data = np.frombuffer(self.buf, np.uint8, count=n, offset=p + 4) if n else None
             except ValueError:
                 raise _Bad(f"buffer {index} claims {n} bytes, running past the end of the file") from None
-            if isinstance(data, int):
-                data = None
         self._buffers[index] = data
         return data
 
@@ -230,33 +307,39 @@ class _Reader:
                 out.append((BUILTIN_OPCODE2NAME.get(code, f"UNKNOWN_{code}"), False, oc.Version()))
         return out
 
-    def tensor(self, i: int, t) -> Tensor:
-        if t.ShapeLength() > MAX_RANK:
-            raise _Bad(f"tensor {i} has rank {t.ShapeLength()}, beyond any real model")
-        shape = tuple(int(d) for d in _np(t, "Shape", self.limit))
-        sig = _np(t, "ShapeSignature", self.limit)
-        dtype = TENSOR_TYPES.get(t.Type(), f"type{t.Type()}")
-        name = _name(t.Name())
+    def tensor(self, i: int, pos: int) -> Tensor:
+        t = _Table(self.buf, pos, tflite.Tensor)
+        rank = t.length("Shape")
+        if rank > MAX_RANK:
+            raise _Bad(f"tensor {i} has rank {rank}, beyond any real model")
+        shape = tuple(t.vector("Shape", "<i4", self.limit).tolist())
+        sig = t.vector("ShapeSignature", "<i4", self.limit)
+        ttype = t.scalar("Type", _I8)
+        dtype = TENSOR_TYPES.get(ttype, f"type{ttype}")
+        name = _name(t.string("Name"))
         if any(d < 0 for d in shape):
             raise _Bad(f"tensor {i} '{name}' has a negative dimension {shape}")
-        elements = int(np.prod(shape, dtype=object)) if shape else 1
+        elements = math.prod(shape)
         if elements > MAX_ELEMENTS:
             raise _Bad(f"tensor {i} '{name}' of shape {list(shape)} claims {elements} elements, beyond any real model")
-        if sig.size and (len(sig) != len(shape) or any(s < -1 or 0 <= s != d for s, d in zip(sig.tolist(), shape))):
-            raise _Bad(f"tensor {i} '{name}' has shape {list(shape)} but shape signature {sig.tolist()} "
+        sig_list = sig.tolist()
+        if sig.size and (len(sig_list) != len(shape) or any(s < -1 or 0 <= s != d for s, d in zip(sig_list, shape))):
+            raise _Bad(f"tensor {i} '{name}' has shape {list(shape)} but shape signature {sig_list} "
                        "(they must agree except where the signature says -1)")
         data = None
-        sparsity = self.sparsity(t.Sparsity())
-        raw = self.buffer_bytes(t.Buffer())
+        sparsity = self.sparsity(t.generated("Sparsity", tflite.SparsityParameters))
+        buffer = t.scalar("Buffer", _U32)
+        raw = self.buffer_bytes(buffer)
         if raw is not None and raw.size:
             data = self.constant(name, i, raw, shape, dtype, elements, sparse=sparsity is not None)
         if sparsity is not None:
             _check_sparse(i, name, shape, elements, sparsity, data)
         return Tensor(
             index=i, name=name, shape=shape, dtype=dtype,
-            shape_signature=tuple(int(d) for d in sig) if sig.size else None,
-            data=data, quantization=self.quantization(t.Quantization(), len(shape)), sparsity=sparsity,
-            is_variable=bool(t.IsVariable()), buffer=t.Buffer(),
+            shape_signature=tuple(sig_list) if sig.size else None,
+            data=data, quantization=self.quantization(t.generated("Quantization", tflite.QuantizationParameters),
+                                                      len(shape)),
+            sparsity=sparsity, is_variable=bool(t.scalar("IsVariable", _U8)), buffer=buffer,
         )
 
     def constant(self, name, i, raw, shape, dtype, elements, sparse) -> np.ndarray:
@@ -319,41 +402,50 @@ class _Reader:
             "dim_metadata": dims,
         }
 
-    def op(self, i: int, o, codes) -> Op:
-        idx = o.OpcodeIndex()
+    def op(self, i: int, pos: int, codes) -> Op:
+        o = _Table(self.buf, pos, tflite.Operator)
+        idx = o.scalar("OpcodeIndex", _U32)
         if idx >= len(codes):
             raise _Bad(f"opcode index {idx}, but the model defines {len(codes)} operator codes")
         opcode, custom, version = codes[idx]
-        if o.BuiltinOptions2Type():
-            options = _decode_options(o.BuiltinOptions2(), _OPTION2_CLASSES.get(o.BuiltinOptions2Type()), self.limit)
+        kind2 = o.scalar("BuiltinOptions2Type", _U8)
+        if kind2:
+            options = _decode_options(self._union(o, "BuiltinOptions2"), _OPTION2_CLASSES.get(kind2), self.limit)
         else:
-            options = _decode_options(o.BuiltinOptions(), _OPTION_CLASSES.get(o.BuiltinOptionsType()), self.limit)
+            options = _decode_options(self._union(o, "BuiltinOptions"),
+                                      _OPTION_CLASSES.get(o.scalar("BuiltinOptionsType", _U8)), self.limit)
         custom_options = None
         if custom:
-            if o.LargeCustomOptionsOffset() > 1:
-                off, size = o.LargeCustomOptionsOffset(), o.LargeCustomOptionsSize()
+            g = tflite.Operator()
+            g.Init(self.buf, pos)
+            if g.LargeCustomOptionsOffset() > 1:
+                off, size = g.LargeCustomOptionsOffset(), g.LargeCustomOptionsSize()
                 if off + size > self.limit:
                     raise _Bad(f"operator {i} custom options point past the end of the file")
                 custom_options = bytes(self.buf[off:off + size])
             else:
-                custom_options = _np(o, "CustomOptions", self.limit).astype(np.uint8).tobytes()
+                custom_options = _np(g, "CustomOptions", self.limit).astype(np.uint8).tobytes()
         return Op(
             index=i, opcode=opcode, custom=custom, version=version, options=options,
-            inputs=[int(x) for x in _np(o, "Inputs", self.limit)],
-            outputs=[int(x) for x in _np(o, "Outputs", self.limit)],
-            intermediates=[int(x) for x in _np(o, "Intermediates", self.limit)],
+            inputs=o.vector("Inputs", "<i4", self.limit).tolist(),
+            outputs=o.vector("Outputs", "<i4", self.limit).tolist(),
+            intermediates=o.vector("Intermediates", "<i4", self.limit).tolist(),
             custom_options=custom_options,
         )
 
+    def _union(self, o: _Table, accessor: str):
+        p = o.table(accessor)
+        return _FbTable(self.buf, p) if p else None
+
     def subgraph(self, k: int, codes) -> Subgraph:
         sg = self.model.Subgraphs(k)
-        nt = _tables(sg, "Tensors", f"subgraph {k} tensors", self.limit)
-        tensors = [self.tensor(i, sg.Tensors(i)) for i in range(nt)]
-        no = _tables(sg, "Operators", f"subgraph {k} operators", self.limit)
+        positions = _table_positions(sg, "Tensors", f"subgraph {k} tensors", self.limit)
+        tensors = [self.tensor(i, pos) for i, pos in enumerate(positions.tolist())]
+        nt = len(tensors)
         ops = []
-        for i in range(no):
+        for i, pos in enumerate(_table_positions(sg, "Operators", f"subgraph {k} operators", self.limit).tolist()):
             try:
-                ops.append(self.op(i, sg.Operators(i), codes))
+                ops.append(self.op(i, pos, codes))
             except _Bad as e:
                 raise _Bad(f"subgraph {k} operator {i}: {e}") from None
         inputs = [int(x) for x in _np(sg, "Inputs", self.limit)]
@@ -373,7 +465,7 @@ class _Reader:
         version = m.Version()
         if version != SCHEMA_VERSION:
             raise _Bad(f"unsupported TFLite schema version {version} (this reader knows version {SCHEMA_VERSION})")
-        _tables(m, "Buffers", "buffers", self.limit)
+        self._buffer_pos = _table_positions(m, "Buffers", "buffers", self.limit).tolist()
         codes = self.opcodes()
         ns = _tables(m, "Subgraphs", "subgraphs", self.limit)
         if ns == 0:
