@@ -64,13 +64,11 @@ def ours_breakdown(model: Path) -> dict[str, float]:
     return {"read": t1 - t0, "convert": t2 - t1, "serialise": t3 - t2, "check": t4 - t3}
 
 
-def weights_floor(model: Path, out: Path) -> None:
-    """The least any converter must do: read the file, transpose rank-4 constants NHWC->NCHW once, serialise
-    every constant as an initializer and write the file."""
-    from inspector.core.tflite_reader import read_tflite
-    g = read_tflite(str(model))
+def weights_floor(graph, out: Path) -> None:
+    """The least any converter must do with the weights once the file is read: transpose rank-4 constants
+    NHWC->NCHW, serialise every constant as an initializer, write the file."""
     inits = []
-    for k, sg in enumerate(g.subgraphs):
+    for k, sg in enumerate(graph.subgraphs):
         for t in sg.tensors:
             if t.data is None or t.dtype in ("string", "resource", "variant"):
                 continue

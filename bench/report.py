@@ -67,6 +67,19 @@ def output_table(rows) -> list[str]:
     return out
 
 
+def breakdown_table(rows, n: int = 8) -> list[str]:
+    """Our time on the largest models, split, against the weights floor (transpose + serialise + write)."""
+    big = sorted((r for r in rows if r["ours"].get("ok") and r.get("floor")), key=lambda r: -r["bytes"])[:n]
+    out = ["| model | MB | read ms | convert ms | serialise ms | checker ms | ours in-process ms | weights floor ms "
+           "| (in-process - read) / floor |", "|" + "---|" * 9]
+    for r in big:
+        b, o = r["ours"]["breakdown"], r["ours"]
+        out.append(f"| {r['model']} | {r['bytes'] / 1e6:.1f} | {_ms(b['read'])} | {_ms(b['convert'])} "
+                   f"| {_ms(b['serialise'])} | {_ms(b['check'])} | {_ms(o['inproc'])} | {_ms(r['floor'])} "
+                   f"| {(o['inproc'] - b['read']) / r['floor']:.1f} |")
+    return out
+
+
 def failures(rows) -> list[str]:
     out = []
     for r in rows:
@@ -112,15 +125,16 @@ def render(data) -> str:
     lines = [f"# Benchmark: layout-inspector vs tflite2onnx and tf2onnx", "",
              f"`{data['command']}` on {data['started']}: {len(rows)} models, whole run {data['total_s'] / 60:.1f} min "
              f"(peers' install {data.get('peers_install_s', 0):.0f} s of it).",
-             f"Machine: {m['nproc']} cores, {m['cpu']}; Python {m['python']}, onnx {m['onnx']}, "
+             f"Machine: {m['nproc']} cores, {m['cpu']} (load average {data.get('load_start', 0):.1f} at the start, "
+             f"{data.get('load_end', 0):.1f} at the end); Python {m['python']}, onnx {m['onnx']}, "
              f"onnxruntime {m['onnxruntime']}, numpy {m['numpy']}. Peers: "
              + ", ".join(f"{k} {v}" for k, v in peers.items()) + ".", "",
              "## Targets", "", *target_lines(rows), "",
              "## Conversion time", "",
              f"In-process: median of {data['runs']} runs after a warm-up, file to file (ours: read + convert without "
              "the checker + serialise + write; tflite2onnx.convert: read + convert + save + basic checker; "
-             "tf2onnx from_tflite: read + convert + optimise + save). Weights floor: read the file, transpose every "
-             "rank-4 constant to NCHW, serialise all constants, write. CLI: a fresh process, median of "
+             "tf2onnx from_tflite: read + convert + optimise + save). Weights floor: transpose every "
+             "rank-4 constant to NCHW, serialise all constants, write (after reading). CLI: a fresh process, median of "
              f"{data['cli_runs']} (1 run when the first takes over 3 s); ours includes the full ONNX checker. "
              "✗ = failed (see below).", "",
              *conversion_table(rows), "",
@@ -128,7 +142,11 @@ def render(data) -> str:
              "Nodes (Transposes) of each converter's output. ONNX Runtime (CPU, intra_op_num_threads=1): median per "
              "run, the same random input for every output (in each model's own input layout); LiteRT: the .tflite, "
              "1 thread. Ratios below 1 mean our output runs faster.", "",
-             *output_table(rows), "", "## Failures", "", *(failures(rows) or ["none"]), ""]
+             *output_table(rows), "",
+             "## Where our time goes", "",
+             "One run of the largest models split into read, convert (check=False), serialise and the full "
+             "checker (not part of the in-process figure; the CLI runs it), next to the weights floor.", "",
+             *breakdown_table(rows), "", "## Failures", "", *(failures(rows) or ["none"]), ""]
     gui = data.get("gui")
     if gui:
         lines += ["## GUI scale", "", f"`{gui['cmd']}` (offscreen)" + ("" if gui["ok"] else f": failed: {gui['error']}"),
