@@ -5,6 +5,8 @@ from __future__ import annotations
 def add_parser(sub):
     p = sub.add_parser("gui", help="open the inspector window")
     p.add_argument("model", nargs="?", help=".tflite or .onnx file to open")
+    p.add_argument("other", nargs="?", help="an ONNX model made elsewhere from MODEL (a .tflite): shown beside it, "
+                                            "matched op by op (see `compare`)")
     p.set_defaults(run=run)
 
 
@@ -12,7 +14,8 @@ def run(args) -> int:
     import os
 
     from inspector.core.errors import ModelLoadError
-    if args.model and not os.path.isfile(args.model):
-        raise ModelLoadError(args.model, "no such file")
+    for path in (args.model, args.other):
+        if path and not os.path.isfile(path):
+            raise ModelLoadError(path, "no such file")
     from inspector.gui.app import main
-    return main(args.model)
+    return main(args.model, args.other)

@@ -92,13 +92,21 @@ class Pair:
 def open_pair(tflite_path: str, onnx_path: str) -> Pair:
     """Read both models, map them, convert the TFLite model ourselves and collect the findings."""
     from .loader import load_model
-    from .onnx_reader import read_onnx
     graph = load_model(tflite_path)
     if graph.format != "tflite":
         raise ModelLoadError(tflite_path, "the first model of a pair must be TFLite")
-    read_onnx(onnx_path)                    # refuses hostile files before onnx.load touches external data
-    model = onnx.load(onnx_path, load_external_data=True)
-    return make_pair(graph, model, onnx_path)
+    return make_pair(graph, read_other(onnx_path), onnx_path)
+
+
+def read_other(path: str) -> onnx.ModelProto:
+    """The other converter's model, after onnx_reader has refused anything hostile (external data outside its
+    folder, truncation, a dangling name)."""
+    from .onnx_reader import read_onnx
+    read_onnx(path)
+    try:
+        return onnx.load(path, load_external_data=True)
+    except Exception as e:                  # protobuf's and onnx's own error types
+        raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
 
 
 def make_pair(graph: Graph, model: onnx.ModelProto, path: str = "") -> Pair:

@@ -41,12 +41,12 @@ def application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def main(model: str | None = None) -> int:
+def main(model: str | None = None, other: str | None = None) -> int:
     from .main_window import MainWindow
     app = application()
     window = MainWindow()
     sys.excepthook = _hook(lambda: window)
     window.show()
     if model:
-        window.open_path(model)
+        window.open_path(model, other)
     return app.exec()

@@ -130,6 +130,7 @@ class MainWindow(QMainWindow):
     def _menus(self) -> None:
         m = self.menuBar().addMenu("&File")
         self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.Open)
+        self._action(m, "Open &Pair…", self.open_pair_dialog, "Ctrl+Shift+O")
         self.recent_menu = m.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         ex = m.addMenu("&Export")
@@ -184,11 +185,22 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
-    def open_path(self, path: str) -> None:
+    def open_pair_dialog(self) -> None:
+        """A TFLite model, then an ONNX model made elsewhere to compare it with (inspector.core.pair)."""
+        start = str(Path((self.recent() or [str(Path.cwd())])[0]).parent)
+        path, _ = QFileDialog.getOpenFileName(self, "Open pair: the TFLite model", start, "TFLite (*.tflite)")
+        other = path and QFileDialog.getOpenFileName(self, "Open pair: the ONNX model made elsewhere",
+                                                     str(Path(path).parent), "ONNX (*.onnx)")[0]
+        if path and other:
+            self.open_path(path, other)
+
+    def open_path(self, path: str, other: str | None = None) -> None:
+        """Open a model; with `other`, pair the TFLite model with that ONNX model instead of converting it."""
         path = os.fspath(path)
-        if not os.path.isfile(path):
-            self.error("Cannot open model", f"{path}: no such file")
-            return
+        for p in (path, other) if other else (path,):
+            if not os.path.isfile(p):
+                self.error("Cannot open model", f"{p}: no such file")
+                return
         self.cancel()
         self._add_recent(path)
         self.doc = None
@@ -198,7 +210,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{Path(path).name} — Layout Inspector")
         self.panes[TFLITE].message("Reading…")
         self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
-        self.job = job = LoadJob(path, self.convert)
+        if other:
+            from .pair_job import PairJob
+            self.setWindowTitle(f"{Path(path).name} ↔ {Path(other).name} — Layout Inspector")
+        self.job = job = LoadJob(path, self.convert) if not other else PairJob(path, os.fspath(other))
         job.signals.stage.connect(lambda text: self.statusBar().showMessage(text))
         # queued results of a job cancelled meanwhile are dropped
         job.signals.tfliteReady.connect(lambda *a: job is self.job and self._tflite_ready(*a))

@@ -1,0 +1,39 @@
+"""Opening a pair off the GUI thread: the TFLite model on the left, an ONNX model made elsewhere on the right.
+
+The right pane is the usual ONNX pane; its document's result is the pair seen as a conversion (Pair.as_result):
+the mapping stands in for the trace, so selection, colours and the conflicts list work through it unchanged.
+"""
+from __future__ import annotations
+
+from inspector.core.tflite_reader import read_tflite
+
+from . import graph_layout, graph_model
+from .document import Document
+from .loader_job import LoadJob
+
+
+class PairJob(LoadJob):
+    def __init__(self, path: str, other: str):
+        super().__init__(path)
+        self.other = other
+
+    def _run(self) -> None:
+        from inspector.core.pair import make_pair, read_other
+        s = self.signals
+        self._emit(s.stage, "Reading model…")
+        graph = read_tflite(self.path)
+        doc = Document(self.path, graph=graph)
+        if self.cancelled:
+            return
+        self._emit(s.stage, "Laying out…")
+        vg = graph_model.from_tflite(graph)
+        if not self._emit(s.tfliteReady, doc, vg, graph_layout.compute(vg)):
+            return
+        self._emit(s.stage, "Pairing with the ONNX model…")
+        model = read_other(self.other)
+        pair = make_pair(graph, model, self.other)
+        if self.cancelled:
+            return
+        doc.result, doc.model = pair.as_result(), model
+        doc.result.options["pair"] = pair
+        self._onnx(doc)
