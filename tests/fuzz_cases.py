@@ -371,7 +371,19 @@ def s_rewire(rng, g):
         op.inputs.extend(rng.choice(pool + [-1]) for _ in range(rng.randint(1, 3)))
 
 
-STRUCTURAL = [s_rewire, s_rewire, s_cycle, s_reorder, s_empty, s_shape, s_dtype, s_names, s_indices, s_io, s_opcode, s_options,
+def s_inflate(rng, g):
+    """A few activations claim a huge but reader-legal shape: anything the converter builds from a shape
+    (state zeros, coordinate grids, window kernels) must not allocate for it."""
+    sg = g.main
+    pool = [t for t in sg.tensors if t.data is None and t.rank]
+    for t in rng.sample(pool, min(len(pool), rng.randint(1, 3))):
+        shape = list(t.shape)
+        axis = rng.randrange(len(shape))
+        shape[axis] = max(shape[axis], 1) << rng.choice([12, 16, 20, 24])
+        t.shape, t.shape_signature = tuple(shape), None
+
+
+STRUCTURAL = [s_rewire, s_rewire, s_inflate, s_cycle, s_reorder, s_empty, s_shape, s_dtype, s_names, s_indices, s_io, s_opcode, s_options,
               s_quant, s_subgraphs]
 
 

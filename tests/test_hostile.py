@@ -438,3 +438,17 @@ def test_quantization_with_min_but_no_max_is_refused():
     x = b.input("x", [1, 4, 6, 5], quant=q)
     b.output(x)
     assert "quantization has 1 min values but 0 max values" in _load_error(b.build())
+
+
+def test_a_tiny_file_cannot_make_the_converter_build_gigabytes():
+    """560 bytes claiming a [1, 4096, 4096, 16] update: its index grid would be 8 GiB."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 8192, 8192, 16])
+    u = b.input("u", [1, 4096, 4096, 16])
+    start = b.const("start", np.zeros(4, np.int32))
+    y = b.tensor("y", [1, 8192, 8192, 16])
+    b.op("DYNAMIC_UPDATE_SLICE", [x, u, start], [y])
+    b.output(y)
+    msg = _convert_error(b)
+    assert "DYNAMIC_UPDATE_SLICE#0 index grid: would build a 8.0 GiB constant" in msg
+    assert "the limit is 128.0 MiB" in msg

@@ -19,7 +19,7 @@ MIN_OPSET, MAX_OPSET = 18, 21
 PRODUCER = "layout-inspector"
 # What an op's emitter, rule or folder raises on a model whose shapes, options or arity are inconsistent (a hostile
 # or corrupt file the reader could not judge): reported as a ConversionError naming the op.
-HOSTILE = (ValueError, KeyError, IndexError, TypeError, ArithmeticError, RecursionError)
+HOSTILE = (ValueError, KeyError, IndexError, TypeError, ArithmeticError, RecursionError, MemoryError)
 
 
 def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:

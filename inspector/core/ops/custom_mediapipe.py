@@ -11,6 +11,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from ..errors import ConversionError
+from ..limits import check_built
 from .registry import I, X, op
 
 PADDING = {1: "SAME", 2: "VALID"}
@@ -91,6 +92,7 @@ def max_pool_argmax(ctx, op):
     # ONNX returns the flat NCHW input index; the kernel wants the offset inside the window.
     y = ctx.node("Mod", [ctx.node("Div", [flat, ctx.i64([w])], 1)[0], ctx.i64([h])], 1)[0]
     x = ctx.node("Mod", [flat, ctx.i64([w])], 1)[0]
+    check_built([oh, ow], 8, f"{op.opcode}#{op.index} window offsets")
     oy = ctx.const((np.arange(oh, dtype=np.int64) * sh - top).reshape(oh, 1), "win_y")
     ox = ctx.const((np.arange(ow, dtype=np.int64) * sw - left).reshape(1, ow), "win_x")
     dy = ctx.node("Sub", [y, oy], 1)[0]
@@ -111,6 +113,7 @@ def max_unpooling(ctx, op):
     idx = ctx.node("Cast", [ctx.input(op, 1)], 1, to=INT64)[0]       # truncates, as the kernel's (int) does
     dy = ctx.node("Div", [idx, ctx.i64([fw])], 1)[0]
     dx = ctx.node("Mod", [idx, ctx.i64([fw])], 1)[0]
+    check_built([h, w], 8, f"{op.opcode}#{op.index} window bases")
     base_y = ctx.const((np.arange(h, dtype=np.int64) * sh - top).reshape(h, 1), "base_y")
     base_x = ctx.const((np.arange(w, dtype=np.int64) * sw - left).reshape(1, w), "base_x")
     y = ctx.node("Add", [dy, base_y], 1)[0]
@@ -190,6 +193,7 @@ def _tensor_bilinear(ctx, op, corner_fix: bool):
     """Output pixel (x, y) samples the input bilinearly at the matrix's image of (x, y); 0 outside the input."""
     h, w = _static_hw(ctx, op.inputs[0], f"{op.opcode}#{op.index}")
     oh, ow = _static_hw(ctx, op.outputs[0], f"{op.opcode}#{op.index} output")
+    check_built([oh, ow, 4], 4, f"{op.opcode}#{op.index} pixel grid")
     ys, xs = np.meshgrid(np.arange(oh, dtype=np.float32), np.arange(ow, dtype=np.float32), indexing="ij")
     shift = 0.5 if corner_fix else 0.0              # v2 samples pixel centres: T -> S * (T * A)
     coords = np.stack([xs + shift, ys + shift, np.zeros_like(xs), np.ones_like(xs)], -1).reshape(-1, 4)

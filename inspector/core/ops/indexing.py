@@ -10,6 +10,7 @@ from onnx import numpy_helper
 
 from .. import layout as L
 from ..errors import ConversionError
+from ..limits import check_built
 from .nn import keep_layout
 from .registry import A, X, op
 from .shape import (INT64_MAX, INT64_MIN, ONNX_INT64, as_i64, cast_to, const_data, const_ints, const_operand_rule,
@@ -111,6 +112,7 @@ def dynamic_update_slice(ctx, op):
     start = as_i64(ctx, op, 2)
     hi = ctx.i64([o - u for o, u in zip(operand, update)], "start_max")
     start = ctx.node("Max", [ctx.node("Min", [start, hi], 1)[0], ctx.i64([0] * len(update), "zeros")], 1)[0]
+    check_built([*update, len(update)], 8, f"{op.opcode}#{op.index} index grid")
     grid = np.stack(np.meshgrid(*[np.arange(u) for u in update], indexing="ij"), axis=-1).astype(np.int64)
     idx = ctx.node("Add", [ctx.const(grid, "offsets"), start], 1)[0]
     ctx.node("ScatterND", [ctx.input(op, 0), idx, ctx.input(op, 1)], [ctx.output(op)])

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import layout as L
 from ..errors import ConversionError
+from ..limits import check_built
 from .registry import A, X, op
 
 
@@ -94,6 +95,7 @@ def _window_pool(ctx, x: str, kind: str, spatial_shape, kernel, strides, dilatio
         return ctx.node("MaxPool", [x], 1, **attrs)[0]
     if kind == "min":
         return ctx.node("Neg", ctx.node("MaxPool", ctx.node("Neg", [x], 1), 1, **attrs), 1)[0]
+    check_built([1, 1, *kernel], 4, "REDUCE_WINDOW window")
     ones = ctx.const(np.ones([1, 1, *kernel], np.float32), "window")                 # sum: a Conv with ones
     return ctx.node("Conv", [x, ones], 1, **attrs)[0]
 

@@ -18,6 +18,7 @@ from onnx import helper, numpy_helper
 
 from ..emit import onnx_dtype
 from ..errors import ConversionError
+from ..limits import check_built
 from .registry import X, op
 
 STATE_IN, STATE_OUT = "state:", "state_out:"
@@ -68,6 +69,8 @@ class State:
         self.note(name, ten)
         if name not in self.initial:
             data = ctx.data(t) if ctx.is_const(t) else None
+            if data is None:
+                check_built(ten.shape, np.dtype(ten.dtype).itemsize, f"initial state of variable {name}")
             self.initial[name] = np.array(data) if data is not None else np.zeros(ten.shape, ten.dtype)
             self.source[name] = f"variable tensor {name} of {ctx.op.opcode}#{ctx.op.index} (" + \
                 ("its file contents)" if data is not None else "zeros, as the interpreter resets it)")
@@ -83,6 +86,7 @@ class State:
         for name in self.order:
             dtype, shape = self.spec[name]
             if name not in self.initial:
+                check_built(shape, np.dtype(dtype).itemsize, f"initial state of variable {name}")
                 self.initial[name] = np.zeros(shape, dtype)
                 self.source[name] = "zeros (the model assigns no initial value)"
                 self.warnings.append(f"variable {name}: no initial value in the model, state input defaults to 0")
