@@ -282,3 +282,57 @@ def test_wake_word_models_stream_with_explicit_state(name, corpus):
         state = {"state:" + n[len("state_out:"):]: v for n, v in got.items() if n.startswith("state_out:")}
     assert len(seen) >= 4                          # the state changes what the model says
     assert worst <= 1                              # at most one int8 step apart (rounding of requantization)
+
+
+def test_nested_while_and_if_inside_a_loop_body(tmp_path):
+    """Outer loop j < 2 whose body runs an inner loop i < 3 of conv steps, then an IF (j even: x * 2, else x - 1):
+    bodies inside bodies share the model's name space and read the outer constants."""
+    b = ModelBuilder()
+    x = b.input("x", X_SHAPE)
+    zero = b.const("zero", np.array(0, np.int32))
+    outs = [b.tensor("j_end", [], "int32"), b.tensor("y", X_SHAPE)]
+
+    def counter_cond(name, limit):
+        sg = b.subgraph(name)
+        i, v = sg.input("i", [], "int32"), sg.input("v", X_SHAPE)
+        go = sg.tensor("go", [], "bool")
+        sg.op("LESS", [i, sg.const("limit", np.array(limit, np.int32))], [go])
+        sg.output(go)
+        return sg.index
+
+    def inc(sg, i):
+        out = sg.tensor("i1", [], "int32")
+        sg.op("ADD", [i, sg.const("one", np.array(1, np.int32))], [out])
+        return out
+
+    outer_cond = counter_cond("outer_cond", 2)
+    outer = b.subgraph("outer_body")
+    inner_cond = counter_cond("inner_cond", 3)
+    inner = b.subgraph("inner_body")
+    i, v = inner.input("i", [], "int32"), inner.input("v", X_SHAPE)
+    inner.output(inc(inner, i), conv(inner, v, "inner"))
+    then, other = b.subgraph("double"), b.subgraph("minus_one")
+    for sg, opcode, k in ((then, "MUL", 2.0), (other, "SUB", 1.0)):
+        sv = sg.input("v", X_SHAPE)
+        sy = sg.tensor("r", X_SHAPE)
+        sg.op(opcode, [sv, sg.const("k", np.array([k], np.float32))], [sy])
+        sg.output(sy)
+
+    j, ov = outer.input("j", [], "int32"), outer.input("v", X_SHAPE)
+    looped = [outer.tensor("i_end", [], "int32"), outer.tensor("looped", X_SHAPE)]
+    outer.op("WHILE", [outer.const("i0", np.array(0, np.int32)), ov], looped,
+             {"cond_subgraph_index": inner_cond, "body_subgraph_index": inner.index})
+    parity, even = outer.tensor("parity", [], "int32"), outer.tensor("even", [], "bool")
+    outer.op("FLOOR_MOD", [j, outer.const("two", np.array(2, np.int32))], [parity])
+    outer.op("EQUAL", [parity, outer.const("zero", np.array(0, np.int32))], [even])
+    branched = outer.tensor("branched", X_SHAPE)
+    outer.op("IF", [even, looped[1]], [branched], {"then_subgraph_index": then.index,
+                                                    "else_subgraph_index": other.index})
+    outer.output(inc(outer, j), branched)
+    b.op("WHILE", [zero, x], outs, {"cond_subgraph_index": outer_cond, "body_subgraph_index": outer.index})
+    b.output(outs[1])
+    data = b.build()
+    r = convert_bytes(data, tmp_path)
+    assert set(r.subgraphs) == {1, 2, 3, 4, 5, 6}
+    v = validate(r)
+    assert v.ok, [(e.name, e.max_rel) for e in v.outputs]
