@@ -452,3 +452,16 @@ def test_a_tiny_file_cannot_make_the_converter_build_gigabytes():
     msg = _convert_error(b)
     assert "DYNAMIC_UPDATE_SLICE#0 index grid: would build a 8.0 GiB constant" in msg
     assert "the limit is 128.0 MiB" in msg
+
+
+@pytest.mark.parametrize("command", [["edit", "{model}", "-o", "{out}", "--doc-string", "x"], ["check", "{model}"]])
+@pytest.mark.parametrize("location, reason", [("../secret.bin", "refusing external data location '../secret.bin'"),
+                                              ("link.bin", "external data 'link.bin' resolves outside")])
+def test_cli_refuses_escaping_external_data_in_one_line(model_dir, capsys, command, location, reason):
+    from inspector.cli import main
+    model = _external(model_dir, location)
+    argv = [a.format(model=model, out=model_dir / "out.onnx") for a in command]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {model}: initializer 'w': {reason}") and "Traceback" not in err
+    assert not (model_dir / "out.onnx").exists()

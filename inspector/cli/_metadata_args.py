@@ -61,11 +61,13 @@ def load_onnx(path: str):
     from google.protobuf.message import DecodeError
 
     from inspector.core.loader import sniff
+    from inspector.core.onnx_reader import read_onnx
     if sniff(path) != "onnx":
         raise ModelLoadError(path, "this is a TFLite model; convert it to ONNX first (layout-inspector convert)")
+    read_onnx(path)          # refuses hostile files first: external data outside the folder, sizes, depth
     try:
         return onnx.load(path)
-    except (DecodeError, ValueError, OSError) as e:
+    except (DecodeError, ValueError, OSError, onnx.checker.ValidationError) as e:
         raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
 
 
