@@ -74,7 +74,7 @@ class State:
             self.initial[name] = np.array(data) if data is not None else np.zeros(ten.shape, ten.dtype)
             self.source[name] = f"variable tensor {name} of {ctx.op.opcode}#{ctx.op.index} (" + \
                 ("its file contents)" if data is not None else "zeros, as the interpreter resets it)")
-        return self.current.get(name) or _reserve_input(ctx, self, name)
+        return self.current.get(name) or _reserve_input(ctx, name)
 
     def assign(self, ctx, t: int, value: str) -> None:
         """Variable tensor t holds `value` after this op (TFLite updates it in place)."""
@@ -106,7 +106,7 @@ class State:
         return json.dumps(self.describe())
 
 
-def _reserve_input(ctx, state: State, name: str) -> str:
+def _reserve_input(ctx, name: str) -> str:
     src = STATE_IN + name
     ctx.root._used.update({src, STATE_OUT + name})
     return src
@@ -126,7 +126,7 @@ def read_variable(ctx, op):
     state = State.of(ctx)
     name = state.variable(ctx, op.inputs[0])
     state.note(name, ctx.tensor(op.outputs[0]))
-    value = state.current.get(name) or _reserve_input(ctx, state, name)
+    value = state.current.get(name) or _reserve_input(ctx, name)
     ctx.node("Identity", [value], [ctx.output(op)])
 
 
@@ -145,7 +145,7 @@ def assign_variable(ctx, op):
         return
     state.note(name, ctx.tensor(value_t))
     if name not in state.current:
-        _reserve_input(ctx, state, name)
+        _reserve_input(ctx, name)
     state.current[name] = ctx.input(op, 1, tuple(range(ctx.tensor(value_t).rank)))
 
 
