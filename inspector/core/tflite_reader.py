@@ -73,15 +73,16 @@ def _table_positions(obj, accessor: str, what: str, limit: int) -> np.ndarray:
     pointing back into the vector (e.g. a run of zero bytes read as a table list) would let a corrupt count make
     the reader walk millions of empty tables.
     """
-    n = getattr(obj, accessor + "Length")()
+    table = _Table(obj._tab.Bytes, obj._tab.Pos, type(obj))
+    p = table.table(accessor)
+    n = _U32(table.buf, p)[0] if p else 0
     if n == 0:
         return _EMPTY
-    tab = obj._tab
-    start = tab.Vector(tab.Offset(_slot(type(obj), accessor)))
+    start = p + 4
     end = start + 4 * n
     if n > limit // 4 or end > limit:
         raise _Bad(f"{what}: count {n} is more than the file can hold")
-    targets = np.frombuffer(tab.Bytes, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
+    targets = np.frombuffer(table.buf, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
     if targets.min() < end or targets.max() + 4 > limit:
         raise _Bad(f"{what}: an entry points outside the file or back into its own list")
     return targets
@@ -334,11 +335,14 @@ class _Reader:
             data = self.constant(name, i, raw, shape, dtype, elements, sparse=sparsity is not None)
         if sparsity is not None:
             _check_sparse(i, name, shape, elements, sparsity, data)
+        quant = None
+        qpos = t.table("Quantization")         # present but empty on most float tensors: skip it cheaply
+        if qpos and _Table(self.buf, qpos, tflite.QuantizationParameters).length("Scale"):
+            quant = self.quantization(t.generated("Quantization", tflite.QuantizationParameters), len(shape))
         return Tensor(
             index=i, name=name, shape=shape, dtype=dtype,
             shape_signature=tuple(sig_list) if sig.size else None,
-            data=data, quantization=self.quantization(t.generated("Quantization", tflite.QuantizationParameters),
-                                                      len(shape)),
+            data=data, quantization=quant,
             sparsity=sparsity, is_variable=bool(t.scalar("IsVariable", _U8)), buffer=buffer,
         )
 
