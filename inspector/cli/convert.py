@@ -21,6 +21,9 @@ def add_parser(sub):
     p.add_argument("--opset", type=int, default=None, help="ONNX opset (18..21, default 18)")
     p.add_argument("--report", metavar="REPORT.json", help="write a JSON report of the conversion")
     p.add_argument("--session", metavar="FILE", help="replay pins and metadata edits saved by the inspector window")
+    p.add_argument("--allow-custom", action="store_true",
+                   help="keep unknown custom ops as ai.layout_inspector.tflite nodes (options as attributes) "
+                        "instead of failing")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
     add_metadata_arguments(p)
     p.set_defaults(run=run)
@@ -45,6 +48,8 @@ def run(args) -> int:
         session.set_pin(name, value)
     if args.keep_io_layout:
         session.options["keep_io_layout"] = True
+    if args.allow_custom:
+        session.options["allow_custom"] = True
     if args.opset is not None:
         session.options["opset"] = args.opset
     session.metadata = session.metadata.merged(edits_from_args(args))

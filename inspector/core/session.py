@@ -100,7 +100,8 @@ class Session:
         from .denotation import annotate
         before = self.result.transposes if self.result is not None else None
         result = convert(self.graph, pins=dict(self.pins), keep_io_layout=bool(self.options.get("keep_io_layout")),
-                         opset=int(self.options.get("opset", 18)), check=check)
+                         opset=int(self.options.get("opset", 18)), check=check,
+                         allow_custom=bool(self.options.get("allow_custom")))
         self.notes = list(result.warnings) + annotate(result, self.metadata)
         self.result, self.validation, self.error = result, None, ""
         change = Change(before, result.transposes, len(result.plan.conflicts))
@@ -142,6 +143,7 @@ class Session:
             "options": dict(self.options),
             "metadata": self.metadata.to_dict(),
             "notes": list(self.notes),
+            "state": getattr(r, "state", None) or [],
             "quantization": {t.name: {"scale": t.quantization.scales.tolist(),
                                       "zero_point": t.quantization.zero_points.tolist(),
                                       "axis": t.quantization.axis}
@@ -175,7 +177,7 @@ class Session:
             warnings.append(f"{path} was saved for a different version of {data.get('model')}")
         self.pins = {str(k): str(v) for k, v in (data.get("pins") or {}).items()}
         self.options.update({k: v for k, v in (data.get("options") or {}).items()
-                             if k in ("keep_io_layout", "opset")})
+                             if k in ("keep_io_layout", "opset", "allow_custom")})
         self.metadata = MetadataEdits.from_dict(data.get("metadata") or {})
         self.emit("loaded", path)
         return warnings
