@@ -456,16 +456,30 @@ def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray) -> str:
     left, right = np.maximum(e, 0), np.maximum(-e, 0)
     big = 1 << 60
     if np.any(left):
-        x = em.node("Mul", [x, i64(np.left_shift(1, left))], 1)[0]
-    ab = em.node("Mul", [x, i64(q)], 1)[0]
+        x = em.node("Mul", [x, per_channel_int64(em, np.left_shift(1, left))], 1)[0]
+    ab = em.node("Mul", [x, per_channel_int64(em, q)], 1)[0]
     hi = em.node("Div", [em.node("Add", [ab, i64(big + (1 << 30))], 1)[0], i64(1 << 31)], 1)[0]
     hi = em.node("Sub", [hi, i64(big >> 31)], 1)[0]              # floor((ab + 2^30) / 2^31)
     if not np.any(right):
         return hi
     d = np.left_shift(1, right)
+    div = per_channel_int64(em, d)
     neg = em.node("Cast", [em.node("Less", [hi, i64(0)], 1)[0]], 1, to=ONNX_INT64)[0]
-    v = em.node("Sub", [em.node("Add", [hi, i64(big + d // 2)], 1)[0], neg], 1)[0]
-    return em.node("Sub", [em.node("Div", [v, i64(d)], 1)[0], i64(big // d)], 1)[0]   # floor((hi + d/2 - neg) / d)
+    v = em.node("Add", [em.node("Add", [hi, i64(big)], 1)[0], per_channel_int64(em, d // 2)], 1)[0]
+    v = em.node("Sub", [v, neg], 1)[0]
+    offset = em.node("Div", [i64(big), div], 1)[0]
+    return em.node("Sub", [em.node("Div", [v, div], 1)[0], offset], 1)[0]   # floor((hi + d/2 - neg) / d)
+
+
+def per_channel_int64(em, value) -> str:
+    """An int64 operand stored as int32 when it fits (per-channel multipliers and shifts: half the bytes)."""
+    arr = np.asarray(value, np.int64)
+    if arr.ndim == 0 or arr.min() < np.iinfo(np.int32).min or arr.max() > np.iinfo(np.int32).max:
+        return int64_const(em, arr)
+    key = ("int64_from_int32", arr.shape, arr.tobytes())
+    if key not in em._cache:
+        em._cache[key] = em.node("Cast", [em.const(arr.astype(np.int32), "i")], 1, to=ONNX_INT64)[0]
+    return em._cache[key]
 
 
 def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, int]:
