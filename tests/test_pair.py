@@ -51,7 +51,7 @@ def tflite_model(path):
     return b.save(path)
 
 
-def hand_onnx(graph, path, softmax_axis=1):
+def hand_onnx(graph, path, softmax_axis=1, concat_axis=1):
     """What another converter might write: NHWC I/O, NCHW inside, names partly kept, an extra Transpose pair in
     front of the 1x1 Conv, an extra output nothing in TFLite computes."""
     sg = graph.main
@@ -63,24 +63,25 @@ def hand_onnx(graph, path, softmax_axis=1):
              numpy_helper.from_array(data["b2"].copy(), "B2")]
     N = helper.make_node
     nodes = [
-        N("Transpose", ["x"], ["x__transpose"], perm=nchw, name="tr_in"),
-        N("Conv", ["x__transpose", "W1", "B1"], ["conv_pre"], pads=[1, 1, 1, 1], name="conv1"),
-        N("Relu", ["conv_pre"], ["c_nchw"], name="relu1"),                      # name kept, suffixed
-        N("MaxPool", ["c_nchw"], ["v7"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),   # no name: position
+        N("Transpose", ["x"], ["x__transpose:0"], perm=nchw, name="tr_in"),
+        # tf2onnx's way: the Conv carries the tensor's name, the fused Relu after it another one
+        N("Conv", ["x__transpose:0", "W1", "B1"], ["c"], pads=[1, 1, 1, 1], name="conv1"),
+        N("Relu", ["c"], ["Relu__5:0"], name="relu1"),
+        N("MaxPool", ["Relu__5:0"], ["v7"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),   # no name: position
         N("Transpose", ["v7"], ["extra_a"], perm=nhwc, name="extra_t1"),     # a pair that cancels
         N("Transpose", ["extra_a"], ["extra_b"], perm=nchw, name="extra_t2"),
-        N("Conv", ["extra_b", "W2", "B2"], ["q:0"], name="conv2"),
-        N("Concat", ["v7", "q:0"], ["cat_raw_output___3"], axis=1, name="concat"),
-        N("Softmax", ["cat_raw_output___3"], ["v9"], axis=softmax_axis, name="softmax"),
+        N("Conv", ["extra_b", "W2", "B2"], ["q_raw_output___3"], name="conv2"),
+        N("Concat", ["v7", "q_raw_output___3"], ["cat_nchw"], axis=concat_axis, name="concat"),
+        N("Softmax", ["cat_nchw"], ["v9"], axis=softmax_axis, name="softmax"),
         N("Transpose", ["v9"], ["output_0"], perm=nhwc, name="tr_out"),
-        N("ReduceMean", ["c_nchw"], ["debug"], keepdims=0, name="debug_mean"),   # no TFLite counterpart
+        N("ReduceMean", ["Relu__5:0"], ["debug"], keepdims=0, name="debug_mean"),   # no TFLite counterpart
     ]
     g = helper.make_graph(nodes, "other", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, H, W, C])],
                           [helper.make_tensor_value_info("output_0", TensorProto.FLOAT, [1, 3, 5, 6]),
                            helper.make_tensor_value_info("debug", TensorProto.FLOAT, [])], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], producer_name="hand")
     model.ir_version = 10
-    onnx.checker.check_model(model, full_check=True)
+    onnx.checker.check_model(model, full_check=concat_axis == 1)     # a wrong Concat axis fails shape inference
     onnx.save(model, path)
     return model
 
@@ -112,13 +113,13 @@ def test_hand_built_mapping(pair_files):
     graph = read_tflite(tfl)
     m = match(graph, onnx.load(good))
     t = {n: tensor(graph, n) for n in ["x", "c", "p", "q", "cat", "s"]}
-    assert m.tensor_values[t["x"]] == ["x", "x__transpose"]
-    assert m.tensor_values[t["c"]] == ["c_nchw"] and m.how[t["c"]] == "name"
+    assert m.tensor_values[t["x"]] == ["x", "x__transpose:0"]
+    assert m.tensor_values[t["c"]] == ["Relu__5:0"] and m.how[t["c"]] == "name"     # after the fused Relu
     assert m.tensor_values[t["p"]] == ["v7", "extra_a", "extra_b"] and m.how[t["p"]] == "position"
-    assert m.image(t["q"]) == "q:0" and m.image(t["cat"]) == "cat_raw_output___3"
+    assert m.image(t["q"]) == "q_raw_output___3" and m.image(t["cat"]) == "cat_nchw"
     assert m.tensor_values[t["s"]] == ["v9", "output_0"] and m.how[t["s"]] == "io"   # v9: transposed back
     # Layouts read off the shapes: NCHW inside, NHWC at the copies and the output.
-    assert m.layout("c_nchw") == (0, 3, 1, 2) and m.layout("extra_a") == (0, 1, 2, 3)
+    assert m.layout("Relu__5:0") == (0, 3, 1, 2) and m.layout("extra_a") == (0, 1, 2, 3)
     assert m.layout("output_0") == (0, 1, 2, 3)
     # Nodes: the Conv's first node and the Transpose in front belong to CONV_2D#0, the pair to the 1x1 Conv.
     assert m.op_nodes[0] == ["tr_in", "conv1", "relu1"]
@@ -313,3 +314,21 @@ def test_as_result_gives_viewers_a_trace(pair_files):
     assert set(r.trace.inserted) == {"extra_t1", "extra_t2", "tr_in", "tr_out"}
     assert r.trace.inserted["extra_t1"].op == 2 and r.trace.inserted["tr_in"].tensor == tensor(pair.graph, "x")
     assert len(r.plan.conflicts) == 3 and r.categories == pair.ours.categories
+
+
+def test_a_model_onnx_runtime_refuses_is_still_compared(pair_files, tmp_path, capsys):
+    """Concat on the wrong axis (NCHW axis 2: 4 and 2 channels cannot meet): ONNX Runtime refuses the model; the
+    mapping and findings still come, validation fails with the reason, never a traceback."""
+    from inspector.cli import main
+    tfl, _, _ = pair_files
+    bad = tmp_path / "concat_axis.onnx"
+    hand_onnx(read_tflite(tfl), bad, concat_axis=2)
+    pair = open_pair(str(tfl), str(bad))
+    m = pair.mapping
+    assert m.matched == 6 and m.layout("cat_nchw") is None     # matched by name; shape inference gives it none
+    assert m.layout("v9") is None and m.layout("Relu__5:0") == (0, 3, 1, 2)
+    v = pair.validate()
+    assert not v.ok and v.outputs == [] and any("ONNX Runtime cannot run it" in n for n in v.notes)
+    assert main(["compare", str(tfl), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "matched 6/6 tensors" in out and "FAIL the outputs could not be compared" in out

@@ -63,8 +63,12 @@ def report(pair) -> list[str]:
         for e in v.outputs:
             lines.append(f"{'ok  ' if e.ok else 'FAIL'} output {e.name}: max_rel {e.max_rel:.3g}")
         bad = v.first_bad()
-        if bad is None:
+        if not v.outputs:
+            lines.append("FAIL the outputs could not be compared")
+        if bad is None and v.tensors:
             lines.append(f"every mapped tensor agrees ({len(v.tensors)} compared)")
+        elif bad is None:
+            pass
         else:
             nodes = ", ".join(m.op_nodes.get(bad.op, [])) or "no node"
             layout = L.name(v.perms.get(bad.tensor)) if bad.tensor in v.perms else "no layout fits"

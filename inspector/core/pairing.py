@@ -405,6 +405,13 @@ class _Matcher:
                 return True
         return False
 
+    def image(self, values: list[str]) -> str:
+        """The value that holds what the TFLite tensor holds: the last one computed (not copied) under its name,
+        so a Conv's pre-activation output named like the tensor gives way to the Relu after it."""
+        def computed(v):
+            return v not in self.x.producer or self.x.nodes[self.x.producer[v]].op_type not in COPY_TYPES
+        return ([v for v in values if computed(v)] or values)[-1]
+
     # -- nodes -> ops ------------------------------------------------------------------------------------------
     def assign_nodes(self) -> None:
         m, x = self.m, self.x
@@ -447,16 +454,31 @@ class _Matcher:
             m.node_op[x.labels[i]] = k
         m.unmatched_nodes = [x.labels[i] for i in range(len(x.nodes)) if i not in owner]
 
+    def extend(self) -> None:
+        """A name can sit on the first node of an op (tf2onnx names the Conv, not the Relu6 Clip after it): carry
+        each named tensor on through the rest of its op, as position matching does."""
+        for t, values in list(self.m.tensor_values.items()):
+            if t in self.producers:
+                v = self.image(values)
+                after = self.follow(self.sg.ops[self.producers[t]], t, v)
+                if after != v:                      # the named value is inside the op: not the tensor
+                    values.remove(v)
+                    del self.m.value_tensor[v]
+                    self.m.layouts.pop(v, None)
+                    self.bind(t, after, "name")
+
     def run(self) -> Mapping:
         self.by_name()
         self.by_io_position()
+        self.extend()
         self.copies()
         while self.by_position():
             self.copies()
         m = self.m
         order = {v: i for i, v in enumerate(self.x.values())}
-        for values in m.tensor_values.values():                 # graph order, so the first is the image
+        for values in m.tensor_values.values():
             values.sort(key=lambda v: order.get(v, len(order)))
+            values.insert(0, values.pop(values.index(self.image(values))))
         self.assign_nodes()
         m.unmatched_tensors = [t for t in m.scope if t not in m.tensor_values]
         m.unmatched_ops = [op.index for op in self.sg.ops if op.index not in m.folded and not m.op_nodes.get(op.index)]
