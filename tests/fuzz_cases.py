@@ -627,7 +627,8 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
     path.write_bytes(data)
     g = read_onnx(path)
     _no_escape(g)
-    model = onnx.ModelProto.FromString(data)
+    from inspector.cli._metadata_args import load_onnx
+    model = load_onnx(str(path))                     # what `edit` and `check` open it with
     names = [t.name for sg in g.subgraphs[:1] for t in sg.tensors]
     try:
         edits_for(rng, names).apply(model)

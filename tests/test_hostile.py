@@ -465,3 +465,19 @@ def test_cli_refuses_escaping_external_data_in_one_line(model_dir, capsys, comma
     err = capsys.readouterr().err
     assert err.startswith(f"error: {model}: initializer 'w': {reason}") and "Traceback" not in err
     assert not (model_dir / "out.onnx").exists()
+
+
+def test_a_converted_model_beyond_protobufs_limit_is_refused_with_its_size(monkeypatch):
+    """The real limit is 2 GB; lowered here so a small model crosses it on the same code path."""
+    from inspector.core import onnx_reader
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 5])
+    w = b.const("w", W)
+    y = b.tensor("y", [1, 5, 7, 2])
+    b.op("CONV_2D", [x, w, None], [y], {"padding": "SAME"})
+    b.output(y)
+    g = read_tflite_bytes(b.build())
+    assert convert(g).model.ByteSize() > 400
+    monkeypatch.setattr(onnx_reader, "PROTOBUF_LIMIT", 400)
+    with pytest.raises(ConversionError, match=r"would be 0\.00 GiB, beyond protobuf's 2 GB limit for one ONNX file"):
+        convert(g)

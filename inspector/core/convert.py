@@ -178,9 +178,20 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         result.state = em.state.describe()
         result.warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
+    check_size(model)
     if check:
         check_model(model)
     return result
+
+
+def check_size(model) -> None:
+    """One ONNX file is one protobuf message, which cannot exceed 2 GB: say so before serialising fails."""
+    from . import onnx_reader
+    size = model.ByteSize()
+    if size > onnx_reader.PROTOBUF_LIMIT:
+        raise ConversionError(f"the converted model would be {size / 2**30:.2f} GiB, beyond protobuf's 2 GB limit "
+                              "for one ONNX file; models this large need external data, which export does not "
+                              "write yet")
 
 
 def _culprit(e: BaseException) -> Op | None:
