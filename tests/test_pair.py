@@ -14,14 +14,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core import layout as L
 from inspector.core.convert import convert
-from inspector.core.pair import make_pair, open_pair, write_with_metadata
+from inspector.core.pair import open_pair, write_with_metadata
 from inspector.core.pairing import fitting_perms, match, normalise
 from inspector.core.tflite_builder import ModelBuilder
 from inspector.core.tflite_reader import read_tflite
 
-from .conftest import corpus_files
 
 H, W, C = 6, 10, 3          # non-square: every tensor's layout can be read off its shape
 
@@ -250,6 +248,7 @@ def test_ambiguous_siblings_stay_unmatched(tmp_path):
 
 
 def test_metadata_edit_leaves_the_graph_alone(pair_files, tmp_path):
+    from inspector.core.atomic import WriteError
     from inspector.core.metadata_edits import MetadataEdits
     _, good, _ = pair_files
     model = onnx.load(good)
@@ -275,7 +274,7 @@ def test_metadata_edit_leaves_the_graph_alone(pair_files, tmp_path):
     assert edited.graph.SerializeToString() != onnx.load(good).graph.SerializeToString()   # the edit is there
     rest = [f for f in onnx.ModelProto.DESCRIPTOR.fields if f.name not in ("graph", "metadata_props")]
     assert all(getattr(edited, f.name) == getattr(model, f.name) for f in rest)
-    with pytest.raises(Exception, match="source model"):
+    with pytest.raises(WriteError, match="source model"):
         write_with_metadata(model, edits, str(good), protect=[good])
 
 
