@@ -294,3 +294,16 @@ def test_cli_has_gui_command():
     args = build_parser().parse_args(["gui", "model.tflite"])
     assert args.model == "model.tflite" and args.run is gui_cli.run
     assert build_parser().parse_args(["gui"]).model is None
+
+
+def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatch):
+    from inspector.gui import loader_job
+    monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)     # any model takes the child-process path
+    calls = []
+    real = loader_job._executor
+    monkeypatch.setattr(loader_job, "_executor", lambda: calls.append(1) or real())
+    doc = open_model(qtbot, window, corpus / CONFLICT_MODEL)
+    assert calls == [1]
+    assert doc.result.graph is doc.graph                           # re-attached to the window's graph
+    assert len(op_keys(window.scenes[ONNX])) == len(doc.model.graph.node)
+    assert {k for k, v in window.scenes[ONNX].node_by_key.items() if v.category == CONFLICT} == set(doc.inserted())

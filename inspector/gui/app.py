@@ -34,6 +34,9 @@ def _hook(window_getter):
 
 
 def application(argv: list[str] | None = None) -> QApplication:
+    # PySide6 drops the GIL around Qt calls; with a worker thread busy in Python each re-take can wait a whole
+    # switch interval (5 ms). A shorter one keeps the window responsive while a model converts.
+    sys.setswitchinterval(0.0005)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     app.setApplicationName("Layout Inspector")
     app.setOrganizationName("layout-inspector")

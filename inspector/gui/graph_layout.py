@@ -29,6 +29,20 @@ class Layout:
     routes: list[list[tuple[float, float]]]        # per edge: polyline points, start at src bottom, end at dst top
     width: float
     height: float
+    _samples: np.ndarray | None = None
+
+    def samples(self) -> np.ndarray:
+        """Points along every edge route (for overviews); computed with the layout, in the worker thread."""
+        if self._samples is None:
+            starts = [p for route in self.routes for p in route[:-1]]
+            ends = [p for route in self.routes for p in route[1:]]
+            if not starts:
+                self._samples = np.zeros((0, 2))
+            else:
+                a, b = np.asarray(starts, float), np.asarray(ends, float)
+                t = np.linspace(0.0, 1.0, 8)[None, :, None]
+                self._samples = (a[:, None, :] + (b - a)[:, None, :] * t).reshape(-1, 2)
+        return self._samples
 
 
 def topology_key(vg: ViewGraph) -> str:
@@ -74,6 +88,7 @@ def compute(vg: ViewGraph) -> Layout:
             _CACHE.move_to_end(key)
             return _CACHE[key]
     layout = _compute(vg)
+    layout.samples()
     with _LOCK:
         _CACHE[key] = layout
         while len(_CACHE) > _CACHE_SIZE:

@@ -4,10 +4,12 @@ The scene keeps Qt's default BSP index: with one item per edge, hit-testing and 
 """
 from __future__ import annotations
 
+import time
 from typing import Hashable
 
+import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
 from .graph_items import EdgeItem, Frame, NodeItem
@@ -21,7 +23,7 @@ MARGIN = 40
 class GraphScene(QGraphicsScene):
     """Items are created top-down in chunks: the first chunk covers where the view starts (the top), the rest is
     added from the event loop, so a 10k-node graph paints at once and the window stays responsive."""
-    FIRST_CHUNK, CHUNK = 2500, 4000
+    FIRST_CHUNK, SLICE_S = 2000, 0.03           # items before the first paint; seconds per later slice
     completed = Signal()
 
     def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
@@ -43,11 +45,12 @@ class GraphScene(QGraphicsScene):
         self.complete = False
         self.populate(self.FIRST_CHUNK)
 
-    def populate(self, limit: int | None = None) -> None:
-        """Create up to `limit` more items (all when None)."""
+    def populate(self, limit: int | None = None, seconds: float | None = None) -> None:
+        """Create up to `limit` more items, or as many as fit in `seconds` (all when both are None)."""
         vg, layout, frame = self.vg, self.layout, self.frame
         cats, markers, conflicts = self._colours
         made = 0
+        deadline = time.perf_counter() + seconds if seconds is not None else None
         for _, kind, i in self._todo:
             if kind == 0:
                 node = vg.nodes[i]
@@ -66,7 +69,8 @@ class GraphScene(QGraphicsScene):
                 self.edges.append(item)
                 self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
             made += 1
-            if limit is not None and made >= limit:
+            if (limit is not None and made >= limit) or \
+                    (deadline is not None and made % 16 == 0 and time.perf_counter() > deadline):
                 if not self._timer.isActive():
                     self._timer.start()
                 return
@@ -76,7 +80,7 @@ class GraphScene(QGraphicsScene):
             self.completed.emit()
 
     def _step(self) -> None:
-        self.populate(self.CHUNK)
+        self.populate(seconds=self.SLICE_S)
 
     def finish(self) -> None:
         """Everything created: before a search or a selection by key."""
@@ -226,7 +230,7 @@ class Minimap(QWidget):
         self.view = view
         self.image: QImage | None = None
         self.enabled = True                  # the user's choice; shown only when part of the graph is off-screen
-        self._timer = QTimer(self, singleShot=True, interval=30, timeout=self._render)
+        self._timer = QTimer(self, singleShot=True, interval=120, timeout=self._render)
         self.setCursor(Qt.CrossCursor)
         self.setToolTip("Overview: click or drag to move the view")
 
@@ -252,26 +256,36 @@ class Minimap(QWidget):
         self.raise_()
 
     def _render(self) -> None:
-        """Draw the overview from positions and colours directly: rendering the scene would call every item's
-        Python paint(), which takes a second at 10k nodes."""
+        """Rasterise the overview with numpy from positions and colours: rendering the scene would call every
+        item's Python paint(), about a second at 10k nodes."""
         scene = self.view.scene()
-        if scene is None:
+        if scene is None or not scene.complete:     # the scene signals completion, which invalidates again
             return
         self.place()
-        img = QImage(self.size(), QImage.Format_ARGB32_Premultiplied)
-        img.fill(QColor(255, 255, 255, 235))
+        w, h = self.width(), self.height()
         k, r = self._k()
-        x0, y0 = r.left(), r.top()
-        p = QPainter(img)
-        p.setPen(QPen(palette().edge, 0))
-        for e in scene.edges:
-            p.drawPolyline(QPolygonF([QPointF((x - x0) * k, (y - y0) * k) for x, y in e.points]))
-        for item in scene.nodes:
-            (x, y), n = scene.layout.pos[item.index], item.node
-            p.fillRect(QRectF((x - n.width / 2 - x0) * k, (y - n.height / 2 - y0) * k,
-                              max(n.width * k, 1.0), max(n.height * k, 1.0)), item.quick_fill)
-        p.end()
-        self.image = img
+        origin = np.array([r.left(), r.top()])
+        buf = np.empty((h, w, 4), np.uint8)
+        buf[:] = (255, 255, 255, 235)
+        e = palette().edge
+        px = ((scene.layout.samples() - origin) * k).astype(np.int64)
+        ok = (px[:, 0] >= 0) & (px[:, 0] < w) & (px[:, 1] >= 0) & (px[:, 1] < h)
+        buf[px[ok, 1], px[ok, 0]] = (e.red(), e.green(), e.blue(), 255)
+        rgb: dict[int, tuple] = {}
+        colours = np.array([rgb.setdefault(id(it.quick_fill), (it.quick_fill.red(), it.quick_fill.green(),
+                                                                it.quick_fill.blue(), 255)) for it in scene.nodes],
+                           np.uint8).reshape(-1, 4)
+        idx = [it.index for it in scene.nodes]
+        pos = np.asarray(scene.layout.pos, float)[idx]
+        size = np.array([(it.node.width, it.node.height) for it in scene.nodes], float).reshape(-1, 2)
+        corner = ((pos - size / 2 - origin) * k).astype(np.int64)
+        extent = np.maximum((size * k).astype(np.int64), 1)
+        for dy in range(int(extent[:, 1].max(initial=0))):
+            for dx in range(int(extent[:, 0].max(initial=0))):
+                x, y = corner[:, 0] + dx, corner[:, 1] + dy
+                m = (dx < extent[:, 0]) & (dy < extent[:, 1]) & (x >= 0) & (x < w) & (y >= 0) & (y < h)
+                buf[y[m], x[m]] = colours[m]
+        self.image = QImage(buf.data, w, h, 4 * w, QImage.Format_RGBA8888).copy()
         self.sync()
 
     def _k(self) -> tuple[float, QRectF]:

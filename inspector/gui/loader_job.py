@@ -4,6 +4,7 @@ Python cannot interrupt a running conversion: cancel marks the job stale and its
 """
 from __future__ import annotations
 
+import atexit
 import traceback
 
 from PySide6.QtCore import QObject, QRunnable, Signal
@@ -16,6 +17,41 @@ from . import graph_layout, graph_model
 from .document import Document
 
 
+_EXECUTOR = None
+
+
+def _executor():
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        ctx = multiprocessing.get_context("forkserver")     # never fork a process that runs Qt threads
+        ctx.set_forkserver_preload(["inspector.core.convert", "inspector.gui.graph_model",
+                                    "inspector.gui.graph_layout"])
+        _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+        atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
+    return _EXECUTOR
+
+
+def convert_and_lay_out(source):
+    """(ConversionResult, ONNX ViewGraph, Layout), or the conversion error's message. `source` is a Graph, or a
+    path when run in a child process (the result then comes back without its source graph)."""
+    try:
+        from inspector.core.convert import convert
+    except ImportError:
+        return "the converter is not available in this build"
+    graph = read_tflite(source) if isinstance(source, str) else source
+    try:
+        result = convert(graph)
+    except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
+        return str(e)
+    vg = graph_model.from_onnx(result.model)
+    layout = graph_layout.compute(vg)
+    if isinstance(source, str):
+        result.graph = None
+    return result, vg, layout
+
+
 class JobSignals(QObject):
     stage = Signal(str)
     tfliteReady = Signal(object, object, object)    # Document, ViewGraph, Layout
@@ -26,6 +62,10 @@ class JobSignals(QObject):
 
 
 class LoadJob(QRunnable):
+    # From this many ops on, conversion runs in a child process: the converter and onnx's checker hold the GIL
+    # for long stretches, which would freeze the window while it converts.
+    PROCESS_OPS = 2000
+
     def __init__(self, path: str, convert: bool = True):
         super().__init__()
         self.path, self.convert = path, convert
@@ -72,20 +112,19 @@ class LoadJob(QRunnable):
         if not self._emit(s.tfliteReady, doc, vg, graph_layout.compute(vg)) or not self.convert:
             return
         self._emit(s.stage, "Converting to ONNX…")
-        try:
-            from inspector.core.convert import convert
-        except ImportError:
-            self._emit(s.conversionFailed, "the converter is not available in this build")
+        if len(graph.main.ops) >= self.PROCESS_OPS:
+            outcome = _executor().submit(convert_and_lay_out, self.path).result()
+        else:
+            outcome = convert_and_lay_out(graph)
+        if isinstance(outcome, str):
+            self._emit(s.conversionFailed, outcome)
             return
-        try:
-            result = convert(graph)
-        except InspectorError as e:
-            self._emit(s.conversionFailed, str(e))
-            return
+        result, vg, layout = outcome
         if self.cancelled:
             return
-        doc.result, doc.model = result, result.model
-        self._onnx(doc)
+        result.graph = graph
+        doc.result, doc.model, doc.onnx_shapes = result, result.model, dict(vg.shapes)
+        self._emit(s.onnxReady, doc, vg, layout)
 
     def _onnx(self, doc: Document) -> None:
         self._emit(self.signals.stage, "Laying out the ONNX graph…")

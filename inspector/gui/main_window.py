@@ -265,7 +265,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([half, half])
         self.conflicts.set_document(doc)
         self.conflicts_dock.setWindowTitle(f"Conflicts ({len(doc.conflicts())})")
-        self.recolour()
+        self._colour(TFLITE)                         # categories arrive with the conversion
         self.statusBar().showMessage(self._summary(), 10000)
 
     def _summary(self) -> str:
