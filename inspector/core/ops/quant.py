@@ -32,7 +32,7 @@ from .registry import T, op
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
 NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
-ONNX_FLOAT = 1
+ONNX_FLOAT, ONNX_DOUBLE = 1, 11
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 # Ops whose emitters must see the stored integers: state and subgraph boundaries, reinterpretation.
@@ -82,6 +82,12 @@ def dequantize_array(data: np.ndarray, q: Quantization, axis: int | None = None)
     else:
         scale, zp = scale[0], zp[0]
     return ((data.astype(np.float64) - zp) * scale).astype(np.float32)
+
+
+def _round_away(em, x: str, dtype: str) -> str:
+    """std::round (ties away from zero); ONNX Round rounds ties to even."""
+    mag = em.node("Floor", [em.node("Add", [em.node("Abs", [x], 1)[0], em.scalar(0.5, dtype)], 1)[0]], 1)[0]
+    return em.node("Mul", [em.node("Sign", [x], 1)[0], mag], 1)[0]
 
 
 class QDQ:
@@ -264,31 +270,32 @@ class QDQ:
         else:
             axes = list(range(1, len(shape)))
             asym = w.quantization.per_channel
-        f = "float32"
+        f, d = "float32", "double"
         lo = em.node("ReduceMin", [x, em.i64(axes, "axes")], 1, keepdims=1)[0]
         hi = em.node("ReduceMax", [x, em.i64(axes, "axes")], 1, keepdims=1)[0]
         zero = em.scalar(0.0, f)
-        if asym:
-            lo = em.node("Min", [lo, zero], 1)[0]
-            hi = em.node("Max", [hi, zero], 1)[0]
-            scale = em.node("Div", [em.node("Sub", [hi, lo], 1)[0], em.scalar(255.0, f)], 1)[0]
+        if asym:                                 # the scale and zero point in double, as TFLite computes them
+            lo = em.node("Cast", [em.node("Min", [lo, zero], 1)[0]], 1, to=ONNX_DOUBLE)[0]
+            hi = em.node("Cast", [em.node("Max", [hi, zero], 1)[0]], 1, to=ONNX_DOUBLE)[0]
+            scale_d = em.node("Div", [em.node("Sub", [hi, lo], 1)[0], em.scalar(255.0, d)], 1)[0]
         else:
             rng = em.node("Max", [em.node("Abs", [lo], 1)[0], em.node("Abs", [hi], 1)[0]], 1)[0]
-            scale = em.node("Div", [rng, em.scalar(127.0, f)], 1)[0]
+            scale_d = em.node("Div", [em.node("Cast", [rng], 1, to=ONNX_DOUBLE)[0], em.scalar(127.0, d)], 1)[0]
+        scale = em.node("Cast", [scale_d], 1, to=ONNX_FLOAT)[0]
         # An all-zero row: TFLite uses scale 1 (every value quantizes to 0 either way).
-        scale = em.node("Where", [em.node("Equal", [scale, zero], 1)[0], em.scalar(1.0, f), scale], 1)[0]
-        inv = em.node("Reciprocal", [scale], 1)[0]
-        scaled = em.node("Mul", [x, inv], 1)[0]
+        empty = em.node("Equal", [scale, zero], 1)[0]
+        scale = em.node("Where", [empty, em.scalar(1.0, f), scale], 1)[0]
+        scaled = em.node("Mul", [x, em.node("Reciprocal", [scale], 1)[0]], 1)[0]
         if asym:
-            zp = em.node("Round", [em.node("Sub", [em.scalar(-128.0, f), em.node("Div", [lo, scale], 1)[0]], 1)[0]],
-                         1)[0]
+            safe_d = em.node("Where", [empty, em.scalar(1.0, d), scale_d], 1)[0]
+            zp = em.node("Sub", [em.scalar(-128.0, d), em.node("Div", [lo, safe_d], 1)[0]], 1)[0]
+            zp = em.node("Cast", [_round_away(em, zp, d)], 1, to=ONNX_FLOAT)[0]
             zp = em.node("Clip", [zp, em.scalar(-128.0, f), em.scalar(127.0, f)], 1)[0]
-            q = em.node("Clip", [em.node("Round", [em.node("Add", [scaled, zp], 1)[0]], 1)[0],
+            q = em.node("Clip", [em.node("Add", [_round_away(em, scaled, f), zp], 1)[0],   # round, then offset
                                  em.scalar(-128.0, f), em.scalar(127.0, f)], 1)[0]
             q = em.node("Sub", [q, zp], 1)[0]
         else:
-            q = em.node("Clip", [em.node("Round", [scaled], 1)[0], em.scalar(-127.0, f), em.scalar(127.0, f)],
-                        1)[0]
+            q = em.node("Clip", [_round_away(em, scaled, f), em.scalar(-127.0, f), em.scalar(127.0, f)], 1)[0]
         return em.node("Mul", [q, scale], 1)[0]
 
     def output(self, op, slot: int, dst: str) -> str:
