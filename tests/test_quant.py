@@ -277,8 +277,12 @@ def test_dynamic_range_weights_stay_int8(tmp_path):
     r = convert(graph)
     q, dq = dq_of_weight(r, (8, 4, 3, 3))
     assert q.dtype == np.int8 and axis_of(dq) == 0
-    v = validate(r)
-    assert v.ok and v.outputs[0].max_rel < 1e-3, v.outputs[0].max_rel
+    for seed in range(3):
+        v = validate(r, seed=seed)
+        # Fed the same float input, the on-the-fly quantization (rounding and offset as TFLite does them) gives
+        # the same integers: the convolution agrees to float rounding, not to the input's quantization step.
+        assert v.ok and v.outputs[0].max_rel < 1e-5, v.outputs[0].max_rel
+        assert {e.name: e.max_rel for e in v.intermediates}["c"] < 1e-5
 
 
 @pytest.mark.parametrize("opset", [18, 21])
