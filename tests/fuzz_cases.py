@@ -141,11 +141,65 @@ def _varint(rng, b: bytearray):
     b[i:i + 1] = rng.choice([b"\xff\xff\xff\xff\x0f", b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", b"\x80" * 10])
 
 
+def _vectors(data: bytes) -> list[tuple[int, int, bool]]:
+    """(position of the length field, length, holds tables) of the main vectors of a well-formed .tflite."""
+    import tflite
+    from inspector.core.tflite_reader import _slot
+    out = []
+
+    def add(obj, accessor, tables):
+        o = obj._tab.Offset(_slot(type(obj), accessor))
+        if o:
+            start = obj._tab.Vector(o)
+            out.append((start - 4, int.from_bytes(data[start - 4:start], "little"), tables))
+
+    m = tflite.Model.GetRootAsModel(data, 0)
+    for acc in ("Buffers", "Subgraphs", "OperatorCodes"):
+        add(m, acc, True)
+    sg = m.Subgraphs(0)
+    add(sg, "Tensors", True)
+    add(sg, "Operators", True)
+    for acc in ("Inputs", "Outputs"):
+        add(sg, acc, False)
+    for i in range(min(sg.TensorsLength(), 64)):
+        add(sg.Tensors(i), "Shape", False)
+    for i in range(min(sg.OperatorsLength(), 64)):
+        add(sg.Operators(i), "Inputs", False)
+        add(sg.Operators(i), "Outputs", False)
+    return out
+
+
+def _tables_swapped(rng, b: bytearray):
+    """Two entries of a table vector (tensors, operators, buffers...) exchanged, offsets kept valid."""
+    vecs = [v for v in _vectors(bytes(b)) if v[2] and v[1] >= 2]
+    if not vecs:
+        return
+    pos, n, _ = rng.choice(vecs)
+    i, j = (pos + 4 + 4 * k for k in rng.sample(range(n), 2))
+    ti = i + int.from_bytes(b[i:i + 4], "little")
+    tj = j + int.from_bytes(b[j:j + 4], "little")
+    b[i:i + 4], b[j:j + 4] = (tj - i).to_bytes(4, "little"), (ti - j).to_bytes(4, "little")
+
+
+def _count(rng, b: bytearray):
+    """A vector's length replaced by an absurd count (or one more or less than the truth)."""
+    vecs = _vectors(bytes(b))
+    if vecs:
+        pos, n, _ = rng.choice(vecs)
+        value = rng.choice([n + 1, max(n - 1, 0), 0, 2**31 - 1, 2**32 - 1, len(b), len(b) // 4, 1 << 20])
+        b[pos:pos + 4] = value.to_bytes(4, "little")
+
+
 BYTE_MUTATORS = [_flip, _poke, _word, _truncate, _swap, _splice]
+TFLITE_MUTATORS = [_tables_swapped, _count]
 
 
 def mutate_bytes(rng, data: bytes, onnx_format: bool = False) -> bytes:
     b = bytearray(data)
+    if not onnx_format and rng.random() < 0.35:          # structure-aware first, while the file is still valid
+        rng.choice(TFLITE_MUTATORS)(rng, b)
+        if rng.random() < 0.6:
+            return bytes(b)
     pool = BYTE_MUTATORS + ([_varint] if onnx_format else [])
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
         if b:

@@ -39,10 +39,22 @@ def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
         except HOSTILE as e:
             raise ConversionError(f"{op.opcode}#{op.index}: cannot fold its constant "
                                   f"({type(e).__name__}: {e})") from None
-        if value is not None:
+        if value is not None and op.outputs and op.outputs[0] >= 0:     # a hostile op may have no output
             constants[op.outputs[0]] = value
             folded.add(op.index)
     return folded, constants
+
+
+NO_OUTPUT_OPS = {"ASSIGN_VARIABLE", "CALL_ONCE"}      # the only TFLite ops that write nothing
+
+
+def check_arity(graph: Graph) -> None:
+    """Every op but the stateful few writes something: emitters and folders may rely on op.outputs[0]."""
+    for k, sg in enumerate(graph.subgraphs):
+        for op in sg.ops:
+            if not any(t >= 0 for t in op.outputs) and op.opcode not in NO_OUTPUT_OPS:
+                where = f" in subgraph {k} ({sg.name})" if k else ""
+                raise ConversionError(f"{op.label}{where} has no output: the model is inconsistent")
 
 
 def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
@@ -95,6 +107,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         from .ops.custom import with_custom_nodes
         table = with_custom_nodes(graph, table)
     sg = graph.main
+    check_arity(graph)
     folded, constants = fold_constants(sg)
     missing = unsupported(sg, table, folded)
     for i, other in enumerate(graph.subgraphs[1:], 1):
@@ -105,7 +118,11 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     pin_map = resolve_pins(sg, pins)
     plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
     trace = ConversionTrace()
-    em = Emitter(sg, plan, opset, constants, trace)
+    try:
+        em = Emitter(sg, plan, opset, constants, trace)
+    except HOSTILE as e:
+        raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
+                              ) from None
     em.graph, em.table = graph, table
     em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
 
