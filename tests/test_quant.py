@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import onnx
 from onnx import TensorProto, numpy_helper
 
 from inspector.core.convert import convert
 from inspector.core.tflite_builder import ModelBuilder
 from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import model_kind, validate
+from inspector.core.validate import model_kind, validate, validate_files
 
 RNG = np.random.default_rng(7)
 
@@ -228,6 +229,10 @@ def test_float_io_folds_quantize_into_the_graph(tmp_path):
     assert first.op_type == "QuantizeLinear"
     assert any(n.op_type == "DequantizeLinear" and g.output[0].name in n.output for n in g.node)
     assert_within(validate(r), 1)
+    # A saved float-I/O file validates too: its float input is fed the real values of LiteRT's int8 input.
+    path = tmp_path / "float_io.onnx"
+    onnx.save(r.model, str(path))
+    assert_within(validate_files(graph, str(path)), 1)
 
 
 def fp16_model(tmp_path):

@@ -238,14 +238,15 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     step("running TFLite", 0.1)
     ref = run_tflite(graph, inputs, keep_all=intermediates)
     step("running ONNX Runtime", 0.5)
-    in_names = [i.name for i in result.model.graph.input]
+    in_types = {i.name: i.type.tensor_type.elem_type for i in result.model.graph.input}
     feeds = {}
     for t, x in zip(sg.inputs, inputs):
         name = trace.tensor_values.get(t, [sg.tensors[t].name])[0]
-        if name in in_names:
+        if name in in_types:
             feeds[name] = np.transpose(x, plan.perm(t, x.ndim))
             q = sg.tensors[t].quantization
-            if result.options.get("float_io") and q is not None and np.issubdtype(x.dtype, np.integer):
+            if in_types[name] == onnx.TensorProto.FLOAT and q is not None and np.issubdtype(x.dtype, np.integer):
+                # A quantized input the ONNX model takes as real values (convert(float_io=True) or another tool)
                 feeds[name] = ((feeds[name].astype(np.float32) - q.zero_points[0]) * q.scales[0]).astype(np.float32)
     out_names = {o.name for o in result.model.graph.output}
     extra = []
