@@ -73,7 +73,7 @@ def _table_positions(obj, accessor: str, what: str, limit: int) -> np.ndarray:
     pointing back into the vector (e.g. a run of zero bytes read as a table list) would let a corrupt count make
     the reader walk millions of empty tables.
     """
-    table = _Table(obj._tab.Bytes, obj._tab.Pos, type(obj))
+    table = obj if isinstance(obj, _Table) else _Table(obj._tab.Bytes, obj._tab.Pos, type(obj))
     p = table.table(accessor)
     n = _U32(table.buf, p)[0] if p else 0
     if n == 0:
@@ -296,16 +296,15 @@ class _Reader:
         return data
 
     def opcodes(self) -> list[tuple[str, bool, int]]:
-        m = self.model
-        n = _tables(m, "OperatorCodes", "operator codes", self.limit)
         out = []
-        for i in range(n):
-            oc = m.OperatorCodes(i)
-            code = max(oc.DeprecatedBuiltinCode(), oc.BuiltinCode())
+        for pos in _table_positions(self.model, "OperatorCodes", "operator codes", self.limit).tolist():
+            oc = _Table(self.buf, pos, tflite.OperatorCode)
+            code = max(oc.scalar("DeprecatedBuiltinCode", _I8), oc.scalar("BuiltinCode"))
+            version = oc.scalar("Version", default=1)
             if code == tflite.BuiltinOperator.CUSTOM:
-                out.append((_name(oc.CustomCode()) or "CUSTOM", True, oc.Version()))
+                out.append((_name(oc.string("CustomCode")) or "CUSTOM", True, version))
             else:
-                out.append((BUILTIN_OPCODE2NAME.get(code, f"UNKNOWN_{code}"), False, oc.Version()))
+                out.append((BUILTIN_OPCODE2NAME.get(code, f"UNKNOWN_{code}"), False, version))
         return out
 
     def tensor(self, i: int, pos: int) -> Tensor:
@@ -441,8 +440,8 @@ class _Reader:
         p = o.table(accessor)
         return _FbTable(self.buf, p) if p else None
 
-    def subgraph(self, k: int, codes) -> Subgraph:
-        sg = self.model.Subgraphs(k)
+    def subgraph(self, k: int, pos: int, codes) -> Subgraph:
+        sg = _Table(self.buf, pos, tflite.SubGraph)
         positions = _table_positions(sg, "Tensors", f"subgraph {k} tensors", self.limit)
         tensors = [self.tensor(i, pos) for i, pos in enumerate(positions.tolist())]
         nt = len(tensors)
@@ -452,8 +451,8 @@ class _Reader:
                 ops.append(self.op(i, pos, codes))
             except _Bad as e:
                 raise _Bad(f"subgraph {k} operator {i}: {e}") from None
-        inputs = [int(x) for x in _np(sg, "Inputs", self.limit)]
-        outputs = [int(x) for x in _np(sg, "Outputs", self.limit)]
+        inputs = sg.vector("Inputs", "<i4", self.limit).tolist()
+        outputs = sg.vector("Outputs", "<i4", self.limit).tolist()
         for where, idxs in [("inputs", inputs), ("outputs", outputs)] + [
             (f"operator {op.index} ({op.opcode})", op.inputs + op.outputs + op.intermediates) for op in ops
         ]:
@@ -461,7 +460,7 @@ class _Reader:
                 if t < -1 or t >= nt:
                     raise _Bad(f"subgraph {k} {where} refers to tensor {t}, but there are {nt}")
         _check_order(k, tensors, ops)
-        return Subgraph(name=_name(sg.Name()) or f"subgraph_{k}", tensors=tensors, ops=ops,
+        return Subgraph(name=_name(sg.string("Name")) or f"subgraph_{k}", tensors=tensors, ops=ops,
                         inputs=inputs, outputs=outputs)
 
     def read(self) -> Graph:
@@ -471,10 +470,10 @@ class _Reader:
             raise _Bad(f"unsupported TFLite schema version {version} (this reader knows version {SCHEMA_VERSION})")
         self._buffer_pos = _table_positions(m, "Buffers", "buffers", self.limit).tolist()
         codes = self.opcodes()
-        ns = _tables(m, "Subgraphs", "subgraphs", self.limit)
-        if ns == 0:
+        positions = _table_positions(m, "Subgraphs", "subgraphs", self.limit).tolist()
+        if not positions:
             raise _Bad("the model has no subgraph")
-        subgraphs = [self.subgraph(k, codes) for k in range(ns)]
+        subgraphs = [self.subgraph(k, pos, codes) for k, pos in enumerate(positions)]
         metadata = {}
         for j in range(_tables(m, "Metadata", "metadata", self.limit)):
             md = m.Metadata(j)
