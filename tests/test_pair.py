@@ -196,7 +196,8 @@ def test_own_converter_keep_io_layout(pair_files, tmp_path):
 
 @pytest.mark.parametrize("rel", ["ops/avgpool-concat.float32.tflite", "ops/split.float32.tflite",
                                  "keras/custom_unet_small_fp32.tflite",
-                                 "realworld/face_detection_front.tflite", "keras/custom_transformer_block_fp32.tflite"])
+                                 "realworld/face_detection_front.tflite", "keras/custom_transformer_block_fp32.tflite",
+                                 "keras/mobilenetv3small_fp32.tflite"])
 def test_corpus_renamed(corpus, tmp_path, rel):
     """Corpus models against our keep-io-layout conversion with every inner value and node renamed: the mapping
     must come from graph position and shape alone, and agree with our converter's trace."""

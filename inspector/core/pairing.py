@@ -30,6 +30,7 @@ from onnx import numpy_helper
 from . import layout as L
 from .graph import Graph
 from .layout import Perm
+from .onnx_reader import DTYPES
 from .result import ConversionTrace
 
 # ONNX nodes that move or relabel data without computing: they do not count as an op's work when matching by position.
@@ -148,7 +149,7 @@ class _Onnx:
                     self.consumers.setdefault(x, []).append(i)
         self.constant = set(self.init) | {o for i, n in enumerate(self.nodes) if n.op_type == "Constant"
                                           for o in n.output}
-        self.dims = _shapes(model)
+        self.dims, self.dtypes = _shapes(model)
         self._arrays = {t.name: t for t in g.initializer}
         self._fps: dict[str, bytes | None] = {}
 
@@ -175,19 +176,21 @@ class _Onnx:
         return self.inputs + [o for n in self.nodes for o in n.output if o]
 
 
-def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
-    """Static dims (-1 where unknown) of every value shape inference can type."""
+def _shapes(model: onnx.ModelProto) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """Static dims (-1 where unknown) and dtype names of every value shape inference can type."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception:                   # a model inference cannot follow: keep whatever the file declares
         inferred = model
     g = inferred.graph
-    out = {}
+    dims, dtypes = {}, {}
     for vi in list(g.input) + list(g.value_info) + list(g.output):
         tt = vi.type.tensor_type
         if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-            out[vi.name] = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
-    return out
+            dims[vi.name] = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+        if vi.type.HasField("tensor_type") and tt.elem_type:
+            dtypes[vi.name] = DTYPES.get(tt.elem_type, "")
+    return dims, dtypes
 
 
 def match(graph: Graph, model: onnx.ModelProto) -> Mapping:
@@ -257,7 +260,8 @@ class _Matcher:
 
     def copies(self) -> None:
         """Follow COPY_TYPES nodes from mapped values, both ways: their outputs are the same tensor, and so is the
-        input of a Transpose whose output is mapped (an NCHW result transposed back for the graph output)."""
+        input of a Transpose whose output is mapped (an NCHW result transposed back for the graph output), or of a
+        Reshape that only moves size-1 axes (how our converter presents a one-channel output)."""
         queue = deque(self.m.value_tensor)
         while queue:
             v = queue.popleft()
@@ -268,12 +272,16 @@ class _Matcher:
             if v in self.x.producer:
                 steps.append((self.x.nodes[self.x.producer[v]], -1))
             for n, way in steps:
-                if n.op_type not in COPY_TYPES or not n.input or not n.output or (way < 0 and n.op_type != "Transpose"):
+                if not n.input or not n.output or n.op_type not in COPY_TYPES and not (
+                        way < 0 and n.op_type == "Reshape" and not self.reshapes(t)):
+                    continue
+                if way < 0 and n.op_type not in ("Transpose", "Reshape"):
                     continue
                 other = n.output[0] if way > 0 else n.input[0]
                 if other in self.m.value_tensor or other in self.x.constant or other not in self.x.producer \
                         and other not in self.x.inputs:
                     continue
+                fits = self.fits(t, other)
                 p = perm
                 if n.op_type == "Transpose":
                     tp = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
@@ -281,11 +289,21 @@ class _Matcher:
                     if len(tp) != len(perm):
                         continue
                     p = L.compose(perm, tp) if way > 0 else L.compose(perm, L.inverse(tp))
-                fits = self.fits(t, other)
+                elif n.op_type == "Reshape":                          # same data order, size-1 axes elsewhere
+                    shape = self.sg.tensors[t].shape
+                    order = [a for a in perm if shape[a] != 1]
+                    p = next((q for q in fits or () if [a for a in q if shape[a] != 1] == order), None)
+                    if p is None:
+                        continue
                 if fits is not None and p not in fits:
                     continue
                 self.bind(t, other, "copy", [p])
                 queue.append(other)
+
+    def reshapes(self, t: int) -> bool:
+        """Whether the TFLite op writing t is itself a reshape (then an ONNX Reshape before t is that op)."""
+        k = self.producers.get(t)
+        return k is not None and bool(self.types(self.sg.ops[k])) and self.types(self.sg.ops[k]) <= LAYOUT_TYPES
 
     def by_position(self) -> bool:
         changed = False
@@ -301,6 +319,11 @@ class _Matcher:
             dist = self.reach(ins)
             if len(outs) == 1:
                 v = self.nearest(op, outs[0], dist)
+                data = [t for t in ins if not self.sg.tensors[t].dtype.startswith("int")]
+                if v is None and data and len(data) < len(ins):
+                    # A computed shape or index the other converter folded into a constant (a dynamic-batch
+                    # RESHAPE): its value need not lead to the op's node, the data inputs must.
+                    v = self.nearest(op, outs[0], self.reach(data))
                 if v is not None:
                     self.bind(outs[0], v, "position")
                     changed = True
@@ -374,7 +397,7 @@ class _Matcher:
     def follow(self, op, t: int, v: str) -> str:
         """From an op's first node to what the TFLite tensor holds: through the rest of its decomposition (a node of
         another type it emits, which the next ops do not: SQUARED_DIFFERENCE is Sub then Mul), its fused
-        activation, and the QuantizeLinear that brings a quantized result back to integers."""
+        activation, and the QuantizeLinear (or Cast) that brings the result to the TFLite tensor's type."""
         later = set().union(*(self.types(self.sg.ops[j]) for j in self.consumers.get(t, [])))
         while True:
             after = set(self.x.consumers.get(v, []))
@@ -384,6 +407,7 @@ class _Matcher:
             own = n.op_type in self.types(op) - later - {self.x.nodes[self.x.producer[v]].op_type}
             fused = n.op_type in ACTIVATION_TYPES and op.options.get("fused_activation_function", "NONE") != "NONE"
             quant = n.op_type == "QuantizeLinear" and self.sg.tensors[t].quantization is not None
+            quant |= n.op_type == "Cast" and self.x.dtypes.get(v, self.sg.tensors[t].dtype) != self.sg.tensors[t].dtype
             o = n.output[0] if n.output else ""
             if not (own or fused or quant) or o in self.m.value_tensor or not self.fits(t, o):
                 break
