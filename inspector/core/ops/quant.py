@@ -159,18 +159,19 @@ class QDQ:
         return self._views[t]
 
     # --- nodes -------------------------------------------------------------------------------------------
-    def _qparams(self, t: int, int_dtype: str) -> tuple[str, str]:
-        """Scale and zero-point initializers of tensor t (shared by every Q/DQ of it)."""
-        key = ("qparams", t)
-        if key not in self.em._cache:
-            q = self.em.sg.tensors[t].quantization
-            name = self.short(t)
-            scales = q.scales.astype(np.float32)
-            zps = q.zero_points.astype(int_dtype)
-            if not q.per_channel:
-                scales, zps = scales.reshape(()), zps.reshape(())
-            self.em._cache[key] = (self.em.const(scales, f"{name}_scale"), self.em.const(zps, f"{name}_zp"))
-        return self.em._cache[key]
+    def _qparams(self, t: int, int_dtype: str, need_zp: bool = True) -> list[str]:
+        """Scale and zero-point initializers of tensor t, shared by every Q/DQ of it. A DequantizeLinear may leave
+        out an all-zero zero point (symmetric weights, biases); a QuantizeLinear's gives its output type."""
+        em, q = self.em, self.em.sg.tensors[t].quantization
+        shape = (-1,) if q.per_channel else ()
+        if ("qscale", t) not in em._cache:
+            em._cache[("qscale", t)] = em.const(q.scales.astype(np.float32).reshape(shape), f"{self.short(t)}_scale")
+        names = [em._cache[("qscale", t)]]
+        if need_zp or np.any(q.zero_points):
+            if ("qzp", t) not in em._cache:
+                em._cache[("qzp", t)] = em.const(q.zero_points.astype(int_dtype).reshape(shape), f"{self.short(t)}_zp")
+            names.append(em._cache[("qzp", t)])
+        return names
 
     def short(self, t: int) -> str:
         """A base for the names of t's helper values: TFLite's fused-op names run to hundreds of characters,
@@ -190,8 +191,8 @@ class QDQ:
         q = ten.quantization
         dst = [out] if out else 1
         if self._native(ten.dtype):
-            scale, zp = self._qparams(t, ten.dtype)
-            y = em.node("DequantizeLinear", [x, scale, zp], dst, **self._axis_attr(q, axis))[0]
+            y = em.node("DequantizeLinear", [x, *self._qparams(t, ten.dtype, False)], dst,
+                        **self._axis_attr(q, axis))[0]
         else:                                    # (float(x) - zp) * scale, spelled out
             scale, zp = self._float_params(t, x, axis)
             f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
@@ -205,8 +206,7 @@ class QDQ:
         em, ten = self.em, self.em.sg.tensors[t]
         q = ten.quantization
         if self._native(ten.dtype):
-            scale, zp = self._qparams(t, ten.dtype)
-            return em.node("QuantizeLinear", [x, scale, zp], [out], **self._axis_attr(q, axis))[0]
+            return em.node("QuantizeLinear", [x, *self._qparams(t, ten.dtype)], [out], **self._axis_attr(q, axis))[0]
         from ..emit import onnx_dtype
         info = np.iinfo(ten.dtype)
         scale, zp = self._float_params(t, x, axis)
