@@ -229,8 +229,8 @@ def test_corpus_renamed(corpus, tmp_path, rel):
     assert v.ok and len(v.tensors) == len(inner) + len(graph.main.outputs)
     # The same verdict per tensor as our own validation through our own trace (MobileNetV3 has a HARD_SWISH
     # whose kernels differ by 1.03e-4 of its scale: flagged by both, or by neither).
-    assert own.intermediates and {e.tensor for e in v.tensors if not e.ok} == {e.tensor for e in own.intermediates + own.outputs
-                                                         if not e.ok}
+    assert own.intermediates
+    assert {e.tensor for e in v.tensors if not e.ok} == {e.tensor for e in own.intermediates + own.outputs if not e.ok}
 
 
 def test_ambiguous_siblings_stay_unmatched(tmp_path):
