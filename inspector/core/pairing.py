@@ -4,12 +4,15 @@ It has the shape of a ConversionTrace (op_nodes, tensor_values, node_op, value_t
 or maps errors through our own converter's trace works through it too. Matching, in order:
 1. names: converters keep TFLite tensor names, often with a suffix (`:0`, `_nchw`, `__transpose`,
    `_raw_output___3`); a name counts only if it normalises to exactly one TFLite tensor and the shapes agree in
-   some layout;
+   some layout. A name on an op's first node (tf2onnx names the Conv, not the Clip of its fused Relu6) is carried
+   on to the value the op ends with;
 2. graph inputs/outputs by position;
-3. copies: a Transpose/Identity of a mapped value is that tensor again, in the layout its perm gives;
-4. position and shape: an op whose inputs are mapped looks downstream of their values for the nearest value that
-   its output's shape fits in some layout (ties broken by the ONNX op types our emitter uses for that op; a tie that
-   stays is left unmatched, never guessed).
+3. copies: what a Transpose, Identity, QuantizeLinear/DequantizeLinear makes of a mapped value is that tensor
+   again, in the layout the perm gives (also backwards, and through a Reshape that only moves size-1 axes);
+4. position and shape: an op whose inputs are mapped looks downstream of their values for the nearest value its
+   output's shape fits in some layout. Ties are broken by the ONNX op types our own emitter uses for that op, then
+   by the weights (constants compared by their sorted values, so any layout matches), then by where one op's
+   branches meet (GELU); a tie that stays is left unmatched, never guessed.
 ONNX nodes then belong to the op whose tensor they write, or to the op that consumes what they write if they read
 only that op's inputs (weights transposed at run time, a Transpose pair in front of a Conv). Anything else is listed
 as unmatched.
@@ -110,12 +113,6 @@ class Mapping(ConversionTrace):
         """The layout a value most likely has (first fitting perm), None when its shape is unknown."""
         perms = self.layouts.get(value)
         return perms[0] if perms else None
-
-    def ambiguous(self, value: str, shape) -> bool:
-        """More than one layout fits and they order the data differently (a square H == W == C tensor)."""
-        perms = self.layouts.get(value, ())
-        return any(not L.is_trivial(L.apply(shape, p), L.compose(L.inverse(p), q)) for p in perms[:1]
-                   for q in perms[1:])
 
     @property
     def matched(self) -> int:
