@@ -148,6 +148,9 @@ def test_hand_built_findings(pair_files):
     assert pair.counts["transposes"] == {"ours": pair.ours.transposes, "theirs": 4}
     assert pair.ours.transposes == 0            # a pure CNN: no Transpose at all in ours
     assert pair.counts["nodes"]["theirs"] == 11
+    # Inside, their layouts are ours (NCHW); the output's image is the NCHW Softmax result, the input stays NHWC.
+    assert pair.layouts() == {"same": 5, "differ": [{"tensor": "x", "theirs": "NHWC", "ours": "NCHW"}],
+                              "unknown": 0}
     assert pair.counts["bytes"]["theirs"] == good.stat().st_size
 
 

@@ -56,6 +56,12 @@ def report(pair) -> list[str]:
         lines.append(f"{key:12}{'-' if ours is None else ours:>12}{counts[key]['theirs']:>12}")
     if pair.ours_error:
         lines.append(f"our conversion: {pair.ours_error}")
+    else:
+        lay = pair.layouts()
+        differ = ", ".join(f"{d['tensor']} {d['theirs']} (ours {d['ours']})" for d in lay["differ"][:5])
+        lines.append(f"tensor layouts: {lay['same']} as ours, {len(lay['differ'])} differ"
+                     + (f": {differ}" + (" …" if len(lay["differ"]) > 5 else "") if differ else "")
+                     + (f", {lay['unknown']} unknown" if lay["unknown"] else ""))
     for f in pair.findings:
         lines.append(f"{f.kind}: {f.message}")
     v = pair.validation

@@ -48,6 +48,24 @@ class Pair:
                                                 "bytes": self.ours.model.ByteSize()}
         return {k: {"ours": None if ours is None else ours[k], "theirs": theirs[k]} for k in theirs}
 
+    def layouts(self) -> dict:
+        """Each mapped tensor's layout in their graph against our plan's: how many agree, and which do not."""
+        out = {"same": 0, "differ": [], "unknown": 0}
+        if self.ours is None:
+            return out
+        sg, plan = self.graph.main, self.ours.plan
+        for t, values in sorted(self.mapping.tensor_values.items()):
+            theirs, shape = self.mapping.layout(values[0]), sg.tensors[t].shape
+            if theirs is None:
+                out["unknown"] += 1
+                continue
+            ours = plan.perm(t, len(shape))
+            if L.is_trivial(L.apply(shape, theirs), L.compose(L.inverse(theirs), ours)):
+                out["same"] += 1
+            else:
+                out["differ"].append({"tensor": sg.tensors[t].name, "theirs": L.name(theirs), "ours": L.name(ours)})
+        return out
+
     def validate(self, seed: int = 0, batch: int | None = None, rtol: float | None = None) -> "PairValidation":
         self.validation = validate_pair(self, seed, batch, rtol)
         return self.validation
@@ -81,6 +99,7 @@ class Pair:
             "transposes": counts["transposes"],
             "counts": counts,
             "coverage": m.coverage(self.graph),
+            "layouts": self.layouts(),
             "findings": [asdict(f) for f in self.findings],
             "validation": self.validation.to_json() if self.validation is not None else None,
         }
@@ -272,8 +291,10 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     wanted = {t: m.image(t) for t in ref if m.image(t) and t not in sg.inputs}
     try:
         got = run_onnx(_typed(pair.model), feeds, list(wanted.values()))
-    except Exception as e:          # onnxruntime's own exception types: a model it cannot load or run
-        raise InspectorError(f"{pair.path}: ONNX Runtime cannot run it: {str(e).splitlines()[0][:300]}") from None
+    except Exception as e:          # onnxruntime's own exception types: a model it cannot load or run fails
+        result.notes.append(f"ONNX Runtime cannot run it: {str(e).splitlines()[0][:300]}")
+        result.outputs = []
+        return result
     producers = sg.producers()
     for t in sorted(wanted, key=lambda i: producers.get(i, -1)):
         y = got.get(wanted[t])
