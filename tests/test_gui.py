@@ -307,3 +307,33 @@ def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatc
     assert doc.result.graph is doc.graph                           # re-attached to the window's graph
     assert len(op_keys(window.scenes[ONNX])) == len(doc.model.graph.node)
     assert {k for k, v in window.scenes[ONNX].node_by_key.items() if v.category == CONFLICT} == set(doc.inserted())
+
+
+def test_far_zoomed_out_big_scene_paints_as_one_picture(qtbot):
+    """Below OVERVIEW_SCALE a big scene is drawn with numpy, not 20k paint() calls; colours and selection stay."""
+    from inspector.gui import graph_layout
+    from inspector.gui.graph_model import Edge, Node, ViewGraph
+    from inspector.gui.graph_view import GraphScene, GraphView
+    n = 2500
+    nodes = [Node(("op", i), "op", f"OP{i}") for i in range(n)]
+    vg = ViewGraph("tflite", nodes, [Edge(i, i + 1, i, "") for i in range(n - 1)])
+    scene = GraphScene(vg, graph_layout.compute(vg))
+    scene.finish()
+    scene.colour({("op", i): "Terminate" if i % 2 else "Implicit" for i in range(n)}, {}, {})
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(400, 600)
+    view.show()
+    view.fit()
+    assert view.overview()
+    scene.select([("op", 1234)])
+    before = NodeItem.paint_calls
+    img = view.viewport().grab().toImage().convertToFormat(QImage.Format_RGB32)
+    assert NodeItem.paint_calls == before                  # no per-item painting
+    px = np.frombuffer(img.constBits(), np.uint32, img.width() * img.height()) & 0xFFFFFF
+    colours = {f"#{v:06x}" for v in np.unique(px)}
+    assert {"#0072b2", "#d55e00", "#f0e442"} <= colours    # both categories and the selection ring
+    view.resetTransform()                                  # readable again: items paint themselves
+    assert not view.overview()
+    view.viewport().grab()
+    assert NodeItem.paint_calls > before

@@ -29,20 +29,15 @@ class Layout:
     routes: list[list[tuple[float, float]]]        # per edge: polyline points, start at src bottom, end at dst top
     width: float
     height: float
-    _samples: np.ndarray | None = None
+    _segments: tuple[np.ndarray, np.ndarray] | None = None
 
-    def samples(self) -> np.ndarray:
-        """Points along every edge route (for overviews); computed with the layout, in the worker thread."""
-        if self._samples is None:
-            starts = [p for route in self.routes for p in route[:-1]]
-            ends = [p for route in self.routes for p in route[1:]]
-            if not starts:
-                self._samples = np.zeros((0, 2))
-            else:
-                a, b = np.asarray(starts, float), np.asarray(ends, float)
-                t = np.linspace(0.0, 1.0, 8)[None, :, None]
-                self._samples = (a[:, None, :] + (b - a)[:, None, :] * t).reshape(-1, 2)
-        return self._samples
+    def segments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of every straight piece of every edge route, for drawing overviews with numpy."""
+        if self._segments is None:
+            a = [p for route in self.routes for p in route[:-1]]
+            b = [p for route in self.routes for p in route[1:]]
+            self._segments = (np.asarray(a, float).reshape(-1, 2), np.asarray(b, float).reshape(-1, 2))
+        return self._segments
 
 
 def topology_key(vg: ViewGraph) -> str:
@@ -88,7 +83,7 @@ def compute(vg: ViewGraph) -> Layout:
             _CACHE.move_to_end(key)
             return _CACHE[key]
     layout = _compute(vg)
-    layout.samples()
+    layout.segments()                       # in the worker, not at first overview
     with _LOCK:
         _CACHE[key] = layout
         while len(_CACHE) > _CACHE_SIZE:

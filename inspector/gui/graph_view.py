@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from typing import Hashable
 
-import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
@@ -16,6 +15,7 @@ from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Layout
 from .graph_model import ViewGraph
 from .palette import UNKNOWN, palette
+from .raster import raster
 
 MARGIN = 40
 
@@ -36,6 +36,7 @@ class GraphScene(QGraphicsScene):
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})
+        self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(layout.pos)]
         order += [(route[0][1], 1, i) for i, route in enumerate(layout.routes)]
@@ -104,6 +105,7 @@ class GraphScene(QGraphicsScene):
         """Recolour in place: categories and marker texts by node key, conflict reasons by (tensor, consumer key).
         Items created later take the same colours."""
         self._colours = (categories, markers, edge_conflicts)
+        self.version += 1
         for item in self.nodes:
             self._colour_node(item, categories, markers)
         for e in self.edges:
@@ -151,15 +153,44 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
         self.setOptimizationFlags(QGraphicsView.DontSavePainterState | QGraphicsView.DontAdjustForAntialiasing)
         self.setFrameShape(QFrame.NoFrame)
+        self._overview_key = self._overview_image = None
         self.minimap = Minimap(self)
         self.horizontalScrollBar().valueChanged.connect(self.minimap.sync)
         self.verticalScrollBar().valueChanged.connect(self.minimap.sync)
         if scene is not None:
             self.setScene(scene)
 
+    OVERVIEW_SCALE, OVERVIEW_ITEMS = 0.12, 3000   # below this scale, for scenes this big, paint with numpy
+
     def setScene(self, scene):
         super().setScene(scene)
         self.minimap.invalidate()
+        self._overview_key = self._overview_image = None
+
+    def overview(self) -> bool:
+        sc = self.scene()
+        return (sc is not None and sc.complete and len(sc.nodes) + len(sc.edges) >= self.OVERVIEW_ITEMS
+                and self.transform().m11() < self.OVERVIEW_SCALE)
+
+    def paintEvent(self, event):
+        if not self.overview():
+            super().paintEvent(event)
+            return
+        scene, vp = self.scene(), self.viewport()
+        k = self.transform().m11()
+        top_left = self.mapToScene(0, 0)
+        key = (round(top_left.x(), 3), round(top_left.y(), 3), k, vp.width(), vp.height(), scene.version)
+        if key != self._overview_key:
+            self._overview_image = raster(scene, (top_left.x(), top_left.y()), k, vp.width(), vp.height())
+            self._overview_key = key
+        p = QPainter(vp)
+        p.drawImage(0, 0, self._overview_image)
+        p.setPen(QPen(palette().selection, 3))
+        p.setBrush(Qt.NoBrush)
+        for item in scene.selectedItems():          # selection stays visible: a ring at least 8 px wide
+            r = self.mapFromScene(item.sceneBoundingRect()).boundingRect()
+            p.drawRect(r.adjusted(-4, -4, 4, 4) if r.width() > 8 else r.adjusted(-6, -6, 6, 6))
+        p.end()
 
     def zoom(self, factor: float) -> None:
         scale = self.transform().m11()
@@ -256,36 +287,12 @@ class Minimap(QWidget):
         self.raise_()
 
     def _render(self) -> None:
-        """Rasterise the overview with numpy from positions and colours: rendering the scene would call every
-        item's Python paint(), about a second at 10k nodes."""
         scene = self.view.scene()
         if scene is None or not scene.complete:     # the scene signals completion, which invalidates again
             return
         self.place()
-        w, h = self.width(), self.height()
         k, r = self._k()
-        origin = np.array([r.left(), r.top()])
-        buf = np.empty((h, w, 4), np.uint8)
-        buf[:] = (255, 255, 255, 235)
-        e = palette().edge
-        px = ((scene.layout.samples() - origin) * k).astype(np.int64)
-        ok = (px[:, 0] >= 0) & (px[:, 0] < w) & (px[:, 1] >= 0) & (px[:, 1] < h)
-        buf[px[ok, 1], px[ok, 0]] = (e.red(), e.green(), e.blue(), 255)
-        rgb: dict[int, tuple] = {}
-        colours = np.array([rgb.setdefault(id(it.quick_fill), (it.quick_fill.red(), it.quick_fill.green(),
-                                                                it.quick_fill.blue(), 255)) for it in scene.nodes],
-                           np.uint8).reshape(-1, 4)
-        idx = [it.index for it in scene.nodes]
-        pos = np.asarray(scene.layout.pos, float)[idx]
-        size = np.array([(it.node.width, it.node.height) for it in scene.nodes], float).reshape(-1, 2)
-        corner = ((pos - size / 2 - origin) * k).astype(np.int64)
-        extent = np.maximum((size * k).astype(np.int64), 1)
-        for dy in range(int(extent[:, 1].max(initial=0))):
-            for dx in range(int(extent[:, 0].max(initial=0))):
-                x, y = corner[:, 0] + dx, corner[:, 1] + dy
-                m = (dx < extent[:, 0]) & (dy < extent[:, 1]) & (x >= 0) & (x < w) & (y >= 0) & (y < h)
-                buf[y[m], x[m]] = colours[m]
-        self.image = QImage(buf.data, w, h, 4 * w, QImage.Format_RGBA8888).copy()
+        self.image = raster(scene, (r.left(), r.top()), k, self.width(), self.height(), alpha=235)
         self.sync()
 
     def _k(self) -> tuple[float, QRectF]:
