@@ -172,6 +172,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
             value_info.append(em.value_info_for(t, name, em.perm(t)))
 
+    check_size(*em.initializers)             # before make_graph copies them into one message
     g = helper.make_graph(em.nodes, graph_name(graph), inputs, outputs, em.initializers, value_info=value_info)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name=PRODUCER,
                               producer_version=_version())
@@ -201,10 +202,19 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     return result
 
 
-def check_size(model) -> None:
+def _byte_size(proto) -> int:
+    """Serialised size; protobuf cannot even measure a message past 2 GB, so fall back to its tensor bytes."""
+    from google.protobuf.message import EncodeError
+    try:
+        return proto.ByteSize()
+    except EncodeError:
+        return len(proto.raw_data) if isinstance(proto, onnx.TensorProto) else 2**31
+
+
+def check_size(*parts) -> None:
     """One ONNX file is one protobuf message, which cannot exceed 2 GB: say so before serialising fails."""
     from . import onnx_reader
-    size = model.ByteSize()
+    size = sum(_byte_size(p) for p in parts)
     if size > onnx_reader.PROTOBUF_LIMIT:
         raise ConversionError(f"the converted model would be {size / 2**30:.2f} GiB, beyond protobuf's 2 GB limit "
                               "for one ONNX file; models this large need external data, which export does not "
