@@ -50,7 +50,7 @@ def tflite_model(path):
     return b.save(path)
 
 
-def hand_onnx(graph, path, softmax_axis=1, concat_axis=1):
+def hand_onnx(graph, path, softmax_axis=1, concat_axis=1, concat_inputs=("v7", "q_raw_output___3")):
     """What another converter might write: NHWC I/O, NCHW inside, names partly kept, an extra Transpose pair in
     front of the 1x1 Conv, an extra output nothing in TFLite computes."""
     sg = graph.main
@@ -70,7 +70,7 @@ def hand_onnx(graph, path, softmax_axis=1, concat_axis=1):
         N("Transpose", ["v7"], ["extra_a"], perm=nhwc, name="extra_t1"),     # a pair that cancels
         N("Transpose", ["extra_a"], ["extra_b"], perm=nchw, name="extra_t2"),
         N("Conv", ["extra_b", "W2", "B2"], ["q_raw_output___3"], name="conv2"),
-        N("Concat", ["v7", "q_raw_output___3"], ["cat_nchw"], axis=concat_axis, name="concat"),
+        N("Concat", list(concat_inputs), ["cat_nchw"], axis=concat_axis, name="concat"),
         N("Softmax", ["cat_nchw"], ["v9"], axis=softmax_axis, name="softmax"),
         N("Transpose", ["v9"], ["output_0"], perm=nhwc, name="tr_out"),
         N("ReduceMean", ["Relu__5:0"], ["debug"], keepdims=0, name="debug_mean"),   # no TFLite counterpart
@@ -340,3 +340,15 @@ def test_a_model_onnx_runtime_refuses_is_still_compared(pair_files, tmp_path, ca
     assert main(["compare", str(tfl), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "matched 6/6 tensors" in out and "FAIL the outputs could not be compared" in out
+
+
+def test_first_wrong_op_is_the_earliest_not_the_last(pair_files, tmp_path):
+    """Concat's inputs swapped (q before p: 2 + 4 channels, the same shape): Concat and the Softmax after it are
+    both wrong; the report points at the Concat."""
+    tfl, _, _ = pair_files
+    swapped = tmp_path / "swapped.onnx"
+    hand_onnx(read_tflite(tfl), swapped, concat_inputs=("q_raw_output___3", "v7"))
+    pair = open_pair(str(tfl), str(swapped))
+    v = pair.validate()
+    assert {e.name for e in v.tensors if not e.ok} == {"cat", "s"}
+    assert v.first_bad().name == "cat" and pair.graph.main.ops[v.first_bad().op].opcode == "CONCATENATION"
