@@ -126,6 +126,7 @@ def worker_main(corpus: Path) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)               # library chatter must not corrupt the protocol
     sys.setrecursionlimit(3000)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))      # a native crash is reported, not dumped into the repo
     w = _Worker(corpus)
     out.write("ready\n")
     for line in sys.stdin:

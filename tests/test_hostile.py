@@ -481,3 +481,13 @@ def test_a_converted_model_beyond_protobufs_limit_is_refused_with_its_size(monke
     monkeypatch.setattr(onnx_reader, "PROTOBUF_LIMIT", 400)
     with pytest.raises(ConversionError, match=r"would be 0\.00 GiB, beyond protobuf's 2 GB limit for one ONNX file"):
         convert(g)
+
+
+def test_cli_prints_hostile_names_escaped(tmp_path, capsys):
+    """A tensor name that would recolour the terminal and set its title is printed as text."""
+    from inspector.cli import main
+    path = tmp_path / "esc.tflite"
+    path.write_bytes(_named_model("\x1b[31mRED\x1b]0;pwned\x07"))
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\\x1b[31mRED\\x1b]0;pwned\\x07  [1, 4, 6, 5]" in out and "\x1b" not in out and "\x07" not in out

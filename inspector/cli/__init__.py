@@ -11,7 +11,7 @@ import sys
 import traceback
 
 from inspector import __version__
-from inspector.core.errors import InspectorError
+from inspector.core.errors import InspectorError, printable
 
 # Subcommand modules in help order; each lives in inspector/cli/<name>.py.
 COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui"]
@@ -37,7 +37,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Escaping:
+    """A text stream that writes control characters escaped: names from a hostile model are printed as data,
+    never as terminal commands (colours, cursor moves, window titles, bidi reordering)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(printable(text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaping(out), _Escaping(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
