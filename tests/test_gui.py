@@ -89,13 +89,15 @@ def test_conflicts_coloured_marked_and_listed(qtbot, window, corpus):
         assert out and all("×" in e.edge.label for e in out)     # its output shape is shown, permuted
     flagged = [e for e in tfl.edges if e.conflict]
     assert {e.edge.tensor for e in flagged} == {c.tensor for c in doc.conflicts()}
-    assert window.conflicts.topLevelItemCount() == len(doc.conflicts())
+    listed = len(doc.conflicts()) + sum(1 for c in inserted.values() if not any(c is d for d in doc.conflicts()))
+    assert window.conflicts.topLevelItemCount() == listed
     # clicking a conflict with an inserted Transpose selects it in the ONNX pane
     row = next(i for i in range(window.conflicts.topLevelItemCount())
-               if window.conflicts.topLevelItem(i).data(0, Qt.UserRole).node)
+               if window.conflicts.topLevelItem(i).data(1, Qt.UserRole))
     c = window.conflicts.topLevelItem(row).data(0, Qt.UserRole)
     window.conflicts.itemClicked.emit(window.conflicts.topLevelItem(row), 0)
-    assert onx.selected_keys()[0] == [c.node]
+    assert onx.selected_keys()[0] == [window.conflicts.topLevelItem(row).data(1, Qt.UserRole)]
+    assert "Transpose" in window.details.html()
     assert c.tensor in tfl.selected_keys()[1]
     # TFLite ops coloured by their category
     for i, cat in doc.result.categories.items():

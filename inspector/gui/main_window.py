@@ -19,6 +19,13 @@ from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
 
 MAX_RECENT = 8
+SHORTCUTS = """Ctrl+O  open a model (or drop a file on the window)
+F  fit the graph to the window;  Ctrl+0  actual size
+Ctrl+=  /  Ctrl+-  /  mouse wheel  zoom;  drag  pan
+Ctrl+F  search;  Enter / F3  next match;  Shift+F3  previous
+Ctrl+1 / Ctrl+2  show or hide the TFLite / ONNX graph;  M  minimap
+Ctrl+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
+double-click a WHILE / IF op  open its subgraphs in tabs"""
 TFLITE, ONNX = "tflite", "onnx"
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
 
@@ -173,10 +180,15 @@ class MainWindow(QMainWindow):
         self.next_action = self._action(s, "Find &next", lambda: self.search_step(+1), QKeySequence.FindNext)
         self.prev_action = self._action(s, "Find &previous", lambda: self.search_step(-1),
                                         QKeySequence.FindPrevious)
+        h = self.menuBar().addMenu("&Help")
+        self._action(h, "&Keyboard shortcuts", self._shortcuts, QKeySequence.HelpContents)
         tb.addAction(self.prev_action)
         tb.addAction(self.next_action)
         self.search_status = QLabel("  ")
         tb.addWidget(self.search_status)
+
+    def _shortcuts(self) -> None:
+        QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS)
 
     # ---- opening -------------------------------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -463,19 +475,21 @@ class MainWindow(QMainWindow):
             else:
                 self.details.show_onnx_value(self.doc, key)
 
-    def jump_to_conflict(self, c) -> None:
+    def jump_to_conflict(self, c, node: str = "") -> None:
+        """Select the conflict's tensor and consumer on the TFLite side and its inserted Transpose on the ONNX side."""
         if c is None or TFLITE not in self.scenes:
             return
+        node = node or c.node
         nodes = [("op", c.op)] if c.op is not None else [("out", c.tensor)]
         self._syncing = True
         try:
             self.select(TFLITE, nodes, [c.tensor])
-            if c.node:
-                self.select(ONNX, [c.node])
+            if node:
+                self.select(ONNX, [node])
         finally:
             self._syncing = False
-        if c.node and ONNX in self.scenes:
-            self.details.show_onnx_node(self.doc, c.node)
+        if node and ONNX in self.scenes:
+            self.details.show_onnx_node(self.doc, node)
         else:
             self._show_details(TFLITE, nodes, [c.tensor])
 

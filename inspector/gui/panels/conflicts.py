@@ -6,16 +6,19 @@ from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
 
 class ConflictsPanel(QTreeWidget):
-    conflictActivated = Signal(object)          # the Conflict
+    conflictActivated = Signal(object, str)     # the Conflict, the name of the Transpose inserted for it ("" if none)
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setHeaderLabels(["kind", "tensor → consumer", "reason", "inserted Transpose"])
+        self.setHeaderLabels(["kind", "tensor → consumer", "inserted Transpose", "reason"])   # reason stretches
         self.setRootIsDecorated(False)
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
-        self.itemClicked.connect(lambda item, _col: self.conflictActivated.emit(item.data(0, Qt.UserRole)))
-        self.itemActivated.connect(lambda item, _col: self.conflictActivated.emit(item.data(0, Qt.UserRole)))
+        self.itemClicked.connect(self._activate)
+        self.itemActivated.connect(self._activate)
+
+    def _activate(self, item, _column=0) -> None:
+        self.conflictActivated.emit(item.data(0, Qt.UserRole), item.data(1, Qt.UserRole) or "")
 
     def set_document(self, doc) -> None:
         self.clear()
@@ -23,13 +26,19 @@ class ConflictsPanel(QTreeWidget):
             return
         sg = doc.graph.main
         rows = []
-        for c in doc.conflicts():
+        conflicts = doc.conflicts()
+        node_of = {id(c): name for name, c in doc.inserted().items()}
+        # Transposes the trace records as inserted but whose conflict the plan does not list get a row too
+        extra = [c for c in doc.inserted().values() if not any(c is d for d in conflicts)]
+        for c in conflicts + extra:
+            node = c.node or node_of.get(id(c), "")
             tensor = sg.tensors[c.tensor].name if 0 <= c.tensor < len(sg.tensors) else str(c.tensor)
             where = f"{sg.ops[c.op].opcode}#{c.op}" if c.op is not None else "graph output"
-            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", c.reason, c.node or "—"])
-            item.setToolTip(2, c.reason)
+            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", node or "—", c.reason])
+            item.setToolTip(3, c.reason)
             item.setData(0, Qt.UserRole, c)
+            item.setData(1, Qt.UserRole, node)
             rows.append(item)
         self.addTopLevelItems(rows)
-        for col in range(2):
+        for col in range(3):
             self.resizeColumnToContents(col)
