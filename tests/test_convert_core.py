@@ -289,3 +289,16 @@ def test_fused_tanh_follows_litert_and_says_so(tmp_path):
     b.output(y)
     r = check(b, tmp_path)
     assert not ops(r, "Tanh") and any("TANH is ignored" in w for w in r.warnings)
+
+
+def test_validate_cli_on_keep_io_resize(tmp_path):
+    """ONNX Runtime's optimiser refuses Resize-with-axes between Transposes; validation retries without it."""
+    from inspector.cli import main
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    y = b.tensor("y", [1, 10, 21, 3])
+    b.op("RESIZE_BILINEAR", [x, b.const("size", np.array([10, 21], np.int32))], [y], {"half_pixel_centers": True})
+    b.output(y)
+    (tmp_path / "m.tflite").write_bytes(b.build())
+    assert main(["convert", str(tmp_path / "m.tflite"), "-o", str(tmp_path / "m.onnx"), "--keep-io-layout"]) == 0
+    assert main(["validate", str(tmp_path / "m.tflite"), str(tmp_path / "m.onnx")]) == 0

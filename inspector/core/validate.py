@@ -155,15 +155,24 @@ def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads
     for name in extra:
         if name not in have and name in vi:
             m.graph.output.append(vi[name])
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.log_severity_level = 3
-    # Keep graph optimisations off so intermediate values are the ones the converter wrote.
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL if extra else \
-        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, feeds)))
+    # Graph optimisations stay off when intermediates are read, so they are the values the converter wrote;
+    # ONNX Runtime's optimiser also refuses some valid graphs (Resize with `axes` between Transposes), so a
+    # refusal is retried without it before it is reported.
+    levels = [ort.GraphOptimizationLevel.ORT_DISABLE_ALL] if extra else \
+        [ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL]
+    data = m.SerializeToString()
+    for level in levels:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.log_severity_level = 3
+        opts.graph_optimization_level = level
+        try:
+            sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+            names = [o.name for o in sess.get_outputs()]
+            return dict(zip(names, sess.run(names, feeds)))
+        except Exception as e:                          # onnxruntime raises its own untyped errors
+            failure = str(e).splitlines()[0] if str(e) else type(e).__name__
+    raise InspectorError(f"ONNX Runtime cannot run the model: {failure}")
 
 
 def compare(ref: np.ndarray, got: np.ndarray, rtol: float) -> tuple[float, float, float, bool]:
