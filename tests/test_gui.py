@@ -339,3 +339,33 @@ def test_far_zoomed_out_big_scene_paints_as_one_picture(qtbot):
     assert not view.overview()
     view.viewport().grab()
     assert NodeItem.paint_calls > before
+
+
+def test_onnx_loop_body_opens_in_a_tab(qtbot, window, tmp_path):
+    from onnx import TensorProto, helper
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["acc_in", "step"], ["acc_out"], name="accumulate")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2, 3])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "c", "acc0"], ["acc"], name="loop", body=body)], "main",
+        [helper.make_tensor_value_info(v, t, s) for v, t, s in
+         (("n", TensorProto.INT64, []), ("c", TensorProto.BOOL, []), ("acc0", TensorProto.FLOAT, [2, 3]),
+          ("step", TensorProto.FLOAT, [2, 3]))],
+        [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [2, 3])])
+    path = tmp_path / "loop.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    open_model(qtbot, window, path, panes=(ONNX,))
+    item = window.scenes[ONNX].node_by_key["loop"]
+    assert item.node.subgraphs == ["body"]
+    window._open_subgraphs(ONNX, item)
+    tabs = window.panes[ONNX].tabs
+    assert tabs.count() == 2 and tabs.tabText(1) == "loop.body"
+    sub = tabs.widget(1).scene()
+    assert sorted(op_keys(sub)) == ["accumulate", "keep_going"]
+    assert ("in", "step") in sub.node_by_key                    # a value from the enclosing graph

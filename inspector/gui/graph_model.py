@@ -26,7 +26,7 @@ class Node:
     title: str
     lines: list[str] = field(default_factory=list)     # attributes then folded constants, shown when zoomed in
     search: str = ""              # extra text the search matches (names)
-    subgraphs: list[int] = field(default_factory=list)  # TFLite subgraphs this op calls (WHILE/IF bodies)
+    subgraphs: list = field(default_factory=list)   # bodies it runs: TFLite subgraph indices, ONNX attribute names
 
     @property
     def width(self) -> int:
@@ -181,9 +181,9 @@ def onnx_node_name(node, i: int) -> str:
     return node.name or f"{node.op_type}#{i}"
 
 
-def _value_shapes(model) -> dict[str, tuple]:
+def _value_shapes(g) -> dict[str, tuple]:
+    """Value name -> shape, from a GraphProto's inputs, value_info and outputs."""
     shapes: dict[str, tuple] = {}
-    g = model.graph
     for vi in [*g.input, *g.value_info, *g.output]:
         tt = vi.type.tensor_type
         if tt.HasField("shape"):
@@ -192,19 +192,23 @@ def _value_shapes(model) -> dict[str, tuple]:
     return shapes
 
 
-def from_onnx(model) -> ViewGraph:
-    """The ONNX main graph: nodes keyed by node name (or 'OpType#i'), initializers folded into consumers."""
+def from_onnx(model, graph=None) -> ViewGraph:
+    """An ONNX graph (the model's, or `graph`, a Loop/If body): nodes keyed by node name (or 'OpType#i'),
+    initializers folded into consumers, values from outside the graph as input terminals."""
     import onnx
     from onnx import helper
-    shapes = _value_shapes(model)
-    outputs = [o for n in model.graph.node for o in n.output if o]
-    if sum(o not in shapes for o in outputs) > len(outputs) // 10:
-        try:    # a model saved without shapes; inference holds the GIL, so only when most are missing
-            model = onnx.shape_inference.infer_shapes(model)
-            shapes = _value_shapes(model)
-        except Exception:  # shapes are decoration: a model that fails inference still draws
-            pass
-    g = model.graph
+    if graph is not None:
+        g, shapes = graph, _value_shapes(graph)
+    else:
+        shapes = _value_shapes(model.graph)
+        outputs = [o for n in model.graph.node for o in n.output if o]
+        if sum(o not in shapes for o in outputs) > len(outputs) // 10:
+            try:    # a model saved without shapes; inference holds the GIL, so only when most are missing
+                model = onnx.shape_inference.infer_shapes(model)
+                shapes = _value_shapes(model.graph)
+            except Exception:  # shapes are decoration: a model that fails inference still draws
+                pass
+        g = model.graph
     for n in g.node:        # Transposes a converter inserted often carry no value_info: permute the input's
         if n.op_type == "Transpose" and n.output[0] not in shapes and n.input[0] in shapes:
             perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
@@ -233,15 +237,20 @@ def from_onnx(model) -> ViewGraph:
                 dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
                 lines.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
         name = onnx_node_name(n, i)
-        idx = b.node(Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output)))
+        bodies = [a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
+        idx = b.node(Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies))
         node_idx.append(idx)
         for o in n.output:
             if o:
                 producer[o] = idx
     for i, n in enumerate(g.node):
         for name in n.input:
-            if name and name not in inits and name in producer:
-                b.edge(producer[name], node_idx[i], name, shape_text(shapes.get(name)))
+            if not name or name in inits:
+                continue
+            if name not in producer:        # from the enclosing graph (Loop/If bodies): a terminal
+                producer[name] = b.node(Node(("in", name), "input", name,
+                                             _nonempty(shape_text(shapes.get(name))), search=name))
+            b.edge(producer[name], node_idx[i], name, shape_text(shapes.get(name)))
     for vi in g.output:
         out = b.node(Node(("out", vi.name), "output", vi.name, _nonempty(shape_text(shapes.get(vi.name))),
                           search=vi.name))

@@ -39,6 +39,7 @@ class Pane(QStackedWidget):
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
         self.placeholder.setStyleSheet("color:#555; font-size:13px; padding:20px")
         self.tabs = QTabWidget(tabsClosable=True, documentMode=True)
+        self.tabs.setElideMode(Qt.ElideMiddle)
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.addWidget(self.placeholder)
         self.addWidget(self.tabs)
@@ -381,23 +382,39 @@ class MainWindow(QMainWindow):
                 pane.tabs.widget(i).minimap.sync()
 
     def _open_subgraphs(self, which: str, item) -> None:
-        if which != TFLITE or not item.node.subgraphs or self.doc is None:
+        """Double-click on WHILE/IF (TFLite) or Loop/If (ONNX): their bodies open as tabs in the same pane."""
+        if not item.node.subgraphs or self.doc is None:
             return
-        tabs = self.panes[TFLITE].tabs
-        for sgi in item.node.subgraphs:
-            if not 0 < sgi < len(self.doc.graph.subgraphs):
-                continue
-            label = f"subgraph {sgi}: {self.doc.graph.subgraphs[sgi].name or '(unnamed)'}"
+        for label, build, subgraph in self._bodies(which, item):
+            tabs = self.panes[which].tabs
             existing = [i for i in range(tabs.count()) if tabs.tabText(i) == label]
             if existing:
                 tabs.setCurrentIndex(existing[0])
                 continue
-            vg = graph_model.from_tflite(self.doc.graph, sgi)
+            vg = build()
             scene = GraphScene(vg, graph_layout.compute(vg))
-            scene.selectionChanged.connect(lambda s=scene, g=sgi: self._subgraph_selected(s, g))
-            view = self._make_view(scene, TFLITE)
+            if which == TFLITE:
+                scene.selectionChanged.connect(lambda s=scene, g=subgraph: self._subgraph_selected(s, g))
+            view = self._make_view(scene, which)
             tabs.setCurrentIndex(tabs.addTab(view, label))
-            view.fit()
+            view.initial()
+
+    def _bodies(self, which: str, item):
+        if which == TFLITE:
+            for sgi in item.node.subgraphs:
+                if 0 < sgi < len(self.doc.graph.subgraphs):
+                    name = self.doc.graph.subgraphs[sgi].name or "(unnamed)"
+                    yield (f"subgraph {sgi}: {name}",
+                           lambda sgi=sgi: graph_model.from_tflite(self.doc.graph, sgi), sgi)
+            return
+        node = self.doc.onnx_nodes().get(item.node.key)
+        if node is None:                          # a node inside a body: nested bodies are not tracked
+            return
+        for a in node.attribute:
+            graphs = [a.g] if a.name in item.node.subgraphs and a.HasField("g") else list(a.graphs)
+            for k, g in enumerate(graphs):
+                suffix = f"[{k}]" if len(graphs) > 1 else ""
+                yield (f"{item.node.key}.{a.name}{suffix}", lambda g=g: graph_model.from_onnx(None, graph=g), None)
 
     def _subgraph_selected(self, scene, subgraph: int) -> None:
         if not shiboken6.isValid(scene):
