@@ -58,3 +58,16 @@ def test_face_detection_transposes_only_before_its_output_reshapes(corpus, rel):
     assert result.plan.conflicts and all(c.kind == "terminate" and sg.ops[c.op].opcode == "RESHAPE"
                                          for c in result.plan.conflicts)
     assert result.transposes == len(result.plan.conflicts)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", ["realworld/alexa.tflite", "realworld/hey_jarvis.tflite"])
+def test_streaming_state_is_stored_in_the_layout_it_is_read_in(corpus, rel):
+    """State I/O are ours to lay out: variables read by convolutions are kept channels-first, the one feeding the
+    final Reshape stays as in TFLite, so the only Transpose left is the audio input's (rank 3, expanded into the 4-D
+    stream). Kept all in TFLite's layout they cost 12."""
+    result = convert(read_tflite(corpus / rel))
+    assert result.transposes == 1, [c.reason for c in result.plan.conflicts]
+    layouts = [s["layout"] for s in result.state]
+    assert layouts.count("NCHW") == len(layouts) - 1 and layouts.count("NHWC") == 1
+    assert validate(result).ok

@@ -11,8 +11,6 @@ Graph inputs are channels-first when they reach an Implicit op through layout-ca
 """
 from __future__ import annotations
 
-from collections import Counter
-
 from . import layout as L
 from .graph import Op, Subgraph
 from .layout import Perm
@@ -21,7 +19,7 @@ from .result import Category, Conflict, LayoutPlan
 I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Category.TERMINATE
 
 
-def _image_like(sg: Subgraph, t: int, table, consumers, skip) -> Op | None:
+def reaches_implicit(sg: Subgraph, t: int, table, consumers, skip=frozenset()) -> Op | None:
     """The first Implicit op that tensor t reaches through layout-carrying ops, or None."""
     rank = sg.tensors[t].rank
     seen, stack = set(), [t]
@@ -42,14 +40,30 @@ def _image_like(sg: Subgraph, t: int, table, consumers, skip) -> Op | None:
     return None
 
 
-def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
-    """The layout an op whose inputs must agree adopts: the pin, else the most common, channels-first on a tie."""
+def choose_layout(perms: list[Perm], pin: Perm | None, rank: int, demands: list[Perm] = ()) -> Perm:
+    """The layout an op whose inputs must agree adopts: the pin, else the one costing fewest Transposes among its
+    inputs and the consumers that demand a fixed layout (one step of look-ahead), channels-first on a tie."""
     if pin is not None and len(pin) == rank:
         return pin
     if not perms:
         return L.identity(rank)
-    counts = Counter(perms)
-    return max(counts, key=lambda p: (counts[p], not L.is_identity(p), -perms.index(p)))
+    def cost(p):
+        return sum(q != p for q in perms) + sum(d != p for d in demands if len(d) == rank)
+    return min(dict.fromkeys(perms), key=lambda p: (cost(p), L.is_identity(p), perms.index(p)))
+
+
+def demands(sg: Subgraph, t: int, table, consumers) -> list[Perm]:
+    """Layouts that t's consumers insist on: channels-first for Implicit ops' activation inputs, TFLite's for
+    Terminate ops (unless going channels-first only moves size-1 axes); others adapt and say nothing."""
+    out = []
+    rank, dims = sg.tensors[t].rank, sg.tensors[t].dims
+    for oi in consumers.get(t, []):
+        op, rule = sg.ops[oi], table.get(sg.ops[oi].opcode)
+        if rule is None or (rule.category is X and not L.is_trivial(dims, L.channels_first(rank))):
+            out.append(L.identity(rank))
+        elif rule.category is I and any(op.inputs[s] == t for s in rule.layout_inputs if s < len(op.inputs)):
+            out.append(L.channels_first(sg.tensors[t].rank))
+    return out
 
 
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
@@ -85,7 +99,7 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
             plan.perms[t] = pins[t]
             plan.why[t] = f"pinned by the user to {L.name(pins[t])}"
             continue
-        reach = _image_like(sg, t, table, consumers, skip) if rank[t] >= 3 else None
+        reach = reaches_implicit(sg, t, table, consumers, skip) if rank[t] >= 3 else None
         if reach is not None and not keep_io_layout:
             plan.perms[t] = L.channels_first(rank[t])
             plan.why[t] = f"graph input, image-like (reaches {reach.opcode}#{reach.index}): channels-first"
@@ -118,7 +132,8 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
         elif category is T:
             r0 = outs_rank[0] if outs_rank else 0
             full = [cur(t) for s, t in acts if rank[t] == r0]
-            chosen = choose_layout(full, out_pin, r0)
+            ahead = demands(sg, op.outputs[0], table, consumers) if op.outputs and op.outputs[0] >= 0 else []
+            chosen = choose_layout(full, out_pin, r0, ahead)
             for s, t in acts:
                 want[s] = chosen if rank[t] == r0 else L.identity(rank[t])
             outs = [chosen if r == r0 else L.identity(r) for r in outs_rank]
@@ -143,8 +158,9 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
                 if no_rule:
                     kind, reason = "no-rule", f"{label(oi)} has no layout rule for a {L.name(have)} input"
                 elif category is X:
+                    needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
                     kind, reason = "terminate", (f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} "
-                                                 f"(Terminate) needs the TFLite layout")
+                                                 f"(Terminate) needs {needs}")
                 else:
                     kind, reason = "meet", (f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} "
                                             f"({category.value}) reads it as {L.name(w)}")

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import layout as L
 from ..errors import ConversionError
-from ..propagation import choose_layout
+from ..propagation import choose_layout, demands
 from .nn import keep_layout
 from .reduce import reduced_layout
 from .registry import A, T, X, op
@@ -125,7 +125,8 @@ def agree_rule(op, sg, in_perms, out_pin):
     perms = [p for p in in_perms if p is not None and len(p) == r]
     if len(perms) != sum(1 for p in in_perms if p is not None):
         return None
-    chosen = choose_layout(perms, out_pin, r)
+    from .registry import OPS
+    chosen = choose_layout(perms, out_pin, r, demands(sg, op.outputs[0], OPS, sg.consumers()))
     return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
 
 

@@ -16,6 +16,7 @@ import json
 import numpy as np
 from onnx import helper, numpy_helper
 
+from .. import layout as L
 from ..emit import onnx_dtype
 from ..errors import ConversionError
 from ..limits import check_built
@@ -36,6 +37,7 @@ class State:
         self.source: dict[str, str] = {}                    # variable -> where its initial value comes from
         self.init_subgraph: str | None = None               # set while a CALL_ONCE init subgraph is emitted
         self.warnings: list[str] = []
+        self.layout: dict[str, tuple[int, ...]] = {}        # variable -> layout its state I/O are stored in
 
     @staticmethod
     def of(ctx) -> State:
@@ -91,16 +93,21 @@ class State:
                 self.source[name] = "zeros (the model assigns no initial value)"
                 self.warnings.append(f"variable {name}: no initial value in the model, state input defaults to 0")
             src, dst = STATE_IN + name, STATE_OUT + name
-            em.initializers.append(numpy_helper.from_array(np.ascontiguousarray(self.initial[name]), src))
-            ins.append(helper.make_tensor_value_info(src, onnx_dtype(dtype), list(shape)))
+            perm = self.layout.get(name, L.identity(len(shape)))
+            initial = np.ascontiguousarray(np.transpose(self.initial[name], perm))
+            em.initializers.append(numpy_helper.from_array(initial, src))
+            ins.append(helper.make_tensor_value_info(src, onnx_dtype(dtype), list(L.apply(shape, perm))))
             em.begin(None)
             em.node("Identity", [self.current.get(name, src)], [dst])
-            outs.append(helper.make_tensor_value_info(dst, onnx_dtype(dtype), list(shape)))
+            outs.append(helper.make_tensor_value_info(dst, onnx_dtype(dtype), list(L.apply(shape, perm))))
         return ins, outs
 
     def describe(self) -> list[dict]:
+        def perm(n):
+            return self.layout.get(n, L.identity(len(self.spec[n][1])))
         return [{"variable": n, "input": STATE_IN + n, "output": STATE_OUT + n, "dtype": self.spec[n][0],
-                 "shape": list(self.spec[n][1]), "initial": self.source.get(n, "")} for n in self.order]
+                 "shape": list(L.apply(self.spec[n][1], perm(n))), "layout": L.name(perm(n)),
+                 "initial": self.source.get(n, "")} for n in self.order]
 
     def to_json(self) -> str:
         return json.dumps(self.describe())
@@ -112,6 +119,34 @@ def _reserve_input(ctx, name: str) -> str:
     return src
 
 
+def variable_layouts(sg) -> dict[int, tuple[int, ...]]:
+    """VAR_HANDLE tensor -> the layout its variable is stored in. State I/O are ours to lay out: like an image-like
+    graph input, a variable whose reads reach a layout-sensitive op is kept channels-first, so neither reading nor
+    assigning it needs a Transpose."""
+    from ..propagation import reaches_implicit
+    from .registry import OPS
+    consumers = sg.consumers()
+    out: dict[int, tuple[int, ...]] = {}
+    for o in sg.ops:
+        if o.opcode != "READ_VARIABLE" or o.outputs[0] < 0:
+            continue
+        t = o.outputs[0]
+        rank = sg.tensors[t].rank
+        if rank >= 3 and reaches_implicit(sg, t, OPS, consumers):
+            out[o.inputs[0]] = L.channels_first(rank)
+    return out
+
+
+def read_rule(op, sg, in_perms, out_pin):
+    perm = variable_layouts(sg).get(op.inputs[0])
+    return ({}, [perm]) if perm is not None else None
+
+
+def assign_rule(op, sg, in_perms, out_pin):
+    perm = variable_layouts(sg).get(op.inputs[0])
+    return ({1: perm}, []) if perm is not None and in_perms[1] is not None else None
+
+
 @op("VAR_HANDLE", category=X, notes="no node: names the variable its READ/ASSIGN ops use")
 def var_handle(ctx, op):
     state = State.of(ctx)
@@ -121,16 +156,18 @@ def var_handle(ctx, op):
     state.handles[(id(ctx.sg), op.outputs[0])] = name
 
 
-@op("READ_VARIABLE", category=X, onnx="Identity", notes="reads state:<name> or the last value assigned")
+@op("READ_VARIABLE", category=X, onnx="Identity", rule=read_rule,
+    notes="reads state:<name> or the last value assigned; kept channels-first when read by layout-sensitive ops")
 def read_variable(ctx, op):
     state = State.of(ctx)
     name = state.variable(ctx, op.inputs[0])
     state.note(name, ctx.tensor(op.outputs[0]))
     value = state.current.get(name) or _reserve_input(ctx, name)
+    state.layout.setdefault(name, ctx.plan.produced.get((op.index, 0), L.identity(ctx.tensor(op.outputs[0]).rank)))
     ctx.node("Identity", [value], [ctx.output(op)])
 
 
-@op("ASSIGN_VARIABLE", category=X, notes="no node: the value becomes state_out:<name>")
+@op("ASSIGN_VARIABLE", category=X, rule=assign_rule, notes="no node: the value becomes state_out:<name>")
 def assign_variable(ctx, op):
     state = State.of(ctx)
     name = state.variable(ctx, op.inputs[0])
@@ -146,7 +183,8 @@ def assign_variable(ctx, op):
     state.note(name, ctx.tensor(value_t))
     if name not in state.current:
         _reserve_input(ctx, name)
-    state.current[name] = ctx.input(op, 1, tuple(range(ctx.tensor(value_t).rank)))
+    perm = state.layout.setdefault(name, ctx.plan.inputs.get((op.index, 1), L.identity(ctx.tensor(value_t).rank)))
+    state.current[name] = ctx.input(op, 1, perm)
 
 
 @op("CALL_ONCE", category=X, notes="init subgraph's constant assignments become the state inputs' defaults")
