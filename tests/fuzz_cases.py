@@ -572,9 +572,17 @@ O_STRUCTURAL = [o_cycle, o_names, o_dims, o_dtype, o_external, o_nest, o_graph, 
 # -- cases ---------------------------------------------------------------------------------------------------------
 
 def make_case(seed: int, tfl: list, onx: list, folder: Path) -> tuple[str, str, bytes]:
-    """(format, description, bytes) of case `seed`."""
-    rng = random.Random(seed)
-    roll = rng.random()
+    """(format, description, bytes) of case `seed`; a mutation the builder cannot write is drawn again."""
+    for attempt in range(8):
+        try:
+            return _make_case(random.Random(seed if attempt == 0 else f"{seed}/{attempt}"), tfl, onx, folder)
+        except Exception:              # noqa: BLE001 - the generator's own limits, not the product's
+            continue
+    return _make_case(random.Random(f"{seed}/bytes"), tfl, onx, folder, roll=0.0)
+
+
+def _make_case(rng, tfl: list, onx: list, folder: Path, roll: float | None = None) -> tuple[str, str, bytes]:
+    roll = rng.random() if roll is None else roll
     if roll < 0.40:
         name, data = rng.choice(tfl)
         return "tflite", f"bytes of {name}", mutate_bytes(rng, data)
