@@ -369,3 +369,19 @@ def test_onnx_loop_body_opens_in_a_tab(qtbot, window, tmp_path):
     sub = tabs.widget(1).scene()
     assert sorted(op_keys(sub)) == ["accumulate", "keep_going"]
     assert ("in", "step") in sub.node_by_key                    # a value from the enclosing graph
+
+
+def test_keyboard_zoom_and_fit(qtbot, window, corpus):
+    open_model(qtbot, window, corpus / "keras/nasnetmobile_fp32.tflite")
+    view = window.panes[TFLITE].main_view
+    view.setFocus()
+    window.active = TFLITE
+    s0 = view.transform().m11()
+    qtbot.keyClick(window, Qt.Key_Equal, Qt.ControlModifier)
+    assert view.transform().m11() == pytest.approx(s0 * 1.25)
+    qtbot.keyClick(window, Qt.Key_Minus, Qt.ControlModifier)
+    assert view.transform().m11() == pytest.approx(s0)
+    qtbot.keyClick(window, Qt.Key_F)
+    assert view.transform().m11() < s0 / 5
+    visible = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert all(visible.contains(it.sceneBoundingRect()) for it in view.scene().nodes)   # fit: every node in view

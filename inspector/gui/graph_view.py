@@ -153,6 +153,9 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
         self.setOptimizationFlags(QGraphicsView.DontSavePainterState | QGraphicsView.DontAdjustForAntialiasing)
         self.setFrameShape(QFrame.NoFrame)
+        # panning is by drag, minimap and arrow keys; scrollbars popping in and out would shift a fitted view
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._overview_key = self._overview_image = None
         self.minimap = Minimap(self)
         self.horizontalScrollBar().valueChanged.connect(self.minimap.sync)

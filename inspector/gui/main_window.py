@@ -129,7 +129,10 @@ class MainWindow(QMainWindow):
 
     def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
         a = QAction(text, self, checkable=checkable)
-        if shortcut:
+        if isinstance(shortcut, list):       # the same key twice would make the shortcut ambiguous: dead
+            keys = list(dict.fromkeys(QKeySequence(k).toString() for k in shortcut))
+            a.setShortcuts([QKeySequence(k) for k in keys])
+        elif shortcut:
             a.setShortcut(QKeySequence(shortcut))
         a.triggered.connect(slot)
         menu.addAction(a)
@@ -163,8 +166,8 @@ class MainWindow(QMainWindow):
         self.show_minimap.setChecked(True)
         v.addSeparator()
         self._action(v, "&Fit to window", lambda: self._view_do("fit"), "F")
-        self._action(v, "Zoom &in", lambda: self._view_do("in"), "Ctrl+=")
-        self._action(v, "Zoom &out", lambda: self._view_do("out"), "Ctrl+-")
+        self._action(v, "Zoom &in", lambda: self._view_do("in"), ["Ctrl+=", QKeySequence.ZoomIn])
+        self._action(v, "Zoom &out", lambda: self._view_do("out"), ["Ctrl+-", QKeySequence.ZoomOut])
         self._action(v, "Actual size", lambda: self._view_do("1:1"), "Ctrl+0")
 
         tb = QToolBar("Search", objectName="search")

@@ -1,0 +1,116 @@
+"""Undo commands: every decision the window takes (pin, unpin, clear pins, metadata edit, loaded session) is one
+QUndoCommand that changes the Session and asks the editor to re-run propagation.
+
+Each command keeps the value it replaced, which the Session's setters return, so undo puts exactly that back.
+"""
+from __future__ import annotations
+
+from PySide6.QtGui import QUndoCommand
+
+from inspector.core.metadata_edits import MetadataEdits
+
+AUTO, TO_NCHW, KEEP = None, "NHWC", "keep"
+LABELS = {AUTO: "Auto", TO_NCHW: "NHWC → NCHW", KEEP: "keep as is"}
+
+
+def short(name: str, n: int = 40) -> str:
+    return name if len(name) <= n else "…" + name[-(n - 1):]
+
+
+def pin_label(layout: str | None) -> str:
+    return LABELS.get(layout, layout or "Auto")
+
+
+class SessionCommand(QUndoCommand):
+    def __init__(self, editor, text: str):
+        super().__init__(text)
+        self.editor = editor
+
+    @property
+    def session(self):
+        return self.editor.session
+
+
+class PinLayout(SessionCommand):
+    """Pin a tensor's layout (`layout` None = Auto, i.e. unpin)."""
+
+    def __init__(self, editor, tensor: str, layout: str | None):
+        verb = "Unpin" if layout is None else "Pin"
+        tail = "" if layout is None else f" to {pin_label(layout)}"
+        super().__init__(editor, f"{verb} {short(tensor)}{tail}")
+        self.tensor, self.layout = tensor, layout
+        self.before = editor.session.pins.get(tensor)
+
+    def redo(self):
+        self.session.set_pin(self.tensor, self.layout)
+        self.editor.rerun()
+
+    def undo(self):
+        self.session.set_pin(self.tensor, self.before)
+        self.editor.rerun()
+
+
+class ClearPins(SessionCommand):
+    def __init__(self, editor):
+        super().__init__(editor, f"Clear {len(editor.session.pins)} pin(s)")
+        self.before = dict(editor.session.pins)
+
+    def redo(self):
+        self.session.clear_pins()
+        self.editor.rerun()
+
+    def undo(self):
+        for tensor, layout in self.before.items():
+            self.session.set_pin(tensor, layout)
+        self.editor.rerun()
+
+
+class EditMetadata(SessionCommand):
+    """Replace the session's metadata edits (validated before the command is made, see Editor.edit_metadata)."""
+
+    def __init__(self, editor, edits: MetadataEdits, text: str):
+        super().__init__(editor, text)
+        self.after, self.before = edits, editor.session.metadata
+
+    def redo(self):
+        self.session.set_metadata(self.after)
+        self.editor.rerun()
+
+    def undo(self):
+        self.session.set_metadata(self.before)
+        self.editor.rerun()
+
+
+def decisions_of(session) -> tuple[dict, dict, dict]:
+    return dict(session.pins), session.metadata.to_dict(), dict(session.options)
+
+
+def put_decisions(session, state: tuple[dict, dict, dict]) -> None:
+    pins, metadata, options = state
+    session.pins = dict(pins)
+    session.metadata = MetadataEdits.from_dict(metadata)
+    session.options.update(options)
+    session.emit("loaded", None)
+
+
+class LoadDecisions(SessionCommand):
+    """A session file (or an autosave) applied as one undoable step. Reading happens here, so a bad file raises
+    before anything is pushed; `warnings` says e.g. that the file was saved for another version of the model."""
+
+    def __init__(self, editor, path: str, text: str = "Open session"):
+        super().__init__(editor, text)
+        s = editor.session
+        self.before = decisions_of(s)
+        try:
+            self.warnings = s.load_decisions(path)
+            self.after = decisions_of(s)
+        finally:
+            put_decisions(s, self.before)
+
+    def redo(self):
+        put_decisions(self.session, self.after)
+        self.editor.rerun()
+
+    def undo(self):
+        put_decisions(self.session, self.before)
+        self.editor.rerun()

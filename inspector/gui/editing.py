@@ -1,0 +1,451 @@
+"""The window's editing side: one Session per opened TFLite model, changed only through undo commands.
+
+After each command the Session re-runs propagation, emission and the metadata pass in a worker; the ONNX pane,
+colours, conflicts and panels then show the new result and the status line says what changed. The editor also
+owns the Edit menu (Undo/Redo, history), session files, autosave, Export ONNX and the Validate action.
+"""
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QAction, QKeySequence, QUndoStack
+from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton,
+                               QToolBar, QUndoView)
+
+from inspector.core.errors import InspectorError
+from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.session import Change, Session
+
+from . import graph_layout, graph_model
+from .autosave import Autosave
+from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
+from .document import Document
+from .pin_menu import PinBar, install_context_menu
+
+SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
+
+
+class RerunSignals(QObject):
+    done = Signal(object, object, object)        # ConversionResult, ONNX ViewGraph, Layout
+    failed = Signal(str, str)
+
+
+class RerunJob(QRunnable):
+    """Session.convert (without the full checker: export runs it) and the ONNX graph's layout, off the GUI thread."""
+
+    def __init__(self, session: Session):
+        super().__init__()
+        self.session = session
+        self.signals = RerunSignals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            self.session.convert(check=False)
+            result = self.session.result
+            vg = graph_model.from_onnx(result.model)
+            self.signals.done.emit(result, vg, graph_layout.compute(vg))
+        except InspectorError as e:
+            self.signals.failed.emit(str(e), "")
+        except Exception as e:   # a bug: the dialog carries the traceback
+            self.signals.failed.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
+
+
+class Banner(QFrame):
+    """A bar above the graphs offering to restore an autosave."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setStyleSheet("Banner{background:#fff3c4; border-bottom:1px solid #d9b800}")
+        self.label = QLabel(wordWrap=True)
+        self.restore = QPushButton("Restore")
+        self.discard = QPushButton("Discard")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        lay.addWidget(self.label, 1)
+        lay.addWidget(self.restore)
+        lay.addWidget(self.discard)
+        self.hide()
+
+
+class Editor(QObject):
+    changed = Signal(object)          # Change, after a re-run is shown
+    sessionChanged = Signal()         # a session attached or detached
+
+    def __init__(self, window, autosave: Autosave | None = None):
+        super().__init__(window)
+        self.window = window
+        self.session: Session | None = None
+        self.stack = QUndoStack(self)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self.autosave = autosave or Autosave()
+        self.baseline: int | None = None     # Transposes of the first conversion, for the export summary
+        self.last_change: Change | None = None
+        self.last_menu = self.last_dialog = self.last_message = None
+        self._job: RerunJob | None = None
+        self._pending = False
+        self._applying = False
+        self.stack.indexChanged.connect(self._edited)
+        self._install()
+
+    # ---- construction --------------------------------------------------------------------------------------
+    def _install(self) -> None:
+        from .panels.metadata_editor import MetadataEditor
+        from .panels.validation import ValidationPanel
+        w = self.window
+        self.banner = Banner()
+        w.centralWidget().layout().insertWidget(0, self.banner)
+        self.banner.restore.clicked.connect(self.restore_autosave)
+        self.banner.discard.clicked.connect(self.discard_autosave)
+        self.pin_bar = PinBar(self)
+        w.details.layout().insertWidget(0, self.pin_bar)
+
+        self.metadata = MetadataEditor(self)
+        self.validation = ValidationPanel(self)
+        self.history = QUndoView(self.stack)
+        self.history.setEmptyLabel("<opened model>")
+        self.metadata_dock = w._dock("Metadata", self.metadata, Qt.LeftDockWidgetArea)
+        self.validation_dock = w._dock("Validation", self.validation, Qt.BottomDockWidgetArea)
+        self.history_dock = w._dock("History", self.history, Qt.LeftDockWidgetArea)
+        w.splitDockWidget(self.metadata_dock, self.history_dock, Qt.Vertical)
+        w.resizeDocks([self.metadata_dock], [360], Qt.Horizontal)
+        w.resizeDocks([self.metadata_dock, self.history_dock], [700, 150], Qt.Vertical)
+        w.resizeDocks([self.validation_dock], [260], Qt.Vertical)
+        self.validation_dock.hide()
+
+        bar = w.menuBar()
+        view_menu = next(a for a in bar.actions() if a.text() == "&View")
+        edit = bar.addMenu("&Edit")
+        bar.insertMenu(view_menu, edit)
+        self.undo_action = self.stack.createUndoAction(w, "&Undo")
+        self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
+        self.redo_action = self.stack.createRedoAction(w, "&Redo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+        edit.addAction(self.undo_action)
+        edit.addAction(self.redo_action)
+        edit.addSeparator()
+        self.clear_pins_action = self._act(edit, "Clear all &pins", self.clear_pins)
+        vm = view_menu.menu()
+        for dock in (self.metadata_dock, self.validation_dock, self.history_dock):
+            vm.insertAction(vm.actions()[4] if len(vm.actions()) > 4 else None, dock.toggleViewAction())
+
+        file_menu = bar.actions()[0].menu()
+        quit_action = file_menu.actions()[-1]
+        first = [a for a in file_menu.actions() if a.isSeparator()]
+        before = first[0] if first else quit_action
+        self.export_action = self._act(None, "E&xport ONNX…", self.export_dialog, "Ctrl+E")
+        self.save_action = self._act(None, "&Save Session", self.save_session, QKeySequence.Save)
+        self.save_as_action = self._act(None, "Save Session &As…", self.save_session_as, "Ctrl+Shift+S")
+        self.open_session_action = self._act(None, "Open Sess&ion…", self.open_session_dialog)
+        for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action):
+            file_menu.insertAction(before, a)
+        file_menu.insertSeparator(before)
+
+        self.validate_action = self._act(None, "&Validate", self.validate, "Ctrl+R")
+        self.validate_action.setToolTip("Run the TFLite model and the ONNX model on the same inputs and "
+                                        "compare every tensor (Ctrl+R)")
+        tb = QToolBar("Edit", objectName="edit")
+        w.addToolBar(tb)
+        for a in (self.undo_action, self.redo_action, self.export_action, self.validate_action):
+            tb.addAction(a)
+        self._enable()
+
+    def _act(self, menu, text, slot, shortcut=None) -> QAction:
+        a = QAction(text, self.window)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+        a.triggered.connect(lambda _=False: slot())
+        if menu is not None:
+            menu.addAction(a)
+        return a
+
+    def _enable(self) -> None:
+        on = self.session is not None
+        for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action,
+                  self.validate_action, self.clear_pins_action):
+            a.setEnabled(on)
+
+    # ---- life cycle (hooks called by the window) -----------------------------------------------------------
+    def detach(self) -> None:
+        """A new model is being opened: forget the session."""
+        self.validation.cancel()
+        self.session, self.baseline, self.last_change = None, None, None
+        self._pending = False
+        self._job = None
+        self.stack.clear()
+        self.banner.hide()
+        self.pin_bar.show_tensors([])
+        self.metadata.refresh()
+        self.validation.reset()
+        self._enable()
+        self.sessionChanged.emit()
+
+    def attach(self, doc) -> None:
+        """The window shows a freshly converted model: make it a Session (not for ONNX files or pairs)."""
+        if self._applying:
+            return
+        if doc.graph is None or doc.result is None or doc.result.options.get("pair") is not None:
+            self.detach()
+            return
+        from inspector.core.denotation import annotate
+        self.session = None                  # no autosave while the stack is cleared
+        self.stack.clear()
+        s = Session(path=doc.path, graph=doc.graph)
+        s.result = doc.result
+        try:            # the metadata pass the loader's conversion left out (denotations, TFLite metadata pre-fill)
+            s.notes = list(doc.result.warnings) + annotate(doc.result, s.metadata)
+        except InspectorError as e:
+            s.notes = [f"metadata pass failed: {e}"]
+        self.session, self.baseline = s, doc.result.transposes
+        self._hook_tflite_view()
+        saved = Path(s.default_session_path())
+        if saved.is_file():
+            try:
+                warnings = s.load_decisions(str(saved))
+                self.rerun()
+                self.window.statusBar().showMessage(f"Loaded session {saved.name}"
+                                                    + (f" ({'; '.join(warnings)})" if warnings else ""), 8000)
+            except InspectorError as e:
+                self.window.error("Cannot load the session file", str(e))
+        self._offer_autosave()
+        self.metadata.refresh()
+        self.validation.reset()
+        self._enable()
+        self.sessionChanged.emit()
+
+    def _hook_tflite_view(self) -> None:
+        from .main_window import TFLITE
+        view = self.window.panes[TFLITE].main_view
+        scene = self.window.scenes.get(TFLITE)
+        if view is None or scene is None:
+            return
+        install_context_menu(view, self)
+        scene.selectionChanged.connect(lambda: self._tflite_selection(scene))
+
+    def _tflite_selection(self, scene) -> None:
+        import shiboken6
+        if not shiboken6.isValid(scene) or self.session is None:
+            return
+        nodes, tensors = scene.selected_keys()
+        sg = self.session.graph.main
+        picked = list(tensors)
+        for kind, key in nodes:
+            picked += [t for t in sg.ops[key].outputs if t >= 0] if kind == "op" else [key]
+        self.pin_bar.show_tensors(list(dict.fromkeys(picked)))
+
+    def close(self) -> None:
+        self.validation.cancel()
+        self.pool.waitForDone(30_000)
+
+    # ---- edits ---------------------------------------------------------------------------------------------
+    def pin_name(self, t: int) -> str:
+        """How a pin names tensor t: its name, or its index when the name is empty or not unique."""
+        sg = self.session.graph.main
+        name = sg.tensors[t].name
+        found = sg.tensor_by_name(name) if name else None
+        return name if found is not None and found.index == t else str(t)
+
+    def pin(self, tensor: str, layout: str | None) -> bool:
+        """Push a PinLayout; a pin the converter would refuse is reported and not pushed."""
+        if self.session is None or self.session.pins.get(tensor) == (layout if layout != "auto" else None):
+            return False
+        from inspector.core.convert import resolve_pins
+        if layout is not None:
+            try:
+                resolve_pins(self.session.graph.main, {tensor: layout})
+            except InspectorError as e:
+                self.window.error("Cannot pin", str(e))
+                return False
+        self.stack.push(PinLayout(self, tensor, layout))
+        return True
+
+    def clear_pins(self) -> None:
+        if self.session is not None and self.session.pins:
+            self.stack.push(ClearPins(self))
+
+    def edit_metadata(self, edits: MetadataEdits, text: str) -> str | None:
+        """Push an EditMetadata; returns the error message instead when the edits are invalid."""
+        if self.session is None:
+            return "no model"
+        try:
+            edits.normalized()
+        except InspectorError as e:
+            return str(e)
+        if edits.to_dict() != self.session.metadata.to_dict():
+            self.stack.push(EditMetadata(self, edits, text))
+        return None
+
+    def _edited(self, _index: int) -> None:
+        if self.session is None:
+            return
+        try:
+            self.autosave.write(self.session)
+        except InspectorError as e:
+            self.window.statusBar().showMessage(f"Autosave failed: {e}", 8000)
+
+    # ---- re-running ----------------------------------------------------------------------------------------
+    @property
+    def idle(self) -> bool:
+        return self._job is None and not self._pending
+
+    def rerun(self) -> None:
+        if self.session is None:
+            return
+        if self._job is not None:
+            self._pending = True            # the running job read older decisions: run again when it ends
+            return
+        self.validation.reset()
+        self.window.statusBar().showMessage("Re-running propagation…")
+        job = self._job = RerunJob(self.session)
+        job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
+        job.signals.failed.connect(lambda *a: self._rerun_failed(job, *a))
+        self.pool.start(job)
+
+    def _next(self, job) -> bool:
+        """True when this job's result is the latest wanted; otherwise starts the next run."""
+        if job is not self._job:
+            return False
+        self._job = None
+        if self._pending:
+            self._pending = False
+            self.rerun()
+            return False
+        return True
+
+    def _rerun_done(self, job, result, vg, layout) -> None:
+        if not self._next(job):
+            return
+        from .main_window import ONNX
+        w = self.window
+        before = w.doc.result.transposes if w.doc is not None and w.doc.result is not None else None
+        doc = Document(self.session.path, graph=self.session.graph, result=result, model=result.model,
+                       onnx_shapes=dict(vg.shapes))
+        sizes = w.splitter.sizes()
+        old = w.panes[ONNX].main_view
+        zoom = old.transform() if old is not None else None
+        self._applying = True
+        try:
+            w._onnx_ready(doc, vg, layout)
+        finally:
+            self._applying = False
+        w.splitter.setSizes(sizes)
+        new = w.panes[ONNX].main_view
+        if zoom is not None and new is not None and zoom.m11() >= 0.3:
+            new.setTransform(zoom)
+        self.last_change = change = Change(before, result.transposes, len(result.plan.conflicts))
+        w.statusBar().showMessage(str(change), 15000)
+        self.pin_bar.show_tensors(self.pin_bar.tensors)
+        self.metadata.refresh()
+        self.changed.emit(change)
+
+    def _rerun_failed(self, job, message: str, details: str) -> None:
+        if not self._next(job):
+            return
+        self.window.statusBar().showMessage(f"Re-run failed: {message.splitlines()[0]}", 15000)
+        self.window.error("Re-running the conversion failed",
+                          message + "\n\nUndo (Ctrl+Z) the last edit to go back.", details)
+
+    def wait(self, timeout_ms: int = 120_000) -> None:
+        """Block until re-runs are shown (export and save want the latest result)."""
+        while not self.idle:
+            self.pool.waitForDone(timeout_ms)
+            QApplication.processEvents()
+
+    # ---- session files and autosave ------------------------------------------------------------------------
+    def save_session(self, path: str | None = None) -> str | None:
+        if self.session is None:
+            return None
+        try:
+            written = self.session.save(path)
+        except InspectorError as e:
+            self.window.error("Cannot save the session", str(e) + "\n\nUse File › Save Session As… to choose "
+                              "another folder.")
+            return None
+        self.stack.setClean()
+        self.autosave.discard(self.session)
+        self.window.statusBar().showMessage(f"Saved session {written}", 8000)
+        return written
+
+    def save_session_as(self) -> None:
+        if self.session is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save session", self.session.default_session_path(),
+                                              SESSION_FILTER)
+        if path:
+            self.save_session(path)
+
+    def open_session_dialog(self) -> None:
+        if self.session is None:
+            return
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open session", str(Path(self.session.path).parent),
+                                              SESSION_FILTER)
+        if path:
+            self.open_session(path)
+
+    def open_session(self, path: str, text: str = "Open session") -> bool:
+        try:
+            cmd = LoadDecisions(self, path, text)
+        except InspectorError as e:
+            self.window.error("Cannot open the session", str(e))
+            return False
+        self.stack.push(cmd)
+        if cmd.warnings:
+            self.window.statusBar().showMessage("; ".join(cmd.warnings), 10000)
+        return True
+
+    def _offer_autosave(self) -> None:
+        p = self.autosave.pending(self.session)
+        if p is None:
+            self.banner.hide()
+            return
+        data = json.loads(p.read_text())
+        when = _mtime(p)
+        self.banner.label.setText(f"Unsaved decisions for {Path(self.session.path).name} from {when} were "
+                                  f"autosaved ({len(data.get('pins') or {})} pin(s), metadata edits: "
+                                  f"{'yes' if MetadataEdits.from_dict(data.get('metadata') or {}).to_dict() != MetadataEdits().to_dict() else 'none'}). "
+                                  "Restore them?")
+        self.banner.show()
+
+    def restore_autosave(self) -> None:
+        self.banner.hide()
+        if self.session is not None:
+            self.open_session(str(self.autosave.path_for(self.session.path)), "Restore autosave")
+
+    def discard_autosave(self) -> None:
+        self.banner.hide()
+        if self.session is not None:
+            self.autosave.discard(self.session)
+
+    # ---- export and validation -----------------------------------------------------------------------------
+    def export_dialog(self) -> None:
+        from .export_onnx import export_dialog
+        export_dialog(self)
+
+    def validate(self) -> None:
+        if self.session is None:
+            return
+        self.wait()
+        self.validation_dock.show()
+        self.validation_dock.raise_()
+        self.validation.run()
+
+    def inform(self, title: str, text: str, details: str = "") -> QMessageBox:
+        """A non-blocking message box (kept as last_message so tests and screenshots can read it)."""
+        box = QMessageBox(QMessageBox.Information, title, text, QMessageBox.Ok, self.window)
+        if details:
+            box.setDetailedText(details)
+        box.setAttribute(Qt.WA_DeleteOnClose, False)
+        self.last_message = box
+        if os.environ.get("QT_QPA_PLATFORM") != "offscreen":
+            box.open()
+        return box
+
+
+def _mtime(p: Path) -> str:
+    import datetime
+    return datetime.datetime.fromtimestamp(p.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,94 @@
+"""File › Export ONNX (Ctrl+E): check fully, write atomically, summarise what the user changed.
+
+The summary (pins, metadata edits, Transposes before and after) is shown and written, with Session.report(),
+to MODEL.report.json beside the export. The source model is replaced only after an explicit confirmation.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from inspector.core.atomic import write_atomic
+from inspector.core.errors import InspectorError
+from inspector.core.metadata_edits import MetadataEdits
+
+
+def report_path(path: str) -> str:
+    p = Path(path)
+    return str(p.with_suffix("")) + ".report.json"
+
+
+def changes(editor) -> dict:
+    s = editor.session
+    empty = MetadataEdits().to_dict()
+    edited = {k: v for k, v in s.metadata.to_dict().items() if v != empty[k]}
+    return {"pins": dict(s.pins), "metadata": edited,
+            "transposes": {"without_pins": editor.baseline, "exported": s.result.transposes},
+            "conflicts": len(s.result.plan.conflicts)}
+
+
+def summary_text(c: dict) -> str:
+    t = c["transposes"]
+    lines = [f"Transposes: {t['without_pins']} → {t['exported']} ({c['conflicts']} conflicts left)"]
+    lines.append(f"Pins: {len(c['pins'])}" + "".join(f"\n  {k}: {v}" for k, v in c["pins"].items()))
+    if c["metadata"]:
+        lines.append("Metadata edits:" + "".join(f"\n  {k}: {v}" for k, v in c["metadata"].items()))
+    else:
+        lines.append("Metadata edits: none")
+    return "\n".join(lines)
+
+
+def same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def export(editor, path: str, overwrite_source: bool = False) -> dict:
+    """Write the ONNX model and its report; returns the change summary. InspectorError on any failure."""
+    editor.wait()
+    s = editor.session
+    if s is None or s.result is None:
+        raise InspectorError("nothing to export: open and convert a TFLite model first")
+    s.export(path, overwrite_source=overwrite_source)
+    c = changes(editor)
+    report = dict(s.report(), changes=c, exported=str(path))
+    write_atomic(report_path(path), (json.dumps(report, indent=2, default=str) + "\n").encode(), protect=[s.path])
+    return c
+
+
+def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
+    """Ask where (unless `path`), confirm before replacing the source (`confirm` answers instead of a dialog),
+    export, and show the summary; errors go to a dialog."""
+    w, s = editor.window, editor.session
+    if s is None:
+        return None
+    if path is None:
+        start = str(Path(s.path).with_suffix(".onnx"))
+        path, _ = QFileDialog.getSaveFileName(w, "Export ONNX", start, "ONNX (*.onnx)")
+        if not path:
+            return None
+    overwrite = False
+    if same_file(path, s.path) or Path(path).resolve() == Path(s.path).resolve():
+        ask = confirm or (lambda: QMessageBox.warning(
+            w, "Replace the source model?", f"{path} is the TFLite model this export comes from. Replace it "
+            "with the ONNX model? The TFLite file will be lost.", QMessageBox.Yes | QMessageBox.Cancel,
+            QMessageBox.Cancel) == QMessageBox.Yes)
+        if not ask():
+            w.statusBar().showMessage("Export cancelled: the source model was not replaced", 8000)
+            return None
+        overwrite = True
+    try:
+        c = export(editor, path, overwrite_source=overwrite)
+    except InspectorError as e:
+        w.error("Export failed", str(e))
+        return None
+    text = summary_text(c)
+    w.statusBar().showMessage(f"Exported {path}: {c['transposes']['exported']} Transposes, {len(c['pins'])} pins",
+                              10000)
+    editor.inform("Exported", f"Wrote {path}\nand its report {Path(report_path(path)).name}.\n\n{text}")
+    return c
