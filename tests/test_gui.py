@@ -99,6 +99,18 @@ def test_conflicts_coloured_marked_and_listed(qtbot, window, corpus):
     assert onx.selected_keys()[0] == [window.conflicts.topLevelItem(row).data(1, Qt.UserRole)]
     assert "Transpose" in window.details.html()
     assert c.tensor in tfl.selected_keys()[1]
+    # a tensor's details: shape before and after, its layout and the planner's reason
+    t = c.tensor
+    window.select(TFLITE, tensors=[t])
+    text = window.details.html()
+    tensor = doc.graph.main.tensors[t]
+    from inspector.core import layout as L
+    from inspector.gui.graph_model import shape_text
+    assert shape_text(tensor.shape) in text
+    assert shape_text(L.apply(tensor.shape, doc.result.plan.perm(t, tensor.rank))) in text
+    if t in doc.result.plan.why:
+        assert doc.result.plan.why[t] in text.replace("\n", " ")
+    assert c.reason in text.replace("\n", " ")
     # TFLite ops coloured by their category
     for i, cat in doc.result.categories.items():
         assert tfl.node_by_key[("op", i)].category == cat.value
