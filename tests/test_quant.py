@@ -399,3 +399,22 @@ def test_exact_int_ops(tmp_path, model, exact_ops):
     steps = {e.name: e.steps for e in v.outputs + v.intermediates}
     assert exact_ops <= steps.keys(), steps
     assert all(steps[name] == 0 for name in exact_ops), steps
+
+
+def test_transpose_conv_per_channel_axis(tmp_path):
+    """TRANSPOSE_CONV weights [O, KH, KW, I] quantized on axis 0 become ONNX [I, O, KH, KW]: the axis moves to 1."""
+    b = ModelBuilder()
+    sx = 0.05
+    x = b.input("x", [1, 3, 4, 5], "int8", quant=(sx, 1))
+    wq, wquant = per_channel(RNG.uniform(-1, 1, (6, 3, 3, 5)), axis=0)
+    w = b.const("w", wq, quant=wquant)
+    bq, bquant = bias_for(RNG.uniform(-0.3, 0.3, 6), sx, wquant["scales"])
+    y = b.tensor("y", [1, 6, 8, 6], "int8", quant=(0.08, -3))
+    b.op("TRANSPOSE_CONV", [b.const("out_shape", np.array([1, 6, 8, 6], np.int32)), w, x,
+                            b.const("b", bq, quant=bquant)], [y], {"padding": "SAME", "stride_h": 2, "stride_w": 2})
+    b.output(y)
+    r = convert(save(b, tmp_path))
+    q, dq = dq_of_weight(r, (5, 6, 3, 3))
+    assert q.dtype == np.int8 and axis_of(dq) == 1
+    assert r.quantization[w]["onnx_axis"] == 1
+    assert_within(validate(r), 1)
