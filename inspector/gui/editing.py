@@ -151,7 +151,15 @@ class Editor(QObject):
                                         "compare every tensor (Ctrl+R)")
         tb = QToolBar("Edit", objectName="edit")
         w.addToolBar(tb)
-        for a in (self.undo_action, self.redo_action, self.export_action, self.validate_action):
+        undo = self._act(None, "Undo", self.stack.undo)          # short labels: the menu's say what
+        redo = self._act(None, "Redo", self.stack.redo)
+        undo.setEnabled(False)
+        redo.setEnabled(False)
+        self.stack.canUndoChanged.connect(undo.setEnabled)
+        self.stack.canRedoChanged.connect(redo.setEnabled)
+        self.stack.undoTextChanged.connect(lambda t: undo.setToolTip(f"Undo {t}"))
+        self.stack.redoTextChanged.connect(lambda t: redo.setToolTip(f"Redo {t}"))
+        for a in (undo, redo, self.export_action, self.validate_action):
             tb.addAction(a)
         self._enable()
 

@@ -24,7 +24,9 @@ F  fit the graph to the window;  Ctrl+0  actual size
 Ctrl+=  /  Ctrl+-  /  mouse wheel  zoom;  drag  pan
 Ctrl+F  search;  Enter / F3  next match;  Shift+F3  previous
 Ctrl+1 / Ctrl+2  show or hide the TFLite / ONNX graph;  M  minimap
-Ctrl+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
+Ctrl+E  export ONNX;  Ctrl+S  save the session;  Ctrl+Z / Ctrl+Shift+Z  undo / redo;  Ctrl+R  validate
+Ctrl+Alt+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
+right-click a TFLite tensor or op  pin its layout
 double-click a WHILE / IF op  open its subgraphs in tabs"""
 TFLITE, ONNX = "tflite", "onnx"
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
@@ -85,6 +87,8 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1500, 950)
         self._build()
+        from .editing import Editor          # pins, metadata, undo, session files, export, validation
+        self.editor = Editor(self)
 
     # ---- construction --------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -145,7 +149,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = m.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         ex = m.addMenu("&Export")
-        for text, whole, ext, key in (("Current view as PNG…", False, "png", "Ctrl+E"),
+        for text, whole, ext, key in (("Current view as PNG…", False, "png", "Ctrl+Alt+E"),
                                       ("Current view as SVG…", False, "svg", None),
                                       ("Whole graph as PNG…", True, "png", "Ctrl+Shift+E"),
                                       ("Whole graph as SVG…", True, "svg", None)):
@@ -220,6 +224,7 @@ class MainWindow(QMainWindow):
         self.cancel()
         self._add_recent(path)
         self.doc = None
+        self.editor.detach()
         self.scenes.clear()
         self.details.clear()
         self.conflicts.set_document(None)
@@ -283,6 +288,7 @@ class MainWindow(QMainWindow):
         self.conflicts_dock.setWindowTitle(f"Conflicts ({len(doc.conflicts())})")
         self._colour(TFLITE)                         # categories arrive with the conversion
         self.statusBar().showMessage(self._summary(), 10000)
+        self.editor.attach(doc)
 
     def _summary(self) -> str:
         d = self.doc
@@ -601,4 +607,5 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event):
         self.cancel()
+        self.editor.close()
         super().closeEvent(event)

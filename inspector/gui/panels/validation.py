@@ -1,0 +1,310 @@
+"""The Validation dock: TFLite (LiteRT reference kernels) against ONNX Runtime on the same seeded inputs, in a
+worker with progress and cancel.
+
+Results colour the ONNX graph by each node's largest relative error (a colour scale shown above the graphs), plot
+the error of every compared tensor in topological (TFLite op) order, and histogram the output differences.
+Clicking a point selects its op in both graphs.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import traceback
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QRectF, QRunnable, QSize, Qt, QThreadPool, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter, QPen
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
+
+from inspector.core.errors import InspectorError
+
+# log10 of the relative error, from "agrees to float precision" to "wrong"; YlOrRd-like ramp: light = good,
+# so node titles stay readable in dark text.
+LO, HI = -8.0, -1.0
+RAMP = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026"]
+NOT_COMPARED = QColor("#e0e0e0")
+
+
+def colour_for(max_rel: float) -> QColor:
+    if not math.isfinite(max_rel):
+        return QColor(RAMP[-1])
+    x = (math.log10(max(max_rel, 10 ** LO)) - LO) / (HI - LO)
+    x = min(max(x, 0.0), 1.0) * (len(RAMP) - 1)
+    i = min(int(x), len(RAMP) - 2)
+    a, b, f = QColor(RAMP[i]), QColor(RAMP[i + 1]), x - i
+    return QColor.fromRgbF(a.redF() + (b.redF() - a.redF()) * f, a.greenF() + (b.greenF() - a.greenF()) * f,
+                           a.blueF() + (b.blueF() - a.blueF()) * f)
+
+
+def node_errors(validation, trace) -> dict[str, float]:
+    """ONNX node name -> the largest relative error among the tensors of the TFLite op it came from."""
+    worst: dict[int, float] = {}
+    for e in validation.outputs + validation.intermediates:
+        if e.op is not None:
+            worst[e.op] = max(worst.get(e.op, 0.0), e.max_rel)
+    return {name: worst[op] for op, names in trace.op_nodes.items() if op in worst for name in names}
+
+
+def overlay(scene, errors: dict[str, float]) -> int:
+    """Paint op nodes by error (nodes not compared in grey); returns how many were coloured by a measurement.
+    The category colours come back with the window's next recolour (or a re-run)."""
+    scene.finish()
+    n = 0
+    for it in scene.nodes:
+        if it.node.kind != "op":
+            continue
+        err = errors.get(it.node.key)
+        c = colour_for(err) if err is not None else NOT_COMPARED
+        n += err is not None
+        it.category = "error"
+        it.fill = it.quick_fill = c
+        it.setToolTip(f"{it.node.title}: max relative error {err:.3g}" if err is not None
+                      else f"{it.node.title}: not compared (no TFLite tensor maps to it)")
+        it.update()
+    scene.version += 1
+    return n
+
+
+class ErrorScale(QWidget):
+    """The colour key of the error overlay: the ramp with decades marked, the tolerance, and 'not compared'."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rtol: float | None = None
+        self.font_ = QFont()
+        self.font_.setPointSizeF(8.5)
+        self.setToolTip("ONNX nodes coloured by the largest relative error |onnx - tflite| / max|tflite| of their "
+                        "TFLite op's tensors")
+
+    def sizeHint(self) -> QSize:
+        return QSize(620, QFontMetrics(self.font_).height() * 2 + 14)
+
+    def paintEvent(self, event):
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        p.fillRect(self.rect(), Qt.white)
+        p.setFont(self.font_)
+        fm = QFontMetrics(self.font_)
+        h = self.height()
+        label = "relative error:"
+        x0 = 10 + fm.horizontalAdvance(label) + 8
+        p.setPen(Qt.black)
+        p.drawText(QRectF(10, 0, x0, h / 2 + 4), Qt.AlignVCenter, label)
+        w = max(200, min(420, self.width() - x0 - 200))
+        bar = QRectF(x0, 5, w, h / 2 - 4)
+        g = QLinearGradient(bar.topLeft(), bar.topRight())
+        for i, c in enumerate(RAMP):
+            g.setColorAt(i / (len(RAMP) - 1), QColor(c))
+        p.setPen(QPen(Qt.black, 0.8))
+        p.setBrush(g)
+        p.drawRect(bar)
+        for d in range(int(LO), int(HI) + 1):
+            x = bar.left() + (d - LO) / (HI - LO) * w
+            p.drawLine(x, bar.bottom(), x, bar.bottom() + 3)
+            p.drawText(QRectF(x - 20, bar.bottom() + 2, 40, h / 2), Qt.AlignHCenter | Qt.AlignTop, f"1e{d}")
+        if self.rtol:
+            x = bar.left() + (math.log10(self.rtol) - LO) / (HI - LO) * w
+            p.setPen(QPen(QColor("#0072B2"), 2.5))
+            p.drawLine(x, bar.top() - 3, x, bar.bottom() + 3)
+            p.drawText(QRectF(bar.right() + 10, 0, 150, h / 2 + 4), Qt.AlignVCenter,
+                       f"| tolerance {self.rtol:g}")
+        box = QRectF(bar.right() + 10, h / 2 + 2, 12, 12)
+        p.setPen(QPen(Qt.black, 0.8))
+        p.setBrush(NOT_COMPARED)
+        p.drawRect(box)
+        p.setPen(Qt.black)
+        p.drawText(QRectF(box.right() + 5, h / 2, 150, h / 2), Qt.AlignVCenter, "not compared")
+        p.end()
+
+
+class JobSignals(QObject):
+    progress = Signal(str, float)
+    done = Signal(object)
+    failed = Signal(str, str)
+
+
+class ValidateJob(QRunnable):
+    def __init__(self, session):
+        super().__init__()
+        self.session = session
+        self.cancel = threading.Event()
+        self.signals = JobSignals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            v = self.session.validate(cancel=self.cancel,
+                                      progress=lambda msg, frac: self.signals.progress.emit(msg, frac))
+            self.signals.done.emit(v)
+        except InspectorError as e:
+            self.signals.failed.emit(str(e), "")
+        except Exception as e:  # a bug, or a runtime's own error type: shown with details, the window keeps going
+            self.signals.failed.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
+
+
+class ValidationPanel(QWidget):
+    def __init__(self, editor, parent=None):
+        super().__init__(parent)
+        self.editor = editor
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+        self.job: ValidateJob | None = None
+        self.validation = None
+        self.points: list[tuple[int | None, str]] = []
+        self.run_button = QPushButton("Validate", clicked=self.run)
+        self.cancel_button = QPushButton("Cancel", clicked=self.cancel)
+        self.clear_button = QPushButton("Category colours", clicked=self.clear_overlay)
+        self.clear_button.setToolTip("Back to the layout category colours in the ONNX graph")
+        self.progress = QProgressBar(maximumWidth=220)
+        self.progress.setRange(0, 100)
+        self.status = QLabel(wordWrap=True)
+        top = QHBoxLayout()
+        for wdg in (self.run_button, self.cancel_button, self.progress, self.clear_button):
+            top.addWidget(wdg)
+        top.addWidget(self.status, 1)
+
+        pg.setConfigOptions(antialias=True)
+        self.per_op = pg.PlotWidget(background="w")
+        self.per_op.setLabel("bottom", "TFLite op (topological order)")
+        self.per_op.setLabel("left", "log10 relative error")
+        self.per_op.setTitle("Error per op", size="9pt")
+        self.scatter = pg.ScatterPlotItem(size=8, hoverable=True, tip=None)
+        self.scatter.sigClicked.connect(self._clicked)
+        self.per_op.addItem(self.scatter)
+        self.tol_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#0072B2", width=2, style=Qt.DashLine))
+        self.per_op.addItem(self.tol_line)
+        self.hist = pg.PlotWidget(background="w")
+        self.hist.setLabel("bottom", "onnx − tflite (outputs)")
+        self.hist.setLabel("left", "count")
+        self.hist.setTitle("Output differences", size="9pt")
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.per_op)
+        split.addWidget(self.hist)
+        split.setSizes([600, 300])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addWidget(split, 1)
+
+        self.scale = ErrorScale()
+        self.scale.hide()
+        editor.window.centralWidget().layout().insertWidget(2, self.scale)
+        self.reset()
+
+    # ---- running -------------------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.job is not None
+
+    def run(self) -> None:
+        s = self.editor.session
+        if s is None or self.job is not None:
+            return
+        self.reset()
+        job = self.job = ValidateJob(s)
+        job.signals.progress.connect(lambda msg, f: job is self.job and self._progress(msg, f))
+        job.signals.done.connect(lambda v: self._done(job, v))
+        job.signals.failed.connect(lambda msg, det: self._failed(job, msg, det))
+        self._busy(True)
+        self.status.setText("starting…")
+        self.pool.start(job)
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel.set()
+            self.job = None
+            self._busy(False)
+            self.status.setText("cancelled")
+
+    def _busy(self, on: bool) -> None:
+        self.run_button.setEnabled(not on and self.editor.session is not None)
+        self.cancel_button.setEnabled(on)
+        self.progress.setVisible(on)
+
+    def _progress(self, msg: str, frac: float) -> None:
+        self.progress.setValue(int(frac * 100))
+        self.status.setText(msg)
+
+    def _failed(self, job, message: str, details: str) -> None:
+        if job is not self.job:
+            return
+        self.job = None
+        self._busy(False)
+        self.status.setText(f"failed: {message.splitlines()[0]}")
+        if "cancelled" not in message:
+            self.editor.window.error("Validation failed", message, details)
+
+    def _done(self, job, v) -> None:
+        if job is not self.job:
+            return
+        self.job = None
+        self._busy(False)
+        self.show_validation(v)
+
+    # ---- showing -------------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.cancel()
+        self.validation = None
+        self.points = []
+        self.scatter.clear()
+        self.hist.clear()
+        self.scale.hide()
+        self.status.setText("Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R)."
+                            if self.editor.session is not None else "Open a TFLite model to validate it.")
+        self._busy(False)
+
+    def show_validation(self, v) -> None:
+        from ..main_window import ONNX
+        self.validation = v
+        errs = [e for e in v.outputs + v.intermediates]
+        errs.sort(key=lambda e: (e.op if e.op is not None else 1 << 30))
+        spots, self.points = [], []
+        for i, e in enumerate(errs):
+            y = math.log10(max(e.max_rel, 1e-12)) if math.isfinite(e.max_rel) else 1.0
+            x = e.op if e.op is not None else (errs[-1].op or 0) + 1
+            spots.append({"pos": (x, y), "data": i, "brush": pg.mkBrush(colour_for(e.max_rel)),
+                          "pen": pg.mkPen("#000" if e.ok else "#b00", width=1 if e.ok else 2),
+                          "symbol": "o" if not e.is_output else "s"})
+            self.points.append((e.op, e.name))
+        self.scatter.setData(spots)
+        self.tol_line.setValue(math.log10(v.rtol) if v.rtol > 0 else LO)
+        self.hist.clear()
+        diffs = np.concatenate(v.output_diffs) if v.output_diffs else np.zeros(0)
+        diffs = diffs[np.isfinite(diffs)]
+        if diffs.size:
+            counts, edges = np.histogram(diffs, bins=min(80, max(10, int(np.sqrt(diffs.size)))))
+            self.hist.plot(edges, counts, stepMode="center", fillLevel=0, brush=(0, 114, 178, 150),
+                           pen=pg.mkPen("#000", width=1))
+        bad = v.first_bad()
+        worst = max((e.max_rel for e in v.outputs), default=0.0)
+        self.status.setText(("OK" if v.ok else "MISMATCH") + f": {len(v.outputs)} output(s), worst relative error "
+                            f"{worst:.3g} (tolerance {v.rtol:g}); {len(v.intermediates)} intermediate tensors"
+                            + (f"; first bad: {bad.name} (op {bad.op})" if bad else ""))
+        self.status.setStyleSheet("" if v.ok else "color:#b00")
+        w = self.editor.window
+        doc, scene = w.doc, w.scenes.get(ONNX)
+        if doc is not None and doc.trace is not None and scene is not None:
+            overlay(scene, node_errors(v, doc.trace))
+            view = w.panes[ONNX].main_view
+            if view is not None:
+                view.minimap.invalidate()
+            self.scale.rtol = v.rtol or None
+            self.scale.show()
+
+    def clear_overlay(self) -> None:
+        from ..main_window import ONNX
+        self.scale.hide()
+        self.editor.window._colour(ONNX)
+
+    def _clicked(self, _item, points, *_):
+        from ..main_window import TFLITE
+        if not len(points):
+            return
+        op, _name = self.points[points[0].data()]
+        if op is not None:
+            self.editor.window.select(TFLITE, nodes=[("op", op)])
+
+    def select_point(self, i: int) -> None:
+        """What a click on point i does (tests drive it without synthesising a mouse event on the plot)."""
+        self._clicked(self.scatter, [self.scatter.points()[i]])
