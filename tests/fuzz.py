@@ -39,14 +39,14 @@ def case_seed(seed: int, i: int) -> int:
 # -- worker side ---------------------------------------------------------------------------------------------------
 
 class _Worker:
-    def __init__(self, corpus: Path):
+    def __init__(self, corpus: Path, tmp: str | None = None):
         from . import fuzz_cases as fc
         self.fc = fc
         self.tfl = fc.corpus_seeds(corpus)
         if not self.tfl:
             raise SystemExit(f"no corpus models under {corpus}")
         self.onx = fc.onnx_seeds(self.tfl)
-        self.folder = fc.prepare_folder(Path(tempfile.mkdtemp(prefix="fuzz-")))
+        self.folder = fc.prepare_folder(Path(tempfile.mkdtemp(prefix="fuzz-", dir=tmp)))
 
     def case(self, seed: int) -> tuple[str, str, bytes] | None:
         try:
@@ -120,14 +120,14 @@ def _limit_memory(size: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (soft, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
-def worker_main(corpus: Path) -> None:
+def worker_main(corpus: Path, tmp: str | None) -> None:
     """Reads case seeds from stdin, one per line; writes one JSON line per case to the original stdout."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)               # library chatter must not corrupt the protocol
     sys.setrecursionlimit(3000)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))      # a native crash is reported, not dumped into the repo
-    w = _Worker(corpus)
+    w = _Worker(corpus, tmp)
     out.write("ready\n")
     for line in sys.stdin:
         out.write(json.dumps(w.run(int(line))) + "\n")
@@ -156,9 +156,10 @@ class Summary:
 
 
 class _Proc:
-    def __init__(self, corpus: Path, log):
+    def __init__(self, corpus: Path, log, tmp: str):
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-        self.p = subprocess.Popen([sys.executable, "-m", "tests.fuzz", "--worker", "--corpus", str(corpus)],
+        self.p = subprocess.Popen([sys.executable, "-m", "tests.fuzz", "--worker", "--corpus", str(corpus),
+                                   "--tmp", tmp],
                                   cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                   text=True, bufsize=1)
         self.seed: int | None = None
@@ -183,10 +184,11 @@ def run(cases: int, corpus: Path, seed: int = 0, workers: int = 2, timeout: floa
     summary = Summary()
     sel = selectors.DefaultSelector()
     log = open(log_path or os.devnull, "a")
+    tmp = tempfile.TemporaryDirectory(prefix="fuzz-")      # every worker's folder, removed at the end
     procs: list[_Proc] = []
 
     def spawn():
-        p = _Proc(corpus, log)
+        p = _Proc(corpus, log, tmp.name)
         procs.append(p)
         sel.register(p.p.stdout, selectors.EVENT_READ, p)
 
@@ -250,6 +252,7 @@ def run(cases: int, corpus: Path, seed: int = 0, workers: int = 2, timeout: floa
         for p in list(procs):
             retire(p)
         log.close()
+        tmp.cleanup()
     summary.seconds = time.monotonic() - start
     summary.failures.sort(key=lambda f: f["seed"])
     return summary
@@ -257,14 +260,14 @@ def run(cases: int, corpus: Path, seed: int = 0, workers: int = 2, timeout: floa
 
 def repro(corpus: Path, seed: int, save: str | None) -> int:
     from . import fuzz_cases as fc
-    w = _Worker(corpus)
-    case = fc.make_case(seed, w.tfl, w.onx, w.folder)
-    fmt, what, data = case
-    print(f"case {seed}: {fmt}, {what}, {fc.fingerprint(data)}")
-    if save:
-        Path(save).write_bytes(data)
-        print(f"saved to {save}")
-    print("outcome:", fc.run_case(fmt, data, seed, w.folder))   # any other exception shows its traceback
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        w = _Worker(corpus, tmp)
+        fmt, what, data = fc.make_case(seed, w.tfl, w.onx, w.folder)
+        print(f"case {seed}: {fmt}, {what}, {fc.fingerprint(data)}")
+        if save:
+            Path(save).write_bytes(data)
+            print(f"saved to {save}")
+        print("outcome:", fc.run_case(fmt, data, seed, w.folder))   # any other exception shows its traceback
     return 0
 
 
@@ -279,10 +282,11 @@ def main(argv=None) -> int:
     ap.add_argument("--save", help="with --repro: write the case's bytes to this file")
     ap.add_argument("--log", help="append the workers' stderr to this file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tmp", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     corpus = Path(args.corpus).resolve()
     if args.worker:
-        worker_main(corpus)
+        worker_main(corpus, args.tmp)
         return 0
     if args.repro is not None:
         return repro(corpus, args.repro, args.save)
