@@ -71,3 +71,36 @@ def test_streaming_state_is_stored_in_the_layout_it_is_read_in(corpus, rel):
     layouts = [s["layout"] for s in result.state]
     assert layouts.count("NCHW") == len(layouts) - 1 and layouts.count("NHWC") == 1
     assert validate(result).ok
+
+
+QUANTIZED = [f for f in corpus_files() if any(k in f for k in ("_int8", "_dynamic", ".uint8", "_quant", "conv-quant"))]
+# Dynamic-range: each hybrid op matches LiteRT when fed LiteRT's input, but 1e-7 float differences flip its per-row
+# input quantization and later layers amplify that (2.7e-2 of the output scale; LiteRT's own XNNPACK is off by 0.15).
+Q_PENDING = {"keras/mobilenetv2_dynamic.tflite": "dynamic-range drift beyond 1e-3 (see README)"}
+Q_CASES = [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=Q_PENDING[f])) if f in Q_PENDING else f
+           for f in QUANTIZED]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", Q_CASES)
+def test_quantized_model_converts_and_validates(corpus, rel):
+    """QDQ output, run op by op (ONNX Runtime unoptimised, as validate() does when it reads intermediates):
+    >= 99.9 % of output elements within 2 quantization steps, none beyond 5 (float outputs of fp16 / dynamic-range
+    models: 1e-3 of the output scale); int8 weights are not expanded to float. ONNX Runtime's fused integer kernels
+    round differently again (MobileNetV3 int8: 4 steps, 99.4 %): --exact-int is the bit-exact alternative."""
+    result = convert(read_tflite(corpus / rel))
+    v = validate(result)
+    assert v.ok, [(e.name, e.steps, e.within, e.max_rel) for e in v.outputs]
+    if "_int8" in rel or ".uint8" in rel or "_quant" in rel:
+        size = len(result.model.SerializeToString())
+        assert size <= 1.3 * (corpus / rel).stat().st_size or size < 4096    # tiny single-op files: headers dominate
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", ["keras/efficientnetb0_int8.tflite", "keras/mobilenetv3small_int8.tflite",
+                                 "ops/mobilenet_v1_0.25_128_quant.tflite"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_exact_int_matches_litert_on_every_seed(corpus, rel, seed):
+    result = convert(read_tflite(corpus / rel), exact_int=True)
+    v = validate(result, seed=seed, intermediates=False)
+    assert v.ok and all(e.steps == 0 for e in v.outputs), [(e.name, e.steps) for e in v.outputs]

@@ -24,6 +24,11 @@ def add_parser(sub):
     p.add_argument("--allow-custom", action="store_true",
                    help="keep unknown custom ops as ai.layout_inspector.tflite nodes (options as attributes) "
                         "instead of failing")
+    p.add_argument("--float-io", action="store_true",
+                   help="float32 inputs/outputs for a quantized model (Quantize/Dequantize inside)")
+    p.add_argument("--keep-fp16", action="store_true", help="keep float16 weights as float16 initializers + Cast")
+    p.add_argument("--exact-int", action="store_true",
+                   help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it)")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
     add_metadata_arguments(p)
     p.set_defaults(run=run)
@@ -48,8 +53,9 @@ def run(args) -> int:
         session.set_pin(name, value)
     if args.keep_io_layout:
         session.options["keep_io_layout"] = True
-    if args.allow_custom:
-        session.options["allow_custom"] = True
+    for flag in ("allow_custom", "float_io", "keep_fp16", "exact_int"):
+        if getattr(args, flag):
+            session.options[flag] = True
     if args.opset is not None:
         session.options["opset"] = args.opset
     session.metadata = session.metadata.merged(edits_from_args(args))

@@ -30,7 +30,15 @@ def run(args) -> int:
         out.pop("intermediates", None)
         print(json.dumps(out, indent=2))
     else:
+        from inspector.core.validate import STEPS_MAX, STEPS_OK, STEPS_SHARE
+        stepped = False
         for e in v.outputs:
-            print(f"{'ok  ' if e.ok else 'FAIL'} {e.name}: max_abs {e.max_abs:.3g}, max_rel {e.max_rel:.3g}")
-        print("pass" if v.ok else "fail", f"(tolerance {v.rtol:g} of each output's scale)")
+            line = f"{'ok  ' if e.ok else 'FAIL'} {e.name}: max_abs {e.max_abs:.3g}, max_rel {e.max_rel:.3g}"
+            if getattr(e, "steps", None) is not None:
+                stepped = True
+                line += f", max {e.steps:.3g} quantization steps, {100 * e.within:.2f}% within {STEPS_OK:g}"
+            print(line)
+        rule = (f"quantized outputs: >= {100 * STEPS_SHARE:g}% within {STEPS_OK:g} steps, none beyond {STEPS_MAX:g}"
+                if stepped else f"tolerance {v.rtol:g} of each output's scale")
+        print("pass" if v.ok else "fail", f"({rule})")
     return 0 if v.ok else 1

@@ -17,6 +17,7 @@ from .errors import ConversionError, InspectorError
 from .metadata_edits import MetadataEdits
 
 SESSION_VERSION = 1
+FLAGS = ("allow_custom", "float_io", "keep_fp16", "exact_int")      # boolean convert() options a session keeps
 
 
 @dataclass
@@ -101,7 +102,7 @@ class Session:
         before = self.result.transposes if self.result is not None else None
         result = convert(self.graph, pins=dict(self.pins), keep_io_layout=bool(self.options.get("keep_io_layout")),
                          opset=int(self.options.get("opset", 18)), check=check,
-                         allow_custom=bool(self.options.get("allow_custom")))
+                         **{k: bool(self.options.get(k)) for k in FLAGS})
         self.notes = list(result.warnings) + annotate(result, self.metadata)
         self.result, self.validation, self.error = result, None, ""
         change = Change(before, result.transposes, len(result.plan.conflicts))
@@ -144,10 +145,7 @@ class Session:
             "metadata": self.metadata.to_dict(),
             "notes": list(self.notes),
             "state": getattr(r, "state", None) or [],
-            "quantization": {t.name: {"scale": t.quantization.scales.tolist(),
-                                      "zero_point": t.quantization.zero_points.tolist(),
-                                      "axis": t.quantization.axis}
-                             for t in sg.tensors if t.quantization is not None},
+            "quantization": {sg.tensors[t].name: q for t, q in (getattr(r, "quantization", None) or {}).items()},
         }
 
     # --- session files -------------------------------------------------------------------------------------
@@ -177,7 +175,7 @@ class Session:
             warnings.append(f"{path} was saved for a different version of {data.get('model')}")
         self.pins = {str(k): str(v) for k, v in (data.get("pins") or {}).items()}
         self.options.update({k: v for k, v in (data.get("options") or {}).items()
-                             if k in ("keep_io_layout", "opset", "allow_custom")})
+                             if k in ("keep_io_layout", "opset") + FLAGS})
         self.metadata = MetadataEdits.from_dict(data.get("metadata") or {})
         self.emit("loaded", path)
         return warnings
