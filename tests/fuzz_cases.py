@@ -662,6 +662,29 @@ def random_pins(rng, g: Graph) -> dict | None:
     return pins
 
 
+def _session(rng, g: Graph, data: bytes, folder: Path, stage: str) -> str:
+    """A saved session file, damaged or hand-edited, loaded onto the model and converted again."""
+    import json
+
+    from inspector.core.session import SESSION_VERSION, Session
+    model = folder / "session_model.tflite"
+    model.write_bytes(data)
+    junk = [None, 5, "x", [], {}, True, 2**70, -1, "NCHW", [0, 3, 1, 2], {"a": "b"}]
+    names = [t.name for t in g.main.tensors] or ["x"]
+    doc = {"version": rng.choice([SESSION_VERSION] * 4 + [2, "1", None]),
+           "model": rng.choice(CONTROL_NAMES), "model_sha256": rng.choice(junk),
+           "pins": rng.choice([{rng.choice(names): rng.choice(junk)}, rng.choice(junk), {}]),
+           "options": rng.choice([{rng.choice(["opset", "keep_io_layout", "float_io", "bogus"]): rng.choice(junk)},
+                                  rng.choice(junk)]),
+           "metadata": rng.choice([hostile_dict(rng), rng.choice(junk), {}])}
+    path = folder / "model.inspector.json"
+    path.write_text(json.dumps(doc))
+    session = Session(path=str(model), graph=g)
+    session.load_decisions(str(path))
+    session.convert(check=False)
+    return "session-" + stage
+
+
 def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
     """The pipeline a user's file goes through; returns how far it got. Only InspectorError may escape."""
     rng = random.Random(seed ^ 0x5EED)
@@ -682,6 +705,8 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
             stage = "edit-refused"
         check(result.model)
         read_onnx_bytes(result.model.SerializeToString(), "converted.onnx")
+        if rng.random() < 0.2:
+            stage = _session(rng, g, data, folder, stage)
         return stage
     from inspector.core.denotation import check
     from inspector.core.onnx_reader import read_onnx

@@ -491,3 +491,26 @@ def test_cli_prints_hostile_names_escaped(tmp_path, capsys):
     assert main(["info", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\\x1b[31mRED\\x1b]0;pwned\\x07  [1, 4, 6, 5]" in out and "\x1b" not in out and "\x07" not in out
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"pins": ["x"]}, "'pins' must be a mapping, not list"),
+    ({"options": "fast"}, "'options' must be a mapping, not str"),
+    ({"options": {"opset": [18]}}, "opset must be a whole number, not [18]"),
+    ({"metadata": {"props": {"k": 5}}}, "metadata value of 'k' must be text, got int"),
+    ({"version": 99}, "not a session file of version 1"),
+])
+def test_a_damaged_session_file_is_refused_whole(tmp_path, doc, message):
+    import json
+
+    from inspector.core.session import SESSION_VERSION, Session
+    model = tmp_path / "m.tflite"
+    model.write_bytes(_named_model("x"))
+    session = Session.open(model)
+    session.set_pin("x", "NHWC")
+    path = tmp_path / "m.inspector.json"
+    path.write_text(json.dumps({"version": SESSION_VERSION, **doc}))
+    with pytest.raises(InspectorError) as e:
+        session.load_decisions(str(path))
+    assert message in str(e.value)
+    assert session.pins == {"x": "NHWC"}          # nothing applied from the damaged file

@@ -173,10 +173,18 @@ class Session:
         warnings = []
         if data.get("model_sha256") not in (None, _sha256(self.path)):
             warnings.append(f"{path} was saved for a different version of {data.get('model')}")
-        self.pins = {str(k): str(v) for k, v in (data.get("pins") or {}).items()}
-        self.options.update({k: v for k, v in (data.get("options") or {}).items()
-                             if k in ("keep_io_layout", "opset") + FLAGS})
-        self.metadata = MetadataEdits.from_dict(data.get("metadata") or {})
+        pins, options = data.get("pins") or {}, data.get("options") or {}
+        for what, value in (("pins", pins), ("options", options), ("metadata", data.get("metadata") or {})):
+            if not isinstance(value, dict):
+                raise InspectorError(f"{path}: '{what}' must be a mapping, not {type(value).__name__}")
+        opset = options.get("opset", self.options.get("opset", 18))
+        if isinstance(opset, bool) or not isinstance(opset, int):
+            raise InspectorError(f"{path}: opset must be a whole number, not {opset!r:.40}")
+        metadata = MetadataEdits.from_dict(data.get("metadata") or {})
+        metadata.normalized()                       # a damaged session is refused whole, before anything changes
+        self.pins = {str(k): str(v) for k, v in pins.items()}
+        self.options.update({k: v for k, v in options.items() if k in ("keep_io_layout", "opset") + FLAGS})
+        self.metadata = metadata
         self.emit("loaded", path)
         return warnings
 
