@@ -1,0 +1,342 @@
+"""The window's editing side, offscreen: pins with undo/redo, metadata through the widgets, export, session files,
+autosave and restore, validation plots. Everything is driven through the real window and its widgets."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import onnx
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QSettings, QStandardPaths, Qt  # noqa: E402
+
+from inspector.cli import main as cli  # noqa: E402
+from inspector.core import metadata_schema as ms  # noqa: E402
+from inspector.gui.autosave import Autosave  # noqa: E402
+from inspector.gui.export_onnx import export_dialog, report_path  # noqa: E402
+from inspector.gui.main_window import ONNX, TFLITE, MainWindow  # noqa: E402
+from inspector.gui.palette import CONFLICT  # noqa: E402
+from inspector.gui.pin_menu import CustomPinDialog  # noqa: E402
+
+from .test_session import model  # noqa: E402,F401  (conv -> reshape -> conv, input x [1, 5, 7, 3])
+
+pytestmark = pytest.mark.gui
+CONFLICT_MODEL = "ops/conv-reshape-multiple-conv.float32.tflite"
+
+
+def make_window(qtbot, tmp_path) -> MainWindow:
+    QStandardPaths.setTestModeEnabled(True)
+    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
+    w.editor.autosave = Autosave(tmp_path / "autosave")
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    return w
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    return make_window(qtbot, tmp_path)
+
+
+def settle(qtbot, w) -> None:
+    qtbot.waitUntil(lambda: w.idle and w.editor.idle and ONNX in w.scenes, timeout=120_000)
+
+
+def open_model(qtbot, w, path):
+    w.open_path(str(path))
+    qtbot.waitUntil(lambda: w.editor.session is not None, timeout=120_000)
+    settle(qtbot, w)
+    return w.editor.session
+
+
+def conflict_nodes(w) -> set:
+    return {it.node.key for it in w.scenes[ONNX].nodes if it.category == CONFLICT}
+
+
+def trigger(menu, text: str) -> None:
+    action = next(a for a in menu.actions() if a.text() == text)
+    assert action.isEnabled(), text
+    action.trigger()
+
+
+def test_pin_from_the_details_bar_undo_redo(qtbot, window, corpus):
+    w = window
+    s = open_model(qtbot, w, corpus / CONFLICT_MODEL)
+    sg = s.graph.main
+    x = sg.inputs[0]
+    assert w.doc.result.transposes == 2
+    before_onnx = conflict_nodes(w)
+    conv = w.scenes[TFLITE].node_by_key[("op", 0)]
+    colour_before = conv.quick_fill.name()
+    assert len(before_onnx) == 2
+
+    w.select(TFLITE, tensors=[x])                 # selecting the input's edge shows the pin bar for it
+    assert w.editor.pin_bar.isVisible() and w.editor.pin_bar.tensors == [x]
+    w.editor.pin_bar._fill()
+    trigger(w.editor.pin_bar.menu, "keep as is")
+    settle(qtbot, w)
+    assert s.pins == {"input": "keep"}
+    assert w.doc.result.transposes == 3
+    assert w.statusBar().currentMessage() == "1 Transpose added, 5 conflicts left"
+    after_onnx = conflict_nodes(w)
+    assert len(after_onnx) == 3 and after_onnx > before_onnx
+    conv = w.scenes[TFLITE].node_by_key[("op", 0)]
+    assert conv.marker and conv.quick_fill.name() != colour_before       # the conv now reads a conflict
+    assert w.editor.stack.count() == 1 and w.editor.history.model().rowCount() == 2
+
+    w.editor.undo_action.trigger()
+    settle(qtbot, w)
+    assert s.pins == {} and w.doc.result.transposes == 2
+    assert conflict_nodes(w) == before_onnx
+    assert w.scenes[TFLITE].node_by_key[("op", 0)].quick_fill.name() == colour_before
+    assert w.statusBar().currentMessage() == "1 Transpose removed, 4 conflicts left"
+
+    w.editor.redo_action.trigger()
+    settle(qtbot, w)
+    assert s.pins == {"input": "keep"} and w.doc.result.transposes == 3
+
+
+def test_context_menu_custom_permutation_and_clear_all(qtbot, window, model):
+    w = window
+    s = open_model(qtbot, w, model)
+    y = s.graph.main.tensor_by_name("y").index
+    dlg = CustomPinDialog.ask(w.editor, y)
+    dlg.field.setText("0,1,9,2")
+    assert not dlg.buttons.button(dlg.buttons.StandardButton.Ok).isEnabled()
+    assert "permutation" in dlg.preview.text()
+    dlg.field.setText("0,2,1,3")
+    assert dlg.preview.text().startswith("ONNX shape 1×5×7×2")        # y is [1, 7, 5, 2] in TFLite
+    dlg.accept()
+    settle(qtbot, w)
+    assert s.pins == {"y": "0,2,1,3"}
+    assert s.result.plan.pins[y] == (0, 2, 1, 3)
+    out = next(vi for vi in s.result.model.graph.output if vi.name == "y")
+    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 5, 7, 2]
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    assert set(s.pins) == {"y", "a"}
+    from PySide6.QtWidgets import QMenu
+    from inspector.gui.pin_menu import fill_menu
+    menu = QMenu()
+    fill_menu(menu, w.editor, [y])
+    trigger(menu, "Clear all pins (2)")
+    settle(qtbot, w)
+    assert s.pins == {} and s.result.transposes == 2
+    w.editor.stack.undo()
+    settle(qtbot, w)
+    assert set(s.pins) == {"y", "a"}
+
+
+def test_a_refused_pin_is_not_pushed(qtbot, window, model):
+    w = window
+    s = open_model(qtbot, w, model)
+    assert not w.editor.pin("a", "sideways")
+    assert w.editor.stack.count() == 0 and s.pins == {}
+    assert "not understood" in w.last_error
+
+
+def type_into(qtbot, combo, text: str) -> None:
+    combo.lineEdit().selectAll()
+    combo.lineEdit().del_()
+    qtbot.keyClicks(combo.lineEdit(), text)
+
+
+def test_metadata_through_the_widgets_export_and_reload(qtbot, window, model, tmp_path):
+    w = window
+    s = open_model(qtbot, w, model)
+    ed = w.editor.metadata
+    assert not ed.image[ms.PIXEL_FORMAT].isEnabled()          # no IMAGE tensor yet
+    type_into(qtbot, ed.types["x"], "image")
+    qtbot.keyClick(ed.types["x"].lineEdit(), Qt.Key_Return)
+    settle(qtbot, w)
+    ed = w.editor.metadata                                     # rebuilt from the re-run's model
+    assert ed.types["x"].value == "IMAGE" and ed.image[ms.PIXEL_FORMAT].isEnabled()
+
+    # an invalid value is refused as it is typed, and nothing is pushed
+    count = w.editor.stack.count()
+    fmt = ed.image[ms.PIXEL_FORMAT]
+    type_into(qtbot, fmt, "rgb9")
+    assert fmt.lineEdit().text() == "rgb"
+    assert ed.hint.isVisible() and "Rgb8" in ed.hint.text() and "Bgra8" in ed.hint.text()
+    qtbot.keyClick(fmt.lineEdit(), Qt.Key_Return)
+    assert w.editor.stack.count() == count and s.metadata.image == {}
+
+    type_into(qtbot, fmt, "bgr8")
+    qtbot.keyClick(fmt.lineEdit(), Qt.Key_Return)
+    settle(qtbot, w)
+    ed = w.editor.metadata
+    gamma = ed.image[ms.GAMMA]
+    i = gamma.findText("SRGB")
+    gamma.setCurrentIndex(i)
+    gamma.activated.emit(i)
+    settle(qtbot, w)
+    ed = w.editor.metadata
+    axes = ed.dims["x"]
+    assert [c.value for c in axes] == ["DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE"]
+    assert ed.sources.get("dims:x") == "from its layout"
+    ed._add_row()
+    ed.table.item(ed.table.rowCount() - 1, 1).setText("me")
+    ed.table.item(ed.table.rowCount() - 1, 0).setText("model_author")
+    settle(qtbot, w)
+    ed = w.editor.metadata
+    ed.doc_string.setText("a test model")
+    ed.doc_string.editingFinished.emit()
+    settle(qtbot, w)
+    assert s.metadata.types == {"x": "IMAGE"} and s.metadata.props == {"model_author": "me"}
+    assert w.editor.metadata.sources["x"] == "edited"
+
+    out = tmp_path / "out" / "m.onnx"
+    out.parent.mkdir()
+    summary = export_dialog(w.editor, str(out))
+    assert summary is not None and summary["metadata"]["types"] == {"x": "IMAGE"}
+    m = onnx.load(str(out))
+    props = {p.key: p.value for p in m.metadata_props}
+    assert props[ms.PIXEL_FORMAT] == "Bgr8" and props[ms.GAMMA] == "SRGB" and props["model_author"] == "me"
+    assert m.doc_string == "a test model"
+    x = next(vi for vi in m.graph.input if vi.name == "x")
+    assert x.type.denotation == "IMAGE"
+    assert [d.denotation for d in x.type.tensor_type.shape.dim] == ["DATA_BATCH", "DATA_CHANNEL",
+                                                                     "DATA_FEATURE", "DATA_FEATURE"]
+    report = json.loads(Path(report_path(str(out))).read_text())
+    assert report["changes"]["transposes"] == {"without_pins": 2, "exported": 2}
+    assert report["metadata"]["image"] == {ms.PIXEL_FORMAT: "Bgr8", ms.GAMMA: "SRGB"}
+    assert "Transposes: 2 → 2" in w.editor.last_message.text()
+
+    # the same decisions replayed headless give the same bytes
+    saved = w.editor.save_session(str(tmp_path / "m.inspector.json"))
+    assert cli(["convert", str(model), "-o", str(tmp_path / "cli.onnx"), "--session", saved]) == 0
+    assert (tmp_path / "cli.onnx").read_bytes() == out.read_bytes()
+
+    # undo everything: the metadata goes back to what the conversion alone gives
+    while w.editor.stack.canUndo():
+        w.editor.stack.undo()
+    settle(qtbot, w)
+    assert s.metadata.is_empty() and w.editor.metadata.types["x"].value == ""
+
+
+def test_export_asks_before_replacing_the_source_and_shows_errors(qtbot, window, model, tmp_path):
+    w = window
+    open_model(qtbot, w, model)
+    original = model.read_bytes()
+    asked = []
+    assert export_dialog(w.editor, str(model), confirm=lambda: asked.append(1) or False) is None
+    assert asked and model.read_bytes() == original
+    assert export_dialog(w.editor, str(tmp_path / "missing" / "x.onnx")) is None
+    assert "missing does not exist" in w.last_error
+    assert export_dialog(w.editor, str(model), confirm=lambda: True) is not None
+    assert onnx.load(str(model)).graph.node                    # replaced only after the explicit yes
+
+
+def test_session_file_beside_the_model_is_loaded_on_open(qtbot, window, model, tmp_path):
+    w = window
+    s = open_model(qtbot, w, model)
+    w.editor.pin("y", "keep")
+    settle(qtbot, w)
+    saved = w.editor.save_session()
+    assert saved == s.default_session_path() and w.editor.stack.isClean()
+    assert not w.editor.autosave.path_for(s.path).exists()     # saved: nothing left to restore
+    w.open_path(str(model))
+    qtbot.waitUntil(lambda: w.editor.session is not None and w.editor.session is not s, timeout=60_000)
+    settle(qtbot, w)
+    assert w.editor.session.pins == {"y": "keep"} and w.doc.result.transposes == 3
+    assert not w.editor.banner.isVisible()
+
+
+def test_dropped_window_restores_from_autosave(qtbot, model, tmp_path):
+    w = make_window(qtbot, tmp_path)
+    open_model(qtbot, w, model)
+    w.editor.pin("y", "keep")
+    settle(qtbot, w)
+    side = w.editor.autosave.path_for(str(model))
+    assert json.loads(side.read_text())["pins"] == {"y": "keep"}
+    w.hide()                                     # dropped without saving or closing: no session file
+    assert not Path(str(model.with_suffix("")) + ".inspector.json").exists()
+
+    w2 = make_window(qtbot, tmp_path)
+    s = open_model(qtbot, w2, model)
+    assert s.pins == {} and w2.editor.banner.isVisible() and "1 pin" in w2.editor.banner.label.text()
+    w2.editor.banner.restore.click()
+    settle(qtbot, w2)
+    assert s.pins == {"y": "keep"} and w2.doc.result.transposes == 3
+    assert w2.editor.stack.undoText() == "Restore autosave"
+    w2.editor.stack.undo()                       # restoring is one undoable step
+    settle(qtbot, w2)
+    assert s.pins == {}
+
+
+KILLED = """
+import os, signal, sys, time
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from PySide6.QtCore import QSettings, QStandardPaths
+from PySide6.QtWidgets import QApplication
+QStandardPaths.setTestModeEnabled(True)
+from inspector.gui.autosave import Autosave
+from inspector.gui.main_window import MainWindow
+app = QApplication([])
+w = MainWindow(QSettings(sys.argv[2] + "/s.ini", QSettings.IniFormat))
+w.editor.autosave = Autosave(sys.argv[2] + "/autosave")
+w.open_path(sys.argv[1])
+while w.editor.session is None or not (w.idle and w.editor.idle):
+    app.processEvents(); time.sleep(0.01)
+w.editor.pin("a", "keep")
+while not w.editor.idle:
+    app.processEvents(); time.sleep(0.01)
+print("pinned", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_killed_process_loses_nothing(qtbot, model, tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(textwrap.dedent(KILLED))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    p = subprocess.run([sys.executable, str(script), str(model), str(tmp_path)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == -signal.SIGKILL and "pinned" in p.stdout, p.stderr[-2000:]
+    w = make_window(qtbot, tmp_path)
+    s = open_model(qtbot, w, model)
+    assert w.editor.banner.isVisible()
+    w.editor.restore_autosave()
+    settle(qtbot, w)
+    assert s.pins == {"a": "keep"}
+
+
+def test_validation_fills_the_plots_colours_nodes_and_selects(qtbot, window, corpus):
+    w = window
+    open_model(qtbot, w, corpus / CONFLICT_MODEL)
+    panel = w.editor.validation
+    w.editor.validate_action.trigger()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    v = panel.validation
+    assert v is not None and v.ok
+    assert len(panel.scatter.points()) == len(v.outputs) + len(v.intermediates) > 3
+    assert sum(panel.hist.getPlotItem().listDataItems()[0].yData) == sum(d.size for d in v.output_diffs)
+    coloured = [it for it in w.scenes[ONNX].nodes if it.category == "error"]
+    assert coloured and panel.scale.isVisible()
+    assert len({it.fill.name() for it in coloured}) > 1             # shades by error, not one flat colour
+    last = len(panel.points) - 1
+    panel.select_point(last)
+    op = panel.points[last][0]
+    assert w.scenes[TFLITE].selected_keys()[0] == [("op", op)]
+    assert set(w.scenes[ONNX].selected_keys()[0]) == set(w.doc.trace.op_nodes[op])
+    panel.clear_overlay()
+    assert not any(it.category == "error" for it in w.scenes[ONNX].nodes)
+
+
+def test_validation_can_be_cancelled(qtbot, window, model):
+    w = window
+    open_model(qtbot, w, model)
+    panel = w.editor.validation
+    panel.run()
+    assert panel.running and panel.cancel_button.isEnabled()
+    panel.cancel()
+    assert not panel.running and panel.status.text() == "cancelled"
+    qtbot.waitUntil(lambda: panel.pool.activeThreadCount() == 0, timeout=60_000)
+    assert panel.validation is None and len(panel.scatter.points()) == 0
