@@ -437,6 +437,16 @@ def s_inflate(rng, g):
         t.shape, t.shape_signature = tuple(shape), None
 
 
+def s_metadata(rng, g):
+    """The TFLite Support metadata (a flatbuffer inside a buffer) corrupted: counts, swaps, flips, truncation."""
+    for key, value in list(g.metadata.items()):
+        b = bytearray(value)
+        for _ in range(rng.randint(1, 3)):
+            if b:
+                rng.choice([_word, _word, _flip, _truncate, _swap, _poke])(rng, b)
+        g.metadata[key] = bytes(b)
+
+
 STRUCTURAL = [s_rewire, s_rewire, s_inflate, s_cycle, s_reorder, s_empty, s_shape, s_dtype, s_names, s_indices, s_io, s_opcode, s_options,
               s_quant, s_subgraphs]
 
@@ -588,9 +598,11 @@ def _make_case(rng, tfl: list, onx: list, folder: Path, roll: float | None = Non
         return "tflite", f"bytes of {name}", mutate_bytes(rng, data)
     if roll < 0.70:
         from inspector.core.tflite_reader import read_tflite_bytes
-        name, data = rng.choice(tfl)
+        with_meta = [x for x in tfl if b"TFLITE_METADATA" in x[1]]
+        name, data = rng.choice(with_meta) if with_meta and rng.random() < 0.1 else rng.choice(tfl)
         g = read_tflite_bytes(data, name)
-        muts = rng.sample(STRUCTURAL, rng.choice([1, 1, 2]))
+        muts = [s_metadata] if "TFLITE_METADATA" in g.metadata and rng.random() < 0.5 else \
+            rng.sample(STRUCTURAL, rng.choice([1, 1, 2]))
         for fn in muts:
             fn(rng, g)
         out = rebuild(g)
