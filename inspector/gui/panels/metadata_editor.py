@@ -52,6 +52,8 @@ class ChoiceCombo(QComboBox):
         self.setEditable(True)
         self.setInsertPolicy(QComboBox.NoInsert)
         self.setCompleter(None)
+        self.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(7)             # narrow docks: no horizontal scrolling
         self.addItems([NONE, *self.allowed])
         self.validator_ = ChoiceValidator(self.allowed, self)
         self.lineEdit().setValidator(self.validator_)
@@ -88,6 +90,7 @@ class MetadataEditor(QWidget):
         super().__init__(parent)
         self.editor = editor
         self.scroll = QScrollArea(widgetResizable=True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.hint = QLabel(wordWrap=True)
         self.hint.setStyleSheet("color:#b00; padding:2px")
         self.hint.hide()
@@ -155,7 +158,7 @@ class MetadataEditor(QWidget):
 
     def _source_label(self, key: str) -> QLabel:
         text = self.sources.get(key, "")
-        label = QLabel(html.escape(text), wordWrap=True)
+        label = QLabel(text, wordWrap=True, textFormat=Qt.PlainText)
         label.setStyleSheet("color:#2a6f2a; font-size:11px" if text == "edited" else "color:#666; font-size:11px")
         return label
 

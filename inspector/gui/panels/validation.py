@@ -172,6 +172,8 @@ class ValidationPanel(QWidget):
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True, tip=None)
         self.scatter.sigClicked.connect(self._clicked)
         self.per_op.addItem(self.scatter)
+        self.mark = pg.ScatterPlotItem(size=18, symbol="o", pen=pg.mkPen("#0072B2", width=2.5), brush=None)
+        self.per_op.addItem(self.mark)
         self.tol_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#0072B2", width=2, style=Qt.DashLine))
         self.per_op.addItem(self.tol_line)
         self.hist = pg.PlotWidget(background="w")
@@ -248,6 +250,7 @@ class ValidationPanel(QWidget):
         self.validation = None
         self.points = []
         self.scatter.clear()
+        self.mark.clear()
         self.hist.clear()
         self.scale.hide()
         self.status.setText("Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R)."
@@ -302,6 +305,7 @@ class ValidationPanel(QWidget):
         if not len(points):
             return
         op, _name = self.points[points[0].data()]
+        self.mark.setData([{"pos": (points[0].pos().x(), points[0].pos().y())}])
         if op is not None:
             self.editor.window.select(TFLITE, nodes=[("op", op)])
 

@@ -1,0 +1,121 @@
+"""Screenshots of the editing side (pin menu, metadata editor, validation) into screenshots/*.png.
+
+    QT_QPA_PLATFORM=offscreen python tools/screenshots_edit.py --corpus ../shared/corpus
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from screenshots import ROOT, window_for  # noqa: E402  (sets the offscreen platform and sys.path)
+
+from PySide6.QtCore import QPoint, Qt  # noqa: E402
+from PySide6.QtGui import QPainter  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtWidgets import QMenu  # noqa: E402
+
+from inspector.core import metadata_schema as ms  # noqa: E402
+from inspector.gui.app import application  # noqa: E402
+from inspector.gui.autosave import Autosave  # noqa: E402
+from inspector.gui.main_window import ONNX, TFLITE  # noqa: E402
+from inspector.gui.pin_menu import fill_menu  # noqa: E402
+
+
+def settle(app, w, timeout=300.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not (w.idle and w.editor.idle and not w.editor.validation.running):
+        app.processEvents()
+        time.sleep(0.01)
+    for _ in range(8):
+        app.processEvents()
+        time.sleep(0.04)
+
+
+def save(app, w, path: Path, menu: QMenu | None = None, at: QPoint | None = None) -> None:
+    settle(app, w)
+    img = w.grab()
+    if menu is not None:                 # popups are separate windows: paint the menu onto the grab
+        p = QPainter(img)
+        p.drawPixmap(at, menu.grab())
+        p.end()
+    img.save(str(path))
+    print(f"wrote {path}")
+
+
+def editing_window(app, model: Path):
+    w = window_for(app, model)
+    w.editor.autosave = Autosave(Path(tempfile.mkdtemp()) / "autosave")
+    settle(app, w)
+    return w
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
+    ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    args = ap.parse_args(argv)
+    corpus, out = Path(args.corpus), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    app = application()
+
+    w = editing_window(app, corpus / "ops" / "conv-reshape-multiple-conv.float32.tflite")
+    sg = w.editor.session.graph.main
+    reshaped = sg.tensor_by_name("functional_1/reshape/Reshape").index
+    w.select(TFLITE, tensors=[reshaped])
+    view = w.panes[TFLITE].main_view
+    view.fit()
+    menu = QMenu(w)
+    fill_menu(menu, w.editor, [reshaped])
+    edge = w.scenes[TFLITE].edges_by_tensor[reshaped][0]
+    spot = view.mapFromScene(edge.path().pointAtPercent(0.3))
+    save(app, w, out / "pin-menu.png", menu, view.viewport().mapTo(w, spot) + QPoint(8, 8))
+    w.editor.pin("input", "keep")
+    settle(app, w)
+    w.editor.pin("functional_1/reshape/Reshape", "NHWC")
+    settle(app, w)
+    w.select(TFLITE, tensors=[reshaped])
+    save(app, w, out / "pin-after.png")
+    w.close()
+
+    face = corpus / "realworld" / "mediapipe_face_detection_short_range.tflite"
+    w = editing_window(app, face)
+    w.editor.metadata_dock.raise_()
+    w.resizeDocks([w.editor.metadata_dock], [430], Qt.Horizontal)
+    save(app, w, out / "metadata-prefill.png")
+    md = w.editor.metadata
+    gamma = md.image[ms.GAMMA]
+    gamma.setCurrentIndex(gamma.findText("SRGB"))
+    gamma.activated.emit(gamma.currentIndex())
+    settle(app, w)
+    md = w.editor.metadata
+    md._add_row()
+    md.table.item(md.table.rowCount() - 1, 1).setText("Layout Inspector docs")
+    md.table.item(md.table.rowCount() - 1, 0).setText("model_author")
+    settle(app, w)
+    md = w.editor.metadata
+    md.image[ms.PIXEL_FORMAT].lineEdit().setFocus()
+    md.image[ms.PIXEL_FORMAT].lineEdit().selectAll()
+    for ch in "rgb9":                                # the 9 is refused as typed, the hint lists what is allowed
+        QTest.keyClick(md.image[ms.PIXEL_FORMAT].lineEdit(), ch)
+    app.processEvents()
+    md.scroll.verticalScrollBar().setValue(md.scroll.verticalScrollBar().maximum())
+    save(app, w, out / "metadata-edit.png")
+    w.editor.metadata_dock.hide()
+    w.editor.history_dock.hide()
+    w.editor.validate()
+    settle(app, w)
+    w.panes[ONNX].main_view.fit()
+    w.panes[TFLITE].main_view.fit()
+    w.editor.validation.select_point(len(w.editor.validation.points) - 3)
+    w.editor.validation_dock.raise_()
+    w.resizeDocks([w.editor.validation_dock], [300], Qt.Vertical)
+    save(app, w, out / "validation.png")
+    w.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
