@@ -122,10 +122,12 @@ def test_context_menu_custom_permutation_and_clear_all(qtbot, window, model):
     w.editor.pin("a", "keep")
     settle(qtbot, w)
     assert set(s.pins) == {"y", "a"}
-    from PySide6.QtWidgets import QMenu
-    from inspector.gui.pin_menu import fill_menu
-    menu = QMenu()
-    fill_menu(menu, w.editor, [y])
+    view = w.panes[TFLITE].main_view             # right-click on y's edge: the context menu
+    view.fit()
+    edge = w.scenes[TFLITE].edges_by_tensor[y][0]
+    view.customContextMenuRequested.emit(view.mapFromScene(edge.path().pointAtPercent(0.5)))
+    menu = w.editor.last_menu
+    assert menu is not None and any(a.text() == "Custom permutation…" and a.isChecked() for a in menu.actions())
     trigger(menu, "Clear all pins (2)")
     settle(qtbot, w)
     assert s.pins == {} and s.result.transposes == 2
@@ -340,3 +342,29 @@ def test_validation_can_be_cancelled(qtbot, window, model):
     assert not panel.running and panel.status.text() == "cancelled"
     qtbot.waitUntil(lambda: panel.pool.activeThreadCount() == 0, timeout=60_000)
     assert panel.validation is None and len(panel.scatter.points()) == 0
+
+
+def test_quick_edits_coalesce_and_the_window_shows_the_last_state(qtbot, window, model):
+    w = window
+    s = open_model(qtbot, w, model)
+    ed = w.editor
+    ed.pin("y", "keep")                          # three edits before any re-run ends
+    ed.pin("a", "keep")
+    ed.stack.undo()
+    settle(qtbot, w)
+    assert s.pins == {"y": "keep"}
+    from inspector.core.convert import convert
+    fresh = convert(s.graph, pins={"y": "keep"})
+    assert w.doc.result is s.result and w.doc.result.transposes == fresh.transposes == 3
+    assert len(w.scenes[ONNX].nodes) == len(fresh.model.graph.node) + 2          # + input and output terminals
+
+
+def test_an_onnx_file_has_no_session(qtbot, window, model, tmp_path):
+    w = window
+    s = open_model(qtbot, w, model)
+    s.export(str(tmp_path / "m.onnx"))
+    w.open_path(str(tmp_path / "m.onnx"))
+    qtbot.waitUntil(lambda: w.idle and ONNX in w.scenes, timeout=60_000)
+    assert w.editor.session is None
+    assert not w.editor.export_action.isEnabled() and not w.editor.validate_action.isEnabled()
+    assert not w.editor.pin("y", "keep")
