@@ -119,9 +119,10 @@ class Editor(QObject):
         self.validation_dock.hide()
 
         bar = w.menuBar()
-        view_menu = next(a for a in bar.actions() if a.text() == "&View")
+        view_menu = next((a for a in bar.actions() if a.text().replace("&", "") == "View"), None)
         edit = bar.addMenu("&Edit")
-        bar.insertMenu(view_menu, edit)
+        if view_menu is not None:
+            bar.insertMenu(view_menu, edit)
         self.undo_action = self.stack.createUndoAction(w, "&Undo")
         self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
         self.redo_action = self.stack.createRedoAction(w, "&Redo")
@@ -130,9 +131,10 @@ class Editor(QObject):
         edit.addAction(self.redo_action)
         edit.addSeparator()
         self.clear_pins_action = self._act(edit, "Clear all &pins", self.clear_pins)
-        vm = view_menu.menu()
+        docks = view_menu.menu() if view_menu is not None else edit
+        docks.addSeparator()
         for dock in (self.metadata_dock, self.validation_dock, self.history_dock):
-            vm.insertAction(vm.actions()[4] if len(vm.actions()) > 4 else None, dock.toggleViewAction())
+            docks.addAction(dock.toggleViewAction())
 
         file_menu = bar.actions()[0].menu()
         quit_action = file_menu.actions()[-1]
