@@ -18,6 +18,7 @@ from PySide6.QtCore import QSettings, QStandardPaths, Qt  # noqa: E402
 
 from inspector.cli import main as cli  # noqa: E402
 from inspector.core import metadata_schema as ms  # noqa: E402
+from inspector.core.metadata_edits import MetadataEdits  # noqa: E402
 from inspector.gui.autosave import Autosave  # noqa: E402
 from inspector.gui.export_onnx import export_dialog, report_path  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE, MainWindow  # noqa: E402
@@ -226,6 +227,10 @@ def test_metadata_through_the_widgets_export_and_reload(qtbot, window, model, tm
 def test_export_asks_before_replacing_the_source_and_shows_errors(qtbot, window, model, tmp_path):
     w = window
     open_model(qtbot, w, model)
+    # untouched, the window's export is the CLI's conversion byte for byte (the loader's result + metadata pass)
+    assert export_dialog(w.editor, str(tmp_path / "window.onnx")) is not None
+    assert cli(["convert", str(model), "-o", str(tmp_path / "cli.onnx")]) == 0
+    assert (tmp_path / "window.onnx").read_bytes() == (tmp_path / "cli.onnx").read_bytes()
     original = model.read_bytes()
     asked = []
     assert export_dialog(w.editor, str(model), confirm=lambda: asked.append(1) or False) is None
@@ -368,3 +373,27 @@ def test_an_onnx_file_has_no_session(qtbot, window, model, tmp_path):
     assert w.editor.session is None
     assert not w.editor.export_action.isEnabled() and not w.editor.validate_action.isEnabled()
     assert not w.editor.pin("y", "keep")
+
+
+def test_prefill_from_tflite_metadata_says_where_it_came_from(qtbot, window, corpus):
+    w = window
+    s = open_model(qtbot, w, corpus / "realworld/mediapipe_face_detection_short_range.tflite")
+    ed = w.editor.metadata
+    assert ed.types["input"].value == "IMAGE" and ed.image[ms.PIXEL_FORMAT].isEnabled()
+    assert ed.image[ms.PIXEL_FORMAT].value == "Rgb8" and ed.image[ms.PIXEL_RANGE].value == "Normalized_1_1"
+    assert ed.sources["input"] == "from TFLite metadata: input 'input' has image content"
+    assert ed.sources[ms.PIXEL_FORMAT].startswith("from TFLite metadata: input 'input' colour space RGB")
+    assert s.metadata.is_empty()                       # a pre-fill, not an edit
+
+
+def test_a_denotation_finding_jumps_to_its_tensor(qtbot, window, model):
+    w = window
+    s = open_model(qtbot, w, model)
+    assert w.editor.edit_metadata(s.metadata.merged(
+        MetadataEdits(types={"x": "IMAGE"}, image={ms.PIXEL_FORMAT: "Gray8"})), "gray") is None
+    settle(qtbot, w)
+    findings = w.editor.metadata.findings
+    texts = [findings.item(i).text() for i in range(findings.count())]
+    hit = next(i for i, t in enumerate(texts) if "Gray8 means 1 channel(s), but its DATA_CHANNEL axis has 3" in t)
+    findings.itemClicked.emit(findings.item(hit))
+    assert w.scenes[ONNX].selected_keys()[1] == ["x"]
