@@ -91,6 +91,18 @@ class LoadJob(QRunnable):
         finally:
             self._emit(self.signals.done)
 
+    def _tflite_pane(self):
+        """Read the TFLite model and show its laid-out graph; (graph, document), or None when cancelled."""
+        graph = read_tflite(self.path)
+        doc = Document(self.path, graph=graph)
+        if self.cancelled:
+            return None
+        self._emit(self.signals.stage, "Laying out…")
+        vg = graph_model.from_tflite(graph)
+        if not self._emit(self.signals.tfliteReady, doc, vg, graph_layout.compute(vg)):
+            return None
+        return graph, doc
+
     def _run(self) -> None:
         s = self.signals
         self._emit(s.stage, "Reading model…")
@@ -103,14 +115,10 @@ class LoadJob(QRunnable):
             doc = Document(self.path, model=model)
             self._onnx(doc)
             return
-        graph = read_tflite(self.path)
-        doc = Document(self.path, graph=graph)
-        if self.cancelled:
+        shown = self._tflite_pane()
+        if shown is None or not self.convert:
             return
-        self._emit(s.stage, "Laying out…")
-        vg = graph_model.from_tflite(graph)
-        if not self._emit(s.tfliteReady, doc, vg, graph_layout.compute(vg)) or not self.convert:
-            return
+        graph, doc = shown
         self._emit(s.stage, "Converting to ONNX…")
         if len(graph.main.ops) >= self.PROCESS_OPS:
             outcome = _executor().submit(convert_and_lay_out, self.path).result()

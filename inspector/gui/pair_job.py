@@ -5,10 +5,6 @@ the mapping stands in for the trace, so selection, colours and the conflicts lis
 """
 from __future__ import annotations
 
-from inspector.core.tflite_reader import read_tflite
-
-from . import graph_layout, graph_model
-from .document import Document
 from .loader_job import LoadJob
 
 
@@ -21,14 +17,10 @@ class PairJob(LoadJob):
         from inspector.core.pair import make_pair, read_other
         s = self.signals
         self._emit(s.stage, "Reading model…")
-        graph = read_tflite(self.path)
-        doc = Document(self.path, graph=graph)
-        if self.cancelled:
+        shown = self._tflite_pane()
+        if shown is None:
             return
-        self._emit(s.stage, "Laying out…")
-        vg = graph_model.from_tflite(graph)
-        if not self._emit(s.tfliteReady, doc, vg, graph_layout.compute(vg)):
-            return
+        graph, doc = shown
         self._emit(s.stage, "Pairing with the ONNX model…")
         model = read_other(self.other)
         pair = make_pair(graph, model, self.other)
