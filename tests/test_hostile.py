@@ -27,7 +27,7 @@ from inspector.core.tflite_builder import ModelBuilder
 from inspector.core.tflite_reader import read_tflite_bytes
 
 from .conftest import ROOT
-from .fuzz_cases import _ld, _uvarint
+from .fuzz_mutators import _ld, _uvarint
 
 W = np.arange(2 * 3 * 3 * 5, dtype=np.float32).reshape(2, 3, 3, 5) / 90   # OHWI: 5 in, 2 out
 
