@@ -397,3 +397,23 @@ def test_a_denotation_finding_jumps_to_its_tensor(qtbot, window, model):
     hit = next(i for i, t in enumerate(texts) if "Gray8 means 1 channel(s), but its DATA_CHANNEL axis has 3" in t)
     findings.itemClicked.emit(findings.item(hit))
     assert w.scenes[ONNX].selected_keys()[1] == ["x"]
+
+
+def test_big_models_rerun_in_a_child_process(qtbot, window, model, monkeypatch):
+    from inspector.gui import loader_job
+    w = window
+    s = open_model(qtbot, w, model)
+    monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)     # any model takes the child-process path
+    calls = []
+    real = loader_job._executor
+    monkeypatch.setattr(loader_job, "_executor", lambda: calls.append(1) or real())
+    w.editor.pin("y", "keep")
+    settle(qtbot, w)
+    assert calls == [1] and s.result.graph is s.graph            # re-attached to the window's graph
+    assert w.doc.result is s.result and s.result.transposes == 3
+    assert w.statusBar().currentMessage() == "1 Transpose added, 3 conflicts left"
+    w.editor.metadata.types["x"].set_value("IMAGE")
+    w.editor.metadata._set_type("x", "IMAGE")
+    settle(qtbot, w)
+    x = next(vi for vi in s.result.model.graph.input if vi.name == "x")
+    assert x.type.denotation == "IMAGE" and calls == [1, 1]

@@ -35,7 +35,8 @@ class RerunSignals(QObject):
 
 
 class RerunJob(QRunnable):
-    """Session.convert (without the full checker: export runs it) and the ONNX graph's layout, off the GUI thread."""
+    """Session.convert (without the full checker: export runs it) and the ONNX graph's layout, off the GUI thread;
+    for big models in the loader's child process (see rerun_child)."""
 
     def __init__(self, session: Session):
         super().__init__()
@@ -44,9 +45,22 @@ class RerunJob(QRunnable):
         self.setAutoDelete(False)
 
     def run(self) -> None:
+        from .loader_job import LoadJob, _executor
+        s = self.session
         try:
-            self.session.convert(check=False)
-            result = self.session.result
+            if len(s.graph.main.ops) >= LoadJob.PROCESS_OPS:
+                from .rerun_child import rerun
+                outcome = _executor().submit(rerun, s.path, dict(s.pins), dict(s.options),
+                                             s.metadata.to_dict()).result()
+                if isinstance(outcome, str):
+                    raise InspectorError(outcome)
+                result, notes, vg, layout = outcome
+                result.graph = s.graph
+                s.result, s.notes, s.validation = result, notes, None
+                self.signals.done.emit(result, vg, layout)
+                return
+            s.convert(check=False)
+            result = s.result
             vg = graph_model.from_onnx(result.model)
             self.signals.done.emit(result, vg, graph_layout.compute(vg))
         except InspectorError as e:
