@@ -38,6 +38,7 @@ test: $(STAMP) lint
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python tools/screenshots.py --corpus $(CORPUS)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python tools/screenshots_edit.py --corpus $(CORPUS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py --corpus $(CORPUS)

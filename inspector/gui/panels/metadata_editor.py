@@ -198,7 +198,6 @@ class MetadataEditor(QWidget):
             if dims:
                 row = QGridLayout()
                 row.setColumnStretch(1, 1)
-                row.setColumnStretch(3, 1)
                 combos = []
                 for i, d in enumerate(dims):
                     c = self._combo(ms.DIM_DENOTATIONS, "dimension denotation", d.denotation,
@@ -206,8 +205,8 @@ class MetadataEditor(QWidget):
                     c.setToolTip(f"axis {i} ({d.dim_value if d.HasField('dim_value') else '?'}): "
                                  + c.toolTip())
                     combos.append(c)
-                    row.addWidget(QLabel(f"axis {i}"), i // 2, 2 * (i % 2))
-                    row.addWidget(c, i // 2, 2 * (i % 2) + 1)
+                    row.addWidget(QLabel(f"axis {i}"), i, 0)      # one per row: the names are long
+                    row.addWidget(c, i, 1)
                 self.dims[name] = combos
                 lay.addLayout(row)
                 lay.addWidget(self._source_label(f"dims:{name}"))
