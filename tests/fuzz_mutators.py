@@ -509,4 +509,18 @@ def o_raw(rng, m):
     t.raw_data = rng.choice([raw[: len(raw) // 2], raw + b"\x00" * 3, b"", raw * 2])
 
 
-O_STRUCTURAL = [o_cycle, o_names, o_dims, o_dtype, o_external, o_nest, o_graph, o_raw]
+def o_many(rng, m):
+    """Thousands of inputs, initializers, metadata entries or value infos: any quadratic pass becomes a hang."""
+    n = rng.choice([2000, 8000, 20000])
+    kind = rng.randrange(3)
+    for k in range(n):
+        if kind == 0:
+            m.graph.input.add().CopyFrom(helper.make_tensor_value_info(f"in{k}", TensorProto.FLOAT, [1]))
+            m.graph.initializer.add().CopyFrom(helper.make_tensor(f"w{k}", TensorProto.FLOAT, [1], [1.0]))
+        elif kind == 1:
+            m.metadata_props.add(key=f"key{k}", value="v")
+        else:
+            m.graph.value_info.add().CopyFrom(helper.make_tensor_value_info(f"v{k}", TensorProto.FLOAT, [1, 2]))
+
+
+O_STRUCTURAL = [o_many, o_cycle, o_names, o_dims, o_dtype, o_external, o_nest, o_graph, o_raw]

@@ -514,3 +514,24 @@ def test_a_damaged_session_file_is_refused_whole(tmp_path, doc, message):
         session.load_decisions(str(path))
     assert message in str(e.value)
     assert session.pins == {"x": "NHWC"}          # nothing applied from the damaged file
+
+
+def test_thousands_of_inputs_and_initializers_read_in_one_pass():
+    """20,000 of each: matching inputs to initializers pairwise took minutes (a hang by a 800 kB file)."""
+    n = 20_000
+    inputs = [helper.make_tensor_value_info(f"i{k}", TensorProto.FLOAT, [1]) for k in range(n)]
+    inits = [helper.make_tensor(f"w{k}", TensorProto.FLOAT, [1], [1.0]) for k in range(n)]
+    inputs.append(helper.make_tensor_value_info("w7", TensorProto.FLOAT, [1]))    # an input fed by an initializer
+    g = helper.make_graph([helper.make_node("Identity", ["i0"], ["y"])], "wide", inputs,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], inits)
+    graph = read_onnx_bytes(helper.make_model(g).SerializeToString(), "wide.onnx")
+    assert len(graph.main.inputs) == n and graph.main.tensors[graph.main.inputs[-1]].name == f"i{n - 1}"
+
+
+def test_many_metadata_edits_on_many_entries_keep_the_rest():
+    m = helper.make_model(helper.make_graph([], "g", [], []))
+    for k in range(5000):
+        m.metadata_props.add(key=f"k{k}", value="old")
+    MetadataEdits(props={**{f"K{k}": "new" for k in range(0, 5000, 10)}, "k1": None}).apply(m)
+    props = {p.key: p.value for p in m.metadata_props}
+    assert len(props) == 5000 - 1 and props["K10"] == "new" and props["k11"] == "old" and "k1" not in props

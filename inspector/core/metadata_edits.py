@@ -199,15 +199,21 @@ def _names(values) -> str:
 
 
 def _set_props(model, entries: Mapping[str, str | None]) -> None:
-    """Set or remove metadata_props, matching existing keys case-insensitively; other entries are untouched."""
-    for key, value in entries.items():
-        kept = [p for p in model.metadata_props if p.key.lower() != key.lower()]
-        if len(kept) != len(model.metadata_props):
-            del model.metadata_props[:]
-            model.metadata_props.extend(kept)
+    """Set or remove metadata_props, matching existing keys case-insensitively; other entries are untouched.
+
+    One pass over the model's entries whatever the number of edits (a file may hold thousands of entries)."""
+    final = {}
+    for key, value in entries.items():          # the last spelling of a key wins, as if applied in order
+        final.pop(key.lower(), None)
+        final[key.lower()] = (key, value)
+    kept = [(p.key, p.value) for p in model.metadata_props if p.key.lower() not in final]
+    if len(kept) != len(model.metadata_props):
+        del model.metadata_props[:]
+        for key, value in kept:
+            model.metadata_props.add(key=key, value=value)
+    for key, value in final.values():
         if value is not None:
-            p = model.metadata_props.add()
-            p.key, p.value = key, value
+            model.metadata_props.add(key=key, value=value)
 
 
 def layout_dim_denotations(rank: int, perm: Sequence[int] | None) -> list[str] | None:

@@ -168,7 +168,8 @@ class _Reader:
             options = {a.name: self.attribute(a) for a in node.attribute}
             ops.append(Op(index=n, opcode=node.op_type, inputs=ins, outputs=outs, options=options,
                           domain=node.domain, name=node.name))
-        inputs = [index[v.name] for v in g.input if not any(i.name == v.name for i in g.initializer)]
+        initialized = {i.name for i in g.initializer}      # a set: inputs x initializers was quadratic
+        inputs = [index[v.name] for v in g.input if v.name not in initialized]
         outputs = [index[v.name] for v in g.output]
         self.subgraphs[k] = Subgraph(name=g.name or f"graph_{k}", tensors=tensors, ops=ops,
                                      inputs=inputs, outputs=outputs)
