@@ -144,7 +144,7 @@ def render(data) -> str:
              "1 thread. Ratios below 1 mean our output runs faster.", "",
              *output_table(rows), "",
              "## Where our time goes", "",
-             "One run of the largest models split into read, convert (check=False), serialise and the full "
+             "The largest models' time split (median of 3) into read, convert (check=False), serialise and the full "
              "checker (not part of the in-process figure; the CLI runs it), next to the weights floor.", "",
              *breakdown_table(rows), "", "## Failures", "", *(failures(rows) or ["none"]), ""]
     gui = data.get("gui")

@@ -59,7 +59,8 @@ def ours(model: Path, work: Path, runs: int, cli_runs: int) -> dict:
     try:
         entry["inproc"], entry["times"] = measure.median_time(lambda: measure.ours_once(model, out), runs)
         entry["ok"] = True
-        entry["breakdown"] = measure.ours_breakdown(model)
+        splits = [measure.ours_breakdown(model) for _ in range(3)]
+        entry["breakdown"] = {k: statistics.median(b[k] for b in splits) for k in splits[0]}
         entry["output"] = str(out)
     except Exception as e:                                   # an unsupported model is a result
         return {"ok": False, "error": one_line(e)}
