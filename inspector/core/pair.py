@@ -66,8 +66,9 @@ class Pair:
                 out["differ"].append({"tensor": sg.tensors[t].name, "theirs": L.name(theirs), "ours": L.name(ours)})
         return out
 
-    def validate(self, seed: int = 0, batch: int | None = None, rtol: float | None = None) -> "PairValidation":
-        self.validation = validate_pair(self, seed, batch, rtol)
+    def validate(self, seed: int = 0, batch: int | None = None, rtol: float | None = None, cancel=None,
+                 progress=None) -> "PairValidation":
+        self.validation = validate_pair(self, seed, batch, rtol, cancel, progress)
         return self.validation
 
     def as_result(self):
@@ -231,6 +232,13 @@ class PairValidation:
     perms: dict[int, tuple] = field(default_factory=dict)   # tensor -> layout it was compared in
     skipped: list[str] = field(default_factory=list)        # why a mapped tensor was not compared
     notes: list[str] = field(default_factory=list)
+    rtol: float = 0.0
+    output_diffs: list = field(default_factory=list, repr=False)   # onnx - tflite per output, as validate gives
+
+    @property
+    def intermediates(self) -> list:
+        """The compared tensors that are not graph outputs (the shape validate.Validation has, for viewers)."""
+        return [e for e in self.tensors if not e.is_output]
 
     @property
     def ok(self) -> bool:
@@ -261,22 +269,34 @@ def _num(x: float) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: float | None = None) -> PairValidation:
+def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: float | None = None,
+                  cancel=None, progress=None) -> PairValidation:
     """Outputs as `validate` judges them (validate_files: same seeded inputs, I/O layouts read off the shapes),
-    then every mapped tensor against LiteRT's preserved one, each in the layout its ONNX shape shows."""
-    from .validate import RTOL, _compare, make_inputs, model_kind, run_onnx, run_tflite, validate_files
+    then every mapped tensor against LiteRT's preserved one, each in the layout its ONNX shape shows.
+    `cancel` (a threading.Event) and `progress(msg, fraction)` serve the GUI's worker, as for validate()."""
+    from .validate import RTOL, Cancelled, _compare, make_inputs, model_kind, run_onnx, run_tflite, validate_files
     from .validate import TensorError
     graph, m, sg = pair.graph, pair.mapping, pair.graph.main
     if not pair.path:
         raise InspectorError("validate a pair read from a file (open_pair)")
+
+    def step(msg, frac):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("validation cancelled")
+        if progress is not None:
+            progress(msg, frac)
+
     result = PairValidation([])
+    step("comparing the outputs", 0.05)
     try:
-        result.outputs = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol).outputs
+        v = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol)
+        result.outputs, result.output_diffs = v.outputs, v.output_diffs
     except ModelLoadError:
         raise
     except Exception as e:          # ONNX Runtime refusing the model with its optimisations on: judged below
         result.notes.append(f"ONNX Runtime (optimised) cannot run it: {str(e).splitlines()[0][:300]}")
-    rtol = RTOL[model_kind(graph)] if rtol is None else rtol
+    rtol = result.rtol = RTOL[model_kind(graph)] if rtol is None else rtol
+    step("running TFLite, keeping every tensor", 0.35)
     inputs = make_inputs(graph, seed, batch)
     feeds = {}
     names = [v.name for v in pair.model.graph.input]
@@ -289,12 +309,14 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
         feeds[value] = np.transpose(x, perm)
     ref = run_tflite(graph, inputs, keep_all=True)
     wanted = {t: m.image(t) for t in ref if m.image(t) and t not in sg.inputs}
+    step("running ONNX Runtime on every mapped value", 0.6)
     try:
         got = run_onnx(_typed(pair.model), feeds, list(wanted.values()))
     except Exception as e:          # onnxruntime's own exception types: a model it cannot load or run fails
         result.notes.append(f"ONNX Runtime cannot run it: {str(e).splitlines()[0][:300]}")
         result.outputs = []
         return result
+    step("comparing tensor by tensor", 0.9)
     producers = sg.producers()
     for t in sorted(wanted, key=lambda i: producers.get(i, -1)):
         y = got.get(wanted[t])

@@ -24,6 +24,7 @@ from . import graph_layout, graph_model
 from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .document import Document
+from .pair_editing import PIN_REASON, attach_pair, is_pair
 from .pin_menu import PinBar, install_context_menu
 
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
@@ -48,7 +49,7 @@ class RerunJob(QRunnable):
         from .loader_job import LoadJob, _executor
         s = self.session
         try:
-            if len(s.graph.main.ops) >= LoadJob.PROCESS_OPS:
+            if len(s.graph.main.ops) >= LoadJob.PROCESS_OPS and not is_pair(s):   # a pair converts nothing
                 from .rerun_child import rerun
                 outcome = _executor().submit(rerun, s.path, dict(s.pins), dict(s.options),
                                              s.metadata.to_dict()).result()
@@ -193,6 +194,10 @@ class Editor(QObject):
         for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action,
                   self.validate_action, self.clear_pins_action):
             a.setEnabled(on)
+        pair = is_pair(self.session)          # metadata edits, export and validation only
+        for a in (self.save_action, self.save_as_action, self.open_session_action, self.clear_pins_action):
+            a.setEnabled(on and not pair)
+        self.clear_pins_action.setToolTip(PIN_REASON if pair else "")
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
     def detach(self) -> None:
@@ -213,8 +218,11 @@ class Editor(QObject):
         """The window shows a freshly converted model: make it a Session (not for ONNX files or pairs)."""
         if self._applying:
             return
-        if doc.graph is None or doc.result is None or doc.result.options.get("pair") is not None:
+        if doc.graph is None or doc.result is None:
             self.detach()
+            return
+        if doc.result.options.get("pair") is not None:
+            attach_pair(self, doc)
             return
         from inspector.core.denotation import annotate
         self.session = None                  # no autosave while the stack is cleared
@@ -278,6 +286,9 @@ class Editor(QObject):
         """Push a PinLayout; a pin the converter would refuse is reported and not pushed."""
         if self.session is None or self.session.pins.get(tensor) == (layout if layout != "auto" else None):
             return False
+        if is_pair(self.session):
+            self.window.statusBar().showMessage(PIN_REASON, 8000)
+            return False
         from inspector.core.convert import resolve_pins
         if layout is not None:
             try:
@@ -305,7 +316,7 @@ class Editor(QObject):
         return None
 
     def _edited(self, _index: int) -> None:
-        if self.session is None:
+        if self.session is None or is_pair(self.session):      # autosave keys on the TFLite model alone
             return
         try:
             self.autosave.write(self.session)

@@ -67,16 +67,20 @@ def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
     w, s = editor.window, editor.session
     if s is None:
         return None
+    source = getattr(s, "other", s.path)        # a pair exports the other ONNX model, edited
     if path is None:
-        start = str(Path(s.path).with_suffix(".onnx"))
+        start = str(Path(source).with_suffix(".edited.onnx" if source != s.path else ".onnx"))
         path, _ = QFileDialog.getSaveFileName(w, "Export ONNX", start, "ONNX (*.onnx)")
         if not path:
             return None
     overwrite = False
-    if same_file(path, s.path) or Path(path).resolve() == Path(s.path).resolve():
+    if same_file(path, source) or Path(path).resolve() == Path(source).resolve():
+        question = (f"{path} is the TFLite model this export comes from. Replace it with the ONNX model? The "
+                    "TFLite file will be lost." if source == s.path else
+                    f"{path} is the ONNX model this pair was opened with. Replace it with the edited copy? Its "
+                    "current metadata will be lost (nodes and initializers stay the same).")
         ask = confirm or (lambda: QMessageBox.warning(
-            w, "Replace the source model?", f"{path} is the TFLite model this export comes from. Replace it "
-            "with the ONNX model? The TFLite file will be lost.", QMessageBox.Yes | QMessageBox.Cancel,
+            w, "Replace the source model?", question, QMessageBox.Yes | QMessageBox.Cancel,
             QMessageBox.Cancel) == QMessageBox.Yes)
         if not ask():
             w.statusBar().showMessage("Export cancelled: the source model was not replaced", 8000)

@@ -14,11 +14,18 @@ from inspector.core import layout as L
 from .commands import AUTO, KEEP, TO_NCHW, pin_label, short
 from .graph_items import EdgeItem, NodeItem
 from .graph_model import shape_text
+from .pair_editing import PIN_REASON, is_pair
 
 
 def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
     """Pin actions for each TFLite tensor index in `tensors` (a submenu each when there are several)."""
     s = editor.session
+    if is_pair(s):
+        menu.setToolTipsVisible(True)
+        off = menu.addAction("Pin layout: not for a pair")
+        off.setEnabled(False)
+        off.setToolTip(PIN_REASON)
+        return
     sg = s.graph.main
     for t in tensors:
         tensor = sg.tensors[t]
@@ -95,6 +102,13 @@ class PinBar(QWidget):
         self.tensors = list(tensors) if s is not None else []
         self.setVisible(bool(self.tensors))
         if not self.tensors:
+            return
+        pair = is_pair(s)
+        self.button.setEnabled(not pair)
+        self.button.setToolTip(PIN_REASON if pair else "")
+        if pair:
+            self.label.setText("No pins for a pair")
+            self.label.setToolTip(PIN_REASON)
             return
         sg = s.graph.main
         parts = []

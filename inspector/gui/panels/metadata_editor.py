@@ -127,7 +127,7 @@ class MetadataEditor(QWidget):
             notes = QLabel("<br>".join(html.escape(n) for n in s.notes), wordWrap=True)
             notes.setStyleSheet("color:#555; font-size:11px")
             notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
-            box = QGroupBox("Notes from the conversion")
+            box = QGroupBox("Notes" if hasattr(s, "metadata_sources") else "Notes from the conversion")
             QVBoxLayout(box).addWidget(notes)
             form.addWidget(box)
         form.addStretch(1)
@@ -139,9 +139,11 @@ class MetadataEditor(QWidget):
         from inspector.core.tflite_metadata import read_tflite_metadata
         s = self.editor.session
         out: dict[str, str] = {}
-        meta = read_tflite_metadata(s.graph)
+        meta = read_tflite_metadata(s.graph) if not hasattr(s, "metadata_sources") else None
         if meta is not None:
             out.update({k: f"from {v}" for k, v in meta.sources.items()})
+        if hasattr(s, "metadata_sources"):         # a pair: the values come from the other ONNX file
+            out.update(s.metadata_sources())
         for note in s.notes:
             if note.startswith("'") and "dimension denotations" in note:
                 name = note[1:note.index("'", 1)]

@@ -281,19 +281,27 @@ class ValidationPanel(QWidget):
                            pen=pg.mkPen("#000", width=1))
         bad = v.first_bad()
         worst = max((e.max_rel for e in v.outputs), default=0.0)
-        self.status.setText(("OK" if v.ok else "MISMATCH") + f": {len(v.outputs)} output(s), worst relative error "
-                            f"{worst:.3g} (tolerance {v.rtol:g}); {len(v.intermediates)} intermediate tensors"
-                            + (f"; first bad: {bad.name} (op {bad.op})" if bad else ""))
-        self.status.setStyleSheet("" if v.ok else "color:#b00")
         w = self.editor.window
         doc, scene = w.doc, w.scenes.get(ONNX)
+        op = (f" {doc.graph.main.ops[bad.op].label}" if bad and bad.op is not None and doc is not None
+              and doc.graph is not None else "")
+        self.status.setText(("OK" if v.ok else "MISMATCH") + f": {len(v.outputs)} output(s), worst relative error "
+                            f"{worst:.3g} (tolerance {v.rtol:g}); {len(v.intermediates)} intermediate tensors"
+                            + (f"; first bad: {bad.name} (op {bad.op}{op})" if bad else "")
+                            + "".join(f"; {n}" for n in getattr(v, "notes", [])))
+        self.status.setStyleSheet("" if v.ok else "color:#b00")
+        pair = hasattr(self.editor.session, "node_errors")      # a pair: errors per tensor through its mapping
         if doc is not None and doc.trace is not None and scene is not None:
-            overlay(scene, node_errors(v, doc.trace))
+            overlay(scene, self.editor.session.node_errors(v) if pair else node_errors(v, doc.trace))
             view = w.panes[ONNX].main_view
             if view is not None:
                 view.minimap.invalidate()
             self.scale.rtol = v.rtol or None
             self.scale.show()
+        if pair and bad is not None:               # where the other converter first went wrong
+            at = [i for i, (op, name) in enumerate(self.points) if op == bad.op]
+            if at:
+                self.select_point(next((i for i in at if self.points[i][1] == bad.name), at[0]))
 
     def clear_overlay(self) -> None:
         from ..main_window import ONNX
