@@ -68,7 +68,7 @@ def _tables(obj, accessor: str, what: str, limit: int) -> int:
     return len(_table_positions(obj, accessor, what, limit))
 
 
-def _table_positions(obj, accessor: str, what: str, limit: int) -> np.ndarray:
+def _table_positions(obj, accessor: str, what: str, limit: int) -> list[int]:
     """Absolute positions of a vector of tables' entries, after proving every entry lies inside the file.
 
     Flatbuffers writers emit children before parents, so each entry points forward past the vector's end; an entry
@@ -79,13 +79,18 @@ def _table_positions(obj, accessor: str, what: str, limit: int) -> np.ndarray:
     p = table.table(accessor)
     n = _U32(table.buf, p)[0] if p else 0
     if n == 0:
-        return _EMPTY
+        return []
     start = p + 4
     end = start + 4 * n
     if n > limit // 4 or end > limit:
         raise _Bad(f"{what}: count {n} is more than the file can hold")
-    targets = np.frombuffer(table.buf, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
-    if targets.min() < end or targets.max() + 4 > limit:
+    if n <= 64:                                  # numpy's per-call cost dominates short vectors
+        targets = [start + 4 * i + off for i, off in enumerate(struct.unpack_from(f"<{n}I", table.buf, start))]
+        low, high = min(targets), max(targets)
+    else:
+        arr = np.frombuffer(table.buf, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
+        low, high, targets = int(arr.min()), int(arr.max()), arr.tolist()
+    if low < end or high + 4 > limit:
         raise _Bad(f"{what}: an entry points outside the file or back into its own list")
     return targets
 
@@ -276,7 +281,7 @@ class _Reader:
         if index in self._buffers:
             return self._buffers[index]
         if self._buffer_pos is None:
-            self._buffer_pos = _table_positions(self.model, "Buffers", "buffers", self.limit).tolist()
+            self._buffer_pos = _table_positions(self.model, "Buffers", "buffers", self.limit)
         if index <= 0 or index >= len(self._buffer_pos):
             return None
         b = _Table(self.buf, self._buffer_pos[index], tflite.Buffer)
@@ -299,7 +304,7 @@ class _Reader:
 
     def opcodes(self) -> list[tuple[str, bool, int]]:
         out = []
-        for pos in _table_positions(self.model, "OperatorCodes", "operator codes", self.limit).tolist():
+        for pos in _table_positions(self.model, "OperatorCodes", "operator codes", self.limit):
             oc = _Table(self.buf, pos, tflite.OperatorCode)
             code = max(oc.scalar("DeprecatedBuiltinCode", _I8), oc.scalar("BuiltinCode"))
             version = oc.scalar("Version", default=1)
@@ -445,10 +450,10 @@ class _Reader:
     def subgraph(self, k: int, pos: int, codes) -> Subgraph:
         sg = _Table(self.buf, pos, tflite.SubGraph)
         positions = _table_positions(sg, "Tensors", f"subgraph {k} tensors", self.limit)
-        tensors = [self.tensor(i, pos) for i, pos in enumerate(positions.tolist())]
+        tensors = [self.tensor(i, pos) for i, pos in enumerate(positions)]
         nt = len(tensors)
         ops = []
-        for i, pos in enumerate(_table_positions(sg, "Operators", f"subgraph {k} operators", self.limit).tolist()):
+        for i, pos in enumerate(_table_positions(sg, "Operators", f"subgraph {k} operators", self.limit)):
             try:
                 ops.append(self.op(i, pos, codes))
             except _Bad as e:
@@ -470,9 +475,9 @@ class _Reader:
         version = m.Version()
         if version != SCHEMA_VERSION:
             raise _Bad(f"unsupported TFLite schema version {version} (this reader knows version {SCHEMA_VERSION})")
-        self._buffer_pos = _table_positions(m, "Buffers", "buffers", self.limit).tolist()
+        self._buffer_pos = _table_positions(m, "Buffers", "buffers", self.limit)
         codes = self.opcodes()
-        positions = _table_positions(m, "Subgraphs", "subgraphs", self.limit).tolist()
+        positions = _table_positions(m, "Subgraphs", "subgraphs", self.limit)
         if not positions:
             raise _Bad("the model has no subgraph")
         subgraphs = [self.subgraph(k, pos, codes) for k, pos in enumerate(positions)]
