@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+from google.protobuf.message import EncodeError
 from onnx import helper
 
 from . import layout as L
@@ -204,7 +205,6 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
 
 def _byte_size(proto) -> int:
     """Serialised size; protobuf cannot even measure a message past 2 GB, so fall back to its tensor bytes."""
-    from google.protobuf.message import EncodeError
     try:
         return proto.ByteSize()
     except EncodeError:
@@ -227,8 +227,10 @@ def _size_bound(proto) -> int:
         size = 0
         for f, v in proto.ListFields():
             for x in (v if f.is_repeated else [v]):
-                if f.message_type is not None:
+                if isinstance(x, (onnx.TensorProto, onnx.GraphProto)):
                     size += _size_bound(x) + 16
+                elif f.message_type is not None:
+                    size += _byte_size(x) + 16
                 else:
                     size += (len(x.encode()) if isinstance(x, str) else len(x) if isinstance(x, bytes) else 0) + 16
         return size
