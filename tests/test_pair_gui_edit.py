@@ -90,6 +90,7 @@ def test_pair_metadata_edited_through_the_dock_and_exported(qtbot, tmp_path):
     settle(qtbot, w)
     s = w.editor.session
     assert s.metadata.types == {"x": "IMAGE"} and s.metadata.dims["x"][3] == "DATA_CHANNEL"
+    assert w.statusBar().currentMessage() == "Metadata edits applied to other.onnx; its graph is unchanged"
     # the ONNX pane shows the edited copy; their model as read is untouched
     shown = next(vi for vi in w.doc.model.graph.input if vi.name == "x")
     assert shown.type.denotation == "IMAGE" and s.pair.model.graph.input[0].type.denotation == ""

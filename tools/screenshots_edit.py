@@ -114,7 +114,34 @@ def main(argv=None) -> int:
     w.resizeDocks([w.editor.validation_dock], [300], Qt.Vertical)
     save(app, w, out / "validation.png")
     w.close()
+    pair_validation(app, corpus, out)
     return 0
+
+
+def pair_validation(app, corpus: Path, out: Path) -> None:
+    """A pair: the transformer block beside an ONNX model whose attention Softmax normalises the wrong axis (made
+    here from our keep-io-layout conversion, as another converter might have written it)."""
+    import onnx
+
+    from inspector.core.convert import convert
+    from inspector.core.tflite_reader import read_tflite
+    model = corpus / "keras" / "custom_transformer_block_fp32.tflite"
+    other = convert(read_tflite(model), keep_io_layout=True).model
+    softmax = next(n for n in other.graph.node if n.op_type == "Softmax")
+    next(a for a in softmax.attribute if a.name == "axis").i = 2
+    path = Path(tempfile.mkdtemp()) / "transformer-wrong-axis.onnx"
+    onnx.save(other, path)
+    w = editing_window(app, model)
+    w.open_path(str(model), str(path))
+    settle(app, w)
+    w.editor.metadata_dock.hide()
+    w.editor.history_dock.hide()
+    w.editor.validate()                      # selects the first wrong op in both graphs and rings it in the plot
+    settle(app, w)
+    w.editor.validation_dock.raise_()
+    w.resizeDocks([w.editor.validation_dock], [300], Qt.Vertical)
+    save(app, w, out / "pair-validation.png")
+    w.close()
 
 
 if __name__ == "__main__":

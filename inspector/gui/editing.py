@@ -373,7 +373,9 @@ class Editor(QObject):
         if zoom is not None and new is not None and zoom.m11() >= 0.3:
             new.setTransform(zoom)
         self.last_change = change = Change(before, result.transposes, len(result.plan.conflicts))
-        w.statusBar().showMessage(str(change), 15000)
+        w.statusBar().showMessage(str(change) if not is_pair(self.session) else
+                                  f"Metadata edits applied to {Path(self.session.other).name}; its graph is "
+                                  "unchanged", 15000)
         self.pin_bar.show_tensors(self.pin_bar.tensors)
         self.metadata.refresh()
         self.changed.emit(change)
