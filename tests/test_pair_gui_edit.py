@@ -207,3 +207,22 @@ def test_pair_validation_cancel_and_a_model_onnx_runtime_refuses(qtbot, tmp_path
     panel, v = validate(qtbot, w)
     assert not v.ok and v.outputs == [] and "ONNX Runtime cannot run it" in panel.status.text()
     assert all(it.fill.name() == NOT_COMPARED.name() for it in w.scenes[ONNX].nodes if it.node.kind == "op")
+
+
+def test_validate_pair_reports_progress_and_stops_when_cancelled(tmp_path):
+    """What the worker relies on: progress in order, a cancel honoured between steps, the Validation-shaped fields."""
+    import threading
+
+    from inspector.core.pair import open_pair as open_files
+    from inspector.core.validate import RTOL, Cancelled
+    tfl = tflite_model(tmp_path / "m.tflite")
+    hand_onnx(read_tflite(tfl), tmp_path / "o.onnx", softmax_axis=-1)
+    pair = open_files(str(tfl), str(tmp_path / "o.onnx"))
+    seen = []
+    v = pair.validate(progress=lambda msg, f: seen.append(f))
+    assert seen == sorted(seen) and len(seen) == 4
+    assert v.rtol == RTOL["float"] and [e.name for e in v.intermediates] == ["c", "p", "q", "cat"]
+    assert len(v.output_diffs) == 1 and v.output_diffs[0].size == 1 * 3 * 5 * 6
+    stop = threading.Event()
+    with pytest.raises(Cancelled):
+        pair.validate(progress=lambda msg, f: f > 0.3 and stop.set(), cancel=stop)
