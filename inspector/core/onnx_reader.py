@@ -7,6 +7,7 @@ External data is read only from files inside the model's own folder, and never b
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -73,7 +74,7 @@ class _Reader:
             t = self.external(t)
         if any(d < 0 for d in t.dims):
             raise _Bad(f"initializer '{t.name}' has a negative dimension {list(t.dims)}")
-        elements = int(np.prod(list(t.dims), dtype=object)) if t.dims else 1
+        elements = math.prod(t.dims)               # exact (Python ints), and cheap for thousands of initializers
         if t.HasField("raw_data") and t.data_type != onnx.TensorProto.STRING:
             bits = _PACKED_BITS.get(DTYPES.get(t.data_type, ""))
             need = (-(-elements * bits // 8) if bits else
