@@ -24,7 +24,7 @@ from inspector.core.loader import load_model
 from inspector.core.metadata_edits import MetadataEdits
 from inspector.core.onnx_reader import read_onnx, read_onnx_bytes
 from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
+from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
 
 from .conftest import ROOT
 from .fuzz_mutators import _ld, _uvarint
@@ -535,3 +535,18 @@ def test_many_metadata_edits_on_many_entries_keep_the_rest():
     MetadataEdits(props={**{f"K{k}": "new" for k in range(0, 5000, 10)}, "k1": None}).apply(m)
     props = {p.key: p.value for p in m.metadata_props}
     assert len(props) == 5000 - 1 and props["K10"] == "new" and props["k11"] == "old" and "k1" not in props
+
+
+@pytest.mark.parametrize("name", ["zero.onnx", "zero.tflite", "fifo.onnx"])
+def test_devices_and_pipes_named_like_models_are_refused_without_reading(tmp_path, name):
+    """Reading /dev/zero never ends and opening a FIFO blocks: neither is read at all."""
+    path = tmp_path / name
+    if name.startswith("fifo"):
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(ModelLoadError, match="not a regular file"):
+        load_model(path)
+    reader = read_onnx if name.endswith(".onnx") else read_tflite
+    with pytest.raises(ModelLoadError, match="not a regular file"):
+        reader(path)

@@ -231,9 +231,10 @@ def read_onnx_bytes(buf: bytes, path: str = "", folder: str | Path | None = None
 
 
 def read_onnx(path: str | Path) -> Graph:
+    from .loader import regular_file
     path = str(path)
     try:
-        size = os.path.getsize(path)
+        size = regular_file(path)
         if size > PROTOBUF_LIMIT:
             raise _too_big(path, size)
         buf = Path(path).read_bytes()

@@ -516,7 +516,9 @@ def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
 
 
 def read_tflite(path: str | Path) -> Graph:
+    from .loader import regular_file
     path = str(path)
+    regular_file(path)
     try:
         buf = Path(path).read_bytes()
     except OSError as e:
