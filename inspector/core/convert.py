@@ -61,16 +61,18 @@ def check_arity(graph: Graph) -> None:
 def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
     """Pins by tensor name or index -> {tensor index: perm}; ConversionError names what is wrong."""
     out: dict[int, Perm] = {}
+    by_name = {}
+    for ten in reversed(sg.tensors):                # the first tensor of a name wins, as tensor_by_name does
+        by_name[ten.name] = ten.index
     for key, value in (pins or {}).items():
-        if isinstance(key, int) or (isinstance(key, str) and key.isdigit() and sg.tensor_by_name(key) is None):
+        if isinstance(key, int) or (isinstance(key, str) and key.isdigit() and key not in by_name):
             t = int(key)
             if not 0 <= t < len(sg.tensors):
                 raise ConversionError(f"pin: tensor index {t} does not exist")
         else:
-            tensor = sg.tensor_by_name(key)
-            if tensor is None:
+            if key not in by_name:
                 raise ConversionError(f"pin: no tensor named '{key}'")
-            t = tensor.index
+            t = by_name[key]
         rank = sg.tensors[t].rank
         try:
             out[t] = tuple(value) if isinstance(value, (tuple, list)) else L.parse(str(value), rank)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QImage, QPainter
@@ -19,7 +21,21 @@ def source_rect(view, whole: bool) -> QRectF:
 
 
 def export(view, path: str, whole: bool = False) -> str:
-    """Writes PNG or SVG (by extension); returns the path. Raises OSError when the file cannot be written."""
+    """Writes PNG or SVG (by extension) atomically: rendered to a temporary file beside it, then renamed into
+    place, so a failed write leaves the old file untouched. Returns the path; OSError when it cannot be written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=os.path.splitext(path)[1])
+    os.close(fd)
+    try:
+        _render(view, tmp, whole)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _render(view, path: str, whole: bool) -> None:
     src = source_rect(view, whole)
     scale = 1.0 if whole else view.transform().m11()
     w, h = src.width() * scale, src.height() * scale
@@ -36,13 +52,12 @@ def export(view, path: str, whole: bool = False) -> str:
         view.scene().render(p, target, src, Qt.KeepAspectRatio)
         if not p.end():
             raise OSError(f"cannot write {path}")
-        return path
+        return
     img = QImage(size, QImage.Format_ARGB32)
     img.fill(view.scene().backgroundBrush().color())
     p = QPainter(img)
     p.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
     view.scene().render(p, target, src, Qt.KeepAspectRatio)
     p.end()
-    if not img.save(path):
+    if not img.save(path, "PNG"):
         raise OSError(f"cannot write {path}")
-    return path

@@ -108,6 +108,9 @@ class LoadJob(QRunnable):
         self._emit(s.stage, "Reading model…")
         if sniff(self.path) == "onnx":
             import onnx
+
+            from inspector.core.onnx_reader import read_onnx
+            read_onnx(self.path)            # size, nesting and external-data limits, with their messages
             try:
                 model = onnx.load(self.path)
             except Exception as e:
