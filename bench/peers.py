@@ -25,7 +25,7 @@ REQUIREMENTS = ["tflite2onnx==0.4.1", "tf2onnx==1.17.0", "tensorflow-cpu==2.21.0
 PEERS = ("tflite2onnx", "tf2onnx")
 
 
-def ensure_venv(log=print) -> Path:
+def ensure_venv(log=lambda msg: print(msg, flush=True)) -> Path:
     """Create/refresh the peers' venv with pip; a stamp file records what was installed."""
     stamp = VENV / ".installed"
     want = "\n".join(REQUIREMENTS)

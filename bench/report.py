@@ -67,6 +67,22 @@ def output_table(rows) -> list[str]:
     return out
 
 
+def summary_table(rows, min_bytes: int = 100_000) -> list[str]:
+    """The real models (100 KB or more) in one table: what the README quotes."""
+    out = ["| model | ours ms | tflite2onnx ms | tf2onnx ms | CLI ours / t2o / tf2 s | Transposes ours / t2o / tf2 "
+           "| ORT ours / tf2 ms |", "|" + "---|" * 7]
+    for r in rows:
+        if r["bytes"] < min_bytes:
+            continue
+        o, a, b = r["ours"], r["tflite2onnx"], r["tf2onnx"]
+        cli = " / ".join(_time_or_fail(e, "cli", _s) or "-" for e in (o, a, b))
+        tr = " / ".join(str(e["transposes"]) if e.get("ok") and "transposes" in e else "✗" for e in (o, a, b))
+        ort = " / ".join(_ms(e["ort"]) if e.get("ort") is not None else "✗" for e in (o, b))
+        out.append(f"| {r['model']} | {_time_or_fail(o, 'inproc', _ms)} | {_time_or_fail(a, 'inproc', _ms)} "
+                   f"| {_time_or_fail(b, 'inproc', _ms)} | {cli} | {tr} | {ort} |")
+    return out
+
+
 def breakdown_table(rows, n: int = 8) -> list[str]:
     """Our time on the largest models, split, against the weights floor (transpose + serialise + write)."""
     big = sorted((r for r in rows if r["ours"].get("ok") and r.get("floor")), key=lambda r: -r["bytes"])[:n]
@@ -130,6 +146,7 @@ def render(data) -> str:
              f"onnxruntime {m['onnxruntime']}, numpy {m['numpy']}. Peers: "
              + ", ".join(f"{k} {v}" for k, v in peers.items()) + ".", "",
              "## Targets", "", *target_lines(rows), "",
+             "## Summary: the models of 100 KB or more", "", *summary_table(rows), "",
              "## Conversion time", "",
              f"In-process: median of {data['runs']} runs after a warm-up, file to file (ours: read + convert without "
              "the checker + serialise + write; tflite2onnx.convert: read + convert + save + basic checker; "
@@ -162,3 +179,9 @@ def progress_line(row) -> str:
         e = row[name]
         return f"{NAMES[name]} {_ms(e['inproc'])} ms" if e.get("ok") else f"{NAMES[name]} failed"
     return f"{row['model']}: " + ", ".join(cell(n) for n in ("ours", "tflite2onnx", "tf2onnx"))
+
+
+if __name__ == "__main__":               # re-render a saved run: python bench/report.py bench/results/bench.json
+    import json
+    import sys
+    print(render(json.load(open(sys.argv[1]))))
