@@ -7,19 +7,18 @@ import onnx
 import pytest
 
 pytest.importorskip("pytestqt")
-from PySide6.QtCore import QSettings, QStandardPaths, Qt  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMenu  # noqa: E402
 
 from inspector.core import metadata_schema as ms  # noqa: E402
 from inspector.core.tflite_reader import read_tflite  # noqa: E402
-from inspector.gui.autosave import Autosave  # noqa: E402
 from inspector.gui.export_onnx import export_dialog  # noqa: E402
-from inspector.gui.main_window import ONNX, TFLITE, MainWindow  # noqa: E402
+from inspector.gui.main_window import ONNX, TFLITE  # noqa: E402
 from inspector.gui.pair_editing import PIN_REASON, PairSession  # noqa: E402
 from inspector.gui.panels.validation import NOT_COMPARED, colour_for  # noqa: E402
 from inspector.gui.pin_menu import fill_menu  # noqa: E402
 
-from .test_gui_edit import type_into  # noqa: E402
+from .test_gui_edit import make_window, type_into  # noqa: E402
 from .test_pair import hand_onnx, tflite_model  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -29,12 +28,7 @@ def open_pair(qtbot, tmp_path, **onnx_kwargs):
     tfl = tflite_model(tmp_path / "m.tflite")
     other = tmp_path / "other.onnx"
     hand_onnx(read_tflite(tfl), other, **onnx_kwargs)
-    QStandardPaths.setTestModeEnabled(True)
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
-    w.editor.autosave = Autosave(tmp_path / "autosave")
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
+    w = make_window(qtbot, tmp_path)
     w.open_path(str(tfl), str(other))
     qtbot.waitUntil(lambda: isinstance(w.editor.session, PairSession), timeout=60_000)
     settle(qtbot, w)

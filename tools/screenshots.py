@@ -49,14 +49,19 @@ def window_for(app, model: Path) -> MainWindow:
     return w
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def setup(argv, doc: str):
+    """(corpus, out folder, QApplication) from the command line both screenshot scripts take."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
     args = ap.parse_args(argv)
     corpus, out = Path(args.corpus), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    app = application()
+    return corpus, out, application()
+
+
+def main(argv=None) -> int:
+    corpus, out, app = setup(argv, __doc__)
 
     sample = ROOT / "resources" / "sample.tflite"
     if not sample.is_file():

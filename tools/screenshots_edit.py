@@ -4,13 +4,12 @@
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from screenshots import ROOT, window_for  # noqa: E402  (sets the offscreen platform and sys.path)
+from screenshots import setup, window_for  # noqa: E402  (sets the offscreen platform and sys.path)
 
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtGui import QPainter  # noqa: E402
@@ -18,7 +17,6 @@ from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QMenu  # noqa: E402
 
 from inspector.core import metadata_schema as ms  # noqa: E402
-from inspector.gui.app import application  # noqa: E402
 from inspector.gui.autosave import Autosave  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE  # noqa: E402
 from inspector.gui.pin_menu import fill_menu  # noqa: E402
@@ -53,13 +51,7 @@ def editing_window(app, model: Path):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
-    ap.add_argument("--out", default=str(ROOT / "screenshots"))
-    args = ap.parse_args(argv)
-    corpus, out = Path(args.corpus), Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    app = application()
+    corpus, out, app = setup(argv, __doc__)
 
     w = editing_window(app, corpus / "ops" / "conv-reshape-multiple-conv.float32.tflite")
     sg = w.editor.session.graph.main
