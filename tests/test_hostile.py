@@ -180,17 +180,10 @@ def test_an_op_missing_an_input_is_a_conversion_error():
 # -- ONNX ---------------------------------------------------------------------------------------------------------
 
 def _external(folder: Path, location: str, offset: int = 0, length: int = 16) -> Path:
-    w = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
-    w.ClearField("float_data")
-    w.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
-        e = w.external_data.add()
-        e.key, e.value = k, v
-    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "ext",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [w])
+    """A one-Add model whose weight lives in external data at `location` (the fuzzer builds the same one)."""
+    from .fuzz_cases import _external_model
     path = folder / "model.onnx"
-    path.write_bytes(helper.make_model(g).SerializeToString())
+    path.write_bytes(_external_model(location, offset, length).SerializeToString())
     return path
 
 

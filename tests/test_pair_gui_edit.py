@@ -18,7 +18,7 @@ from inspector.gui.pair_editing import PIN_REASON, PairSession  # noqa: E402
 from inspector.gui.panels.validation import NOT_COMPARED, colour_for  # noqa: E402
 from inspector.gui.pin_menu import fill_menu  # noqa: E402
 
-from .test_gui_edit import make_window, type_into  # noqa: E402
+from .test_gui_edit import assert_cancels, make_window, type_into  # noqa: E402
 from .test_pair import hand_onnx, tflite_model  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -192,12 +192,7 @@ def test_pair_validation_of_the_faithful_model_selects_nothing(qtbot, tmp_path):
 def test_pair_validation_cancel_and_a_model_onnx_runtime_refuses(qtbot, tmp_path):
     w, _, _ = open_pair(qtbot, tmp_path, concat_axis=2)      # ONNX Runtime refuses the model
     panel = w.editor.validation
-    panel.run()
-    assert panel.running and panel.cancel_button.isEnabled()
-    panel.cancel()
-    assert not panel.running and panel.status.text() == "cancelled"
-    qtbot.waitUntil(lambda: panel.pool.activeThreadCount() == 0, timeout=60_000)
-    assert panel.validation is None
+    assert_cancels(qtbot, panel)
     panel, v = validate(qtbot, w)
     assert not v.ok and v.outputs == [] and "ONNX Runtime cannot run it" in panel.status.text()
     assert all(it.fill.name() == NOT_COMPARED.name() for it in w.scenes[ONNX].nodes if it.node.kind == "op")
