@@ -52,13 +52,23 @@ def corpus_files(pattern: str = "*/*.tflite") -> list[str]:
     return files
 
 
-def pytest_collection_modifyitems(config, items):
-    # A skip in CI hides a missing dependency: fail instead.
+def pytest_configure(config):
+    # A skip in CI hides a missing dependency: fail instead (registered before collection, so module-level
+    # skips are caught too).
     if os.environ.get("CI") == "true":
         config.pluginmanager.register(_NoSkipInCI(), "no-skip-in-ci")
 
 
 class _NoSkipInCI:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        # A module skipped while collecting (importorskip, a module-level skip) hides every test in it.
+        outcome = yield
+        rep = outcome.get_result()
+        if rep.skipped:
+            rep.outcome = "failed"
+            rep.longrepr = f"skipped while collecting, in CI (not allowed): {rep.longrepr}"
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield

@@ -6,7 +6,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-pytest.importorskip("pytestqt")
 from PySide6.QtCore import QSettings, Qt  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 

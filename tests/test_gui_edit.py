@@ -13,7 +13,6 @@ from pathlib import Path
 import onnx
 import pytest
 
-pytest.importorskip("pytestqt")
 from PySide6.QtCore import QSettings, QStandardPaths, Qt  # noqa: E402
 
 from inspector.cli import main as cli  # noqa: E402

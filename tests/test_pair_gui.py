@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("pytestqt")
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from inspector.core.tflite_reader import read_tflite  # noqa: E402

@@ -6,7 +6,6 @@ from __future__ import annotations
 import onnx
 import pytest
 
-pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMenu  # noqa: E402
 
