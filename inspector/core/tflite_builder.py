@@ -261,7 +261,8 @@ class _Writer:
 
     def __init__(self, m: ModelBuilder, tail_offsets: dict[int, int]):
         self.m, self.tail_offsets = m, tail_offsets
-        self.b = flatbuffers.Builder(1024 + sum(len(x) for x in m.buffers))
+        # Tail buffers are appended after the flatbuffer, so they must not size it (nor exceed its 2 GB limit).
+        self.b = flatbuffers.Builder(1024 + sum(len(x) for i, x in enumerate(m.buffers) if i not in m.tail))
 
     def vec(self, values, dtype) -> int:
         return self.b.CreateNumpyVector(np.asarray(values, dtype=dtype))
