@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -190,6 +191,16 @@ class Session:
 
 
 def _sha256(path: str) -> str:
+    """The model file's hash; autosave asks on every edit, so it is computed once per file version."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return _sha256_of(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:

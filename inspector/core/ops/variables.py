@@ -123,6 +123,10 @@ def variable_layouts(sg) -> dict[int, tuple[int, ...]]:
     """VAR_HANDLE tensor -> the layout its variable is stored in. State I/O are ours to lay out: like an image-like
     graph input, a variable whose reads reach a layout-sensitive op is kept channels-first, so neither reading nor
     assigning it needs a Transpose."""
+    global _LAYOUTS
+    cached = _LAYOUTS                      # one tuple, read once: safe when worker threads convert in parallel
+    if cached[0] is sg:                    # every READ/ASSIGN rule of one planning pass asks about the same subgraph
+        return cached[1]
     from ..propagation import reaches_implicit
     from .registry import OPS
     consumers = sg.consumers()
@@ -134,7 +138,11 @@ def variable_layouts(sg) -> dict[int, tuple[int, ...]]:
         rank = sg.tensors[t].rank
         if rank >= 3 and reaches_implicit(sg, t, OPS, consumers):
             out[o.inputs[0]] = L.channels_first(rank)
+    _LAYOUTS = (sg, out)
     return out
+
+
+_LAYOUTS: tuple = (None, None)            # the last subgraph asked about, and its answer
 
 
 def read_rule(op, sg, in_perms, out_pin):
