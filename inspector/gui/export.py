@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize, Qt
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 
@@ -21,43 +19,43 @@ def source_rect(view, whole: bool) -> QRectF:
 
 
 def export(view, path: str, whole: bool = False) -> str:
-    """Writes PNG or SVG (by extension) atomically: rendered to a temporary file beside it, then renamed into
-    place, so a failed write leaves the old file untouched. Returns the path; OSError when it cannot be written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=os.path.splitext(path)[1])
-    os.close(fd)
+    """Writes PNG or SVG (by extension) atomically, like every other write (core/atomic.py): a failed write leaves
+    the old file untouched. Returns the path; OSError when it cannot be written."""
+    from inspector.core.atomic import WriteError, write_atomic
     try:
-        _render(view, tmp, whole)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        write_atomic(path, _render(view, whole, svg=path.lower().endswith(".svg")))
+    except WriteError as e:
+        raise OSError(str(e)) from None
     return path
 
 
-def _render(view, path: str, whole: bool) -> None:
+def _render(view, whole: bool, svg: bool) -> bytes:
+    """The view (or whole scene) rendered to PNG or SVG bytes."""
     src = source_rect(view, whole)
     scale = 1.0 if whole else view.transform().m11()
     w, h = src.width() * scale, src.height() * scale
     k = min(1.0, math.sqrt(MAX_PIXELS / max(w * h, 1)), MAX_SIDE / max(w, h, 1))
     size = QSize(max(1, int(w * k)), max(1, int(h * k)))
     target = QRectF(0, 0, size.width(), size.height())
-    if path.lower().endswith(".svg"):
+    buf = QBuffer()
+    buf.open(QIODevice.WriteOnly)
+    if svg:
         gen = QSvgGenerator()
-        gen.setFileName(path)
+        gen.setOutputDevice(buf)
         gen.setSize(size)
         gen.setViewBox(target)
         gen.setTitle("Layout Inspector graph")
         p = QPainter(gen)
         view.scene().render(p, target, src, Qt.KeepAspectRatio)
         if not p.end():
-            raise OSError(f"cannot write {path}")
-        return
+            raise OSError("cannot render the SVG")
+        return bytes(buf.data())
     img = QImage(size, QImage.Format_ARGB32)
     img.fill(view.scene().backgroundBrush().color())
     p = QPainter(img)
     p.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
     view.scene().render(p, target, src, Qt.KeepAspectRatio)
     p.end()
-    if not img.save(path, "PNG"):
-        raise OSError(f"cannot write {path}")
+    if not img.save(buf, "PNG"):
+        raise OSError("cannot encode the PNG")
+    return bytes(buf.data())
