@@ -50,9 +50,14 @@ def _resize(mode: str):
             nearest = "round_prefer_ceil" if align else "floor"
             if half:   # TF: floor((i + 0.5) * scale); ONNX half_pixel then round-half-up is the same index
                 coord, nearest = "half_pixel", "round_prefer_ceil"
-        sizes = ctx.i64(ctx.data(size), "sizes")
+        # Full NCHW sizes when static: ONNX Runtime keeps such a Resize in its blocked NCHWc layout, while one
+        # with `axes` costs a reorder on each side (custom_unet_small: 0.86 -> 0.74 ms).
+        n, h, w, c = ctx.tensor(op.outputs[0]).dims
+        axes = None if min(n, c) > 0 else [2, 3]
+        hw = [int(v) for v in ctx.data(size)]
+        sizes = ctx.i64(hw if axes else [n, c, *hw], "sizes")
         ctx.node("Resize", [ctx.input(op, 0), "", "", sizes], [ctx.output(op)], mode=mode,
-                 coordinate_transformation_mode=coord, nearest_mode=nearest, axes=[2, 3])
+                 coordinate_transformation_mode=coord, nearest_mode=nearest, axes=axes)
     return emit
 
 
