@@ -160,8 +160,8 @@ def ort_session(path: Path):
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
-def ort_time(path: Path, feeds) -> float:
-    """Median seconds per run, the same input values (in each model's own input layout), one thread."""
+def ort_runner(path: Path, feeds):
+    """A no-argument call running one output on the same input values (in its own input layout), one thread."""
     sess = ort_session(path)
     ins = sess.get_inputs()
     if len(ins) != len(feeds):
@@ -176,4 +176,25 @@ def ort_time(path: Path, feeds) -> float:
         x = _adapt(x, dims)
         want = ONNX_TYPES.get(i.type)               # e.g. float I/O where a peer dequantized a uint8 model
         feed[i.name] = x.astype(want) if want is not None and x.dtype != want else x
-    return adaptive_time(lambda: sess.run(None, feed))
+    run = lambda: sess.run(None, feed)          # noqa: E731
+    run()                                       # fail here, not in the timed rounds
+    return run
+
+
+def interleaved_times(runners: dict, min_runs: int = 10, budget: float = 1.0, max_runs: int = 200) -> dict:
+    """Median seconds per call of each runner, timed in alternating rounds (A B C A B C ...) after two warm-ups:
+    timing one output after the other let the CPU's state drift between them (single-node models showed 10-15 %
+    between identical graphs)."""
+    for fn in runners.values():
+        fn()
+        fn()
+    times: dict = {k: [] for k in runners}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < max_runs and (rounds < min_runs or time.perf_counter() - start < budget):
+        for k, fn in runners.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+        rounds += 1
+    return {k: statistics.median(v) for k, v in times.items()}

@@ -102,6 +102,7 @@ def runtime(row: dict, model: Path) -> None:
     except Exception as e:
         row["litert"] = {"ok": False, "error": one_line(e)}
         feeds = None
+    runners = {}
     for name in ("ours", *peers.PEERS):
         entry = row[name]
         if not entry.get("ok"):
@@ -111,9 +112,11 @@ def runtime(row: dict, model: Path) -> None:
         try:
             if feeds is None:
                 raise RuntimeError("no inputs (LiteRT could not load the model)")
-            entry["ort"] = measure.ort_time(path, feeds)
+            runners[name] = measure.ort_runner(path, feeds)
         except Exception as e:
             entry["ort_error"] = one_line(e)
+    for name, t in measure.interleaved_times(runners).items():
+        row[name]["ort"] = t
 
 
 def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> dict:
