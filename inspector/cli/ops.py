@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import json
 
-import tflite
+from inspector.core.tflite_schema import BUILTIN_OPERATORS
 
-from inspector.core.ops.registry import load_all
-
-BUILTINS = frozenset(k for k in vars(tflite.BuiltinOperator) if not k.startswith("_"))
+BUILTINS = frozenset(BUILTIN_OPERATORS.values())
 
 
 def add_parser(sub):
@@ -20,6 +18,7 @@ def add_parser(sub):
 
 
 def support_table(builtin_only: bool = False) -> list[dict]:
+    from inspector.core.ops.registry import load_all
     rows = []
     for name, rule in sorted(load_all().items()):
         builtin = name in BUILTINS

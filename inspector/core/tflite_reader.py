@@ -1,23 +1,21 @@
-"""Read a .tflite flatbuffer into the neutral Graph, via the `tflite` package.
+"""Read a .tflite flatbuffer into the neutral Graph, walking the tables itself.
 
-The flatbuffers runtime trusts its input, so every vector is bounds-checked before it is walked and every
-constant's size is checked against its buffer before a numpy view is made: a hostile file gets a
+Field slots, types and defaults come from tflite_schema.py (derived from the `tflite` package, which is not
+imported here: its 188 modules were a sixth of every CLI start). Every vector is bounds-checked before it is walked
+and every constant's size is checked against its buffer before a numpy view is made: a hostile file gets a
 ModelLoadError, never a huge allocation or a stray IndexError.
 """
 from __future__ import annotations
 
-import inspect
 import math
 import re
 import struct
 from functools import lru_cache
 from pathlib import Path
 
-from flatbuffers.table import Table as _FbTable
 import numpy as np
-import tflite
-from tflite.utils import BUILTIN_OPCODE2NAME
 
+from . import tflite_schema as S
 from .errors import ModelLoadError
 from .graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
 
@@ -27,23 +25,24 @@ MAX_ELEMENTS = 1 << 40
 SPARSE_RATIO, SPARSE_SLACK = 64, 1 << 16    # dense elements a sparse constant's stored values can justify
 MAX_RANK = 32                       # TFLite kernels stop at 6-8; a longer shape is corruption, not a model
 
-_DTYPES = {
-    "FLOAT32": "float32", "FLOAT16": "float16", "INT32": "int32", "UINT8": "uint8", "INT64": "int64",
-    "STRING": "string", "BOOL": "bool", "INT16": "int16", "COMPLEX64": "complex64", "INT8": "int8",
-    "FLOAT64": "float64", "COMPLEX128": "complex128", "UINT64": "uint64", "RESOURCE": "resource",
-    "VARIANT": "variant", "UINT32": "uint32", "UINT16": "uint16", "INT4": "int4", "BFLOAT16": "bfloat16",
-}
-TENSOR_TYPES = {v: _DTYPES.get(k, k.lower()) for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
-_OPTION_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
-_OPTION2_CLASSES = {v: k for k, v in vars(tflite.BuiltinOptions2).items() if not k.startswith("_")}
-# Enum-valued option fields, decoded to their schema names so the IR reads as the schema does.
-_ENUMS = {
-    "padding": tflite.Padding, "fused_activation_function": tflite.ActivationFunctionType,
-    "mode": tflite.MirrorPadMode, "combiner": tflite.CombinerType, "type": tflite.LSHProjectionType,
-    "kernel_type": tflite.LSTMKernelType, "weights_format": tflite.FullyConnectedOptionsWeightsFormat,
-}
-_ENUM_NAMES = {f: {v: k for k, v in vars(c).items() if not k.startswith("_")} for f, c in _ENUMS.items()}
-_SKIP = re.compile(r"^(Init|GetRootAs.*|.*BufferHasIdentifier|.*Length|.*IsNone|.*AsNumpy)$")
+TENSOR_TYPES = S.TENSOR_TYPES
+_ENUM_NAMES = S.ENUM_NAMES          # enum-valued option fields, decoded to their schema names as the schema reads
+_SPARSE_VECTORS = {1: "<i4", 2: "<u2", 3: "<u1"}     # SparseIndexVector union: Int32/Uint16/Uint8Vector
+_M, _SG, _T, _OP, _OC, _BUF = (S.SLOTS[k] for k in ("Model", "SubGraph", "Tensor", "Operator", "OperatorCode",
+                                                    "Buffer"))
+_Q, _SP, _DM, _MD, _SD, _TM = (S.SLOTS[k] for k in ("QuantizationParameters", "SparsityParameters",
+                                                    "DimensionMetadata", "Metadata", "SignatureDef", "TensorMap"))
+
+
+def __getattr__(name: str):
+    """What the test-model builder shares with the reader's past (`_ENUMS`: the generated enum classes); it needs
+    the `tflite` package, so it is imported only when asked for."""
+    if name == "_ENUMS":
+        import tflite
+        return {"padding": tflite.Padding, "fused_activation_function": tflite.ActivationFunctionType,
+                "mode": tflite.MirrorPadMode, "combiner": tflite.CombinerType, "type": tflite.LSHProjectionType,
+                "kernel_type": tflite.LSTMKernelType, "weights_format": tflite.FullyConnectedOptionsWeightsFormat}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Bad(Exception):
@@ -57,25 +56,42 @@ def _snake(name: str) -> str:
 
 @lru_cache(maxsize=None)
 def _slot(cls, accessor: str) -> int:
-    """The vtable slot a generated accessor reads (schema field id * 2 + 4): the first integer constant of its
-    code, the argument of the `self._tab.Offset(N)` every generated accessor opens with. (Reading the source
-    instead cost ~1 ms per accessor, paid again by every CLI start.)"""
+    """The vtable slot a `tflite` generated accessor reads (for tests that patch files built with that package):
+    the first integer constant of its code, the argument of the `self._tab.Offset(N)` every accessor opens with."""
     return next(c for c in getattr(cls, accessor).__code__.co_consts if type(c) is int)
 
 
-def _tables(obj, accessor: str, what: str, limit: int) -> int:
-    """Length of a vector of tables, after proving every entry lies inside the file (see _table_positions)."""
-    return len(_table_positions(obj, accessor, what, limit))
+@lru_cache(maxsize=None)
+def _fields(cls) -> tuple[tuple[str, str, bool], ...]:
+    """(snake_name, accessor, is_vector) for every field of a `tflite` generated options class (the test-model
+    builder's view; the reader itself uses tflite_schema.OPTIONS)."""
+    import inspect
+    skip = re.compile(r"^(Init|GetRootAs.*|.*BufferHasIdentifier|.*Length|.*IsNone|.*AsNumpy)$")
+    out = []
+    for name, fn in vars(cls).items():
+        if not callable(fn) or name.startswith("_") or skip.match(name):
+            continue
+        params = list(inspect.signature(fn).parameters)
+        if params == ["self"]:
+            out.append((_snake(name), name, False))
+        elif params == ["self", "j"] and hasattr(cls, name + "AsNumpy"):
+            out.append((_snake(name), name, True))
+    return tuple(sorted(out))
 
 
-def _table_positions(obj, accessor: str, what: str, limit: int) -> list[int]:
+_I8, _U8, _U16, _I32, _U32, _U64 = (struct.Struct(f).unpack_from for f in ("<b", "<B", "<H", "<i", "<I", "<Q"))
+_UNPACK = {}                        # struct format -> unpack_from, for option scalars
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+
+
+def _table_positions(table: "_Table", accessor: str, what: str, limit: int) -> list[int]:
     """Absolute positions of a vector of tables' entries, after proving every entry lies inside the file.
 
     Flatbuffers writers emit children before parents, so each entry points forward past the vector's end; an entry
     pointing back into the vector (e.g. a run of zero bytes read as a table list) would let a corrupt count make
     the reader walk millions of empty tables.
     """
-    table = obj if isinstance(obj, _Table) else _Table(obj._tab.Bytes, obj._tab.Pos, type(obj))
     p = table.table(accessor)
     n = _U32(table.buf, p)[0] if p else 0
     if n == 0:
@@ -95,57 +111,43 @@ def _table_positions(obj, accessor: str, what: str, limit: int) -> list[int]:
     return targets
 
 
-def _np(obj, name: str, limit: int) -> np.ndarray:
-    """A scalar vector as numpy, checked against the file size."""
-    n = getattr(obj, name + "Length")()
-    if n < 0 or n > limit:
-        raise _Bad(f"{_snake(name)}: {n} entries, more than the file can hold")
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    try:
-        return getattr(obj, name + "AsNumpy")()
-    except ValueError:                          # numpy refuses a view past the end of the buffer
-        raise _Bad(f"{_snake(name)}: {n} entries run past the end of the file") from None
-
-
-_I8, _U8, _U16, _I32, _U32, _U64 = (struct.Struct(f).unpack_from for f in ("<b", "<B", "<H", "<i", "<I", "<Q"))
-_EMPTY = np.zeros(0, dtype=np.int64)
-_EMPTY.flags.writeable = False
-
-
 class _Table:
-    """A flatbuffer table whose vtable is read once: the generated accessors re-read it on every call, which made
-    walking tensors and operators most of a conversion's time. Same bounds checks as `_np`."""
-    __slots__ = ("buf", "pos", "vt", "vlen", "cls")
+    """A flatbuffer table whose vtable is read once; `slots` maps the schema's accessor names to vtable slots."""
+    __slots__ = ("buf", "pos", "vt", "vlen", "slots")
 
-    def __init__(self, buf: bytes, pos: int, cls):
-        self.buf, self.pos, self.cls = buf, pos, cls
+    def __init__(self, buf: bytes, pos: int, slots: dict[str, int]):
+        self.buf, self.pos, self.slots = buf, pos, slots
         self.vt = pos - _I32(buf, pos)[0]
+        if self.vt < 0:             # struct would read from the end of the buffer
+            raise struct.error("vtable before the start of the file")
         self.vlen = _U16(buf, self.vt)[0]
 
-    def field(self, accessor: str) -> int:
-        """Absolute position of the field the generated `accessor` reads; 0 when absent."""
-        slot = _slot(self.cls, accessor)
+    def at(self, slot: int) -> int:
+        """Absolute position of the field in vtable `slot`; 0 when absent."""
         if slot >= self.vlen:
             return 0
         off = _U16(self.buf, self.vt + slot)[0]
         return self.pos + off if off else 0
 
+    def field(self, accessor: str) -> int:
+        return self.at(self.slots[accessor])
+
     def scalar(self, accessor: str, unpack=_I32, default: int = 0) -> int:
-        p = self.field(accessor)
+        p = self.at(self.slots[accessor])
         return unpack(self.buf, p)[0] if p else default
 
     def table(self, accessor: str) -> int:
-        """Position of a sub-table; 0 when absent."""
-        p = self.field(accessor)
+        """Position of a sub-table, vector or string; 0 when absent."""
+        p = self.at(self.slots[accessor])
         return p + _U32(self.buf, p)[0] if p else 0
 
-    def string(self, accessor: str) -> bytes:
+    def string(self, accessor: str, checked: bool = True) -> bytes:
+        """A string's bytes; unchecked ones end where the file does (names that were always read that way)."""
         p = self.table(accessor)
         if not p:
             return b""
         n = _U32(self.buf, p)[0]
-        if p + 4 + n > len(self.buf):
+        if checked and p + 4 + n > len(self.buf):
             raise _Bad(f"{_snake(accessor)}: string runs past the end of the file")
         return self.buf[p + 4:p + 4 + n]
 
@@ -154,63 +156,48 @@ class _Table:
         return _U32(self.buf, p)[0] if p else 0
 
     def vector(self, accessor: str, dtype: str, limit: int) -> np.ndarray:
-        p = self.table(accessor)
-        if not p:
-            return _EMPTY
-        n = _U32(self.buf, p)[0]
-        if n > limit:
-            raise _Bad(f"{_snake(accessor)}: {n} entries, more than the file can hold")
-        if n == 0:
-            return _EMPTY
-        try:
-            return np.frombuffer(self.buf, dtype, count=n, offset=p + 4)
-        except ValueError:
-            raise _Bad(f"{_snake(accessor)}: {n} entries run past the end of the file") from None
+        return _vector(self.buf, self.table(accessor), dtype, limit, accessor)
 
-    def generated(self, accessor: str, cls):
-        """A sub-table as the generated class (for the rarely present, rarely hot ones); None when absent."""
-        p = self.table(accessor)
-        if not p:
-            return None
-        obj = cls()
-        obj.Init(self.buf, p)
-        return obj
+    def tables(self, accessor: str, what: str, limit: int, slots: dict[str, int]) -> list["_Table"]:
+        return [_Table(self.buf, p, slots) for p in _table_positions(self, accessor, what, limit)]
 
 
-@lru_cache(maxsize=None)
-def _fields(cls) -> tuple[tuple[str, str, bool], ...]:
-    """(snake_name, accessor, is_vector) for every field of a generated options class."""
-    out = []
-    for name, fn in vars(cls).items():
-        if not callable(fn) or name.startswith("_") or _SKIP.match(name):
-            continue
-        params = list(inspect.signature(fn).parameters)
-        if params == ["self"]:
-            out.append((_snake(name), name, False))
-        elif params == ["self", "j"] and hasattr(cls, name + "AsNumpy"):
-            out.append((_snake(name), name, True))
-    return tuple(sorted(out))
+def _vector(buf: bytes, p: int, dtype: str, limit: int, accessor: str) -> np.ndarray:
+    """The scalar vector at position p (0: absent, read as empty) as a numpy view, checked against the file."""
+    if not p:
+        return _EMPTY
+    n = _U32(buf, p)[0]
+    if n > limit:
+        raise _Bad(f"{_snake(accessor)}: {n} entries, more than the file can hold")
+    if n == 0:
+        return _EMPTY
+    try:
+        return np.frombuffer(buf, dtype, count=n, offset=p + 4)
+    except ValueError:
+        raise _Bad(f"{_snake(accessor)}: {n} entries run past the end of the file") from None
 
 
-def _decode_options(table, class_name: str | None, limit: int) -> dict:
-    if table is None or not class_name or class_name == "NONE":
+def _decode_options(buf: bytes, pos: int, fields, limit: int) -> dict:
+    """An options table as {snake_name: value}, enum fields by name; `fields` from tflite_schema.OPTIONS."""
+    if not pos or not fields:
         return {}
-    cls = getattr(tflite, class_name, None)
-    if cls is None:
-        return {}
-    obj = cls()
-    obj.Init(table.Bytes, table.Pos)
+    t = _Table(buf, pos, None)
     out = {}
-    for key, acc, vec in _fields(cls):
-        if vec:
-            out[key] = _np(obj, acc, limit).tolist()      # ints stay ints, floats (BUCKETIZE) stay floats
+    for key, slot, kind, default in fields:
+        p = t.at(slot)
+        if kind[0] == "v":          # ints stay ints, floats (BUCKETIZE) stay floats
+            out[key] = _vector(buf, p + _U32(buf, p)[0] if p else 0, kind[1:], limit, key).tolist()
+        elif kind == "s":
+            if p:
+                s = p + _U32(buf, p)[0]
+                out[key] = bytes(buf[s + 4:s + 4 + _U32(buf, s)[0]]).decode("utf-8", "replace")
+            else:
+                out[key] = None
         else:
-            val = getattr(obj, acc)()
-            if isinstance(val, bytes):
-                val = val.decode("utf-8", "replace")
-            elif key in _ENUM_NAMES:
-                val = _ENUM_NAMES[key].get(val, val)
-            out[key] = val
+            val = (_UNPACK.get(kind) or _UNPACK.setdefault(kind, struct.Struct(kind).unpack_from))(buf, p)[0] \
+                if p else default
+            names = _ENUM_NAMES.get(key)
+            out[key] = names.get(val, val) if names is not None else val
     return out
 
 
@@ -273,7 +260,7 @@ class _Reader:
         self.buf = buf
         self.path = path
         self.limit = len(buf)
-        self.model = tflite.Model.GetRootAsModel(buf, 0)
+        self.model = _Table(buf, _U32(buf, 0)[0], _M)
         self._buffers: dict[int, np.ndarray] = {}
         self._buffer_pos: list[int] | None = None
 
@@ -284,7 +271,7 @@ class _Reader:
             self._buffer_pos = _table_positions(self.model, "Buffers", "buffers", self.limit)
         if index <= 0 or index >= len(self._buffer_pos):
             return None
-        b = _Table(self.buf, self._buffer_pos[index], tflite.Buffer)
+        b = _Table(self.buf, self._buffer_pos[index], _BUF)
         off, size = b.scalar("Offset", _U64), b.scalar("Size", _U64)
         if off > 1:   # >2 GB models keep data after the flatbuffer, addressed by offset/size
             if off + size > self.limit:
@@ -304,18 +291,17 @@ class _Reader:
 
     def opcodes(self) -> list[tuple[str, bool, int]]:
         out = []
-        for pos in _table_positions(self.model, "OperatorCodes", "operator codes", self.limit):
-            oc = _Table(self.buf, pos, tflite.OperatorCode)
+        for oc in self.model.tables("OperatorCodes", "operator codes", self.limit, _OC):
             code = max(oc.scalar("DeprecatedBuiltinCode", _I8), oc.scalar("BuiltinCode"))
             version = oc.scalar("Version", default=1)
-            if code == tflite.BuiltinOperator.CUSTOM:
+            if code == S.CUSTOM:
                 out.append((_name(oc.string("CustomCode")) or "CUSTOM", True, version))
             else:
-                out.append((BUILTIN_OPCODE2NAME.get(code, f"UNKNOWN_{code}"), False, version))
+                out.append((S.BUILTIN_OPERATORS.get(code, f"UNKNOWN_{code}"), False, version))
         return out
 
     def tensor(self, i: int, pos: int) -> Tensor:
-        t = _Table(self.buf, pos, tflite.Tensor)
+        t = _Table(self.buf, pos, _T)
         rank = t.length("Shape")
         if rank > MAX_RANK:
             raise _Bad(f"tensor {i} has rank {rank}, beyond any real model")
@@ -334,7 +320,8 @@ class _Reader:
             raise _Bad(f"tensor {i} '{name}' has shape {list(shape)} but shape signature {sig_list} "
                        "(they must agree except where the signature says -1)")
         data = None
-        sparsity = self.sparsity(t.generated("Sparsity", tflite.SparsityParameters))
+        sp = t.table("Sparsity")
+        sparsity = self.sparsity(_Table(self.buf, sp, _SP)) if sp else None
         buffer = t.scalar("Buffer", _U32)
         raw = self.buffer_bytes(buffer)
         if raw is not None and raw.size:
@@ -343,8 +330,10 @@ class _Reader:
             _check_sparse(i, name, shape, elements, sparsity, data)
         quant = None
         qpos = t.table("Quantization")         # present but empty on most float tensors: skip it cheaply
-        if qpos and _Table(self.buf, qpos, tflite.QuantizationParameters).length("Scale"):
-            quant = self.quantization(t.generated("Quantization", tflite.QuantizationParameters), len(shape))
+        if qpos:
+            q = _Table(self.buf, qpos, _Q)
+            if q.length("Scale"):
+                quant = self.quantization(q, len(shape))
         return Tensor(
             index=i, name=name, shape=shape, dtype=dtype,
             shape_signature=tuple(sig_list) if sig.size else None,
@@ -366,19 +355,17 @@ class _Reader:
                        f"but its buffer holds {raw.size}")
         return raw.view(np_dtype).reshape(shape)
 
-    def quantization(self, q, rank: int) -> Quantization | None:
-        if q is None:
-            return None
-        scales = _np(q, "Scale", self.limit)
+    def quantization(self, q: _Table, rank: int) -> Quantization | None:
+        scales = q.vector("Scale", "<f4", self.limit)
         if scales.size == 0:
             return None
-        zps = _np(q, "ZeroPoint", self.limit)
+        zps = q.vector("ZeroPoint", "<i8", self.limit)
         if zps.size not in (0, scales.size):
             raise _Bad(f"quantization has {scales.size} scales but {zps.size} zero points")
-        axis = q.QuantizedDimension()
+        axis = q.scalar("QuantizedDimension")
         if scales.size > 1 and not 0 <= axis < max(rank, 1):
             raise _Bad(f"quantized dimension {axis} outside a rank-{rank} tensor")
-        mn, mx = _np(q, "Min", self.limit), _np(q, "Max", self.limit)
+        mn, mx = q.vector("Min", "<f4", self.limit), q.vector("Max", "<f4", self.limit)
         if mn.size != mx.size:
             raise _Bad(f"quantization has {mn.size} min values but {mx.size} max values")
         return Quantization(
@@ -387,54 +374,48 @@ class _Reader:
             min=mn if mn.size else None, max=mx if mx.size else None,
         )
 
-    def sparsity(self, s) -> dict | None:
-        if s is None:
-            return None
+    def sparsity(self, s: _Table) -> dict:
         dims = []
-        n = _tables(s, "DimMetadata", "sparsity dims", self.limit)
-        for j in range(n):
-            d = s.DimMetadata(j)
-            entry = {"format": d.Format(), "dense_size": d.DenseSize()}
+        for d in s.tables("DimMetadata", "sparsity dims", self.limit, _DM):
+            entry = {"format": d.scalar("Format", _I8), "dense_size": d.scalar("DenseSize")}
             for part in ("ArraySegments", "ArrayIndices"):
-                table = getattr(d, part)()
-                kind = getattr(d, part + "Type")()
-                if table is not None and kind:
-                    cls = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}.get(kind)
-                    if cls is None:
+                p = d.table(part) if d.field(part) else None
+                kind = d.scalar(part + "Type", _U8)
+                if p is not None and kind:
+                    dtype = _SPARSE_VECTORS.get(kind)
+                    if dtype is None:
                         raise _Bad(f"sparsity {part} has unknown vector type {kind}")
-                    vec = cls()
-                    vec.Init(table.Bytes, table.Pos)
-                    entry[_snake(part)] = _np(vec, "Values", self.limit).astype(np.int64)
+                    values = _Table(self.buf, p, S.SLOTS["Int32Vector"]).vector("Values", dtype, self.limit)
+                    entry[_snake(part)] = values.astype(np.int64)
             dims.append(entry)
         return {
-            "traversal_order": [int(x) for x in _np(s, "TraversalOrder", self.limit)],
-            "block_map": [int(x) for x in _np(s, "BlockMap", self.limit)],
+            "traversal_order": [int(x) for x in s.vector("TraversalOrder", "<i4", self.limit)],
+            "block_map": [int(x) for x in s.vector("BlockMap", "<i4", self.limit)],
             "dim_metadata": dims,
         }
 
     def op(self, i: int, pos: int, codes) -> Op:
-        o = _Table(self.buf, pos, tflite.Operator)
+        o = _Table(self.buf, pos, _OP)
         idx = o.scalar("OpcodeIndex", _U32)
         if idx >= len(codes):
             raise _Bad(f"opcode index {idx}, but the model defines {len(codes)} operator codes")
         opcode, custom, version = codes[idx]
         kind2 = o.scalar("BuiltinOptions2Type", _U8)
         if kind2:
-            options = _decode_options(self._union(o, "BuiltinOptions2"), _OPTION2_CLASSES.get(kind2), self.limit)
+            fields = S.OPTIONS2.get(kind2, (None, None))[1]
+            options = _decode_options(self.buf, o.table("BuiltinOptions2"), fields, self.limit)
         else:
-            options = _decode_options(self._union(o, "BuiltinOptions"),
-                                      _OPTION_CLASSES.get(o.scalar("BuiltinOptionsType", _U8)), self.limit)
+            fields = S.OPTIONS.get(o.scalar("BuiltinOptionsType", _U8), (None, None))[1]
+            options = _decode_options(self.buf, o.table("BuiltinOptions"), fields, self.limit)
         custom_options = None
         if custom:
-            g = tflite.Operator()
-            g.Init(self.buf, pos)
-            if g.LargeCustomOptionsOffset() > 1:
-                off, size = g.LargeCustomOptionsOffset(), g.LargeCustomOptionsSize()
+            off, size = o.scalar("LargeCustomOptionsOffset", _U64), o.scalar("LargeCustomOptionsSize", _U64)
+            if off > 1:
                 if off + size > self.limit:
                     raise _Bad(f"operator {i} custom options point past the end of the file")
                 custom_options = bytes(self.buf[off:off + size])
             else:
-                custom_options = _np(g, "CustomOptions", self.limit).astype(np.uint8).tobytes()
+                custom_options = o.vector("CustomOptions", "<u1", self.limit).astype(np.uint8).tobytes()
         return Op(
             index=i, opcode=opcode, custom=custom, version=version, options=options,
             inputs=o.vector("Inputs", "<i4", self.limit).tolist(),
@@ -443,12 +424,7 @@ class _Reader:
             custom_options=custom_options,
         )
 
-    def _union(self, o: _Table, accessor: str):
-        p = o.table(accessor)
-        return _FbTable(self.buf, p) if p else None
-
-    def subgraph(self, k: int, pos: int, codes) -> Subgraph:
-        sg = _Table(self.buf, pos, tflite.SubGraph)
+    def subgraph(self, k: int, sg: _Table, codes) -> Subgraph:
         positions = _table_positions(sg, "Tensors", f"subgraph {k} tensors", self.limit)
         tensors = [self.tensor(i, pos) for i, pos in enumerate(positions)]
         nt = len(tensors)
@@ -472,30 +448,27 @@ class _Reader:
 
     def read(self) -> Graph:
         m = self.model
-        version = m.Version()
+        version = m.scalar("Version", _U32)
         if version != SCHEMA_VERSION:
             raise _Bad(f"unsupported TFLite schema version {version} (this reader knows version {SCHEMA_VERSION})")
         self._buffer_pos = _table_positions(m, "Buffers", "buffers", self.limit)
         codes = self.opcodes()
-        positions = _table_positions(m, "Subgraphs", "subgraphs", self.limit)
-        if not positions:
+        tables = m.tables("Subgraphs", "subgraphs", self.limit, _SG)
+        if not tables:
             raise _Bad("the model has no subgraph")
-        subgraphs = [self.subgraph(k, pos, codes) for k, pos in enumerate(positions)]
+        subgraphs = [self.subgraph(k, sg, codes) for k, sg in enumerate(tables)]
         metadata = {}
-        for j in range(_tables(m, "Metadata", "metadata", self.limit)):
-            md = m.Metadata(j)
-            raw = self.buffer_bytes(md.Buffer())
-            metadata[_name(md.Name())] = raw.tobytes() if raw is not None else b""
+        for md in m.tables("Metadata", "metadata", self.limit, _MD):
+            raw = self.buffer_bytes(md.scalar("Buffer", _U32))
+            metadata[_name(md.string("Name", checked=False))] = raw.tobytes() if raw is not None else b""
         sigs = []
-        for j in range(_tables(m, "SignatureDefs", "signatures", self.limit)):
-            sd = m.SignatureDefs(j)
-            maps = []
-            for part in ("Inputs", "Outputs"):
-                n = _tables(sd, part, "signature " + part, self.limit)
-                maps.append({_name(getattr(sd, part)(i).Name()): getattr(sd, part)(i).TensorIndex() for i in range(n)})
-            sigs.append(SignatureDef(key=_name(sd.SignatureKey()), subgraph=sd.SubgraphIndex(),
-                                     inputs=maps[0], outputs=maps[1]))
-        return Graph(format="tflite", subgraphs=subgraphs, version=version, description=_name(m.Description()),
+        for sd in m.tables("SignatureDefs", "signatures", self.limit, _SD):
+            maps = [{_name(tm.string("Name", checked=False)): tm.scalar("TensorIndex", _U32)
+                     for tm in sd.tables(part, "signature " + part, self.limit, _TM)} for part in ("Inputs", "Outputs")]
+            sigs.append(SignatureDef(key=_name(sd.string("SignatureKey", checked=False)),
+                                     subgraph=sd.scalar("SubgraphIndex", _U32), inputs=maps[0], outputs=maps[1]))
+        return Graph(format="tflite", subgraphs=subgraphs, version=version,
+                     description=_name(m.string("Description", checked=False)),
                      metadata=metadata, signature_defs=sigs, path=self.path)
 
 
