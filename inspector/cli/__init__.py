@@ -17,8 +17,8 @@ from inspector.core.errors import InspectorError, printable
 COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui"]
 
 
-def _modules():
-    for name in COMMANDS:
+def _modules(only: str | None = None):
+    for name in [only] if only in COMMANDS else COMMANDS:
         try:
             yield name, importlib.import_module(f"inspector.cli.{name}")
         except ModuleNotFoundError as e:
@@ -26,13 +26,21 @@ def _modules():
                 raise
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command(argv: list[str]) -> str | None:
+    """The subcommand argv names (its first word that is not an option), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; given the command line, only the subcommand it names (each one's module imports what it
+    needs, and a cold `convert` should not pay for `gui` or `validate`). Without a known subcommand, all of them,
+    for the help text and argparse's error message."""
     parser = argparse.ArgumentParser(prog="layout-inspector",
                                      description="Convert TFLite models to ONNX; see, fix and prove the layouts.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for _, mod in _modules():
+    for _, mod in _modules(_command(argv) if argv is not None else None):
         mod.add_parser(sub)
     return parser
 
@@ -61,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help(sys.stderr)
