@@ -6,6 +6,8 @@ import onnx
 from google.protobuf.message import EncodeError
 from onnx import helper
 
+from inspector import __version__
+
 from . import layout as L
 from .emit import Emitter, onnx_dtype
 from .errors import ConversionError, UnsupportedOpsError
@@ -16,6 +18,7 @@ from .propagation import plan_layouts
 from .result import Category, ConversionResult, ConversionTrace
 
 DEFAULT_OPSET = 18
+IR_VERSION = min(onnx.IR_VERSION, 10)
 MIN_OPSET, MAX_OPSET = 18, 21
 PRODUCER = "layout-inspector"
 # What an op's emitter, rule or folder raises on a model whose shapes, options or arity are inconsistent (a hostile
@@ -30,9 +33,9 @@ def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
     constants = {t.index: t.data for t in sg.tensors if t.data is not None and t.sparsity is None
                  and t.dtype not in ("string", "resource", "variant")}
     folded: set[int] = set()
-    from .ops.fold import FOLDERS
+    folders = _folders()
     for op in sg.ops:
-        fold = FOLDERS.get(op.opcode)
+        fold = folders.get(op.opcode)
         if fold is None:
             continue
         try:
@@ -105,7 +108,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
-    table = load_all()
+    table = _op_table()
     if allow_custom:                                 # unknown custom ops become custom-domain nodes
         from .ops.custom import with_custom_nodes
         table = with_custom_nodes(graph, table)
@@ -175,11 +178,20 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
             value_info.append(em.value_info_for(t, name, em.perm(t)))
 
-    check_size(*em.initializers)             # before make_graph copies them into one message
-    g = helper.make_graph(em.nodes, graph_name(graph), inputs, outputs, em.initializers, value_info=value_info)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name=PRODUCER,
-                              producer_version=_version())
-    model.ir_version = min(model.ir_version, 10)
+    # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
+    # the model last, once the rest of it has been measured exactly (see _check_model_size).
+    init_bound = sum(_size_bound(t) for t in em.initializers)
+    if init_bound > _protobuf_limit():
+        check_size(*em.initializers)
+    # The graph is built in place (helper.make_graph + make_model copied every node twice); the same bytes.
+    model = onnx.ModelProto(ir_version=IR_VERSION, producer_name=PRODUCER, producer_version=_version())
+    g = model.graph
+    g.node.extend(em.nodes)
+    g.name = graph_name(graph)
+    g.input.extend(inputs)
+    g.output.extend(outputs)
+    g.value_info.extend(value_info)
+    model.opset_import.add(domain="", version=opset)
     if allow_custom:
         from .ops.custom import CUSTOM_DOMAIN, uses_domain
         if uses_domain(model.graph, CUSTOM_DOMAIN):
@@ -199,7 +211,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         result.state = em.state.describe()
         result.warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    check_size(model)
+    _add_initializers(model, em.initializers, init_bound)
     if check:
         check_model(model)
     return result
@@ -239,13 +251,21 @@ def _size_bound(proto) -> int:
     return _byte_size(proto)
 
 
+def _add_initializers(model, initializers, bound: int) -> None:
+    """Put the initializers in the model, after proving it stays under protobuf's limit: the rest of the model
+    measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths."""
+    rest = _byte_size(model)
+    model.graph.initializer.extend(initializers)
+    if rest + bound + 16 * len(initializers) > _protobuf_limit():
+        check_size(model)
+
+
 def check_size(*parts) -> None:
     """One ONNX file is one protobuf message, which cannot exceed 2 GB: say so before serialising fails."""
-    from . import onnx_reader
-    if sum(_size_bound(p) for p in parts) <= onnx_reader.PROTOBUF_LIMIT:
+    if sum(_size_bound(p) for p in parts) <= _protobuf_limit():
         return
     size = sum(_byte_size(p) for p in parts)
-    if size > onnx_reader.PROTOBUF_LIMIT:
+    if size > _protobuf_limit():
         raise ConversionError(f"the converted model would be {size / 2**30:.2f} GiB, beyond protobuf's 2 GB limit "
                               "for one ONNX file; models this large need external data, which export does not "
                               "write yet")
@@ -339,8 +359,31 @@ def graph_name(graph: Graph) -> str:
 
 
 def _version() -> str:
-    from inspector import __version__
     return __version__
+
+
+# Looked up once: an import statement inside a function costs microseconds on every conversion.
+_CACHE: dict[str, object] = {}
+
+
+def _op_table():
+    if "ops" not in _CACHE:
+        _CACHE["ops"] = load_all()
+    return _CACHE["ops"]
+
+
+def _folders():
+    if "folders" not in _CACHE:
+        from .ops.fold import FOLDERS
+        _CACHE["folders"] = FOLDERS
+    return _CACHE["folders"]
+
+
+def _protobuf_limit() -> int:
+    if "onnx_reader" not in _CACHE:
+        from . import onnx_reader
+        _CACHE["onnx_reader"] = onnx_reader
+    return _CACHE["onnx_reader"].PROTOBUF_LIMIT          # read each time: tests lower it
 
 
 __all__ = ["convert", "check_model", "fold_constants", "onnx_dtype", "DEFAULT_OPSET"]

@@ -25,13 +25,33 @@ ACTIVATIONS = {"RELU": ("Relu", None), "RELU6": ("Clip", (0.0, 6.0)), "RELU_N1_T
 IGNORED_BY_LITERT = {"TANH", "SIGN_BIT"}
 
 
+_ONNX_DTYPES: dict[str, int] = {"string": TensorProto.STRING}
+
+
 def onnx_dtype(dtype: str) -> int:
-    if dtype == "string":
-        return TensorProto.STRING
-    try:
-        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    except (TypeError, KeyError):
-        raise ConversionError(f"tensor type {dtype} has no ONNX equivalent") from None
+    code = _ONNX_DTYPES.get(dtype)
+    if code is None:
+        try:
+            code = _ONNX_DTYPES[dtype] = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        except (TypeError, KeyError):
+            raise ConversionError(f"tensor type {dtype} has no ONNX equivalent") from None
+    return code
+
+
+def make_value_info(name: str, elem_type: int, dims) -> onnx.ValueInfoProto:
+    """helper.make_tensor_value_info's result (ints are dim_value, strings dim_param), built without its per-call
+    type probing: one per tensor, so a fixed cost of every conversion."""
+    vi = onnx.ValueInfoProto(name=name)
+    tt = vi.type.tensor_type
+    tt.elem_type = elem_type
+    shape = tt.shape
+    shape.SetInParent()                             # a scalar still declares its (empty) shape
+    for d in dims:
+        if type(d) is str:
+            shape.dim.add(dim_param=d)
+        else:
+            shape.dim.add(dim_value=d)
+    return vi
 
 
 def make_node(op_type: str, inputs, outputs, name: str, domain: str, attrs: dict) -> onnx.NodeProto:
@@ -324,4 +344,4 @@ class Emitter:
                 dims.append("batch" if axis == 0 else f"{ten.name or 't'}_d{axis}")
             else:
                 dims.append(int(ten.shape[axis]))
-        return helper.make_tensor_value_info(name, onnx_dtype(dtype or ten.dtype), dims)
+        return make_value_info(name, onnx_dtype(dtype or ten.dtype), dims)
