@@ -8,7 +8,9 @@ ModelLoadError, never a huge allocation or a stray IndexError.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +34,16 @@ _M, _SG, _T, _OP, _OC, _BUF = (S.SLOTS[k] for k in ("Model", "SubGraph", "Tensor
                                                     "Buffer"))
 _Q, _SP, _DM, _MD, _SD, _TM = (S.SLOTS[k] for k in ("QuantizationParameters", "SparsityParameters",
                                                     "DimensionMetadata", "Metadata", "SignatureDef", "TensorMap"))
+_T_SHAPE, _T_TYPE, _T_BUFFER, _T_NAME, _T_QUANT, _T_VARIABLE, _T_SPARSITY, _T_SIG = (
+    (_T[k] - 4) >> 1 for k in ("Shape", "Type", "Buffer", "Name", "Quantization", "IsVariable", "Sparsity",
+                               "ShapeSignature"))
+_TENSOR_N = max(_T_SHAPE, _T_TYPE, _T_BUFFER, _T_NAME, _T_QUANT, _T_VARIABLE, _T_SPARSITY, _T_SIG) + 1
+(_O_OPCODE, _O_INPUTS, _O_OUTPUTS, _O_KIND, _O_OPTIONS, _O_CUSTOM, _O_INTERMEDIATES, _O_LARGE_OFFSET, _O_LARGE_SIZE,
+ _O_KIND2, _O_OPTIONS2) = ((_OP[k] - 4) >> 1 for k in (
+    "OpcodeIndex", "Inputs", "Outputs", "BuiltinOptionsType", "BuiltinOptions", "CustomOptions", "Intermediates",
+    "LargeCustomOptionsOffset", "LargeCustomOptionsSize", "BuiltinOptions2Type", "BuiltinOptions2"))
+_OP_N = max(_O_OPCODE, _O_INPUTS, _O_OUTPUTS, _O_KIND, _O_OPTIONS, _O_CUSTOM, _O_INTERMEDIATES, _O_LARGE_OFFSET,
+            _O_LARGE_SIZE, _O_KIND2, _O_OPTIONS2) + 1
 
 
 def __getattr__(name: str):
@@ -80,9 +92,54 @@ def _fields(cls) -> tuple[tuple[str, str, bool], ...]:
 
 
 _I8, _U8, _U16, _I32, _U32, _U64 = (struct.Struct(f).unpack_from for f in ("<b", "<B", "<H", "<i", "<I", "<Q"))
-_UNPACK = {}                        # struct format -> unpack_from, for option scalars
+_UNPACK: dict = {}                  # struct format -> unpack_from (option scalars, vtables, short vectors)
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
+
+
+def _unpacker(fmt: str):
+    u = _UNPACK.get(fmt)
+    if u is None:
+        u = _UNPACK[fmt] = struct.Struct(fmt).unpack_from
+    return u
+
+
+def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
+    """Absolute positions of the first n fields of the table at pos (0 = absent), its vtable read in one call:
+    reading field by field was most of the reader's time on small models."""
+    vt = pos - _I32(buf, pos)[0]
+    if vt < 0:                      # struct would read from the end of the buffer
+        raise struct.error("vtable before the start of the file")
+    k = min(n, (_U16(buf, vt)[0] - 3) >> 1)       # fields whose slot 4 + 2 * id lies inside the vtable
+    if k <= 0:
+        return [0] * n
+    out = [pos + o if o else 0 for o in _unpacker(f"<{k}H")(buf, vt + 4)]
+    return out + [0] * (n - k) if k < n else out
+
+
+def _int_vector(buf: bytes, p: int, limit: int, what: str, fmt: str = "i") -> list:
+    """The scalar vector whose offset field is at p (0: absent) as a list, bounds-checked like _vector."""
+    if not p:
+        return []
+    v = p + _U32(buf, p)[0]
+    n = _U32(buf, v)[0]
+    if n > 64 or n > limit:
+        return _vector(buf, v, "<" + fmt, limit, what).tolist()
+    try:
+        return list(_unpacker(f"<{n}{fmt}")(buf, v + 4))
+    except struct.error:
+        raise _Bad(f"{_snake(what)}: {n} entries run past the end of the file") from None
+
+
+def _string(buf: bytes, p: int, what: str) -> str:
+    """The string whose offset field is at p (0: absent, read as ''), checked against the file."""
+    if not p:
+        return ""
+    s = p + _U32(buf, p)[0]
+    n = _U32(buf, s)[0]
+    if s + 4 + n > len(buf):
+        raise _Bad(f"{what}: string runs past the end of the file")
+    return buf[s + 4:s + 4 + n].decode("utf-8", "replace") if n else ""
 
 
 def _table_positions(table: "_Table", accessor: str, what: str, limit: int) -> list[int]:
@@ -177,14 +234,20 @@ def _vector(buf: bytes, p: int, dtype: str, limit: int, accessor: str) -> np.nda
         raise _Bad(f"{_snake(accessor)}: {n} entries run past the end of the file") from None
 
 
+_OPTION_WIDTH: dict[int, int] = {}  # id of an options table's fields (schema constants) -> vtable entries to read
+
+
 def _decode_options(buf: bytes, pos: int, fields, limit: int) -> dict:
     """An options table as {snake_name: value}, enum fields by name; `fields` from tflite_schema.OPTIONS."""
     if not pos or not fields:
         return {}
-    t = _Table(buf, pos, None)
+    n = _OPTION_WIDTH.get(id(fields))
+    if n is None:
+        n = _OPTION_WIDTH[id(fields)] = max(slot for _, slot, _, _ in fields) // 2 - 1
+    at = _offsets(buf, pos, n)
     out = {}
     for key, slot, kind, default in fields:
-        p = t.at(slot)
+        p = at[(slot - 4) >> 1]
         if kind[0] == "v":          # ints stay ints, floats (BUCKETIZE) stay floats
             out[key] = _vector(buf, p + _U32(buf, p)[0] if p else 0, kind[1:], limit, key).tolist()
         elif kind == "s":
@@ -194,8 +257,7 @@ def _decode_options(buf: bytes, pos: int, fields, limit: int) -> dict:
             else:
                 out[key] = None
         else:
-            val = (_UNPACK.get(kind) or _UNPACK.setdefault(kind, struct.Struct(kind).unpack_from))(buf, p)[0] \
-                if p else default
+            val = _unpacker(kind)(buf, p)[0] if p else default
             names = _ENUM_NAMES.get(key)
             out[key] = names.get(val, val) if names is not None else val
     return out
@@ -301,44 +363,46 @@ class _Reader:
         return out
 
     def tensor(self, i: int, pos: int) -> Tensor:
-        t = _Table(self.buf, pos, _T)
-        rank = t.length("Shape")
+        buf = self.buf
+        f = _offsets(buf, pos, _TENSOR_N)
+        p = f[_T_SHAPE]
+        rank = _U32(buf, p + _U32(buf, p)[0])[0] if p else 0
         if rank > MAX_RANK:
             raise _Bad(f"tensor {i} has rank {rank}, beyond any real model")
-        shape = tuple(t.vector("Shape", "<i4", self.limit).tolist())
-        sig = t.vector("ShapeSignature", "<i4", self.limit)
-        ttype = t.scalar("Type", _I8)
+        shape = tuple(_int_vector(buf, p, self.limit, "Shape"))
+        sig_list = _int_vector(buf, f[_T_SIG], self.limit, "ShapeSignature")
+        ttype = _I8(buf, f[_T_TYPE])[0] if f[_T_TYPE] else 0
         dtype = TENSOR_TYPES.get(ttype, f"type{ttype}")
-        name = _name(t.string("Name"))
+        name = _string(buf, f[_T_NAME], "name")
         if any(d < 0 for d in shape):
             raise _Bad(f"tensor {i} '{name}' has a negative dimension {shape}")
         elements = math.prod(shape)
         if elements > MAX_ELEMENTS:
             raise _Bad(f"tensor {i} '{name}' of shape {list(shape)} claims {elements} elements, beyond any real model")
-        sig_list = sig.tolist()
-        if sig.size and (len(sig_list) != len(shape) or any(s < -1 or 0 <= s != d for s, d in zip(sig_list, shape))):
+        if sig_list and (len(sig_list) != len(shape) or any(s < -1 or 0 <= s != d for s, d in zip(sig_list, shape))):
             raise _Bad(f"tensor {i} '{name}' has shape {list(shape)} but shape signature {sig_list} "
                        "(they must agree except where the signature says -1)")
         data = None
-        sp = t.table("Sparsity")
-        sparsity = self.sparsity(_Table(self.buf, sp, _SP)) if sp else None
-        buffer = t.scalar("Buffer", _U32)
+        p = f[_T_SPARSITY]
+        sparsity = self.sparsity(_Table(buf, p + _U32(buf, p)[0], _SP)) if p else None
+        buffer = _U32(buf, f[_T_BUFFER])[0] if f[_T_BUFFER] else 0
         raw = self.buffer_bytes(buffer)
         if raw is not None and raw.size:
             data = self.constant(name, i, raw, shape, dtype, elements, sparse=sparsity is not None)
         if sparsity is not None:
             _check_sparse(i, name, shape, elements, sparsity, data)
         quant = None
-        qpos = t.table("Quantization")         # present but empty on most float tensors: skip it cheaply
-        if qpos:
-            q = _Table(self.buf, qpos, _Q)
+        p = f[_T_QUANT]                  # present but empty on most float tensors: skip it cheaply
+        if p:
+            q = _Table(buf, p + _U32(buf, p)[0], _Q)
             if q.length("Scale"):
                 quant = self.quantization(q, len(shape))
         return Tensor(
             index=i, name=name, shape=shape, dtype=dtype,
-            shape_signature=tuple(sig_list) if sig.size else None,
+            shape_signature=tuple(sig_list) if sig_list else None,
             data=data, quantization=quant,
-            sparsity=sparsity, is_variable=bool(t.scalar("IsVariable", _U8)), buffer=buffer,
+            sparsity=sparsity, is_variable=bool(_U8(buf, f[_T_VARIABLE])[0]) if f[_T_VARIABLE] else False,
+            buffer=buffer,
         )
 
     def constant(self, name, i, raw, shape, dtype, elements, sparse) -> np.ndarray:
@@ -395,32 +459,36 @@ class _Reader:
         }
 
     def op(self, i: int, pos: int, codes) -> Op:
-        o = _Table(self.buf, pos, _OP)
-        idx = o.scalar("OpcodeIndex", _U32)
+        buf, limit = self.buf, self.limit
+        f = _offsets(buf, pos, _OP_N)
+        idx = _U32(buf, f[_O_OPCODE])[0] if f[_O_OPCODE] else 0
         if idx >= len(codes):
             raise _Bad(f"opcode index {idx}, but the model defines {len(codes)} operator codes")
         opcode, custom, version = codes[idx]
-        kind2 = o.scalar("BuiltinOptions2Type", _U8)
+        kind2 = _U8(buf, f[_O_KIND2])[0] if f[_O_KIND2] else 0
         if kind2:
-            fields = S.OPTIONS2.get(kind2, (None, None))[1]
-            options = _decode_options(self.buf, o.table("BuiltinOptions2"), fields, self.limit)
+            fields, p = S.OPTIONS2.get(kind2, (None, None))[1], f[_O_OPTIONS2]
         else:
-            fields = S.OPTIONS.get(o.scalar("BuiltinOptionsType", _U8), (None, None))[1]
-            options = _decode_options(self.buf, o.table("BuiltinOptions"), fields, self.limit)
+            kind = _U8(buf, f[_O_KIND])[0] if f[_O_KIND] else 0
+            fields, p = S.OPTIONS.get(kind, (None, None))[1], f[_O_OPTIONS]
+        options = _decode_options(buf, p + _U32(buf, p)[0] if p else 0, fields, limit)
         custom_options = None
         if custom:
-            off, size = o.scalar("LargeCustomOptionsOffset", _U64), o.scalar("LargeCustomOptionsSize", _U64)
+            off = _U64(buf, f[_O_LARGE_OFFSET])[0] if f[_O_LARGE_OFFSET] else 0
+            size = _U64(buf, f[_O_LARGE_SIZE])[0] if f[_O_LARGE_SIZE] else 0
             if off > 1:
-                if off + size > self.limit:
+                if off + size > limit:
                     raise _Bad(f"operator {i} custom options point past the end of the file")
-                custom_options = bytes(self.buf[off:off + size])
+                custom_options = bytes(buf[off:off + size])
             else:
-                custom_options = o.vector("CustomOptions", "<u1", self.limit).astype(np.uint8).tobytes()
+                p = f[_O_CUSTOM]
+                custom_options = _vector(buf, p + _U32(buf, p)[0] if p else 0, "<u1", limit, "CustomOptions"
+                                         ).astype(np.uint8).tobytes()
         return Op(
             index=i, opcode=opcode, custom=custom, version=version, options=options,
-            inputs=o.vector("Inputs", "<i4", self.limit).tolist(),
-            outputs=o.vector("Outputs", "<i4", self.limit).tolist(),
-            intermediates=o.vector("Intermediates", "<i4", self.limit).tolist(),
+            inputs=_int_vector(buf, f[_O_INPUTS], limit, "Inputs"),
+            outputs=_int_vector(buf, f[_O_OUTPUTS], limit, "Outputs"),
+            intermediates=_int_vector(buf, f[_O_INTERMEDIATES], limit, "Intermediates"),
             custom_options=custom_options,
         )
 
@@ -489,11 +557,32 @@ def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
 
 
 def read_tflite(path: str | Path) -> Graph:
-    from .loader import regular_file
     path = str(path)
-    regular_file(path)
+    return read_tflite_bytes(_read_file(path), path)
+
+
+def _read_file(path: str) -> bytes:
+    """The file's bytes, with one open and one read (pathlib's read_bytes cost a quarter of reading a small model).
+    Opened non-blocking so a FIFO cannot hang the open; anything but a regular file gets loader's refusal."""
+    from .loader import regular_file
     try:
-        buf = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as e:
+        regular_file(path)                      # a folder on Windows: say what it is, not "permission denied"
+        raise ModelLoadError(path, e.strerror or str(e)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            regular_file(path)                  # raises, naming what the path is
+            raise ModelLoadError(path, "not a regular file")
+        data = os.read(fd, st.st_size) if st.st_size else b""
+        if len(data) < st.st_size or not st.st_size:     # one read stops at ~2 GB; some files report size 0
+            parts = [data]
+            while chunk := os.read(fd, 1 << 30):
+                parts.append(chunk)
+            data = b"".join(parts)
+        return data
     except OSError as e:
         raise ModelLoadError(path, e.strerror or str(e)) from None
-    return read_tflite_bytes(buf, path)
+    finally:
+        os.close(fd)
