@@ -139,12 +139,14 @@ def annotate(result, edits: MetadataEdits | None = None) -> list[str]:
     2. the TFLite metadata hints (IMAGE, Image.* keys, doc string) as a pre-fill,
     3. the user's `edits` on top (they win), validated: MetadataError when invalid, and the model is untouched.
     """
-    from .tflite_metadata import edits_from_metadata, read_tflite_metadata
     io = _io_map(result)
     inputs = {vi.name for vi in result.model.graph.input}
     dims, notes = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs})
-    meta = read_tflite_metadata(result.graph)
-    prefill = edits_from_metadata(meta)
+    meta, prefill = None, MetadataEdits()
+    if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
+        from .tflite_metadata import edits_from_metadata, read_tflite_metadata
+        meta = read_tflite_metadata(result.graph)
+        prefill = edits_from_metadata(meta)
     if meta is not None:
         prefill.types = {io[t][0]: v for t, v in prefill.types.items() if t in io}
         notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
