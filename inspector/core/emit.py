@@ -7,6 +7,7 @@ inserts the Transposes the plan calls for (once per tensor and layout), transpos
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import onnx
@@ -36,6 +37,26 @@ def onnx_dtype(dtype: str) -> int:
         except (TypeError, KeyError):
             raise ConversionError(f"tensor type {dtype} has no ONNX equivalent") from None
     return code
+
+
+_SPACES = re.compile(r"\s+")
+_HAS_SPACE = re.compile(r"\s").search
+# numpy dtypes whose TensorProto is just their little-endian bytes; others (strings, 4-bit, float8) go through
+# numpy_helper.from_array, which packs or encodes them.
+_RAW_TYPES = {np.dtype(t): helper.np_dtype_to_tensor_dtype(np.dtype(t)) for t in (
+    "float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool")}
+
+
+def tensor_proto(arr: np.ndarray, name: str) -> onnx.TensorProto:
+    """numpy_helper.from_array(arr, name) for a C-contiguous array, without its per-call dtype probing (one call
+    per initializer)."""
+    code = _RAW_TYPES.get(arr.dtype)
+    if code is None or sys.byteorder != "little" or arr.dtype.byteorder == ">":
+        return numpy_helper.from_array(arr, name)
+    t = onnx.TensorProto(dims=arr.shape, data_type=code, raw_data=arr.tobytes())
+    if name:
+        t.name = name
+    return t
 
 
 def make_value_info(name: str, elem_type: int, dims) -> onnx.ValueInfoProto:
@@ -107,7 +128,7 @@ class Emitter:
 
     # --- names -------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        base = re.sub(r"\s+", "_", base) or "v"
+        base = _SPACES.sub("_", base) if _HAS_SPACE(base) else base or "v"
         name, k = base, 1
         while name in self._used:
             k += 1
@@ -141,7 +162,8 @@ class Emitter:
         return self.sg.tensors[t].shape
 
     def perm(self, t: int) -> Perm:
-        return self.plan.perm(t, self.sg.tensors[t].rank)
+        p = self.plan.perms.get(t)                       # (LayoutPlan.perm, without building the default first)
+        return p if p is not None else tuple(range(len(self.sg.tensors[t].shape)))
 
     def onnx_shape(self, t: int, perm: Perm | None = None) -> tuple[int, ...]:
         return L.apply(self.shape(t), perm if perm is not None else self.perm(t))
@@ -157,7 +179,7 @@ class Emitter:
         name = self.fresh(base)
         if not arr.flags.c_contiguous:                  # (np.ascontiguousarray would make scalars 1-D)
             arr = arr.copy(order="C")
-        self.initializers.append(numpy_helper.from_array(arr, name))
+        self.initializers.append(tensor_proto(arr, name))
         return name
 
     def const_of(self, t: int, perm: Perm | None = None, shape=None, dtype=None, key: str = "") -> str:
