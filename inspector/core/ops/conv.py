@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..errors import ConversionError
+from . import hybrid
 from .registry import I, op
 
 OHWI_TO_OIHW = (0, 3, 1, 2)
@@ -52,9 +53,12 @@ def conv2d(ctx, op):
     attrs = spatial_attrs(ctx, op, op.inputs[0], (kh, kw), (o.get("stride_h", 1), o.get("stride_w", 1)),
                           (o.get("dilation_h_factor", o.get("dilation_hfactor", 1)),
                            o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
+    group = in_c // w_in if in_c != w_in else None
+    if hybrid.applies(ctx, op):
+        return hybrid.conv(ctx, op, OHWI_TO_OIHW, group=group, kernel_shape=[kh, kw], **attrs)
     weight = ctx.input(op, 1, OHWI_TO_OIHW)
     ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
-             group=in_c // w_in if in_c != w_in else None, kernel_shape=[kh, kw], **attrs)
+             group=group, kernel_shape=[kh, kw], **attrs)
 
 
 @op("DEPTHWISE_CONV_2D", category=I, onnx="Conv")
@@ -69,6 +73,8 @@ def depthwise(ctx, op):
     attrs = spatial_attrs(ctx, op, op.inputs[0], (kh, kw), (o.get("stride_h", 1), o.get("stride_w", 1)),
                           (o.get("dilation_h_factor", o.get("dilation_hfactor", 1)),
                            o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
+    if hybrid.applies(ctx, op):
+        return hybrid.conv(ctx, op, (3, 0, 1, 2), group=in_c, kernel_shape=[kh, kw], **attrs)
     weight = ctx.input(op, 1, (3, 0, 1, 2))
     ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
              group=in_c, kernel_shape=[kh, kw], **attrs)

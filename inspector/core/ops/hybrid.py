@@ -1,9 +1,42 @@
-"""Dynamic-range (hybrid) ops: float activations, int8 weights. TFLite's CONV_2D, DEPTHWISE_CONV_2D and
-FULLY_CONNECTED quantize their float input to int8 per batch row on the fly and run integer arithmetic."""
+"""Dynamic-range (hybrid) ops: float activations, int8 weights, computed as LiteRT computes them.
+
+TFLite's CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED quantize their float input to int8 per batch row on the
+fly, accumulate integers, and scale the accumulator back to float. The emission here repeats that arithmetic
+operation for operation, so the ONNX result is LiteRT's bit for bit:
+
+- Input quantization as x86 LiteRT runs it (its NEON code through the SSE translation): the row's min and max
+  (with 0), for the asymmetric form the scale `float(max - min) / 255.0` and the zero point in double, the
+  inverse scale `float(1.0 / scale)`, then `y = x * inv` rounded by adding +-0.5 in float and truncating (the
+  last `size % 8` elements of a row, which LiteRT quantizes one by one, by std::round instead). The symmetric
+  form (per-tensor CONV_2D, FULLY_CONNECTED without asymmetric_quantize_inputs) uses `range / 127` and
+  `127 / range` in float.
+- The accumulator: a float Conv/MatMul of the centred integers (q - zero point) with the integer weights. Every
+  product and partial sum is an integer below 2^24, so float arithmetic is exact in any summation order; the
+  converter checks that bound per output channel from the weights and warns where it cannot be guaranteed.
+- The scaling in each kernel's order: per-channel CONV_2D `(acc * channel_scale) * input_scale + bias`,
+  DEPTHWISE_CONV_2D `acc * (channel_scale * input_scale) + bias`, per-tensor CONV_2D and FULLY_CONNECTED
+  `acc * (input_scale * weight_scale) + bias`.
+
+ONNX Runtime's optimiser keeps the arithmetic: it folds a Mul into a Conv's weights only when the Conv feeds the
+Mul's first input and the constant is the second, so the per-channel scale is written as the first input.
+An input known to be non-negative (a fused or separate ReLU/ReLU6 upstream, through padding and pooling) skips
+the min, the sign and the clamp: its zero point is always -128 and its centred values are the rounded ones.
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from .. import layout as L
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 ONNX_FLOAT, ONNX_DOUBLE = 1, 11
+EXACT_LIMIT = 1 << 24                  # float32 holds every integer up to here
+LANES = 8                              # LiteRT's vector loop quantizes 8 values a step; the rest one at a time
+HALF_EXACT = np.float32(0.5) - np.float32(2.0 ** -25)     # floor(v + this) is std::round for v >= 0
+# Ops whose output is non-negative when their (first) input is.
+KEEPS_SIGN = frozenset({"PAD", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "AVERAGE_POOL_2D",
+                        "TRANSPOSE", "MEAN", "CONCATENATION", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"})
+NONNEG_ACT = frozenset({"RELU", "RELU6", "RELU_0_TO_1"})
 
 
 def is_hybrid(qdq, op) -> bool:
@@ -11,57 +44,217 @@ def is_hybrid(qdq, op) -> bool:
     if op is None or op.opcode not in HYBRID or len(op.inputs) < 2 or op.inputs[1] < 0:
         return False
     w = sg.tensors[op.inputs[1]]
-    return sg.tensors[op.inputs[0]].dtype == "float32" and w.dtype == "int8" and op.inputs[1] in qdq.q
+    return (sg.tensors[op.inputs[0]].dtype == "float32" and w.dtype == "int8" and op.inputs[1] in qdq.q
+            and w.data is not None)
+
+
+def applies(ctx, op) -> bool:
+    return is_hybrid(ctx.q, op)
 
 
 def read(qdq, op, x: str) -> str:
-    """What a hybrid op reads for its float input 0 (value `x`); other ops read `x` itself."""
-    return _quantized_input(qdq, op, x) if is_hybrid(qdq, op) else x
+    """What an op reads for its float input 0: hybrid ops quantize it in their own emitters (below)."""
+    return x
 
 
-def _round_away(em, x: str, dtype: str) -> str:
-    """std::round (ties away from zero); ONNX Round rounds ties to even."""
-    mag = em.node("Floor", [em.node("Add", [em.node("Abs", [x], 1)[0], em.scalar(0.5, dtype)], 1)[0]], 1)[0]
-    return em.node("Mul", [em.node("Sign", [x], 1)[0], mag], 1)[0]
+# --- the input, quantized per batch row ---------------------------------------------------------------------
+def nonnegative(sg, t: int, seen=None) -> bool:
+    """Is activation t >= 0 by construction (a ReLU/ReLU6 upstream, through ops that keep the sign)?"""
+    seen = set() if seen is None else seen
+    if t in seen:
+        return False
+    seen.add(t)
+    producer = next((o for o in sg.ops if t in o.outputs), None)
+    if producer is None:
+        return False
+    if producer.opcode in NONNEG_ACT or producer.options.get("fused_activation_function") in NONNEG_ACT:
+        return True
+    if producer.opcode not in KEEPS_SIGN:
+        return False
+    acts = [i for i in producer.inputs[:1 if producer.opcode != "CONCATENATION" else None]
+            if i >= 0 and sg.tensors[i].data is None]
+    return bool(acts) and all(nonnegative(sg, i, seen) for i in acts)
 
 
-def _quantized_input(qdq, op, x: str) -> str:
-    """The input quantized per batch row as TFLite does (asymmetrically for per-channel convolutions and when
-    FULLY_CONNECTED asks for it, else symmetrically), as real values."""
-    em, sg = qdq.em, qdq.em.sg
-    shape = sg.tensors[op.inputs[0]].shape
-    w = sg.tensors[op.inputs[1]]
-    if op.opcode == "FULLY_CONNECTED":
-        k = sg.tensors[op.inputs[1]].shape[1]
-        axes = [len(shape) - 1] if shape[-1] == k else list(range(1, len(shape)))
-        asym = bool(op.options.get("asymmetric_quantize_inputs"))
-    else:
-        axes = list(range(1, len(shape)))
-        asym = w.quantization.per_channel
+def _half(ctx, row_shape, perm) -> str:
+    """0.5, or a tensor of it with the exact-rounding constant on the row's last size % 8 elements (TFLite's
+    order: row_shape is the row in TFLite layout, perm its layout in ONNX)."""
+    size = int(np.prod(row_shape))
+    if size % LANES == 0 or any(d < 0 for d in row_shape):
+        return ctx.scalar(0.5)
+    half = np.full(size, 0.5, np.float32)
+    half[size - size % LANES:] = HALF_EXACT
+    half = half.reshape((1, *row_shape))
+    return ctx.const(np.ascontiguousarray(np.transpose(half, perm)), "hybrid_half")
+
+
+def _d(ctx, x: str) -> str:
+    return ctx.node("Cast", [x], 1, to=ONNX_DOUBLE)[0]
+
+
+def _f(ctx, x: str) -> str:
+    return ctx.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+
+
+def _round_half_away(ctx, v: str, dtype: str, half: str) -> str:
+    """sign(v) * floor(|v| + half): LiteRT's rounding with half = 0.5 (its float add included)."""
+    mag = ctx.node("Floor", [ctx.node("Add", [ctx.node("Abs", [v], 1)[0], half], 1)[0]], 1)[0]
+    return ctx.node("Mul", [mag, ctx.node("Sign", [v], 1)[0]], 1)[0]
+
+
+def quantize_rows(ctx, x: str, x_t: int, axes, row_shape, perm, asym: bool, batch: int | None):
+    """(centred, scale): x's row-wise int8 values minus their zero point, as integer-valued floats, and each
+    row's float scale (reduced axes kept as 1)."""
     f, d = "float32", "double"
-    lo = em.node("ReduceMin", [x, em.i64(axes, "axes")], 1, keepdims=1)[0]
-    hi = em.node("ReduceMax", [x, em.i64(axes, "axes")], 1, keepdims=1)[0]
-    zero = em.scalar(0.0, f)
-    if asym:                                 # the scale and zero point in double, as TFLite computes them
-        lo = em.node("Cast", [em.node("Min", [lo, zero], 1)[0]], 1, to=ONNX_DOUBLE)[0]
-        hi = em.node("Cast", [em.node("Max", [hi, zero], 1)[0]], 1, to=ONNX_DOUBLE)[0]
-        scale_d = em.node("Div", [em.node("Sub", [hi, lo], 1)[0], em.scalar(255.0, d)], 1)[0]
+    ax = ctx.i64(axes, "axes")
+    half = _half(ctx, row_shape, perm)
+    nonneg = nonnegative(ctx.sg, x_t)
+    hi = ctx.node("ReduceMax", [x, ax], 1, keepdims=1)[0]
+    if nonneg:
+        lo = None
     else:
-        rng = em.node("Max", [em.node("Abs", [lo], 1)[0], em.node("Abs", [hi], 1)[0]], 1)[0]
-        scale_d = em.node("Div", [em.node("Cast", [rng], 1, to=ONNX_DOUBLE)[0], em.scalar(127.0, d)], 1)[0]
-    scale = em.node("Cast", [scale_d], 1, to=ONNX_FLOAT)[0]
-    # An all-zero row: TFLite uses scale 1 (every value quantizes to 0 either way).
-    empty = em.node("Equal", [scale, zero], 1)[0]
-    scale = em.node("Where", [empty, em.scalar(1.0, f), scale], 1)[0]
-    scaled = em.node("Mul", [x, em.node("Reciprocal", [scale], 1)[0]], 1)[0]
-    if asym:
-        safe_d = em.node("Where", [empty, em.scalar(1.0, d), scale_d], 1)[0]
-        zp = em.node("Sub", [em.scalar(-128.0, d), em.node("Div", [lo, safe_d], 1)[0]], 1)[0]
-        zp = em.node("Cast", [_round_away(em, zp, d)], 1, to=ONNX_FLOAT)[0]
-        zp = em.node("Clip", [zp, em.scalar(-128.0, f), em.scalar(127.0, f)], 1)[0]
-        q = em.node("Clip", [em.node("Add", [_round_away(em, scaled, f), zp], 1)[0],   # round, then offset
-                             em.scalar(-128.0, f), em.scalar(127.0, f)], 1)[0]
-        q = em.node("Sub", [q, zp], 1)[0]
+        lo = ctx.node("ReduceMin", [x, ax], 1, keepdims=1)[0]
+    if not asym:
+        rng = hi if nonneg else ctx.node("Max", [ctx.node("Abs", [lo], 1)[0], ctx.node("Abs", [hi], 1)[0]], 1)[0]
+        k = ctx.scalar(127.0, f)
+        rng = ctx.node("Where", [ctx.node("Equal", [rng, ctx.scalar(0.0, f)], 1)[0], k, rng], 1)[0]   # all zero: 1
+        scale = ctx.node("Div", [rng, k], 1)[0]
+        inv = ctx.node("Div", [k, rng], 1)[0]
+        y = ctx.node("Mul", [x, inv], 1)[0]
+        if nonneg:
+            return ctx.node("Floor", [ctx.node("Add", [y, half], 1)[0]], 1)[0], scale
+        return _round_half_away(ctx, y, f, half), scale
+    zero = ctx.scalar(0.0, f)
+    rmax = hi if nonneg else ctx.node("Max", [hi, zero], 1)[0]
+    width = rmax if nonneg else ctx.node("Sub", [rmax, ctx.node("Min", [lo, zero], 1)[0]], 1)[0]
+    c255 = ctx.scalar(255.0, f)
+    width = ctx.node("Where", [ctx.node("Equal", [width, zero], 1)[0], c255, width], 1)[0]   # all zero: scale 1
+    scale_d = ctx.node("Div", [_d(ctx, width), ctx.scalar(255.0, d)], 1)[0]
+    scale = _f(ctx, scale_d)
+    inv = _f(ctx, ctx.node("Div", [ctx.scalar(1.0, d), _d(ctx, scale)], 1)[0])
+    y = ctx.node("Mul", [x, inv], 1)[0]
+    if nonneg:
+        # zero point -128 (from the min, 0): q - zp is the rounded value itself, within [0, 255].
+        return ctx.node("Floor", [ctx.node("Add", [y, half], 1)[0]], 1)[0], scale
+    zp = _zero_point(ctx, ctx.node("Min", [lo, zero], 1)[0], rmax, scale_d)
+    lower = ctx.node("Sub", [ctx.scalar(-128.0, f), zp], 1)[0]
+    upper = ctx.node("Sub", [ctx.scalar(127.0, f), zp], 1)[0]
+    r = _round_half_away(ctx, y, f, half)
+    if batch == 1:                       # Clip takes scalar bounds
+        lower = ctx.node("Reshape", [lower, ctx.i64([], "scalar")], 1)[0]
+        upper = ctx.node("Reshape", [upper, ctx.i64([], "scalar")], 1)[0]
+        return ctx.node("Clip", [r, lower, upper], 1)[0], scale
+    return ctx.node("Min", [ctx.node("Max", [r, lower], 1)[0], upper], 1)[0], scale
+
+
+def _zero_point(ctx, rmin: str, rmax: str, scale_d: str) -> str:
+    """TFLite's nudged zero point (double arithmetic, the end with the smaller error), as a float."""
+    d = "double"
+    a = ctx.node("Div", [_d(ctx, rmin), scale_d], 1)[0]
+    b = ctx.node("Div", [_d(ctx, rmax), scale_d], 1)[0]
+    from_min = ctx.node("Sub", [ctx.scalar(-128.0, d), a], 1)[0]
+    from_max = ctx.node("Sub", [ctx.scalar(127.0, d), b], 1)[0]
+    err_min = ctx.node("Add", [ctx.scalar(128.0, d), ctx.node("Abs", [a], 1)[0]], 1)[0]
+    err_max = ctx.node("Add", [ctx.scalar(127.0, d), ctx.node("Abs", [b], 1)[0]], 1)[0]
+    z = ctx.node("Where", [ctx.node("Less", [err_min, err_max], 1)[0], from_min, from_max], 1)[0]
+    z = _round_half_away(ctx, z, d, ctx.scalar(float(np.nextafter(0.5, 0.0)), d))
+    return _f(ctx, ctx.node("Clip", [z, ctx.scalar(-128.0, d), ctx.scalar(127.0, d)], 1)[0])
+
+
+# --- weights and scaling -------------------------------------------------------------------------------------
+def _per_channel(q) -> bool:
+    """LiteRT's per-channel hybrid path: more than one weight scale, not all equal."""
+    return q.scales.size > 1 and bool(np.any(q.scales != q.scales[0]))
+
+
+def _weights(ctx, op, perm, centred_max: int) -> str:
+    """The int8 weights in ONNX layout as float integers (an int8 initializer and a Cast ONNX Runtime folds)."""
+    w_t = op.inputs[1]
+    w = np.asarray(ctx.data(w_t))
+    arr = np.ascontiguousarray(np.transpose(w, perm))
+    out_axis = L.axis_to_onnx(w.ndim - 1 if op.opcode == "DEPTHWISE_CONV_2D" else 0, perm)
+    ctx.q.const_axes[w_t] = out_axis
+    bound = np.abs(arr.astype(np.int64)).sum(axis=tuple(i for i in range(arr.ndim) if i != out_axis))
+    if bound.size and int(bound.max()) * centred_max >= EXACT_LIMIT:
+        ctx.warnings.append(f"{op.opcode}#{op.index}: accumulator may exceed 2^24, where float sums of the "
+                            f"integers can round (LiteRT's int32 cannot)")
+    stored = ctx.const(arr, ctx.q.short(w_t) + "_int8")
+    ctx._note_value(w_t, stored)
+    return _f(ctx, stored)
+
+
+def _channel_scales(ctx, op, shape) -> str:
+    q = ctx.tensor(op.inputs[1]).quantization
+    return ctx.const(q.scales.astype(np.float32).reshape(shape), ctx.q.short(op.inputs[1]) + "_scale")
+
+
+def _scale(ctx, op, a: str, b: str, dst: str, bias_shape=None) -> None:
+    """a * b, + bias (if any; shaped to broadcast over the output), into dst (a fused activation follows through
+    ctx.fused)."""
+    b_t = op.inputs[2] if len(op.inputs) > 2 else -1
+    bias = ""
+    if b_t >= 0 and bias_shape is not None:
+        bias = ctx.const_of(b_t, shape=bias_shape) if ctx.is_const(b_t) else \
+            ctx.node("Reshape", [ctx.input(op, 2), ctx.i64(bias_shape)], 1)[0]
+    elif b_t >= 0:
+        bias = ctx.input(op, 2)
+    if bias:
+        ctx.node("Add", [ctx.node("Mul", [a, b], 1)[0], bias], [dst])
     else:
-        q = em.node("Clip", [_round_away(em, scaled, f), em.scalar(-127.0, f), em.scalar(127.0, f)], 1)[0]
-    return em.node("Mul", [q, scale], 1)[0]
+        ctx.node("Mul", [a, b], [dst])
+
+
+# --- the ops -------------------------------------------------------------------------------------------------
+def conv(ctx, op, w_perm, **attrs) -> None:
+    """CONV_2D (w_perm OHWI -> OIHW) or DEPTHWISE_CONV_2D as LiteRT's hybrid kernels compute them."""
+    x_t = op.inputs[0]
+    q = ctx.tensor(op.inputs[1]).quantization
+    depthwise = op.opcode == "DEPTHWISE_CONV_2D"
+    asym = depthwise or _per_channel(q) or attrs.get("group")
+    x = ctx.input(op, 0)
+    perm = ctx.plan.inputs.get((op.index, 0), ctx.perm(x_t))
+    shape = ctx.shape(x_t)
+    batch_axis = L.axis_to_onnx(0, perm)
+    axes = [a for a in range(len(shape)) if a != batch_axis]
+    batch = shape[0] if shape[0] > 0 and not ctx.tensor(x_t).dynamic else None
+    centred, in_scale = quantize_rows(ctx, x, x_t, axes, shape[1:], perm, asym, batch)
+    weight = _weights(ctx, op, w_perm, 255 if asym else 127)
+    acc = ctx.node("Conv", [centred, weight], 1, **attrs)[0]
+    dst = ctx.fused(op, ctx.output(op))
+    per_channel = [1, -1, 1, 1]                      # ONNX Conv output: channels on axis 1
+    bias_shape = (ctx.shape(op.outputs[0])[-1], 1, 1)
+    if depthwise:
+        _scale(ctx, op, acc, ctx.node("Mul", [_channel_scales(ctx, op, per_channel), in_scale], 1)[0], dst,
+               bias_shape)
+    elif asym:
+        _scale(ctx, op, ctx.node("Mul", [_channel_scales(ctx, op, per_channel), acc], 1)[0], in_scale, dst,
+               bias_shape)
+    else:
+        _scale(ctx, op, acc, ctx.node("Mul", [in_scale, ctx.scalar(float(q.scales[0]))], 1)[0], dst, bias_shape)
+
+
+def fully_connected(ctx, op) -> None:
+    """FULLY_CONNECTED: rows of K inputs, quantized asymmetrically when the op asks for it."""
+    x_t, w_t, out_t = op.inputs[0], op.inputs[1], op.outputs[0]
+    q = ctx.tensor(w_t).quantization
+    k = ctx.shape(w_t)[1]
+    asym = bool(op.options.get("asymmetric_quantize_inputs"))
+    x = ctx.input(op, 0)
+    if ctx.tensor(x_t).rank != 2:
+        x = ctx.node("Reshape", [x, ctx.i64([-1, k])], 1)[0]
+    total = int(np.prod(ctx.shape(x_t)))
+    batch = total // k if not ctx.tensor(x_t).dynamic and total > 0 else None
+    centred, in_scale = quantize_rows(ctx, x, x_t, [1], [k], (0, 1), asym, batch)
+    dot = ctx.node("MatMul", [centred, _weights(ctx, op, (1, 0), 255 if asym else 127)], 1)[0]
+    if q.scales.size > 1:
+        s = ctx.node("Mul", [in_scale, _channel_scales(ctx, op, [1, -1])], 1)[0]
+    else:
+        s = ctx.node("Mul", [in_scale, ctx.scalar(float(q.scales[0]))], 1)[0]
+    dst = ctx.fused(op, ctx.output(op))
+    if ctx.tensor(out_t).rank == 2:
+        _scale(ctx, op, dot, s, dst)
+        return
+    flat = ctx.fresh("fc_out")
+    _scale(ctx, op, dot, s, flat)
+    sig = ctx.tensor(out_t).shape_signature or ctx.shape(out_t)
+    ctx.node("Reshape", [flat, ctx.i64([-1 if dd < 0 else dd for dd in sig])], [dst])

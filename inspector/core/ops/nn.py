@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import layout as L
+from . import hybrid
 from .registry import A, X, op
 
 
@@ -32,6 +33,8 @@ op("LOG_SOFTMAX", category=A, onnx="LogSoftmax", rule=keep_layout)(_softmax("Log
 
 @op("FULLY_CONNECTED", category=X, onnx=("Gemm", "MatMul", "Reshape"))
 def fully_connected(ctx, op):
+    if hybrid.applies(ctx, op):
+        return hybrid.fully_connected(ctx, op)
     x_t, w_t = op.inputs[0], op.inputs[1]
     out_t = op.outputs[0]
     w_shape = ctx.shape(w_t)                          # [units, K]

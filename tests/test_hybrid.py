@@ -1,0 +1,213 @@
+"""Dynamic-range (hybrid) ops: float activations, int8 weights. LiteRT quantizes the float input per batch row on
+the fly and runs integer arithmetic; the converted model must give LiteRT's float output bit for bit, with ONNX
+Runtime's graph optimisations on and off (tolerance 0: every difference would be a different rounding)."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from inspector.core.convert import convert
+from inspector.core.ops.hybrid import HALF_EXACT, LANES, nonnegative
+from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.validate import run_tflite, validate
+
+F32 = np.float32
+LEVELS = {"optimised": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+          "unoptimised": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+
+
+def int8_weights(rng, shape, axis: int | None):
+    """Symmetric int8 weights as TFLite's dynamic-range quantizer stores them (per channel on `axis`)."""
+    w = rng.uniform(-1, 1, shape)
+    if axis is None:
+        scales = np.array([np.abs(w).max() / 127], F32)
+        q = np.round(w / scales[0])
+        quant = {"scales": scales, "zero_points": np.zeros(1, np.int64)}
+    else:
+        other = tuple(i for i in range(w.ndim) if i != axis)
+        scales = (np.abs(w).max(axis=other) / 127).astype(F32)
+        q = np.round(w / np.expand_dims(scales, other))
+        quant = {"scales": scales, "zero_points": np.zeros(scales.size, np.int64), "axis": axis}
+    return np.clip(q, -127, 127).astype(np.int8), quant
+
+
+def rows(rng, shape, spread=(0.2, 6.0), offset=(-2.0, 3.0)):
+    """A float input whose batch rows have different ranges and centres."""
+    n = shape[0]
+    scale = rng.uniform(*spread, (n,) + (1,) * (len(shape) - 1))
+    centre = rng.uniform(*offset, (n,) + (1,) * (len(shape) - 1))
+    return (rng.standard_normal(shape) * scale + centre).astype(F32)
+
+
+def assert_bit_exact(model: bytes, x: np.ndarray):
+    graph = read_tflite_bytes(model, "hybrid.tflite")
+    result = convert(graph)
+    ref = next(iter(run_tflite(graph, [x], model_bytes=model, keep_all=False).values()))
+    perm = result.plan.perm(graph.main.inputs[0], x.ndim)
+    out_perm = result.plan.outputs.get(graph.main.outputs[0], result.plan.perm(graph.main.outputs[0], ref.ndim))
+    for level, opt in LEVELS.items():
+        so = ort.SessionOptions()
+        so.graph_optimization_level = opt
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(result.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {sess.get_inputs()[0].name: np.ascontiguousarray(np.transpose(x, perm))})[0]
+        got = np.transpose(got, np.argsort(out_perm))
+        bad = np.count_nonzero(got != ref)
+        assert bad == 0, f"{level}: {bad} of {ref.size} differ, max {np.abs(got - ref).max()}"
+    return result
+
+
+def conv_model(rng, shape, out_c, kernel, *, depthwise=False, per_tensor=False, relu_in=False, act="RELU6",
+               stride=(1, 2), multiplier=1):
+    b = ModelBuilder()
+    x = b.input("x", shape, "float32")
+    src = x
+    if relu_in:                                 # a non-negative input takes the shorter quantization
+        src = b.tensor("r", shape)
+        b.op("RELU", [x], [src])
+    n, h, w_, c = shape
+    oh, ow = -(-h // stride[0]), -(-w_ // stride[1])
+    opts = {"padding": "SAME", "stride_h": stride[0], "stride_w": stride[1], "fused_activation_function": act}
+    if depthwise:
+        out_c = c * multiplier
+        wq, quant = int8_weights(rng, (1, kernel, kernel, out_c), 3)
+        opts["depth_multiplier"] = multiplier
+        opcode = "DEPTHWISE_CONV_2D"
+    else:
+        wq, quant = int8_weights(rng, (out_c, kernel, kernel, c), None if per_tensor else 0)
+        opcode = "CONV_2D"
+    y = b.tensor("y", [n, oh, ow, out_c])
+    b.op(opcode, [src, b.const("w", wq, quant=quant), b.const("b", rng.uniform(-1, 1, out_c).astype(F32))], [y],
+         opts)
+    b.output(y)
+    return b.build()
+
+
+CONVS = {
+    # H != W != C; 5*7*3 = 105 elements a row: LiteRT rounds the last 105 % 8 one at a time.
+    "conv_per_channel": dict(shape=(1, 5, 7, 3), out_c=4, kernel=3),
+    "conv_per_channel_1x1": dict(shape=(1, 6, 9, 20), out_c=12, kernel=1, stride=(1, 1), act="NONE"),
+    "conv_per_tensor": dict(shape=(1, 6, 9, 5), out_c=7, kernel=3, per_tensor=True),
+    "conv_relu_input": dict(shape=(1, 6, 9, 5), out_c=7, kernel=3, relu_in=True, act="RELU"),
+    "conv_per_tensor_relu_input": dict(shape=(1, 5, 7, 3), out_c=4, kernel=3, per_tensor=True, relu_in=True),
+    "conv_batch2": dict(shape=(2, 6, 9, 5), out_c=7, kernel=3),
+    "conv_per_tensor_batch2": dict(shape=(2, 6, 9, 5), out_c=7, kernel=3, per_tensor=True),
+    "depthwise": dict(shape=(1, 7, 5, 6), out_c=0, kernel=3, depthwise=True),
+    "depthwise_multiplier2": dict(shape=(1, 7, 5, 3), out_c=0, kernel=3, depthwise=True, multiplier=2),
+    "depthwise_relu_input": dict(shape=(1, 7, 5, 6), out_c=0, kernel=3, depthwise=True, relu_in=True),
+    "depthwise_batch2": dict(shape=(2, 7, 5, 6), out_c=0, kernel=3, depthwise=True, stride=(2, 2)),
+}
+
+
+@pytest.mark.parametrize("case", CONVS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hybrid_conv_is_bit_exact(case, seed):
+    rng = np.random.default_rng(seed)
+    kw = CONVS[case]
+    model = conv_model(rng, **kw)
+    assert_bit_exact(model, rows(rng, kw["shape"]))
+
+
+def test_all_zero_row_quantizes_to_zero():
+    """A row of zeros: LiteRT's scale 1 and zero point 0, so the output is the bias (no 0/0 in the scale)."""
+    rng = np.random.default_rng(3)
+    for kw in (CONVS["conv_batch2"], CONVS["conv_per_tensor_batch2"], CONVS["depthwise_batch2"]):
+        x = rows(rng, kw["shape"])
+        x[1] = 0
+        assert_bit_exact(conv_model(rng, **kw), x)
+
+
+def fc_model(rng, batch, k, units, *, asym, per_tensor=False, bias=True, act="NONE", keep_dims=None):
+    b = ModelBuilder()
+    shape = [batch, k] if keep_dims is None else [batch, keep_dims, k]
+    x = b.input("x", shape, "float32")
+    wq, quant = int8_weights(rng, (units, k), None if per_tensor else 0)
+    ins = [x, b.const("w", wq, quant=quant), b.const("b", rng.uniform(-1, 1, units).astype(F32)) if bias else None]
+    y = b.tensor("y", shape[:-1] + [units])
+    b.op("FULLY_CONNECTED", ins, [y], {"asymmetric_quantize_inputs": asym, "fused_activation_function": act,
+                                       "keep_num_dims": keep_dims is not None})
+    b.output(y)
+    return b.build(), shape
+
+
+@pytest.mark.parametrize("asym", [True, False], ids=["asymmetric", "symmetric"])
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["per_channel", "per_tensor"])
+def test_hybrid_fully_connected_is_bit_exact(asym, per_tensor):
+    rng = np.random.default_rng(5)
+    for k in (45, 64):                         # 45: a tail of 5 rounded one at a time
+        model, shape = fc_model(rng, 3, k, 11, asym=asym, per_tensor=per_tensor, act="RELU")
+        x = rows(rng, shape)
+        x[2] = 0                                # an all-zero row among non-zero ones
+        assert_bit_exact(model, x)
+    model, shape = fc_model(rng, 2, 20, 6, asym=asym, per_tensor=per_tensor, bias=False, keep_dims=3)
+    assert_bit_exact(model, rows(rng, shape))
+
+
+def identity_fc(k: int, asym: bool) -> bytes:
+    """FULLY_CONNECTED with identity weights (channel scales 1 and 1/2): its output shows each quantized input."""
+    b = ModelBuilder()
+    x = b.input("x", [1, k], "float32")
+    scales = np.where(np.arange(k) % 2, 0.5, 1.0).astype(F32)
+    w = b.const("w", np.eye(k, dtype=np.int8), quant={"scales": scales, "zero_points": np.zeros(k, np.int64),
+                                                     "axis": 0})
+    y = b.tensor("y", [1, k])
+    b.op("FULLY_CONNECTED", [x, w, None], [y], {"asymmetric_quantize_inputs": asym})
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("asym", [True, False], ids=["asymmetric", "symmetric"])
+def test_rounding_ties_and_near_ties(asym):
+    """Inputs planted on x * inv == k + 1/2 and on the float just below 1/2: LiteRT's vector loop adds +-0.5 in
+    float and truncates (0.49999997 rounds to 1), its scalar tail rounds half away from zero exactly."""
+    k = 8 * 12 + 7                              # 96 values in the vector loop, 7 in the tail
+    rng = np.random.default_rng(11)
+    lo, hi = F32(-2.3), F32(3.1)
+    x = rng.uniform(lo, hi, k).astype(F32)
+    x[0], x[1] = lo, hi
+    if asym:
+        scale = F32(float(hi - lo) / 255.0)
+    else:
+        scale = max(abs(lo), abs(hi)) / F32(127)
+    inv = F32(1.0 / float(scale)) if asym else F32(127) / max(abs(lo), abs(hi))
+    planted = 0
+    for i in range(2, k):
+        target = F32(rng.integers(-60, 60) + 0.5) if i % 3 else F32(np.sign(i % 2 - 0.5) * (0.5 - 2.0 ** -25))
+        cand = F32(target / inv)
+        for c in (cand, np.nextafter(cand, F32(np.inf)), np.nextafter(cand, F32(-np.inf))):
+            if F32(c * inv) == target and lo < c < hi:
+                x[i] = c
+                planted += 1
+                break
+    assert planted > k // 2
+    assert HALF_EXACT == F32(0.5) - F32(2.0 ** -25) and k % LANES == 7
+    assert_bit_exact(identity_fc(k, asym), x[None])
+
+
+def test_nonnegative_inputs_are_found_through_padding():
+    rng = np.random.default_rng(2)
+    b = ModelBuilder()
+    x = b.input("x", [1, 6, 9, 4], "float32")
+    r = b.tensor("r", [1, 6, 9, 4])
+    b.op("RELU6", [x], [r])
+    p = b.tensor("p", [1, 7, 10, 4])
+    b.op("PAD", [r, b.const("pads", np.array([[0, 0], [0, 1], [0, 1], [0, 0]], np.int32))], [p])
+    wq, quant = int8_weights(rng, (1, 3, 3, 4), 3)
+    y = b.tensor("y", [1, 3, 4, 4])
+    b.op("DEPTHWISE_CONV_2D", [p, b.const("w", wq, quant=quant), b.const("b", np.zeros(4, F32))], [y],
+         {"padding": "VALID", "stride_h": 2, "stride_w": 2, "depth_multiplier": 1})
+    b.output(y)
+    model = b.build()
+    graph = read_tflite_bytes(model, "pad.tflite")
+    assert nonnegative(graph.main, p) and not nonnegative(graph.main, x)
+    result = assert_bit_exact(model, rows(rng, (1, 6, 9, 4)))
+    assert not any(n.op_type == "ReduceMin" for n in result.model.graph.node)      # no min of a ReLU6 output
+
+
+def test_weights_stay_int8():
+    model = conv_model(np.random.default_rng(0), **CONVS["conv_per_channel_1x1"])
+    result = convert(read_tflite_bytes(model, "w.tflite"))
+    big = [i for i in result.model.graph.initializer if np.prod(i.dims) >= 12 * 20]
+    assert [(tuple(i.dims), i.data_type) for i in big] == [((12, 20, 1, 1), 3)]   # INT8, Cast once by the runtime
