@@ -30,16 +30,26 @@ MAX_RANK = 32                       # TFLite kernels stop at 6-8; a longer shape
 TENSOR_TYPES = S.TENSOR_TYPES
 _ENUM_NAMES = S.ENUM_NAMES          # enum-valued option fields, decoded to their schema names as the schema reads
 _SPARSE_VECTORS = {1: "<i4", 2: "<u2", 3: "<u1"}     # SparseIndexVector union: Int32/Uint16/Uint8Vector
-_M, _SG, _T, _OP, _OC, _BUF = (S.SLOTS[k] for k in ("Model", "SubGraph", "Tensor", "Operator", "OperatorCode",
-                                                    "Buffer"))
-_Q, _SP, _DM, _MD, _SD, _TM = (S.SLOTS[k] for k in ("QuantizationParameters", "SparsityParameters",
-                                                    "DimensionMetadata", "Metadata", "SignatureDef", "TensorMap"))
+
+
+def _field_ids(table: str) -> dict[str, int]:
+    """Accessor name -> field id (vtable slot 4 + 2 * id) of a schema table; "" -> how many fields it has."""
+    ids = {k: (slot - 4) >> 1 for k, slot in S.SLOTS[table].items()}
+    ids[""] = max(ids.values()) + 1
+    return ids
+
+
+_M, _SG, _T, _OP, _OC, _BUF = (_field_ids(k) for k in ("Model", "SubGraph", "Tensor", "Operator", "OperatorCode",
+                                                     "Buffer"))
+_Q, _SP, _DM, _MD, _SD, _TM, _VEC = (_field_ids(k) for k in (
+    "QuantizationParameters", "SparsityParameters", "DimensionMetadata", "Metadata", "SignatureDef", "TensorMap",
+    "Int32Vector"))
+# Field ids of the two tables read most (once per tensor, once per operator), as plain names for speed.
 _T_SHAPE, _T_TYPE, _T_BUFFER, _T_NAME, _T_QUANT, _T_VARIABLE, _T_SPARSITY, _T_SIG = (
-    (_T[k] - 4) >> 1 for k in ("Shape", "Type", "Buffer", "Name", "Quantization", "IsVariable", "Sparsity",
-                               "ShapeSignature"))
+    _T[k] for k in ("Shape", "Type", "Buffer", "Name", "Quantization", "IsVariable", "Sparsity", "ShapeSignature"))
 _TENSOR_N = max(_T_SHAPE, _T_TYPE, _T_BUFFER, _T_NAME, _T_QUANT, _T_VARIABLE, _T_SPARSITY, _T_SIG) + 1
 (_O_OPCODE, _O_INPUTS, _O_OUTPUTS, _O_KIND, _O_OPTIONS, _O_CUSTOM, _O_INTERMEDIATES, _O_LARGE_OFFSET, _O_LARGE_SIZE,
- _O_KIND2, _O_OPTIONS2) = ((_OP[k] - 4) >> 1 for k in (
+ _O_KIND2, _O_OPTIONS2) = (_OP[k] for k in (
     "OpcodeIndex", "Inputs", "Outputs", "BuiltinOptionsType", "BuiltinOptions", "CustomOptions", "Intermediates",
     "LargeCustomOptionsOffset", "LargeCustomOptionsSize", "BuiltinOptions2Type", "BuiltinOptions2"))
 _OP_N = max(_O_OPCODE, _O_INPUTS, _O_OUTPUTS, _O_KIND, _O_OPTIONS, _O_CUSTOM, _O_INTERMEDIATES, _O_LARGE_OFFSET,
@@ -169,33 +179,25 @@ def _table_positions(table: "_Table", accessor: str, what: str, limit: int) -> l
 
 
 class _Table:
-    """A flatbuffer table whose vtable is read once; `slots` maps the schema's accessor names to vtable slots."""
-    __slots__ = ("buf", "pos", "vt", "vlen", "slots")
+    """A flatbuffer table whose vtable is read once (see _offsets); `ids` maps the schema's accessor names to field
+    ids (from _field_ids)."""
+    __slots__ = ("buf", "pos", "at", "ids")
 
-    def __init__(self, buf: bytes, pos: int, slots: dict[str, int]):
-        self.buf, self.pos, self.slots = buf, pos, slots
-        self.vt = pos - _I32(buf, pos)[0]
-        if self.vt < 0:             # struct would read from the end of the buffer
-            raise struct.error("vtable before the start of the file")
-        self.vlen = _U16(buf, self.vt)[0]
-
-    def at(self, slot: int) -> int:
-        """Absolute position of the field in vtable `slot`; 0 when absent."""
-        if slot >= self.vlen:
-            return 0
-        off = _U16(self.buf, self.vt + slot)[0]
-        return self.pos + off if off else 0
+    def __init__(self, buf: bytes, pos: int, ids: dict[str, int]):
+        self.buf, self.pos, self.ids = buf, pos, ids
+        self.at = _offsets(buf, pos, ids[""])
 
     def field(self, accessor: str) -> int:
-        return self.at(self.slots[accessor])
+        """Absolute position of the field; 0 when absent."""
+        return self.at[self.ids[accessor]]
 
     def scalar(self, accessor: str, unpack=_I32, default: int = 0) -> int:
-        p = self.at(self.slots[accessor])
+        p = self.at[self.ids[accessor]]
         return unpack(self.buf, p)[0] if p else default
 
     def table(self, accessor: str) -> int:
         """Position of a sub-table, vector or string; 0 when absent."""
-        p = self.at(self.slots[accessor])
+        p = self.at[self.ids[accessor]]
         return p + _U32(self.buf, p)[0] if p else 0
 
     def string(self, accessor: str, checked: bool = True) -> bytes:
@@ -449,7 +451,7 @@ class _Reader:
                     dtype = _SPARSE_VECTORS.get(kind)
                     if dtype is None:
                         raise _Bad(f"sparsity {part} has unknown vector type {kind}")
-                    values = _Table(self.buf, p, S.SLOTS["Int32Vector"]).vector("Values", dtype, self.limit)
+                    values = _Table(self.buf, p, _VEC).vector("Values", dtype, self.limit)
                     entry[_snake(part)] = values.astype(np.int64)
             dims.append(entry)
         return {
@@ -502,8 +504,8 @@ class _Reader:
                 ops.append(self.op(i, pos, codes))
             except _Bad as e:
                 raise _Bad(f"subgraph {k} operator {i}: {e}") from None
-        inputs = sg.vector("Inputs", "<i4", self.limit).tolist()
-        outputs = sg.vector("Outputs", "<i4", self.limit).tolist()
+        inputs = _int_vector(self.buf, sg.field("Inputs"), self.limit, "Inputs")
+        outputs = _int_vector(self.buf, sg.field("Outputs"), self.limit, "Outputs")
         for where, idxs in [("inputs", inputs), ("outputs", outputs)] + [
             (f"operator {op.index} ({op.opcode})", op.inputs + op.outputs + op.intermediates) for op in ops
         ]:
