@@ -373,9 +373,9 @@ def dequantize_op(ctx, op):
 # QuantizeLinear rounds once, so a QDQ model lands one step off on ~0.1-1 % of elements per op. Deep models
 # (EfficientNet's squeeze-excite gates) amplify those steps. With `exact_int`, Conv, depthwise, FullyConnected,
 # Mul and Mean run as TFLite runs them: integer-valued float operands (x - zero point; exact below 2^24), the
-# accumulator requantized in int64 with TFLite's multiplier and shift, clamped to the fused activation's range.
+# accumulator requantized in float64 with TFLite's multiplier and shift, clamped to the fused activation's range.
 # ONNX Runtime cannot fuse that into its integer kernels: the default stays QDQ.
-ONNX_INT64 = 7
+ONNX_INT32 = 6
 EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL"})
 
 
@@ -389,49 +389,71 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
     return q, e
 
 
-def int64_const(em, value, base: str = "i") -> str:
-    """An int64 initializer of any shape, one per distinct value (the fixed-point pipeline repeats a few)."""
-    arr = np.asarray(value, np.int64)
-    key = ("int64", arr.shape, arr.tobytes())
-    if key not in em._cache:
-        em._cache[key] = em.const(arr, base)
-    return em._cache[key]
-
-
-def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray) -> str:
-    """TFLite's MultiplyByQuantizedMultiplier on int64 values (q, e broadcast against x: per channel or scalar):
-    a rounding doubling high multiply (round half up), then a rounding right shift (half away from zero).
-    Both are floor divisions; int64 Div truncates, so an offset (a multiple of the divisor, 2^60) keeps the
-    dividend positive, which holds while |x * 2^left| < 2^29 (exact float accumulators stay below 2^24)."""
-    i64 = lambda v: int64_const(em, v)    # noqa: E731
+def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, lo: int | None = None,
+                         bound: float | None = None) -> str:
+    """TFLite's MultiplyByQuantizedMultiplier, plus the zero point, on integer-valued float64 values (q, e
+    broadcast against x: per channel or scalar): a rounding doubling high multiply (round half up), then a
+    rounding right shift (half away from zero). Both are floor divisions by powers of two, so they merge into one:
+    floor((x*Q + 2^30 + 2^(30+r) - 2^31*[h < 0] + zp*2^K) / 2^K), K = 31 + r, Q = q*2^left, h the high
+    multiply's result (negative exactly when x < -floor(2^30/Q)). float64 is exact while that numerator stays
+    below 2^53, which `bound` (on |x|, from the weights) proves for most ops; otherwise Q is split at bit 16 and
+    the low part's product floored first (the floor of a floor by a power of two is one floor), exact for
+    |x| < 2^24 and r <= 30. float64 Mul/Add/Floor instead of int64 Div: ONNX Runtime vectorises them, and the
+    requantization is most of an exact model's run time. `lo`: the clamp that follows; from the zero point up
+    (fused RELU) negative results are clamped anyway, their rounding is moot."""
     q, e = np.asarray(q, np.int64), np.asarray(e, np.int64)
     left, right = np.maximum(e, 0), np.maximum(-e, 0)
-    big = 1 << 60
-    if np.any(left):
-        x = em.node("Mul", [x, per_channel_int64(em, np.left_shift(1, left))], 1)[0]
-    ab = em.node("Mul", [x, per_channel_int64(em, q)], 1)[0]
-    hi = em.node("Div", [em.node("Add", [ab, i64(big + (1 << 30))], 1)[0], i64(1 << 31)], 1)[0]
-    hi = em.node("Sub", [hi, i64(big >> 31)], 1)[0]              # floor((ab + 2^30) / 2^31)
-    if not np.any(right):
-        return hi
-    d = np.left_shift(1, right)
-    div = per_channel_int64(em, d)
-    neg = em.node("Cast", [em.node("Less", [hi, i64(0)], 1)[0]], 1, to=ONNX_INT64)[0]
-    v = em.node("Add", [em.node("Add", [hi, i64(big)], 1)[0], per_channel_int64(em, d // 2)], 1)[0]
-    v = em.node("Sub", [v, neg], 1)[0]
-    offset = em.node("Div", [i64(big), div], 1)[0]
-    return em.node("Sub", [em.node("Div", [v, div], 1)[0], offset], 1)[0]   # floor((hi + d/2 - neg) / d)
+    big_q = q << left
+    shifted = right > 0
+    k = 31 + right
+    c_pos = np.ldexp(1.0, 30) + np.where(shifted, np.ldexp(1.0, 30 + right), 0.0) + zp * np.ldexp(1.0, k)
+    c_neg = c_pos - np.where(shifted, np.ldexp(1.0, 31), 0.0)
+    split = bound is None or bound * float(big_q.max()) + float(np.abs(c_pos).max()) + 2.0 ** 31 >= 2.0 ** 53
+    if not split:
+        y, unit = em.node("Mul", [x, double_const(em, np.ldexp(big_q.astype(np.float64), -k))], 1)[0], k
+    else:
+        low = em.node("Floor", [em.node("Mul", [x, double_const(em, (big_q & 0xFFFF) / 65536.0)], 1)[0]], 1)[0]
+        y, unit = em.node("Add", [em.node("Mul", [x, double_const(em, big_q >> 16)], 1)[0], low], 1)[0], 16
+    if np.any(shifted) and (lo is None or lo < zp):   # the rounding shift rounds negative ties the other way
+        neg = em.node("Less", [x, double_const(em, -((1 << 30) // big_q))], 1)[0]
+        c = em.node("Where", [neg, double_const(em, np.ldexp(c_neg, -unit)), double_const(em, np.ldexp(c_pos, -unit))],
+                    1)[0]
+    else:
+        c = double_const(em, np.ldexp(c_pos, -unit))
+    y = em.node("Add", [y, c], 1)[0]
+    if split:
+        y = em.node("Mul", [y, double_const(em, np.ldexp(1.0, -(k - unit)))], 1)[0]
+    return em.node("Floor", [y], 1)[0]
 
 
-def per_channel_int64(em, value) -> str:
-    """An int64 operand stored as int32 when it fits (per-channel multipliers and shifts: half the bytes)."""
-    arr = np.asarray(value, np.int64)
-    if arr.ndim == 0 or arr.min() < np.iinfo(np.int32).min or arr.max() > np.iinfo(np.int32).max:
-        return int64_const(em, arr)
-    key = ("int64_from_int32", arr.shape, arr.tobytes())
+def centred_range(t: Tensor) -> int:
+    """The largest |stored integer - zero point| of an 8-bit tensor (per-channel: over its channels)."""
+    info, zp = np.iinfo(t.dtype), t.quantization.zero_points.astype(np.int64)
+    return int(max(np.abs(info.min - zp).max(), np.abs(info.max - zp).max()))
+
+
+def double_const(em, value) -> str:
+    """A float64 operand, one per distinct value; stored as float32 + Cast when that is exact (per-channel
+    multipliers and shifts: half the bytes)."""
+    arr = np.asarray(value, np.float64)
+    key = ("float64", arr.shape, arr.tobytes())
     if key not in em._cache:
-        em._cache[key] = em.node("Cast", [em.const(arr.astype(np.int32), "i")], 1, to=ONNX_INT64)[0]
+        if arr.ndim and np.array_equal(arr.astype(np.float32).astype(np.float64), arr):
+            em._cache[key] = em.node("Cast", [em.const(arr.astype(np.float32), "d")], 1, to=ONNX_DOUBLE)[0]
+        else:
+            em._cache[key] = em.const(arr, "d")
     return em._cache[key]
+
+
+def to_double(em, x: str) -> str:
+    return em.node("Cast", [x], 1, to=ONNX_DOUBLE)[0]
+
+
+def clamp_cast(em, y: str, lo: int, hi: int, out: str, dtype: str) -> str:
+    """Integer-valued float64 -> the output's integer type, saturated to [lo, hi] (the fused activation)."""
+    from ..emit import onnx_dtype
+    y = em.node("Clip", [y, double_const(em, float(lo)), double_const(em, float(hi))], 1)[0]
+    return em.node("Cast", [y], [out], to=onnx_dtype(dtype))[0]
 
 
 def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, int]:
@@ -445,9 +467,8 @@ def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, 
 
 
 def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axis: int | None = None,
-               rank: int = 0) -> str:
-    """int64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast."""
-    from ..emit import onnx_dtype
+               rank: int = 0, bound: float | None = None) -> str:
+    """float64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast."""
     ten = em.sg.tensors[out_t]
     so, zo = params(ten.quantization)
     qe = [quantize_multiplier(float(m)) for m in np.atleast_1d(mults)]
@@ -458,11 +479,8 @@ def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axi
         q, e = q.reshape(shape), e.reshape(shape)
     else:
         q, e = q.reshape(()), e.reshape(())
-    y = fixed_point_multiply(em, acc, q, e)
     lo, hi = activation_range(act, so, zo, ten.dtype)
-    y = em.node("Add", [y, int64_const(em, zo)], 1)[0]
-    y = em.node("Clip", [y, int64_const(em, lo), int64_const(em, hi)], 1)[0]
-    return em.node("Cast", [y], [out], to=onnx_dtype(ten.dtype))[0]
+    return clamp_cast(em, fixed_point_multiply(em, acc, q, e, zo, lo, bound), lo, hi, out, ten.dtype)
 
 
 class Exact:
@@ -499,13 +517,14 @@ class Exact:
     def centred(self, t: int, x: str, axis: int | None) -> str:
         """Integers minus their zero point, as float32 (exactly representable)."""
         em = self.qdq.em
-        q = em.sg.tensors[t].quantization
+        ten = em.sg.tensors[t]
+        q = ten.quantization
         f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
         if not np.any(q.zero_points):
             return f
         zp = q.zero_points.astype(np.float32)
         if q.per_channel:
-            shape = [1] * em.sg.tensors[t].rank
+            shape = [1] * ten.rank
             shape[axis] = -1
             zp = zp.reshape(shape)
         else:
@@ -524,9 +543,23 @@ class Exact:
             mults = scale(0) * sg.tensors[op.inputs[1]].quantization.scales.astype(np.float64) / so
             perm = em.plan.produced.get((op.index, 0), em.perm(t))
             axis = L.axis_to_onnx(rank - 1, perm)                 # output channels are TFLite's last axis
-        acc = em.node("Cast", [em.node("Round", [src], 1)[0]], 1, to=ONNX_INT64)[0]
-        requantize(em, acc, mults, t, dst, op.options.get("fused_activation_function", "NONE") or "NONE",
-                   axis, rank)
+        requantize(em, to_double(em, src), mults, t, dst, op.options.get("fused_activation_function", "NONE") or "NONE",
+                   axis, rank, self.bound(op))
+
+    def bound(self, op) -> float:
+        """A bound on |accumulator|: the centred input range times the largest per-channel sum of |weights|."""
+        sg = self.qdq.em.sg
+        bx = centred_range(sg.tensors[op.inputs[0]])
+        if op.opcode == "MUL":
+            return float(bx * centred_range(sg.tensors[op.inputs[1]]))
+        w = sg.tensors[op.inputs[1]]
+        mag = np.abs(w.data.astype(np.int64)) + int(np.abs(w.quantization.zero_points).max())
+        axis = 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0
+        per_channel = mag.sum(axis=tuple(a for a in range(mag.ndim) if a != axis))
+        b = op.inputs[2] if len(op.inputs) > 2 else -1
+        bias = int(np.abs(sg.tensors[b].data.astype(np.int64)).max()) if b >= 0 and sg.tensors[b].data is not None \
+            else 0
+        return float(per_channel.max() * bx + bias)
 
 
 def exact_mean(ctx, op) -> bool:
@@ -546,18 +579,17 @@ def exact_mean(ctx, op) -> bool:
     n = int(np.prod([tx.shape[a] for a in axes]))
     p = ctx.plan.inputs.get((op.index, 0), L.identity(rank))
     onnx_axes = sorted(L.axis_to_onnx(a, p) for a in axes)
-    x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT64)[0]
+    # Sums of stored integers: exact in float32 below 2^24, else summed in float64.
+    wide = n * 256 >= 1 << 24
+    x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_DOUBLE if wide else ONNX_FLOAT)[0]
     s = ctx.node("ReduceSum", [x, ctx.i64(onnx_axes, "axes")], 1, keepdims=1 if op.options.get("keep_dims") else 0)[0]
-    s = ctx.node("Sub", [s, int64_const(ctx, n * pin[1])], 1)[0]
+    s = ctx.node("Sub", [s if wide else to_double(ctx, s), double_const(ctx, float(n * pin[1]))], 1)[0]
     # TFLite folds 1/n into the multiplier with `shift` extra bits (integer division, truncated).
     q, e = quantize_multiplier(pin[0] / pout[0])
     shift = min(n.bit_length() - 1, 32, 31 + e)
-    y = fixed_point_multiply(ctx, s, np.array((q << shift) // n), np.array(e - shift))
-    lo, hi = activation_range("NONE", pout[0], pout[1], ty.dtype)
-    y = ctx.node("Add", [y, int64_const(ctx, pout[1])], 1)[0]
-    y = ctx.node("Clip", [y, int64_const(ctx, lo), int64_const(ctx, hi)], 1)[0]
-    from ..emit import onnx_dtype
-    ctx.node("Cast", [y], [ctx.output(op)], to=onnx_dtype(ty.dtype))
+    y = fixed_point_multiply(ctx, s, np.array((q << shift) // n), np.array(e - shift), pout[1],
+                             bound=float(n * centred_range(tx)))
+    clamp_cast(ctx, y, *activation_range("NONE", pout[0], pout[1], ty.dtype), ctx.output(op), ty.dtype)
     return True
 
 
@@ -604,6 +636,14 @@ def exact_average_pool(ctx, op) -> bool:
     return True
 
 
+# Table ops whose float form (DequantizeLinear -> op -> QuantizeLinear) is used when it gives LiteRT's table on
+# every input but a few: ONNX Runtime's Gather costs ~13 ns per element, the float form a fraction of that (and
+# ONNX Runtime fuses it into QLinearSigmoid), so feature maps of TWIN_MIN elements or more take it. A value closer
+# than TIE_MARGIN steps to a rounding boundary counts as a mismatch (float32 kernels are far more accurate than
+# that); up to PATCH_MAX mismatches are patched with Where.
+FLOAT_TWINS = {"LOGISTIC": ("Sigmoid", lambda v: 1 / (1 + np.exp(-v))), "TANH": ("Tanh", np.tanh),
+               "HARD_SWISH": ("HardSwish", lambda v: v * np.clip(v + 3, 0, 6) / 6)}
+TIE_MARGIN, PATCH_MAX, TWIN_MIN = 0.01, 4, 1024
 LUT_OPS = ("HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", "GELU", "EXP", "LOG", "RSQRT", "SQRT")
 
 
@@ -622,10 +662,39 @@ def exact_table(ctx, op) -> bool:
     if table is None:
         return False
     qdq._raw[op.index] = True
-    index = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT64)[0]
-    if tx.dtype == "int8":
-        index = ctx.node("Add", [index, int64_const(ctx, 128)], 1)[0]
+    if float_twin(ctx, op, table):
+        return True
+    if tx.dtype == "int8":                       # Gather reads index -k as n - k: int8 values index the table
+        table = np.roll(table, -128)             # from its middle, without an offset
+    index = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT32)[0]
     ctx.node("Gather", [ctx.const(table, f"{qdq.short(y_t)}_table"), index], [ctx.output(op)], axis=0)
+    return True
+
+
+def float_twin(ctx, op, table: np.ndarray) -> bool:
+    """Emit the op's float form, patched where it misses LiteRT's table; False when it misses too often."""
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = ctx.tensor(x_t), ctx.tensor(y_t)
+    if op.opcode not in FLOAT_TWINS or 0 <= int(np.prod(tx.shape_signature or tx.shape)) < TWIN_MIN:
+        return False
+    onnx_op, f = FLOAT_TWINS[op.opcode]
+    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
+    xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
+    out = np.iinfo(ty.dtype)
+    with np.errstate(over="ignore"):
+        y = f((xs - zx) * sx) / so + zo
+    near = (np.abs(y - np.floor(y) - 0.5) < TIE_MARGIN) & (y > out.min - 1) & (y < out.max + 1)
+    bad = xs[(np.clip(np.round(y), out.min, out.max) != table) | near]
+    if bad.size > PATCH_MAX:
+        return False
+    x = ctx.input(op, 0)
+    real = ctx.node(onnx_op, [ctx.q.dequantize(x_t, x)], 1)[0]
+    dst = ctx.output(op)
+    y = ctx.q.quantize(y_t, real, ctx.fresh(f"{ctx.q.short(y_t)}_float") if bad.size else dst)
+    for i, v in enumerate(bad, 1):
+        hit = ctx.node("Equal", [x, ctx.const(np.array(v, tx.dtype), "k")], 1)[0]
+        patch = ctx.const(np.array(table[v - xs[0]], ty.dtype), "k")
+        y = ctx.node("Where", [hit, patch, y], [dst] if i == bad.size else 1)[0]
     return True
 
 
