@@ -211,3 +211,36 @@ def test_weights_stay_int8():
     result = convert(read_tflite_bytes(model, "w.tflite"))
     big = [i for i in result.model.graph.initializer if np.prod(i.dims) >= 12 * 20]
     assert [(tuple(i.dims), i.data_type) for i in big] == [((12, 20, 1, 1), 3)]   # INT8, Cast once by the runtime
+
+
+def test_float_convolutions_upstream_are_summed_in_litert_order():
+    """A dynamic-range model keeps small weights in float (under 1024 elements): those convolutions feed hybrid
+    ops, whose row quantization would turn a 1-ulp difference into a whole step, so they are summed as LiteRT's
+    reference kernels sum them (stride 2 and 1, depthwise with multiplier 2, 1x1)."""
+    rng = np.random.default_rng(4)
+    b = ModelBuilder()
+    x = b.input("x", [1, 13, 11, 3], "float32")
+    f32c = lambda name, shape: b.const(name, rng.uniform(-1, 1, shape).astype(F32))   # noqa: E731
+    a = b.tensor("a", [1, 7, 6, 8])
+    b.op("CONV_2D", [x, f32c("w0", (8, 3, 3, 3)), f32c("b0", 8)], [a],
+         {"padding": "SAME", "stride_h": 2, "stride_w": 2, "fused_activation_function": "RELU6"})
+    d = b.tensor("d", [1, 7, 6, 16])
+    b.op("DEPTHWISE_CONV_2D", [a, f32c("w1", (1, 3, 3, 16)), f32c("b1", 16)], [d],
+         {"padding": "SAME", "depth_multiplier": 2, "fused_activation_function": "RELU6"})
+    p = b.tensor("p", [1, 7, 6, 5])
+    b.op("CONV_2D", [d, f32c("w2", (5, 1, 1, 16)), f32c("b2", 5)], [p], {"padding": "VALID"})
+    wq, quant = int8_weights(rng, (24, 3, 3, 5), 0)
+    y = b.tensor("y", [1, 7, 6, 24])
+    b.op("CONV_2D", [p, b.const("w3", wq, quant=quant), f32c("b3", 24)], [y], {"padding": "SAME"})
+    b.output(y)
+    model = b.build()
+    for seed in range(3):
+        assert_bit_exact(model, rows(np.random.default_rng(seed), (1, 13, 11, 3)))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mobilenetv2_dynamic_matches_litert(corpus, seed):
+    result = convert(read_tflite(corpus / "keras/mobilenetv2_dynamic.tflite"))
+    v = validate(result, seed=seed)
+    assert v.ok and v.outputs[0].max_rel <= 1e-3, (v.outputs[0].max_rel, v.first_bad())

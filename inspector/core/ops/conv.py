@@ -56,6 +56,8 @@ def conv2d(ctx, op):
     group = in_c // w_in if in_c != w_in else None
     if hybrid.applies(ctx, op):
         return hybrid.conv(ctx, op, OHWI_TO_OIHW, group=group, kernel_shape=[kh, kw], **attrs)
+    if group is None and hybrid.sequential_conv(ctx, op, attrs):
+        return
     weight = ctx.input(op, 1, OHWI_TO_OIHW)
     ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
              group=group, kernel_shape=[kh, kw], **attrs)
@@ -75,6 +77,8 @@ def depthwise(ctx, op):
                            o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
     if hybrid.applies(ctx, op):
         return hybrid.conv(ctx, op, (3, 0, 1, 2), group=in_c, kernel_shape=[kh, kw], **attrs)
+    if hybrid.sequential_conv(ctx, op, attrs):
+        return
     weight = ctx.input(op, 1, (3, 0, 1, 2))
     ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
              group=in_c, kernel_shape=[kh, kw], **attrs)

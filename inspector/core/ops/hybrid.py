@@ -30,6 +30,7 @@ from .. import layout as L
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 ONNX_FLOAT, ONNX_DOUBLE = 1, 11
+SEQUENTIAL = True                      # float convolutions feeding hybrid ops in TFLite's order (below)
 EXACT_LIMIT = 1 << 24                  # float32 holds every integer up to here
 LANES = 8                              # LiteRT's vector loop quantizes 8 values a step; the rest one at a time
 HALF_EXACT = np.float32(0.5) - np.float32(2.0 ** -25)     # floor(v + this) is std::round for v >= 0
@@ -258,3 +259,93 @@ def fully_connected(ctx, op) -> None:
     _scale(ctx, op, dot, s, flat)
     sig = ctx.tensor(out_t).shape_signature or ctx.shape(out_t)
     ctx.node("Reshape", [flat, ctx.i64([-1 if dd < 0 else dd for dd in sig])], [dst])
+
+
+# --- float convolutions feeding hybrid ops ------------------------------------------------------------------
+# A hybrid op's row quantization turns a 1-ulp difference in its input into a whole quantization step when the
+# value sits at a rounding boundary, and later layers amplify that. So in a dynamic-range model the float
+# convolutions upstream of hybrid ops (TFLite leaves weights under 1024 elements in float) are computed in the
+# reference kernel's order: products rounded to float, added one by one over (filter y, filter x, in channel),
+# then the bias. ONNX Runtime's Conv sums in other orders (and with fused multiply-adds).
+def feeds_hybrid(ctx, op) -> bool:
+    """Does an output of op reach a hybrid op's quantized input (through any ops)? One backward pass a subgraph
+    (TFLite lists ops in execution order)."""
+    key = ("feeds_hybrid",)
+    if key not in ctx._cache:
+        tensors: set[int] = set()
+        for o in reversed(ctx.sg.ops):
+            if is_hybrid(ctx.q, o):
+                tensors.add(o.inputs[0])
+            elif any(t in tensors for t in o.outputs):
+                tensors.update(i for i in o.inputs if i >= 0)
+        ctx._cache[key] = tensors
+    return any(t in ctx._cache[key] for t in op.outputs)
+
+
+def _taps(ctx, x: str, channels: int, size, out, pads, strides, dilations):
+    """fn(fy, fx) -> the input window each output pixel reads at filter tap (fy, fx), as [N, C, OH, OW]. Equal
+    strides read the phases of one SpaceToDepth (ONNX Runtime's strided Slice is several times slower)."""
+    s = strides[0]
+    phased = s > 1 and strides[1] == s and all(d == 1 for d in dilations)
+    pads = list(pads)
+    if phased:                                   # pad the ends up to whole blocks
+        for i in (0, 1):
+            pads[2 + i] += (-(size[i] + pads[i] + pads[2 + i])) % s
+    if any(pads):
+        x = ctx.node("Pad", [x, ctx.i64([0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]])], 1)[0]
+    if not phased:
+        def tap(fy, fx):
+            y0, x0 = fy * dilations[0], fx * dilations[1]
+            ends = [y0 + strides[0] * (out[0] - 1) + 1, x0 + strides[1] * (out[1] - 1) + 1]
+            return ctx.node("Slice", [x, ctx.i64([y0, x0]), ctx.i64(ends), ctx.i64([2, 3]), ctx.i64(strides)], 1)[0]
+        return tap
+    blocks = ctx.node("SpaceToDepth", [x], 1, blocksize=s)[0]          # channel (py * s + px) * C + c
+
+    def tap(fy, fx):
+        phase, y0, x0 = (fy % s) * s + fx % s, fy // s, fx // s
+        return ctx.node("Slice", [blocks, ctx.i64([phase * channels, y0, x0]),
+                                  ctx.i64([(phase + 1) * channels, y0 + out[0], x0 + out[1]]),
+                                  ctx.i64([1, 2, 3])], 1)[0]
+    return tap
+
+
+def sequential_conv(ctx, op, attrs) -> bool:
+    """Float CONV_2D / DEPTHWISE_CONV_2D as TFLite's reference kernel sums it, when a hybrid op depends on it
+    (see above); False: the plain Conv applies."""
+    if not SEQUENTIAL or "pads" not in attrs or not ctx.is_const(op.inputs[1]) or not feeds_hybrid(ctx, op):
+        return False
+    depthwise, pads, strides = op.opcode == "DEPTHWISE_CONV_2D", attrs["pads"], attrs["strides"]
+    dilations = attrs.get("dilations", [1, 1])
+    x = ctx.input(op, 0)
+    w = np.asarray(ctx.data(op.inputs[1]), np.float32)
+    n, h, w_in, c = ctx.shape(op.inputs[0])
+    _, oh, ow, oc = ctx.shape(op.outputs[0])
+    kh, kw = w.shape[1:3]
+    taps = _taps(ctx, x, c, (h, w_in), (oh, ow), pads, strides, dilations)
+    total = None
+    for fy in range(kh):
+        for fx in range(kw):
+            tap = taps(fy, fx)
+            if depthwise:
+                mult = oc // c
+                if mult > 1:
+                    tap = ctx.node("Gather", [tap, ctx.i64(np.repeat(np.arange(c), mult))], 1, axis=1)[0]
+                terms = [(tap, w[0, fy, fx, :])]
+            else:
+                split = ctx.node("Split", [tap], c, axis=1, num_outputs=c) if c > 1 else [tap]
+                terms = [(split[ci], w[:, fy, fx, ci]) for ci in range(c)]
+            for value, weights in terms:
+                # Products as 1x1 Convs of depth 1 (exact: one product each; faster than a broadcasting Mul):
+                # per channel for depthwise, one input channel times every filter otherwise.
+                p = ctx.node("Conv", [value, ctx.const(weights.reshape(-1, 1, 1, 1), "tap_w")], 1,
+                             group=oc if depthwise else None)[0]
+                total = p if total is None else ctx.node("Add", [total, p], 1)[0]
+    dst = ctx.fused(op, ctx.output(op))
+    b_t = op.inputs[2] if len(op.inputs) > 2 else -1
+    if b_t >= 0:
+        bias = ctx.const_of(b_t, shape=(oc, 1, 1)) if ctx.is_const(b_t) else \
+            ctx.node("Reshape", [ctx.input(op, 2), ctx.i64([oc, 1, 1])], 1)[0]
+        ctx.node("Add", [total, bias], [dst])
+    else:
+        ctx.node("Identity", [total], [dst])
+    return True
