@@ -29,7 +29,7 @@ import numpy as np
 from .. import layout as L
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
-ONNX_FLOAT, ONNX_DOUBLE = 1, 11
+ONNX_FLOAT, ONNX_DOUBLE, UINT8, INT8, INT16 = 1, 11, 2, 3, 5
 SEQUENTIAL = True                      # float convolutions feeding hybrid ops in TFLite's order (below)
 EXACT_LIMIT = 1 << 24                  # float32 holds every integer up to here
 LANES = 8                              # LiteRT's vector loop quantizes 8 values a step; the rest one at a time
@@ -77,16 +77,15 @@ def nonnegative(sg, t: int, seen=None) -> bool:
     return bool(acts) and all(nonnegative(sg, i, seen) for i in acts)
 
 
-def _half(ctx, row_shape, perm) -> str:
-    """0.5, or a tensor of it with the exact-rounding constant on the row's last size % 8 elements (TFLite's
-    order: row_shape is the row in TFLite layout, perm its layout in ONNX)."""
+def _tail(row_shape, perm) -> np.ndarray | None:
+    """1, with 1 - 2^-24 on the row's last size % 8 elements (TFLite's order: row_shape is the row in TFLite layout,
+    perm its layout in ONNX), None when there is no tail: 0.5 times it is LiteRT's rounding offset per element."""
     size = int(np.prod(row_shape))
     if size % LANES == 0 or any(d < 0 for d in row_shape):
-        return ctx.scalar(0.5)
-    half = np.full(size, 0.5, np.float32)
-    half[size - size % LANES:] = HALF_EXACT
-    half = half.reshape((1, *row_shape))
-    return ctx.const(np.ascontiguousarray(np.transpose(half, perm)), "hybrid_half")
+        return None
+    tail = np.ones(size, np.float32)
+    tail[size - size % LANES:] = 2 * HALF_EXACT
+    return np.ascontiguousarray(np.transpose(tail.reshape((1, *row_shape)), perm))
 
 
 def _d(ctx, x: str) -> str:
@@ -98,9 +97,26 @@ def _f(ctx, x: str) -> str:
 
 
 def _round_half_away(ctx, v: str, dtype: str, half: str) -> str:
-    """sign(v) * floor(|v| + half): LiteRT's rounding with half = 0.5 (its float add included)."""
+    """sign(v) * floor(|v| + half); with half just below 1/2 that is std::round (for the zero point)."""
     mag = ctx.node("Floor", [ctx.node("Add", [ctx.node("Abs", [v], 1)[0], half], 1)[0]], 1)[0]
     return ctx.node("Mul", [mag, ctx.node("Sign", [v], 1)[0]], 1)[0]
+
+
+def _truncated(ctx, v: str, onnx_int: int) -> str:
+    """trunc(v) as float: a Cast to an integer type truncates (faster than Floor, and Sign is slow)."""
+    return _f(ctx, ctx.node("Cast", [v], 1, to=onnx_int)[0])
+
+
+def _offset(ctx, y: str, tail, signed: bool) -> str:
+    """y + 0.5 * sign(y) in float, as LiteRT's vector loop adds it (the tail's offset exact-rounding). The sign
+    comes from clip(2y, -1/2, 1/2): below |y| = 1/4 the offset is smaller, and so is the result's truncation, 0."""
+    if not signed:
+        h = ctx.scalar(0.5) if tail is None else ctx.const(0.5 * tail, "hybrid_half")
+        return ctx.node("Add", [y, h], 1)[0]
+    h = ctx.node("Clip", [ctx.node("Mul", [y, ctx.scalar(2.0)], 1)[0], ctx.scalar(-0.5), ctx.scalar(0.5)], 1)[0]
+    if tail is not None:
+        h = ctx.node("Mul", [h, ctx.const(tail, "hybrid_tail")], 1)[0]
+    return ctx.node("Add", [y, h], 1)[0]
 
 
 def quantize_rows(ctx, x: str, x_t: int, axes, row_shape, perm, asym: bool, batch: int | None):
@@ -108,23 +124,18 @@ def quantize_rows(ctx, x: str, x_t: int, axes, row_shape, perm, asym: bool, batc
     row's float scale (reduced axes kept as 1)."""
     f, d = "float32", "double"
     ax = ctx.i64(axes, "axes")
-    half = _half(ctx, row_shape, perm)
+    tail = _tail(row_shape, perm)
     nonneg = nonnegative(ctx.sg, x_t)
     hi = ctx.node("ReduceMax", [x, ax], 1, keepdims=1)[0]
-    if nonneg:
-        lo = None
-    else:
-        lo = ctx.node("ReduceMin", [x, ax], 1, keepdims=1)[0]
+    lo = None if nonneg else ctx.node("ReduceMin", [x, ax], 1, keepdims=1)[0]
     if not asym:
         rng = hi if nonneg else ctx.node("Max", [ctx.node("Abs", [lo], 1)[0], ctx.node("Abs", [hi], 1)[0]], 1)[0]
         k = ctx.scalar(127.0, f)
         rng = ctx.node("Where", [ctx.node("Equal", [rng, ctx.scalar(0.0, f)], 1)[0], k, rng], 1)[0]   # all zero: 1
         scale = ctx.node("Div", [rng, k], 1)[0]
-        inv = ctx.node("Div", [k, rng], 1)[0]
-        y = ctx.node("Mul", [x, inv], 1)[0]
-        if nonneg:
-            return ctx.node("Floor", [ctx.node("Add", [y, half], 1)[0]], 1)[0], scale
-        return _round_half_away(ctx, y, f, half), scale
+        y = ctx.node("Mul", [x, ctx.node("Div", [k, rng], 1)[0]], 1)[0]
+        # |y| <= 127 (to rounding): no clamp needed, and the truncation fits int8 (uint8 when y >= 0).
+        return _truncated(ctx, _offset(ctx, y, tail, not nonneg), UINT8 if nonneg else INT8), scale
     zero = ctx.scalar(0.0, f)
     rmax = hi if nonneg else ctx.node("Max", [hi, zero], 1)[0]
     width = rmax if nonneg else ctx.node("Sub", [rmax, ctx.node("Min", [lo, zero], 1)[0]], 1)[0]
@@ -136,16 +147,19 @@ def quantize_rows(ctx, x: str, x_t: int, axes, row_shape, perm, asym: bool, batc
     y = ctx.node("Mul", [x, inv], 1)[0]
     if nonneg:
         # zero point -128 (from the min, 0): q - zp is the rounded value itself, within [0, 255].
-        return ctx.node("Floor", [ctx.node("Add", [y, half], 1)[0]], 1)[0], scale
+        return _truncated(ctx, _offset(ctx, y, tail, False), UINT8), scale
     zp = _zero_point(ctx, ctx.node("Min", [lo, zero], 1)[0], rmax, scale_d)
     lower = ctx.node("Sub", [ctx.scalar(-128.0, f), zp], 1)[0]
     upper = ctx.node("Sub", [ctx.scalar(127.0, f), zp], 1)[0]
-    r = _round_half_away(ctx, y, f, half)
+    v = _offset(ctx, y, tail, True)
+    # q - zp = clamp(trunc(v), -128 - zp, 127 - zp); clamping before truncating is the same (integer bounds).
     if batch == 1:                       # Clip takes scalar bounds
         lower = ctx.node("Reshape", [lower, ctx.i64([], "scalar")], 1)[0]
         upper = ctx.node("Reshape", [upper, ctx.i64([], "scalar")], 1)[0]
-        return ctx.node("Clip", [r, lower, upper], 1)[0], scale
-    return ctx.node("Min", [ctx.node("Max", [r, lower], 1)[0], upper], 1)[0], scale
+        v = ctx.node("Clip", [v, lower, upper], 1)[0]
+    else:
+        v = ctx.node("Min", [ctx.node("Max", [v, lower], 1)[0], upper], 1)[0]
+    return _truncated(ctx, v, INT16), scale
 
 
 def _zero_point(ctx, rmin: str, rmax: str, scale_d: str) -> str:
