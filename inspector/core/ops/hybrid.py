@@ -363,3 +363,46 @@ def sequential_conv(ctx, op, attrs) -> bool:
     else:
         ctx.node("Identity", [total], [dst])
     return True
+
+
+def sequential_mean(ctx, op) -> bool:
+    """Float MEAN feeding a hybrid op as TFLite's reference kernel computes it: a sum in the input's TFLite order,
+    one element at a time, then a division by the count. ReduceSum over a leading axis adds rows in order."""
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    if not (SEQUENTIAL and ctx.tensor(x_t).dtype == "float32" and ctx.is_const(op.inputs[1])
+            and not ctx.tensor(x_t).dynamic and feeds_hybrid(ctx, op)):
+        return False
+    shape = ctx.shape(x_t)
+    rank = len(shape)
+    reduced = sorted({int(a) % rank for a in np.asarray(ctx.data(op.inputs[1])).reshape(-1)})
+    kept = [a for a in range(rank) if a not in reduced]
+    p = ctx.plan.inputs.get((op.index, 0), ctx.perm(x_t))
+    out_perm = ctx.plan.produced.get((op.index, 0), ctx.perm(y_t))
+    out_shape = ctx.onnx_shape(y_t, out_perm)
+    if [d for d in out_shape if d != 1] != [shape[a] for a in kept if shape[a] != 1]:
+        return False                         # the kept axes change order in ONNX: the plain ReduceMean
+    order = [L.axis_to_onnx(a, p) for a in reduced + kept]
+    x = ctx.node("Transpose", [ctx.input(op, 0)], 1, perm=order)[0]
+    count = int(np.prod([shape[a] for a in reduced]))
+    x = ctx.node("Reshape", [x, ctx.i64([count, -1])], 1)[0]
+    s = ctx.node("ReduceSum", [x, ctx.i64([0], "axes")], 1, keepdims=0)[0]
+    m = ctx.node("Div", [s, ctx.scalar(float(count))], 1)[0]
+    ctx.node("Reshape", [m, ctx.i64(out_shape)], [ctx.output(op)])
+    return True
+
+
+def _wrap_mean() -> None:
+    """MEAN's emitter tries sequential_mean first (the other emitters stay in reduce.py and quant.py)."""
+    import dataclasses
+    from . import reduce as _reduce  # noqa: F401  (MEAN registered)
+    from .registry import OPS
+    rule = OPS["MEAN"]
+    plain = rule.emit
+
+    def emit(ctx, op):
+        if not sequential_mean(ctx, op):
+            plain(ctx, op)
+    OPS["MEAN"] = dataclasses.replace(rule, emit=emit)
+
+
+_wrap_mean()
