@@ -112,6 +112,7 @@ class Emitter:
         self.root: Emitter = parent.root if parent is not None else self
         self.initializers: list[onnx.TensorProto] = parent.initializers if parent is not None else []
         self._used: set[str] = parent._used if parent is not None else set()
+        self._taken: dict[str, int] = parent._taken if parent is not None else {}   # base -> last k fresh() gave
         self.graph = parent.graph if parent is not None else None     # the whole Graph (set by convert)
         self.table = parent.table if parent is not None else None     # the op table (set by convert)
         self.subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = {}   # on the root: emitted subgraphs
@@ -128,12 +129,22 @@ class Emitter:
 
     # --- names -------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
+        """`base`, or `base_k` with the smallest k >= 2 not taken. Names are never released, so the search resumes
+        where the last one for this base stopped (counting from 2 each time was quadratic: quantized models make
+        hundreds of `..._scale` names)."""
         base = _SPACES.sub("_", base) if _HAS_SPACE(base) else base or "v"
-        name, k = base, 1
-        while name in self._used:
+        used = self._used
+        if base not in used:
+            used.add(base)
+            return base
+        k = self._taken.get(base, 1)
+        while True:
             k += 1
             name = f"{base}_{k}"
-        self._used.add(name)
+            if name not in used:
+                break
+        self._taken[base] = k
+        used.add(name)
         return name
 
     def value(self, t: int) -> str:
