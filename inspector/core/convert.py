@@ -233,10 +233,20 @@ def _size_bound(proto) -> int:
     slow as serialising it; two such passes were a third of a large model's conversion). A plain tensor is its raw
     bytes plus headers; a model or graph is the sum of its fields, each with <= 16 bytes of tag and length."""
     if isinstance(proto, onnx.TensorProto):
-        fields = proto.ListFields()
-        if all(f.name in _PLAIN_TENSOR for f, _ in fields):
-            return 16 + sum(len(v) if f.name == "raw_data" else len(v.encode()) if f.name == "name"
-                            else 11 * len(v) if f.name == "dims" else 11 for f, v in fields)
+        size = 16
+        for f, v in proto.ListFields():
+            name = f.name
+            if name == "raw_data":
+                size += len(v)
+            elif name == "name":
+                size += len(v.encode())
+            elif name == "dims":
+                size += 11 * len(v)
+            elif name in _PLAIN_TENSOR:
+                size += 11
+            else:
+                return _byte_size(proto)
+        return size
     elif isinstance(proto, (onnx.ModelProto, onnx.GraphProto)):
         size = 0
         for f, v in proto.ListFields():
