@@ -127,6 +127,18 @@ def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
     return out + [0] * (n - k) if k < n else out
 
 
+def _field(buf: bytes, pos: int, fid: int) -> int:
+    """Absolute position of field `fid` of the table at pos (0 = absent), for a table of which one field is read."""
+    vt = pos - _I32(buf, pos)[0]
+    if vt < 0:
+        raise struct.error("vtable before the start of the file")
+    slot = 4 + 2 * fid
+    if slot >= _U16(buf, vt)[0]:
+        return 0
+    off = _U16(buf, vt + slot)[0]
+    return pos + off if off else 0
+
+
 def _int_vector(buf: bytes, p: int, limit: int, what: str, fmt: str = "i") -> list:
     """The scalar vector whose offset field is at p (0: absent) as a list, bounds-checked like _vector."""
     if not p:
@@ -335,14 +347,16 @@ class _Reader:
             self._buffer_pos = _table_positions(self.model, "Buffers", "buffers", self.limit)
         if index <= 0 or index >= len(self._buffer_pos):
             return None
-        b = _Table(self.buf, self._buffer_pos[index], _BUF)
-        off, size = b.scalar("Offset", _U64), b.scalar("Size", _U64)
+        buf = self.buf
+        data_p, off_p, size_p = _offsets(buf, self._buffer_pos[index], _BUF[""])
+        off = _U64(buf, off_p)[0] if off_p else 0
+        size = _U64(buf, size_p)[0] if size_p else 0
         if off > 1:   # >2 GB models keep data after the flatbuffer, addressed by offset/size
             if off + size > self.limit:
                 raise _Bad(f"buffer {index} points past the end of the file ({off}+{size} > {self.limit})")
             data = np.frombuffer(self.buf, np.uint8, count=size, offset=off)
         else:
-            p = b.table("Data")
+            p = data_p + _U32(buf, data_p)[0] if data_p else 0
             n = _U32(self.buf, p)[0] if p else 0
             if n > self.limit:
                 raise _Bad(f"buffer {index} claims {n} bytes, more than the file")
@@ -376,7 +390,7 @@ class _Reader:
         ttype = _I8(buf, f[_T_TYPE])[0] if f[_T_TYPE] else 0
         dtype = TENSOR_TYPES.get(ttype, f"type{ttype}")
         name = _string(buf, f[_T_NAME], "name")
-        if any(d < 0 for d in shape):
+        if shape and min(shape) < 0:
             raise _Bad(f"tensor {i} '{name}' has a negative dimension {shape}")
         elements = math.prod(shape)
         if elements > MAX_ELEMENTS:
@@ -396,9 +410,10 @@ class _Reader:
         quant = None
         p = f[_T_QUANT]                  # present but empty on most float tensors: skip it cheaply
         if p:
-            q = _Table(buf, p + _U32(buf, p)[0], _Q)
-            if q.length("Scale"):
-                quant = self.quantization(q, len(shape))
+            p += _U32(buf, p)[0]
+            scale = _field(buf, p, _Q["Scale"])
+            if scale and _U32(buf, scale + _U32(buf, scale)[0])[0]:
+                quant = self.quantization(_Table(buf, p, _Q), len(shape))
         return Tensor(
             index=i, name=name, shape=shape, dtype=dtype,
             shape_signature=tuple(sig_list) if sig_list else None,
@@ -506,12 +521,13 @@ class _Reader:
                 raise _Bad(f"subgraph {k} operator {i}: {e}") from None
         inputs = _int_vector(self.buf, sg.field("Inputs"), self.limit, "Inputs")
         outputs = _int_vector(self.buf, sg.field("Outputs"), self.limit, "Outputs")
-        for where, idxs in [("inputs", inputs), ("outputs", outputs)] + [
-            (f"operator {op.index} ({op.opcode})", op.inputs + op.outputs + op.intermediates) for op in ops
-        ]:
-            for t in idxs:
-                if t < -1 or t >= nt:
-                    raise _Bad(f"subgraph {k} {where} refers to tensor {t}, but there are {nt}")
+        lists = [("inputs", inputs), ("outputs", outputs)] + [(op, op.inputs + op.outputs + op.intermediates)
+                                                              for op in ops]
+        for where, idxs in lists:
+            if idxs and (min(idxs) < -1 or max(idxs) >= nt):
+                t = next(t for t in idxs if t < -1 or t >= nt)
+                where = where if isinstance(where, str) else f"operator {where.index} ({where.opcode})"
+                raise _Bad(f"subgraph {k} {where} refers to tensor {t}, but there are {nt}")
         _check_order(k, tensors, ops)
         return Subgraph(name=_name(sg.string("Name")) or f"subgraph_{k}", tensors=tensors, ops=ops,
                         inputs=inputs, outputs=outputs)
