@@ -145,6 +145,25 @@ def test_hybrid_fully_connected_is_bit_exact(asym, per_tensor):
     assert_bit_exact(model, rows(rng, shape))
 
 
+def test_fully_connected_beyond_float_integers_sums_in_halves():
+    """K = 700 inputs near the row maximum times weights of 127: the accumulator (22.7M) passes 2^24, where float
+    sums of integers round. Each half stays below, and one Add rounds the total as LiteRT's int-to-float does."""
+    k, units = 700, 3
+    b = ModelBuilder()
+    x = b.input("x", [2, k], "float32")
+    w = np.full((units, k), 127, np.int8)
+    w[1, ::3] = -127
+    quant = {"scales": np.array([0.01, 0.02, 0.03], F32), "zero_points": np.zeros(units, np.int64), "axis": 0}
+    y = b.tensor("y", [2, units])
+    b.op("FULLY_CONNECTED", [x, b.const("w", w, quant=quant), None], [y], {"asymmetric_quantize_inputs": True})
+    b.output(y)
+    rng = np.random.default_rng(8)
+    value = rng.uniform(0.97, 1.0, (2, k)).astype(F32)
+    value[:, 0] = -0.01                        # a negative minimum: zero point -127, q - zp up to 254
+    result = assert_bit_exact(b.build(), value)
+    assert not result.warnings and sum(n.op_type == "MatMul" for n in result.model.graph.node) == 2
+
+
 def identity_fc(k: int, asym: bool) -> bytes:
     """FULLY_CONNECTED with identity weights (channel scales 1 and 1/2): its output shows each quantized input."""
     b = ModelBuilder()
@@ -241,6 +260,11 @@ def test_float_convolutions_upstream_are_summed_in_litert_order():
 @pytest.mark.corpus
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mobilenetv2_dynamic_matches_litert(corpus, seed):
+    """Every tensor up to the softmax equals LiteRT's (ONNX Runtime unoptimised, op by op); the output is within
+    the softmax's own rounding, optimised too."""
     result = convert(read_tflite(corpus / "keras/mobilenetv2_dynamic.tflite"))
     v = validate(result, seed=seed)
     assert v.ok and v.outputs[0].max_rel <= 1e-3, (v.outputs[0].max_rel, v.first_bad())
+    assert [(e.op, e.max_abs) for e in v.intermediates if e.max_abs] == []
+    fused = validate(result, seed=seed, intermediates=False)
+    assert fused.ok and fused.outputs[0].max_rel < 1e-6

@@ -182,20 +182,32 @@ def _per_channel(q) -> bool:
     return q.scales.size > 1 and bool(np.any(q.scales != q.scales[0]))
 
 
-def _weights(ctx, op, perm, centred_max: int) -> str:
-    """The int8 weights in ONNX layout as float integers (an int8 initializer and a Cast ONNX Runtime folds)."""
+def _weights(ctx, op, perm, centred_max: int, halves_axis: int | None = None) -> list[str]:
+    """The int8 weights in ONNX layout as float integers (int8 initializers and a Cast ONNX Runtime folds). One
+    part, or two halves along halves_axis (the reduced axis) when only halves keep every partial sum of an output
+    channel below 2^24: their sums are then exact and one Add rounds the total as LiteRT's int-to-float does."""
     w_t = op.inputs[1]
     w = np.asarray(ctx.data(w_t))
     arr = np.ascontiguousarray(np.transpose(w, perm))
     out_axis = L.axis_to_onnx(w.ndim - 1 if op.opcode == "DEPTHWISE_CONV_2D" else 0, perm)
     ctx.q.const_axes[w_t] = out_axis
-    bound = np.abs(arr.astype(np.int64)).sum(axis=tuple(i for i in range(arr.ndim) if i != out_axis))
-    if bound.size and int(bound.max()) * centred_max >= EXACT_LIMIT:
+
+    def exact(a) -> bool:
+        bound = np.abs(a.astype(np.int64)).sum(axis=tuple(i for i in range(a.ndim) if i != out_axis))
+        return not bound.size or int(bound.max()) * centred_max < EXACT_LIMIT
+    parts = [arr]
+    if not exact(arr) and halves_axis is not None and arr.shape[halves_axis] > 1:
+        parts = np.array_split(arr, 2, axis=halves_axis)
+    if not all(exact(a) for a in parts):
         ctx.warnings.append(f"{op.opcode}#{op.index}: accumulator may exceed 2^24, where float sums of the "
                             f"integers can round (LiteRT's int32 cannot)")
-    stored = ctx.const(arr, ctx.q.short(w_t) + "_int8")
-    ctx._note_value(w_t, stored)
-    return _f(ctx, stored)
+        parts = [arr]
+    names = []
+    for a in parts:
+        stored = ctx.const(np.ascontiguousarray(a), ctx.q.short(w_t) + "_int8")
+        ctx._note_value(w_t, stored)
+        names.append(_f(ctx, stored))
+    return names
 
 
 def _channel_scales(ctx, op, shape) -> str:
@@ -233,7 +245,7 @@ def conv(ctx, op, w_perm, **attrs) -> None:
     axes = [a for a in range(len(shape)) if a != batch_axis]
     batch = shape[0] if shape[0] > 0 and not ctx.tensor(x_t).dynamic else None
     centred, in_scale = quantize_rows(ctx, x, x_t, axes, shape[1:], perm, asym, batch)
-    weight = _weights(ctx, op, w_perm, 255 if asym else 127)
+    weight, = _weights(ctx, op, w_perm, 255 if asym else 127)
     acc = ctx.node("Conv", [centred, weight], 1, **attrs)[0]
     dst = ctx.fused(op, ctx.output(op))
     per_channel = [1, -1, 1, 1]                      # ONNX Conv output: channels on axis 1
@@ -260,7 +272,16 @@ def fully_connected(ctx, op) -> None:
     total = int(np.prod(ctx.shape(x_t)))
     batch = total // k if not ctx.tensor(x_t).dynamic and total > 0 else None
     centred, in_scale = quantize_rows(ctx, x, x_t, [1], [k], (0, 1), asym, batch)
-    dot = ctx.node("MatMul", [centred, _weights(ctx, op, (1, 0), 255 if asym else 127)], 1)[0]
+    parts = _weights(ctx, op, (1, 0), 255 if asym else 127, halves_axis=0)
+    if len(parts) == 1:
+        dot = ctx.node("MatMul", [centred, parts[0]], 1)[0]
+    else:
+        h = -(-k // 2)                           # np.array_split's first half
+        lo = ctx.node("Slice", [centred, ctx.i64([0]), ctx.i64([h]), ctx.i64([1])], 1)[0]
+        hi = ctx.node("Slice", [centred, ctx.i64([h]), ctx.i64([k]), ctx.i64([1])], 1)[0]
+        # Sum, not Add: ONNX Runtime would fuse MatMul + Add into a Gemm that accumulates onto the other half.
+        dot = ctx.node("Sum", [ctx.node("MatMul", [lo, parts[0]], 1)[0], ctx.node("MatMul", [hi, parts[1]], 1)[0]],
+                       1)[0]
     if q.scales.size > 1:
         s = ctx.node("Mul", [in_scale, _channel_scales(ctx, op, [1, -1])], 1)[0]
     else:

@@ -11,9 +11,8 @@ Ops that only move data (Reshape, Transpose, slices, concatenation...) run on th
 tensor they touch shares one scale and zero point, as TFLite's kernels do: no rounding at all. Variable and
 subgraph boundaries always carry the integers.
 
-Dynamic-range models (float activations, int8 weights): weights stay int8 + DequantizeLinear, and the float input
-of each hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED is quantized per batch row as TFLite's hybrid kernels
-do, so the result is TFLite's rather than the float model's.
+Dynamic-range models (float activations, int8 weights): hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED
+compute LiteRT's own arithmetic (ops/hybrid.py); their weights stay int8 initializers.
 Float16 weights (`keep_fp16`): the folded DEQUANTIZE's constant is stored as float16 and Cast to float32.
 int16 activations need opset 21 for QuantizeLinear/DequantizeLinear; below that the same arithmetic is spelled
 out (Div, Round, Add, Clip, Cast and back). `exact_int` (below) trades QDQ for TFLite's own integer arithmetic.
