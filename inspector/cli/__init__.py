@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import traceback
 
 from inspector import __version__
 from inspector.core.errors import InspectorError, printable
@@ -80,6 +79,7 @@ def _main(argv: list[str] | None) -> int:
         return int(args.run(args) or 0)
     except InspectorError as e:
         if args.debug:
+            import traceback                    # (only here: importing it costs every start a few ms)
             traceback.print_exc()
         print(f"error: {e}".splitlines()[0] if not args.debug else f"error: {e}", file=sys.stderr)
         rest = str(e).splitlines()[1:]
