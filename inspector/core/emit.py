@@ -60,19 +60,42 @@ def tensor_proto(arr: np.ndarray, name: str) -> onnx.TensorProto:
 
 
 def make_value_info(name: str, elem_type: int, dims) -> onnx.ValueInfoProto:
-    """helper.make_tensor_value_info's result (ints are dim_value, strings dim_param), built without its per-call
-    type probing: one per tensor, so a fixed cost of every conversion."""
-    vi = onnx.ValueInfoProto(name=name)
-    tt = vi.type.tensor_type
-    tt.elem_type = elem_type
-    shape = tt.shape
-    shape.SetInParent()                             # a scalar still declares its (empty) shape
-    for d in dims:
-        if type(d) is str:
-            shape.dim.add(dim_param=d)
-        else:
-            shape.dim.add(dim_value=d)
+    """helper.make_tensor_value_info's result (ints are dim_value, strings dim_param; a scalar still declares its
+    empty shape), parsed from its wire form: the TypeProto bytes of each (type, shape) are built once, and parsing
+    one small message is cheaper than setting its nested fields one by one (one per tensor of every model)."""
+    key = (elem_type, *dims)
+    tb = _TYPE_BYTES.get(key)
+    if tb is None:
+        t = onnx.TypeProto()
+        shape = t.tensor_type.shape
+        t.tensor_type.elem_type = elem_type
+        shape.SetInParent()
+        for d in dims:
+            if type(d) is str:
+                shape.dim.add(dim_param=d)
+            else:
+                shape.dim.add(dim_value=d)
+        tb = t.SerializeToString()
+        if len(_TYPE_BYTES) < 4096:                 # shapes of a few large models, not unbounded
+            _TYPE_BYTES[key] = tb
+    nb = name.encode()
+    vi = onnx.ValueInfoProto()
+    vi.ParseFromString(b"\n" + _varint(len(nb)) + nb + b"\x12" + _varint(len(tb)) + tb)
     return vi
+
+
+_TYPE_BYTES: dict[tuple, bytes] = {}
+
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def make_node(op_type: str, inputs, outputs, name: str, domain: str, attrs: dict) -> onnx.NodeProto:
