@@ -10,9 +10,10 @@ operation for operation, so the ONNX result is LiteRT's bit for bit:
   last `size % 8` elements of a row, which LiteRT quantizes one by one, by std::round instead). The symmetric
   form (per-tensor CONV_2D, FULLY_CONNECTED without asymmetric_quantize_inputs) uses `range / 127` and
   `127 / range` in float.
-- The accumulator: a float Conv/MatMul of the centred integers (q - zero point) with the integer weights. Every
-  product and partial sum is an integer below 2^24, so float arithmetic is exact in any summation order; the
-  converter checks that bound per output channel from the weights and warns where it cannot be guaranteed.
+- The accumulator: a float Conv/MatMul of the centred integers (q - zero point) with the integer weights. While
+  every partial sum stays below 2^24 float arithmetic is exact in any summation order; the bound is checked per
+  output channel from the weights (255 * sum |w|), a FULLY_CONNECTED beyond it sums two halves, and anything else
+  beyond it gets a warning.
 - The scaling in each kernel's order: per-channel CONV_2D `(acc * channel_scale) * input_scale + bias`,
   DEPTHWISE_CONV_2D `acc * (channel_scale * input_scale) + bias`, per-tensor CONV_2D and FULLY_CONNECTED
   `acc * (input_scale * weight_scale) + bias`.
@@ -21,6 +22,10 @@ ONNX Runtime's optimiser keeps the arithmetic: it folds a Mul into a Conv's weig
 Mul's first input and the constant is the second, so the per-channel scale is written as the first input.
 An input known to be non-negative (a fused or separate ReLU/ReLU6 upstream, through padding and pooling) skips
 the min, the sign and the clamp: its zero point is always -128 and its centred values are the rounded ones.
+
+Exact hybrid ops are not enough: a 1-ulp difference in a hybrid op's float input flips a rounding now and then,
+and later layers amplify the flip. So the float CONV_2D / DEPTHWISE_CONV_2D / MEAN upstream of hybrid ops (TFLite
+keeps weights under 1024 elements in float) are computed in the reference kernels' order too (see below).
 """
 from __future__ import annotations
 
