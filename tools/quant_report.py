@@ -88,7 +88,7 @@ def main() -> None:
         row.append(f"{len(qdq.model.SerializeToString()) / (Path(args.corpus) / rel).stat().st_size:.2f}")
         row.append("{} of {}".format(*fused_convs(qdq.model)))
         if args.time:
-            row.append(f"{run_ms(qdq):.2g} / {run_ms(exact):.2g}")
+            row.append(f"{run_ms(qdq):.3g} / {run_ms(exact):.3g}")
         print(f"| {rel} | " + " | ".join(row) + " |")
 
 
