@@ -6,7 +6,6 @@ rewrites it after a `tflite` upgrade.
 """
 from __future__ import annotations
 
-import inspect
 import pprint
 import re
 import sys
@@ -15,6 +14,9 @@ from pathlib import Path
 import flatbuffers.number_types as N
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
+
+from inspector.core.tflite_reader import _fields as accessor_fields
+from inspector.core.tflite_reader import _slot
 
 TARGET = Path(__file__).resolve().parent.parent / "inspector" / "core" / "tflite_schema.py"
 # Tables the reader walks field by field (options tables are described separately, by union type).
@@ -37,16 +39,8 @@ _FLAGS = {name: getattr(N, name).packer_type.format for name in dir(N) if name.e
           and name != "UOffsetTFlags" and hasattr(getattr(N, name), "packer_type")}
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])[A-Z]|(?<=[A-Z])[A-Z](?=[a-z])", lambda m: "_" + m.group(0), name).lower()
-
-
 def _enum(cls) -> dict[int, str]:
     return {v: k for k, v in vars(cls).items() if not k.startswith("_")}
-
-
-def _slot(fn) -> int:
-    return next(c for c in fn.__code__.co_consts if type(c) is int)
 
 
 def _flag(fn) -> str:
@@ -67,22 +61,15 @@ def _fields(cls) -> tuple:
     format for scalars, 's' for strings, 'v' + a numpy dtype for scalar vectors, 't' for a sub-table."""
     out = []
     empty = _empty(cls)
-    for name, fn in vars(cls).items():
-        if not callable(fn) or name.startswith("_") or _SKIP.match(name):
+    for snake, name, vector in accessor_fields(cls):
+        fn = getattr(cls, name)
+        if vector:
+            out.append((snake, _slot(cls, name), "v" + _flag(getattr(cls, name + "AsNumpy")), None))
             continue
-        params = list(inspect.signature(fn).parameters)
-        if params == ["self"]:
-            names = fn.__code__.co_names
-            if "String" in names:
-                kind = "s"
-            elif "Indirect" in names:
-                kind = "t"
-            else:
-                kind = _flag(fn)
-            out.append((_snake(name), _slot(fn), kind, getattr(empty, name)()))
-        elif params == ["self", "j"] and hasattr(cls, name + "AsNumpy"):
-            out.append((_snake(name), _slot(fn), "v" + _flag(getattr(cls, name + "AsNumpy")), None))
-    return tuple(sorted(out))
+        names = fn.__code__.co_names
+        kind = "s" if "String" in names else "t" if "Indirect" in names else _flag(fn)
+        out.append((snake, _slot(cls, name), kind, getattr(empty, name)()))
+    return tuple(out)
 
 
 def _options(union) -> dict:
@@ -95,7 +82,7 @@ def _options(union) -> dict:
 
 def _table_slots(name: str) -> dict[str, int]:
     cls = getattr(tflite, name)
-    return {acc: _slot(fn) for acc, fn in vars(cls).items()
+    return {acc: _slot(cls, acc) for acc, fn in vars(cls).items()
             if callable(fn) and not acc.startswith("_") and not _SKIP.match(acc)}
 
 
