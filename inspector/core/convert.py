@@ -300,9 +300,10 @@ def _plan(sg: Subgraph, *args, **kwargs):
         where = f" at {op.label}" if op is not None else ""
         raise ConversionError(f"cannot plan layouts in subgraph {sg.name}{where}: operator inputs or tensor ranks "
                               f"are inconsistent ({type(e).__name__}: {e})") from None
-    producers = sg.producers()
+    tensors = sg.tensors
     for t, perm in plan.perms.items():
-        if len(perm) != sg.tensors[t].rank:
+        if len(perm) != len(tensors[t].shape):
+            producers = sg.producers()
             op = sg.ops[producers[t]] if t in producers else None
             raise ConversionError(f"tensor '{sg.tensors[t].name}' is declared with shape {list(sg.tensors[t].shape)}"
                                   f" but {op.label if op else 'its producer'} writes a rank-{len(perm)} result: "

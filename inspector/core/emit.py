@@ -104,7 +104,7 @@ def make_node(op_type: str, inputs, outputs, name: str, domain: str, attrs: dict
     node = onnx.NodeProto(op_type=op_type, name=name, input=inputs, output=outputs)
     if domain:
         node.domain = domain
-    for key in sorted(attrs):
+    for key in sorted(attrs) if attrs else ():
         value = attrs[key]
         if isinstance(value, (int, np.integer)):
             a = node.attribute.add(name=key, type=onnx.AttributeProto.INT)
@@ -374,14 +374,16 @@ class Emitter:
              **attrs) -> list[str]:
         """Append a node. `outputs` is a list of names or a count of fresh names; returns the output names
         (the node's own name is in `last_node`)."""
+        op = self.op
         outs = list(outputs) if not isinstance(outputs, int) else [self.fresh(f"{op_type}_out") for _ in range(outputs)]
-        owner = f"{self.op.opcode}#{self.op.index}" if self.op is not None else "io"
-        node_name = self.fresh(name or f"{owner}/{op_type}")
-        attrs = {k: v for k, v in attrs.items() if v is not None}
+        node_name = self.fresh(name or (f"{op.opcode}#{op.index}/{op_type}" if op is not None else f"io/{op_type}"))
+        if attrs:
+            attrs = {k: v for k, v in attrs.items() if v is not None}
         self.nodes.append(make_node(op_type, inputs, outs, node_name, domain, attrs))
-        if self.op is not None:
-            self.trace.op_nodes.setdefault(self.op.index, []).append(node_name)
-            self.trace.node_op[node_name] = self.op.index
+        if op is not None:
+            trace = self.trace
+            trace.op_nodes.setdefault(op.index, []).append(node_name)
+            trace.node_op[node_name] = op.index
         self.last_node = node_name
         return outs
 

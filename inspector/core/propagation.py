@@ -73,7 +73,7 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
     constants = constants if constants is not None else {t.index for t in sg.tensors if t.is_constant}
     plan = LayoutPlan(pins=pins)
     consumers = sg.consumers()
-    rank = [t.rank for t in sg.tensors]
+    rank = [len(t.shape) for t in sg.tensors]
 
     def cur(t: int) -> Perm:
         return plan.perms.get(t, L.identity(rank[t]))
