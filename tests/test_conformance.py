@@ -74,15 +74,10 @@ def test_streaming_state_is_stored_in_the_layout_it_is_read_in(corpus, rel):
 
 
 QUANTIZED = [f for f in corpus_files() if any(k in f for k in ("_int8", "_dynamic", ".uint8", "_quant", "conv-quant"))]
-# Dynamic-range: each hybrid op matches LiteRT when fed LiteRT's input, but 1e-7 float differences flip its per-row
-# input quantization and later layers amplify that (2.7e-2 of the output scale; LiteRT's own XNNPACK is off by 0.15).
-Q_PENDING: dict[str, str] = {}
-Q_CASES = [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=Q_PENDING[f])) if f in Q_PENDING else f
-           for f in QUANTIZED]
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("rel", Q_CASES)
+@pytest.mark.parametrize("rel", QUANTIZED)
 def test_quantized_model_converts_and_validates(corpus, rel):
     """QDQ output, run op by op (ONNX Runtime unoptimised, as validate() does when it reads intermediates):
     >= 99.9 % of output elements within 2 quantization steps, none beyond 5 (float outputs of fp16 / dynamic-range

@@ -280,8 +280,8 @@ def test_dynamic_range_weights_stay_int8(tmp_path):
     graph = save(b, tmp_path)
     assert model_kind(graph) == "dynamic"
     r = convert(graph)
-    q, dq = dq_of_weight(r, (8, 4, 3, 3))
-    assert q.dtype == np.int8 and axis_of(dq) == 0
+    w = next(i for i in r.model.graph.initializer if tuple(i.dims) == (8, 4, 3, 3))
+    assert w.data_type == TensorProto.INT8                    # OIHW; ONNX Runtime Casts it to float once
     for seed in range(3):
         v = validate(r, seed=seed)
         # Fed the same float input, the on-the-fly quantization (rounding and offset as TFLite does them) gives
