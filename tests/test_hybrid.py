@@ -225,6 +225,27 @@ def test_nonnegative_inputs_are_found_through_padding():
     assert not any(n.op_type == "ReduceMin" for n in result.model.graph.node)      # no min of a ReLU6 output
 
 
+def test_concatenation_with_a_negative_constant_is_not_nonnegative():
+    """A ReLU output concatenated with a negative constant: the row's min must be taken (else the clamp is lost)."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3], "float32")
+    r = b.tensor("r", [1, 5, 7, 3])
+    b.op("RELU", [x], [r])
+    c = b.tensor("c", [1, 5, 7, 5])
+    neg = b.const("neg", -rng.uniform(0.5, 2.0, (1, 5, 7, 2)).astype(F32))
+    b.op("CONCATENATION", [r, neg], [c], {"axis": 3})
+    wq, quant = int8_weights(rng, (4, 1, 1, 5), 0)
+    y = b.tensor("y", [1, 5, 7, 4])
+    b.op("CONV_2D", [c, b.const("w", wq, quant=quant), b.const("b", np.zeros(4, F32))], [y],
+         {"padding": "VALID", "stride_h": 1, "stride_w": 1})
+    b.output(y)
+    model = b.build()
+    graph = read_tflite_bytes(model, "concat.tflite")
+    assert nonnegative(graph.main, r) and not nonnegative(graph.main, c)
+    assert_bit_exact(model, rows(rng, (1, 5, 7, 3)))
+
+
 def test_weights_stay_int8():
     model = conv_model(np.random.default_rng(0), **CONVS["conv_per_channel_1x1"])
     result = convert(read_tflite_bytes(model, "w.tflite"))

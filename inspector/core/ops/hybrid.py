@@ -77,9 +77,10 @@ def nonnegative(sg, t: int, seen=None) -> bool:
         return True
     if producer.opcode not in KEEPS_SIGN:
         return False
-    acts = [i for i in producer.inputs[:1 if producer.opcode != "CONCATENATION" else None]
-            if i >= 0 and sg.tensors[i].data is None]
-    return bool(acts) and all(nonnegative(sg, i, seen) for i in acts)
+    ins = [i for i in producer.inputs[:1 if producer.opcode != "CONCATENATION" else None] if i >= 0]
+    acts = [i for i in ins if sg.tensors[i].data is None]
+    consts_ok = all(sg.tensors[i].data.min(initial=0) >= 0 for i in ins if sg.tensors[i].data is not None)
+    return bool(acts) and consts_ok and all(nonnegative(sg, i, seen) for i in acts)
 
 
 def _tail(row_shape, perm) -> np.ndarray | None:
