@@ -239,7 +239,10 @@ class Emitter:
         return name
 
     def i64(self, values, base: str = "shape") -> str:
-        vals = tuple(int(v) for v in np.asarray(values).reshape(-1))
+        if type(values) in (tuple, list) and all(type(v) is int for v in values):
+            vals = tuple(values)                         # the usual case, without a numpy round trip
+        else:
+            vals = tuple(int(v) for v in np.asarray(values).reshape(-1))
         ck = ("i64", vals)
         if ck not in self._cache:
             self._cache[ck] = self.const(np.array(vals, dtype=np.int64), base)
