@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import layout as L
+from .registry import specialise
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 ONNX_FLOAT, ONNX_DOUBLE, UINT8, INT8, INT16 = 1, 11, 2, 3, 5
@@ -418,18 +419,5 @@ def sequential_mean(ctx, op) -> bool:
     return True
 
 
-def _wrap_mean() -> None:
-    """MEAN's emitter tries sequential_mean first (the other emitters stay in reduce.py and quant.py)."""
-    import dataclasses
-    from . import reduce as _reduce  # noqa: F401  (MEAN registered)
-    from .registry import OPS
-    rule = OPS["MEAN"]
-    plain = rule.emit
-
-    def emit(ctx, op):
-        if not sequential_mean(ctx, op):
-            plain(ctx, op)
-    OPS["MEAN"] = dataclasses.replace(rule, emit=emit)
-
-
-_wrap_mean()
+from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
+specialise("MEAN", sequential_mean)

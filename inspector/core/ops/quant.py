@@ -26,7 +26,7 @@ import numpy as np
 from .. import layout as L
 from ..errors import ConversionError
 from ..graph import Quantization, Tensor
-from .registry import T, op
+from .registry import T, op, specialise
 
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -592,20 +592,8 @@ def exact_mean(ctx, op) -> bool:
     return True
 
 
-def _exact(opcode: str, kernel) -> None:
-    """Let `kernel` emit `opcode` when it applies; the op's own (float) emitter otherwise."""
-    from .registry import OPS
-    rule = OPS[opcode]
-    float_emit = rule.emit
-
-    def emit(ctx, op):
-        if not kernel(ctx, op):
-            float_emit(ctx, op)
-    OPS[opcode] = dataclasses.replace(rule, emit=emit)
-
-
 from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
-_exact("MEAN", exact_mean)
+specialise("MEAN", exact_mean)
 
 
 def exact_average_pool(ctx, op) -> bool:
@@ -721,6 +709,6 @@ def _kernel_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
 
 
 from . import elementwise as _elementwise, pool as _pool  # noqa: E402,F401
-_exact("AVERAGE_POOL_2D", exact_average_pool)
+specialise("AVERAGE_POOL_2D", exact_average_pool)
 for _name in LUT_OPS:
-    _exact(_name, exact_table)
+    specialise(_name, exact_table)

@@ -4,7 +4,7 @@ Op family modules register their ops with `@op(...)`; `OPS` is the table everyth
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..result import Category
@@ -37,6 +37,18 @@ def op(*names: str, category: Category, onnx: tuple[str, ...] | str = (), layout
             OPS[n] = OpRule(n, category, fn, onnx_t, tuple(layout_inputs), rule, notes)
         return fn
     return deco
+
+
+def specialise(opcode: str, kernel) -> None:
+    """Let `kernel(ctx, op) -> bool` emit a registered op when it applies (quantized integer arithmetic, LiteRT's
+    summation order...); the op's own emitter runs when it returns False. The table keeps one row per op."""
+    rule = OPS[opcode]
+    plain = rule.emit
+
+    def emit(ctx, op):
+        if not kernel(ctx, op):
+            plain(ctx, op)
+    OPS[opcode] = replace(rule, emit=emit)
 
 
 def load_all() -> dict[str, OpRule]:
