@@ -120,11 +120,16 @@ def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
     vt = pos - _I32(buf, pos)[0]
     if vt < 0:                      # struct would read from the end of the buffer
         raise struct.error("vtable before the start of the file")
-    k = min(n, (_U16(buf, vt)[0] - 3) >> 1)       # fields whose slot 4 + 2 * id lies inside the vtable
-    if k <= 0:
+    k = (_U16(buf, vt)[0] - 3) >> 1             # fields whose slot 4 + 2 * id lies inside the vtable
+    if k > n:
+        k = n
+    elif k <= 0:
         return [0] * n
-    out = [pos + o if o else 0 for o in _unpacker(f"<{k}H")(buf, vt + 4)]
+    out = [pos + o if o else 0 for o in (_VTABLES[k] if k < 64 else _unpacker(f"<{k}H"))(buf, vt + 4)]
     return out + [0] * (n - k) if k < n else out
+
+
+_VTABLES = [struct.Struct(f"<{k}H").unpack_from for k in range(64)]      # k vtable entries at once
 
 
 def _field(buf: bytes, pos: int, fid: int) -> int:
