@@ -130,6 +130,7 @@ def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
 
 
 _VTABLES = [struct.Struct(f"<{k}H").unpack_from for k in range(64)]      # k vtable entries at once
+_TABLE_LISTS = [struct.Struct(f"<{k}I").unpack_from for k in range(65)]  # k table offsets at once
 
 
 def _field(buf: bytes, pos: int, fid: int) -> int:
@@ -185,7 +186,7 @@ def _table_positions(table: "_Table", accessor: str, what: str, limit: int) -> l
     if n > limit // 4 or end > limit:
         raise _Bad(f"{what}: count {n} is more than the file can hold")
     if n <= 64:                                  # numpy's per-call cost dominates short vectors
-        targets = [start + 4 * i + off for i, off in enumerate(struct.unpack_from(f"<{n}I", table.buf, start))]
+        targets = [start + 4 * i + off for i, off in enumerate(_TABLE_LISTS[n](table.buf, start))]
         low, high = min(targets), max(targets)
     else:
         arr = np.frombuffer(table.buf, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
