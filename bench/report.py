@@ -135,7 +135,8 @@ def target_lines(rows) -> list[str]:
 
 
 def summary(data) -> str:
-    return "\n".join(target_lines(data["models"]))
+    head = [f"(peers' figures from the full run of {data['peers_from']})"] if data.get("peers_from") else []
+    return "\n".join(head + target_lines(data["models"]))
 
 
 def render(data) -> str:
@@ -148,6 +149,9 @@ def render(data) -> str:
              f"{data.get('load_end', 0):.1f} at the end); Python {m['python']}, onnx {m['onnx']}, "
              f"onnxruntime {m['onnxruntime']}, numpy {m['numpy']}. Peers: "
              + ", ".join(f"{k} {v}" for k, v in peers.items()) + ".", "",
+             *([f"Peers not run (--no-peers): their figures are the full run's of {data['peers_from']}, so the "
+                "ratios compare this code with the peers measured then (on a shared machine the load differs).",
+                ""] if data.get("peers_from") else []),
              "## Targets", "", *target_lines(rows), "",
              "## Summary: the models of 100 KB or more", "", *summary_table(rows), "",
              "## Conversion time", "",

@@ -168,20 +168,40 @@ def machine() -> dict:
             "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
 
 
+def borrow_peers(rows: list[dict], full: Path) -> str | None:
+    """Fill a --no-peers run's peer entries from the last full run's bench.json, so its ratios (and the targets)
+    compare this code's figures with the peers' measured then. Returns that run's start time, or None."""
+    try:
+        last = json.loads(full.read_text())
+    except (OSError, ValueError):
+        return None
+    if not last.get("peers"):
+        return None
+    by_model = {r["model"]: r for r in last.get("models", [])}
+    for row in rows:
+        for name in peers.PEERS:
+            if row["model"] in by_model and name in by_model[row["model"]]:
+                row[name] = by_model[row["model"]][name]
+    return last.get("started")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default=str(HERE.parent.parent / "shared" / "corpus"))
     ap.add_argument("--models", default="**/*.tflite", help="glob under the corpus (default: every .tflite)")
     ap.add_argument("--runs", type=int, default=5, help="timed in-process conversions after a warm-up")
     ap.add_argument("--cli-runs", type=int, default=3, help=f"cold CLI runs (1 when the first exceeds {LONG_CLI} s)")
-    ap.add_argument("--out", default=str(HERE / "results"))
-    ap.add_argument("--no-peers", action="store_true", help="only our converter (for profiling)")
+    ap.add_argument("--out", default=None, help="where bench.{json,md} go (default bench/results; with --no-peers "
+                                                "bench/results/ours-only, so the last full run's figures stay)")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="only our converter (for profiling); ratios use the peers' figures of the last full run")
     ap.add_argument("--no-gui", action="store_true", help="skip bench/gui_bench.py")
     ap.add_argument("--all-cli", action="store_true",
                     help=f"time tf2onnx's CLI on every model (default: models of {SLOW_CLI_MIN_BYTES // 1000} KB or more)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    corpus, out = Path(args.corpus).resolve(), Path(args.out)
+    corpus = Path(args.corpus).resolve()
+    out = Path(args.out) if args.out else HERE / "results" / ("ours-only" if args.no_peers else "")
     models = sorted(corpus.glob(args.models))
     if not models:
         print(f"error: no model matches {args.models} under {corpus}", file=sys.stderr)
@@ -214,6 +234,8 @@ def main(argv=None) -> int:
             d.close()
         shutil.rmtree(work, ignore_errors=True)
     data["models"] = rows
+    if args.no_peers:
+        data["peers_from"] = borrow_peers(rows, HERE / "results" / "bench.json")
     data["gui"] = None if args.no_gui else gui_figures(corpus)
     data["total_s"] = time.perf_counter() - start
     data["load_end"] = os.getloadavg()[0]
