@@ -96,7 +96,41 @@ def propagate(model) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
     Reshape, MatMul, Gemm ...) are absent.
     """
     from .denotation_rules import Propagator
-    return Propagator(model).run()
+    return Propagator(shape_view(model)).run()
+
+
+LARGE_CONSTANT = 1024      # elements; the propagator's rules read only small constants (axes, scales, sizes)
+
+
+def shape_view(model):
+    """The model as the denotation propagator reads it: every node, value info and small initializer, and large
+    initializers (weights) as their name, type and dims only. ONNX shape inference needs no more of them, and given
+    the weights it serialised them and parsed them back, most of the metadata pass on a large model."""
+    import math
+    g = model.graph
+    if all(math.prod(t.dims) <= LARGE_CONSTANT for t in g.initializer):
+        return model
+    light = type(model)()
+    _copy_fields(light, model, skip="graph")
+    _copy_fields(light.graph, g, skip="initializer")
+    for t in g.initializer:
+        if math.prod(t.dims) <= LARGE_CONSTANT:
+            light.graph.initializer.append(t)
+        else:
+            light.graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
+    return light
+
+
+def _copy_fields(dst, src, skip: str) -> None:
+    for f, v in src.ListFields():
+        if f.name == skip:
+            continue
+        if f.is_repeated:
+            getattr(dst, f.name).extend(v)
+        elif f.message_type is not None:
+            getattr(dst, f.name).CopyFrom(v)
+        else:
+            setattr(dst, f.name, v)
 
 
 # -- the metadata pass of a conversion ------------------------------------------------------------------------------
@@ -161,7 +195,7 @@ def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
     from .denotation_rules import Propagator
     from .metadata_edits import layout_edits
     guessed, notes = layout_edits(model, input_layouts)
-    prop = Propagator(model)
+    prop = Propagator(shape_view(model))
     accepted: dict[str, list[str]] = {}
     before = {f.message for f in prop.run(accepted)[1]}
     for name, d in guessed.dims.items():
