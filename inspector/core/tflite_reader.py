@@ -131,6 +131,7 @@ def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
 
 _VTABLES = [struct.Struct(f"<{k}H").unpack_from for k in range(64)]      # k vtable entries at once
 _TABLE_LISTS = [struct.Struct(f"<{k}I").unpack_from for k in range(65)]  # k table offsets at once
+_SHAPES = [struct.Struct(f"<{k}i").unpack_from for k in range(MAX_RANK + 1)]  # a shape of rank k
 
 
 def _field(buf: bytes, pos: int, fid: int) -> int:
@@ -388,11 +389,19 @@ class _Reader:
         buf = self.buf
         f = _offsets(buf, pos, _TENSOR_N)
         p = f[_T_SHAPE]
-        rank = _U32(buf, p + _U32(buf, p)[0])[0] if p else 0
-        if rank > MAX_RANK:
-            raise _Bad(f"tensor {i} has rank {rank}, beyond any real model")
-        shape = tuple(_int_vector(buf, p, self.limit, "Shape"))
-        sig_list = _int_vector(buf, f[_T_SIG], self.limit, "ShapeSignature")
+        if p:
+            v = p + _U32(buf, p)[0]
+            rank = _U32(buf, v)[0]
+            if rank > MAX_RANK:
+                raise _Bad(f"tensor {i} has rank {rank}, beyond any real model")
+            try:                                    # (rank <= 32: one struct call, no numpy)
+                shape = _SHAPES[rank](buf, v + 4) if rank <= self.limit else tuple(_int_vector(buf, p, self.limit,
+                                                                                              "Shape"))
+            except struct.error:
+                raise _Bad(f"shape: {rank} entries run past the end of the file") from None
+        else:
+            shape = ()
+        sig_list = _int_vector(buf, f[_T_SIG], self.limit, "ShapeSignature") if f[_T_SIG] else []
         ttype = _I8(buf, f[_T_TYPE])[0] if f[_T_TYPE] else 0
         dtype = TENSOR_TYPES.get(ttype, f"type{ttype}")
         name = _string(buf, f[_T_NAME], "name")
