@@ -260,10 +260,12 @@ class Emitter:
         if slot >= len(op.inputs) or op.inputs[slot] < 0:
             return ""
         t = op.inputs[slot]
-        rank = self.tensor(t).rank
+        const = t in self.constants
         if want is None:
-            want = self.plan.inputs.get((op.index, slot), self.perm(t) if not self.is_const(t) else L.identity(rank))
-        if self.is_const(t):
+            want = self.plan.inputs.get((op.index, slot))
+            if want is None:
+                want = tuple(range(len(self.sg.tensors[t].shape))) if const else self.perm(t)
+        if const:
             return self.const_of(t, want)
         return self.q.read(op, slot, self.present(t, want), want)
 
@@ -325,8 +327,9 @@ class Emitter:
     def output(self, op: Op, slot: int = 0) -> str:
         """Name to write output `slot` to, in the layout the op produces (a pin's Transpose follows)."""
         t = op.outputs[slot]
-        natural = self.plan.produced.get((op.index, slot), self.perm(t))
-        pinned = tuple(natural) != tuple(self.perm(t))
+        perm = self.perm(t)
+        natural = self.plan.produced.get((op.index, slot), perm)
+        pinned = tuple(natural) != tuple(perm)
         name = self.fresh(f"{self.tensor(t).name}_{L.name(natural)}") if pinned else self.value(t)
         real = self.q.output(op, slot, name) if self.q.active(t) else name   # a QuantizeLinear into `name`
         if pinned:
