@@ -149,8 +149,8 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         if float_io and em.q.quantized_tensor(t):
             em.reserve(t, em.fresh(f"{name}_quantized"))
             em._used.add(name)
-        elif tuple(plan.outputs.get(t, em.perm(t))) != tuple(em.perm(t)):
-            em.reserve(t, em.fresh(f"{name}_{L.name(em.perm(t))}"))
+        elif tuple(plan.outputs.get(t, perm := em.perm(t))) != tuple(perm):
+            em.reserve(t, em.fresh(f"{name}_{L.name(perm)}"))
             em._used.add(name)
         out_names[t] = name
 
@@ -158,10 +158,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
 
     outputs = []
     for t in sg.outputs:
-        want = plan.outputs.get(t, em.perm(t))
+        want = plan.outputs.get(t, perm := em.perm(t))
         if float_io and em.q.quantized_tensor(t):
             outputs.append(em.q.float_output(t, out_names[t], want))
-        elif tuple(want) != tuple(em.perm(t)):
+        elif tuple(want) != tuple(perm):
             em.present(t, want, target=out_names[t])
         elif em.value(t) != out_names[t]:
             em.node("Identity", [em.value(t)], [out_names[t]])
