@@ -350,6 +350,13 @@ class _Reader:
     def buffer_bytes(self, index: int) -> np.ndarray | None:
         if index in self._buffers:
             return self._buffers[index]
+        span = self._buffer_span(index)
+        data = None if span is None else np.frombuffer(self.buf, np.uint8, count=span[1], offset=span[0])
+        self._buffers[index] = data
+        return data
+
+    def _buffer_span(self, index: int) -> tuple[int, int] | None:
+        """(start, size) of buffer `index`'s bytes, checked against the file; None when it has none."""
         if self._buffer_pos is None:
             self._buffer_pos = _table_positions(self.model, "Buffers", "buffers", self.limit)
         if index <= 0 or index >= len(self._buffer_pos):
@@ -361,18 +368,16 @@ class _Reader:
         if off > 1:   # >2 GB models keep data after the flatbuffer, addressed by offset/size
             if off + size > self.limit:
                 raise _Bad(f"buffer {index} points past the end of the file ({off}+{size} > {self.limit})")
-            data = np.frombuffer(self.buf, np.uint8, count=size, offset=off)
-        else:
-            p = data_p + _U32(buf, data_p)[0] if data_p else 0
-            n = _U32(self.buf, p)[0] if p else 0
-            if n > self.limit:
-                raise _Bad(f"buffer {index} claims {n} bytes, more than the file")
-            try:
-                data = np.frombuffer(self.buf, np.uint8, count=n, offset=p + 4) if n else None
-            except ValueError:
-                raise _Bad(f"buffer {index} claims {n} bytes, running past the end of the file") from None
-        self._buffers[index] = data
-        return data
+            return off, size
+        p = data_p + _U32(buf, data_p)[0] if data_p else 0
+        n = _U32(buf, p)[0] if p else 0
+        if n > self.limit:
+            raise _Bad(f"buffer {index} claims {n} bytes, more than the file")
+        if not n:
+            return None
+        if p + 4 + n > self.limit:
+            raise _Bad(f"buffer {index} claims {n} bytes, running past the end of the file")
+        return p + 4, n
 
     def opcodes(self) -> list[tuple[str, bool, int]]:
         out = []
@@ -560,8 +565,9 @@ class _Reader:
         subgraphs = [self.subgraph(k, sg, codes) for k, sg in enumerate(tables)]
         metadata = {}
         for md in m.tables("Metadata", "metadata", self.limit, _MD):
-            raw = self.buffer_bytes(md.scalar("Buffer", _U32))
-            metadata[_name(md.string("Name", checked=False))] = raw.tobytes() if raw is not None else b""
+            span = self._buffer_span(md.scalar("Buffer", _U32))
+            metadata[_name(md.string("Name", checked=False))] = \
+                bytes(self.buf[span[0]:span[0] + span[1]]) if span is not None else b""
         sigs = []
         for sd in m.tables("SignatureDefs", "signatures", self.limit, _SD):
             maps = [{_name(tm.string("Name", checked=False)): tm.scalar("TensorIndex", _U32)
