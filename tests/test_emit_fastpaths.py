@@ -1,0 +1,117 @@
+"""The conversion's fast paths build exactly what the onnx helpers they replace build, and keep their guarantees.
+
+Each fast path (value infos parsed from cached bytes, initializers without numpy_helper, the resumed name search,
+one checker pass, the denotation propagator's shape view) is compared with the slow construction it replaced.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from inspector.core.convert import check_model, convert
+from inspector.core.denotation import LARGE_CONSTANT, shape_view
+from inspector.core.denotation_rules import Propagator
+from inspector.core.emit import Emitter, make_value_info, tensor_proto
+from inspector.core.errors import ConversionError
+from inspector.core.graph import Subgraph, Tensor
+from inspector.core.result import LayoutPlan
+from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.tflite_reader import read_tflite_bytes
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.mark.parametrize("name", ["x", "é" * 70, "n" * 200, ""])        # 200 bytes: a two-byte length varint
+@pytest.mark.parametrize("elem, dims", [
+    (TensorProto.FLOAT, [1, 5, 7, 3]), (TensorProto.INT64, []), (TensorProto.UINT8, ["batch", 6, 4]),
+    (TensorProto.FLOAT16, [0, 300, 70000]), (TensorProto.BOOL, ["t_d1" * 40]),
+])
+def test_value_info_matches_the_helper_byte_for_byte(name, elem, dims):
+    want = helper.make_tensor_value_info(name, elem, dims).SerializeToString()
+    assert make_value_info(name, elem, dims).SerializeToString() == want
+    assert make_value_info(name, elem, dims).SerializeToString() == want      # second time from the cache
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32",
+                                   "uint32", "int64", "uint64", "bool"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 5, 7)])
+def test_initializer_matches_from_array(dtype, shape):
+    arr = (RNG.standard_normal(shape) * 50).astype(dtype)
+    assert tensor_proto(arr, "w").SerializeToString() == numpy_helper.from_array(arr, "w").SerializeToString()
+
+
+def test_other_dtypes_go_through_from_array():
+    arr = np.array(["ab", "c"], dtype=object)
+    assert tensor_proto(arr, "s").SerializeToString() == numpy_helper.from_array(arr, "s").SerializeToString()
+
+
+def _emitter() -> Emitter:
+    sg = Subgraph(name="g", tensors=[Tensor(index=0, name="x", shape=(1, 2), dtype="float32")], ops=[],
+                  inputs=[0], outputs=[0])
+    return Emitter(sg, LayoutPlan(), 18, {})
+
+
+def test_fresh_names_take_the_smallest_free_suffix_even_after_outside_reservations():
+    em = _emitter()
+    assert [em.fresh("k") for _ in range(3)] == ["k", "k_2", "k_3"]
+    em._used.update({"k_4", "k_6"})                  # names reserved without fresh() (graph outputs do this)
+    assert [em.fresh("k") for _ in range(3)] == ["k_5", "k_7", "k_8"]
+    assert em.fresh("a b\tc") == "a_b_c" and em.fresh("") == "v"
+
+
+def test_fresh_names_are_shared_with_a_subgraph_emitter():
+    root = _emitter()
+    child = Emitter(root.sg, LayoutPlan(), 18, {}, parent=root)
+    assert [root.fresh("y"), child.fresh("y"), root.fresh("y")] == ["y", "y_2", "y_3"]
+
+
+def _relu_model(declared: list[int]) -> onnx.ModelProto:
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["y"], ["z"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 3, 5])],
+                          value_info=[helper.make_tensor_value_info("y", TensorProto.FLOAT, declared)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_one_checker_pass_still_refuses_a_declared_shape_inference_contradicts():
+    check_model(_relu_model([1, 3, 5]))
+    with pytest.raises(ConversionError, match=r"fails the ONNX checker: .*differ in dimension 2: \(5\) vs \(4\)"):
+        check_model(_relu_model([1, 3, 4]))
+
+
+def test_checker_accepts_the_serialised_model_too():
+    check_model(_relu_model([1, 3, 5]).SerializeToString())
+    with pytest.raises(ConversionError):
+        check_model(_relu_model([1, 3, 4]).SerializeToString())
+
+
+def _conv_model() -> onnx.ModelProto:
+    b = ModelBuilder()
+    x = b.input("x", [1, 9, 7, 6])
+    y = b.tensor("y", [1, 9, 7, 40])
+    b.op("CONV_2D", [x, b.const("w", RNG.standard_normal((40, 3, 2, 6)).astype(np.float32)),
+                     b.const("b", RNG.standard_normal(40).astype(np.float32))], [y], {"padding": "SAME"})
+    z = b.tensor("z", [1, 5, 4, 40])
+    b.op("MAX_POOL_2D", [y], [z], {"padding": "SAME", "stride_h": 2, "stride_w": 2, "filter_height": 2,
+                                    "filter_width": 2})
+    b.output(z)
+    return convert(read_tflite_bytes(b.build())).model
+
+
+def test_shape_view_drops_only_large_weights_and_propagates_the_same_denotations():
+    model = _conv_model()
+    view = shape_view(model)
+    sizes = {t.name: (tuple(t.dims), len(t.raw_data)) for t in model.graph.initializer}
+    light = {t.name: (tuple(t.dims), len(t.raw_data)) for t in view.graph.initializer}
+    assert sizes.keys() == light.keys()
+    for name, (dims, n) in sizes.items():
+        big = int(np.prod(dims)) > LARGE_CONSTANT
+        assert light[name] == (dims, 0 if big else n), name
+    assert any(int(np.prod(d)) > LARGE_CONSTANT for d, _ in sizes.values())        # the test has a weight to drop
+    assert list(view.graph.node) == list(model.graph.node) and view.opset_import == model.opset_import
+    seeds = {model.graph.input[0].name: ("DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE")}
+    full, lite = Propagator(model).run(seeds), Propagator(view).run(seeds)
+    assert full[0] == lite[0] and [f.message for f in full[1]] == [f.message for f in lite[1]]
+    assert full[0][model.graph.output[0].name] == seeds[model.graph.input[0].name]
