@@ -229,10 +229,6 @@ class _Table:
             raise _Bad(f"{_snake(accessor)}: string runs past the end of the file")
         return self.buf[p + 4:p + 4 + n]
 
-    def length(self, accessor: str) -> int:
-        p = self.table(accessor)
-        return _U32(self.buf, p)[0] if p else 0
-
     def vector(self, accessor: str, dtype: str, limit: int) -> np.ndarray:
         return _vector(self.buf, self.table(accessor), dtype, limit, accessor)
 
