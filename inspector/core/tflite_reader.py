@@ -20,6 +20,7 @@ import numpy as np
 from . import tflite_schema as S
 from .errors import ModelLoadError
 from .graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
+from .loader import regular_file
 
 SCHEMA_VERSION = 3
 # Largest activation a shape may claim (elements); beyond this the file is refused, not allocated.
@@ -599,7 +600,6 @@ def read_tflite(path: str | Path) -> Graph:
 def _read_file(path: str) -> bytes:
     """The file's bytes, with one open and one read (pathlib's read_bytes cost a quarter of reading a small model).
     Opened non-blocking so a FIFO cannot hang the open; anything but a regular file gets loader's refusal."""
-    from .loader import regular_file
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as e:
