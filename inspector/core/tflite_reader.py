@@ -126,7 +126,8 @@ def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
         k = n
     elif k <= 0:
         return [0] * n
-    out = [pos + o if o else 0 for o in (_VTABLES[k] if k < 64 else _unpacker(f"<{k}H"))(buf, vt + 4)]
+    offs = _VTABLES[k](buf, vt + 4) if k < 64 else struct.unpack_from(f"<{k}H", buf, vt + 4)   # (no cache growth)
+    out = [pos + o if o else 0 for o in offs]
     return out + [0] * (n - k) if k < n else out
 
 
