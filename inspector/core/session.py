@@ -124,9 +124,10 @@ class Session:
         from .convert import check_model
         if self.result is None:
             self.convert()
-        check_model(self.result.model)
+        data = self.result.model.SerializeToString()          # serialised once, checked and written as is
+        check_model(data)
         protect = [] if overwrite_source else [self.path]
-        write_atomic(path, self.result.model.SerializeToString(), protect=protect)
+        write_atomic(path, data, protect=protect)
         self.emit("exported", path)
 
     def report(self) -> dict:

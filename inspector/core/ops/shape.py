@@ -126,7 +126,8 @@ def agree_rule(op, sg, in_perms, out_pin):
     if len(perms) != sum(1 for p in in_perms if p is not None):
         return None
     from .registry import OPS
-    chosen = choose_layout(perms, out_pin, r, demands(sg, op.outputs[0], OPS, sg.consumers()))
+    t = op.outputs[0]                    # its own readers only: the whole consumer map per Concat was quadratic
+    chosen = choose_layout(perms, out_pin, r, demands(sg, t, OPS, {t: [o.index for o in sg.ops if t in o.inputs]}))
     return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
 
 
