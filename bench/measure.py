@@ -11,15 +11,18 @@ import onnx
 from onnx import helper, numpy_helper
 
 
-def median_time(fn, runs: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
-    """Median seconds of `runs` calls after `warmup` untimed ones."""
-    for _ in range(warmup):
-        fn()
+def median_time(fn, runs: int = 5) -> tuple[float, list[float]]:
+    """Median seconds of at least `runs` calls after one untimed call (more for fast calls: runs_for)."""
+    from peer_driver import no_gc, runs_for          # the peers' rules, so both sides are timed alike
+    t = time.perf_counter()
+    fn()
+    warmup = time.perf_counter() - t
     times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
+    with no_gc():
+        for _ in range(runs_for(warmup, runs)):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
     return statistics.median(times), times
 
 

@@ -1,9 +1,11 @@
-"""Runs inside bench/.peers-venv: one peer converts each model it is sent, a warm-up then N timed runs.
+"""Runs inside bench/.peers-venv: one peer converts each model it is sent, a warm-up then timed runs (runs_for).
 
 Timed: the peer's own file-to-file call (tflite2onnx.convert: read, convert, onnx.save + basic checker;
 tf2onnx.convert.from_tflite(output_path=...): read, convert, optimise, save).
 """
 import argparse
+import contextlib
+import gc
 import json
 import logging
 import os
@@ -11,6 +13,27 @@ import sys
 import time
 import traceback
 import warnings
+
+
+BUDGET, MAX_RUNS = 0.25, 50
+
+
+def runs_for(warmup: float, runs: int) -> int:
+    """At least `runs`; fast conversions get more (up to MAX_RUNS or about BUDGET seconds), because a median of 5
+    sub-millisecond runs moved by 20-30 % between bench runs. Ours and the peers' use the same rule."""
+    return max(runs, min(MAX_RUNS, int(BUDGET / max(warmup, 1e-6))))
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Timed runs without the cyclic garbage collector, as timeit does: a collection's cost depends on everything
+    else the process holds (the bench's own results, earlier models), not on the conversion timed."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def converter(peer):
@@ -28,10 +51,11 @@ def timed(fn, model, out, runs):
         fn(model, out)
         result["warmup"] = time.perf_counter() - t
         times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            fn(model, out)
-            times.append(time.perf_counter() - t)
+        with no_gc():
+            for _ in range(runs_for(result["warmup"], runs)):
+                t = time.perf_counter()
+                fn(model, out)
+                times.append(time.perf_counter() - t)
         result.update(ok=os.path.exists(out), times=times)
         if not result["ok"]:
             result["error"] = "no output file written"
