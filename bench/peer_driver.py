@@ -44,15 +44,18 @@ def converter(peer):
     return lambda src, dst: convert.from_tflite(src, output_path=dst)
 
 
-def timed(fn, model, out, runs):
+def timed(fn, model, out, runs, adapt=True):
+    """A warm-up, then `runs` timed calls (with `adapt`, runs_for's number; 0 runs: only the warm-up)."""
     result = {"ok": False}
     try:
         t = time.perf_counter()
         fn(model, out)
         result["warmup"] = time.perf_counter() - t
+        if adapt and runs:
+            runs = runs_for(result["warmup"], runs)
         times = []
         with no_gc():
-            for _ in range(runs_for(result["warmup"], runs)):
+            for _ in range(runs):
                 t = time.perf_counter()
                 fn(model, out)
                 times.append(time.perf_counter() - t)
@@ -68,7 +71,7 @@ def timed(fn, model, out, runs):
 
 
 def main():
-    """Reads one JSON request per line on stdin ({model, out, runs}), answers one JSON line each, so the peer's
+    """Reads one JSON request per line on stdin ({model, out, runs, adapt}), answers one JSON line each, so the peer's
     imports (TensorFlow's several seconds) happen once per bench, outside every timed run."""
     ap = argparse.ArgumentParser()
     ap.add_argument("peer", choices=["tflite2onnx", "tf2onnx"])
@@ -82,7 +85,8 @@ def main():
     print(json.dumps({"ready": True}), file=answers, flush=True)
     for line in sys.stdin:
         req = json.loads(line)
-        print(json.dumps(timed(fn, req["model"], req["out"], req["runs"])), file=answers, flush=True)
+        answer = timed(fn, req["model"], req["out"], req["runs"], req.get("adapt", True))
+        print(json.dumps(answer), file=answers, flush=True)
 
 
 if __name__ == "__main__":

@@ -83,12 +83,12 @@ class Driver:
         lines = [x for x in self.log.read().strip().splitlines() if x.strip()]
         return lines[-1][:160] if lines else "no message"
 
-    def convert(self, model: Path, out: Path, runs: int, timeout: float = 900) -> dict:
-        """Warm-up + `runs` timed conversions: {ok, times (s), warmup, error}."""
+    def convert(self, model: Path, out: Path, runs: int, timeout: float = 900, adapt: bool = True) -> dict:
+        """A warm-up + `runs` timed conversions (more for fast ones with `adapt`): {ok, times (s), warmup, error}."""
         try:
             if self.proc is None or self.proc.poll() is not None:
                 self._start()
-            self.proc.stdin.write(json.dumps({"model": str(model), "out": str(out), "runs": runs}) + "\n")
+            self.proc.stdin.write(json.dumps({"model": str(model), "out": str(out), "runs": runs, "adapt": adapt}) + "\n")
             self.proc.stdin.flush()
             answer = self._answer(timeout)
         except (RuntimeError, BrokenPipeError, OSError, ValueError) as e:

@@ -155,7 +155,7 @@ def render(data) -> str:
              "## Targets", "", *target_lines(rows), "",
              "## Summary: the models of 100 KB or more", "", *summary_table(rows), "",
              "## Conversion time", "",
-             f"In-process: median of at least {data['runs']} runs after a warm-up (up to 50 or ~0.25 s for fast ones, every converter alike), file to file (ours: read + convert without "
+             f"In-process: median of at least {data['runs']} runs (up to 50 or ~0.25 s for fast ones) in 3 alternating blocks of ours and each peer, each block after a warm-up, file to file (ours: read + convert without "
              "the checker + serialise + write; tflite2onnx.convert: read + convert + save + basic checker; "
              "tf2onnx from_tflite: read + convert + optimise + save). Weights floor: transpose every "
              "rank-4 constant to NCHW, serialise all constants, write (after reading). CLI: a fresh process, median of "

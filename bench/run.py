@@ -53,17 +53,63 @@ def cli_time(cmd: list[str], out: Path, runs: int, env=None) -> dict:
     return {"ok": True, "cli": statistics.median(times), "cli_times": times}
 
 
-def ours(model: Path, work: Path, runs: int, cli_runs: int) -> dict:
+BLOCKS = 3
+
+
+def inproc_rounds(model: Path, work: Path, drivers: dict, runs: int) -> dict[str, dict]:
+    """In-process times of ours and each peer, in BLOCKS alternating blocks (ours, tflite2onnx, tf2onnx, ours, ...),
+    each block a warm-up then its share of the timed runs, so that drift in a shared machine's state hits every
+    converter alike. Runs: at least `runs`, more when the slowest converter is fast (peer_driver.runs_for); medians
+    over all blocks."""
+    from peer_driver import no_gc, runs_for
     out = work / "ours.onnx"
-    entry: dict = {}
+    entries: dict[str, dict] = {}
+    warmups = {}
     try:
-        entry["inproc"], entry["times"] = measure.median_time(lambda: measure.ours_once(model, out), runs)
-        entry["ok"] = True
-        splits = [measure.ours_breakdown(model) for _ in range(3)]
-        entry["breakdown"] = {k: statistics.median(b[k] for b in splits) for k in splits[0]}
-        entry["output"] = str(out)
+        t = time.perf_counter()
+        measure.ours_once(model, out)
+        warmups["ours"] = time.perf_counter() - t
+        entries["ours"] = {"ok": True, "times": [], "output": str(out)}
     except Exception as e:                                   # an unsupported model is a result
-        return {"ok": False, "error": one_line(e)}
+        entries["ours"] = {"ok": False, "error": one_line(e)}
+    for name, driver in drivers.items():
+        r = driver.convert(model, work / f"{name}.onnx", 0)
+        if r["ok"]:
+            warmups[name] = r["warmup"]
+            entries[name] = {"ok": True, "times": [], "warmup": r["warmup"], "output": str(work / f"{name}.onnx")}
+        else:
+            entries[name] = {"ok": False, "error": r["error"]}
+    per_block = -(-runs_for(max(warmups.values(), default=1.0), runs) // BLOCKS)
+    for _ in range(BLOCKS):
+        for name in warmups:
+            entry = entries[name]
+            if not entry["ok"]:
+                continue
+            if name == "ours":
+                measure.ours_once(model, out)                # the block's warm-up
+                with no_gc():
+                    for _ in range(per_block):
+                        t = time.perf_counter()
+                        measure.ours_once(model, out)
+                        entry["times"].append(time.perf_counter() - t)
+                continue
+            r = drivers[name].convert(model, work / f"{name}.onnx", per_block, adapt=False)
+            if r["ok"]:
+                entry["times"] += r["times"]
+            else:
+                entries[name] = {"ok": False, "error": r["error"]}
+    for entry in entries.values():
+        if entry["ok"]:
+            entry["inproc"] = statistics.median(entry["times"])
+    return entries
+
+
+def ours(entry: dict, model: Path, work: Path, cli_runs: int) -> dict:
+    """Our time split and cold CLI, added to the in-process entry."""
+    if not entry["ok"]:
+        return entry
+    splits = [measure.ours_breakdown(model) for _ in range(3)]
+    entry["breakdown"] = {k: statistics.median(b[k] for b in splits) for k in splits[0]}
     cli_out = work / "ours_cli.onnx"
     cmd = [str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o", str(cli_out)]
     c = cli_time(cmd, cli_out, cli_runs)
@@ -74,16 +120,9 @@ def ours(model: Path, work: Path, runs: int, cli_runs: int) -> dict:
     return entry
 
 
-def peer(driver: peers.Driver, model: Path, work: Path, runs: int, cli_runs: int, cli: bool) -> dict:
-    name = driver.peer
-    out = work / f"{name}.onnx"
-    r = driver.convert(model, out, runs)
-    entry = {"ok": r["ok"]}
-    if not r["ok"]:
-        entry["error"] = r["error"]
-        return entry
-    entry.update(inproc=statistics.median(r["times"]), times=r["times"], warmup=r.get("warmup"), output=str(out))
-    if not cli:
+def peer(name: str, entry: dict, model: Path, work: Path, cli_runs: int, cli: bool) -> dict:
+    """A peer's cold CLI, added to its in-process entry."""
+    if not entry["ok"] or not cli:
         return entry
     cli_out = work / f"{name}_cli.onnx"
     c = cli_time(peers.cli_command(name, model, cli_out), cli_out, cli_runs, env=peers.cli_env())
@@ -122,7 +161,8 @@ def runtime(row: dict, model: Path) -> None:
 def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     row = {"model": str(model.relative_to(corpus)), "bytes": model.stat().st_size}
-    row["ours"] = ours(model, work, args.runs, args.cli_runs)
+    timed = inproc_rounds(model, work, drivers, args.runs)
+    row["ours"] = ours(timed["ours"], model, work, args.cli_runs)
     try:
         graph = read_tflite(str(model))
         row["floor"] = measure.median_time(lambda: measure.weights_floor(graph, work / "floor.onnx"), args.runs)[0]
@@ -131,7 +171,7 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
     for name in peers.PEERS:
         # tf2onnx's cold start is mostly importing TensorFlow (~5 s): its CLI is timed on the larger models only
         cli = name != "tf2onnx" or args.all_cli or model.stat().st_size >= SLOW_CLI_MIN_BYTES
-        row[name] = peer(drivers[name], model, work, args.runs, args.cli_runs, cli) if drivers else \
+        row[name] = peer(name, timed[name], model, work, args.cli_runs, cli) if drivers else \
             {"ok": False, "error": "not run (--no-peers)"}
     runtime(row, model)
     for f in work.iterdir():
