@@ -200,7 +200,8 @@ def _weights(ctx, op, perm, centred_max: int, halves_axis: int | None = None) ->
     ctx.q.const_axes[w_t] = out_axis
 
     def exact(a) -> bool:
-        bound = np.abs(a.astype(np.int64)).sum(axis=tuple(i for i in range(a.ndim) if i != out_axis))
+        mag = np.abs(a.astype(np.int16))                  # int16: |-128| fits, and half the work of int64
+        bound = mag.sum(axis=tuple(i for i in range(a.ndim) if i != out_axis), dtype=np.int64)
         return not bound.size or int(bound.max()) * centred_max < EXACT_LIMIT
     parts = [arr]
     if not exact(arr) and halves_axis is not None and arr.shape[halves_axis] > 1:
