@@ -54,6 +54,10 @@ def cli_time(cmd: list[str], out: Path, runs: int, env=None) -> dict:
 
 
 BLOCKS = 3
+# Idle time before each block, so that what one converter's process leaves running (TensorFlow's thread pools in
+# tf2onnx's) does not land on the next block: a precaution on 2 cores; the full runs' small-model medians still
+# move by up to ~60 % between runs on this shared VM (ops/abs: 0.25-0.40 ms; 0.24 alone).
+SETTLE = 0.1
 
 
 def inproc_rounds(model: Path, work: Path, drivers: dict, runs: int) -> dict[str, dict]:
@@ -85,6 +89,7 @@ def inproc_rounds(model: Path, work: Path, drivers: dict, runs: int) -> dict[str
             entry = entries[name]
             if not entry["ok"]:
                 continue
+            time.sleep(SETTLE)
             if name == "ours":
                 measure.ours_once(model, out)                # the block's warm-up
                 with no_gc():
