@@ -59,11 +59,6 @@ def applies(ctx, op) -> bool:
     return is_hybrid(ctx.q, op)
 
 
-def read(qdq, op, x: str) -> str:
-    """What an op reads for its float input 0: hybrid ops quantize it in their own emitters (below)."""
-    return x
-
-
 # --- the input, quantized per batch row ---------------------------------------------------------------------
 def nonnegative(sg, t: int, seen=None) -> bool:
     """Is activation t >= 0 by construction (a ReLU/ReLU6 upstream, through ops that keep the sign)?"""

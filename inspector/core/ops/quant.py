@@ -230,16 +230,13 @@ class QDQ:
 
     def read(self, op, slot: int, x: str, perm) -> str:
         """What an op reads for activation input `slot` (value `x` in layout `perm`): real values of a quantized
-        tensor; for a hybrid op (float input, int8 weights) the input as TFLite quantizes it on the fly."""
+        tensor; anything else as is (hybrid ops quantize their float input in their own emitters, ops/hybrid.py)."""
         t = op.inputs[slot]
         if self.active(t):
             if self.ex.applies(op):
                 q = self.em.sg.tensors[t].quantization
                 return self.ex.centred(t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
             return self.input(t, x, perm)
-        if slot == 0:
-            from . import hybrid
-            return hybrid.read(self, op, x)
         return x
 
     def output(self, op, slot: int, dst: str) -> str:
