@@ -28,7 +28,7 @@ debs:
 	fi
 
 run: $(STAMP)
-	$(BIN)/layout-inspector gui resources/sample.tflite
+	$(BIN)/layout-inspector gui --sample
 
 lint: $(STAMP)
 	$(BIN)/lint-imports

@@ -78,7 +78,7 @@ def test_text_output(corpus, capsys):
 
 
 def test_text_output_lists_metadata(capsys):
-    assert main(["info", str(ROOT / "resources" / "sample.tflite")]) == 0
+    assert main(["info", str(ROOT / "inspector" / "resources" / "sample.tflite")]) == 0
     out = capsys.readouterr().out
     assert "metadata:\n  source: " in out and " bytes" in out
     assert "      5  CONV_2D" in out
@@ -112,7 +112,7 @@ def test_version_and_help():
 
 
 def test_process_exit_codes(tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "inspector", "info", str(ROOT / "resources" / "sample.tflite"),
+    ok = subprocess.run([sys.executable, "-m", "inspector", "info", str(ROOT / "inspector" / "resources" / "sample.tflite"),
                          "--json"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert ok.returncode == 0 and json.loads(ok.stdout)["inputs"][0]["shape"] == [1, 48, 64, 3]
     usage = subprocess.run([sys.executable, "-m", "inspector", "info"], capture_output=True, text=True, cwd=ROOT,

@@ -10,7 +10,7 @@ from inspector.core.tflite_reader import read_tflite
 from .conftest import ROOT
 from .reference import conv2d, depthwise_conv2d, pool2d, run_litert, softmax
 
-SAMPLE = ROOT / "resources" / "sample.tflite"
+SAMPLE = ROOT / "inspector" / "resources" / "sample.tflite"
 
 
 def _make_sample():

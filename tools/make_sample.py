@@ -1,4 +1,4 @@
-"""Write resources/sample.tflite: a small image classifier so `make run` always has a model to show.
+"""Write inspector/resources/sample.tflite: a small image classifier so `make run` always has a model to show.
 
 Float32, input [1, 48, 64, 3] (H != W != C), 16 ops: a stem conv, a depthwise block with a residual ADD, a pool,
 two branches joined by CONCATENATION, a per-channel MUL, a pool, MEAN, RESHAPE, FULLY_CONNECTED and SOFTMAX.
@@ -16,7 +16,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from inspector.core.tflite_builder import ModelBuilder  # noqa: E402
 
-OUT = Path(__file__).resolve().parent.parent / "resources" / "sample.tflite"
+OUT = Path(__file__).resolve().parent.parent / "inspector" / "resources" / "sample.tflite"
 CLASSES = 10
 
 

@@ -63,7 +63,7 @@ def setup(argv, doc: str):
 def main(argv=None) -> int:
     corpus, out, app = setup(argv, __doc__)
 
-    sample = ROOT / "resources" / "sample.tflite"
+    sample = ROOT / "inspector" / "resources" / "sample.tflite"
     if not sample.is_file():
         sample = corpus / "keras" / "custom_unet_small_fp32.tflite"
     w = window_for(app, sample)

@@ -4,10 +4,12 @@ from __future__ import annotations
 import sys
 import traceback
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from inspector import __version__
 from inspector.core.errors import InspectorError
+from inspector.resources import ICON, path as resource
 
 
 def _hook(window_getter):
@@ -41,6 +43,8 @@ def application(argv: list[str] | None = None) -> QApplication:
     app.setApplicationName("Layout Inspector")
     app.setOrganizationName("layout-inspector")
     app.setApplicationVersion(__version__)
+    app.setWindowIcon(QIcon(str(resource(ICON))))
+    app.setDesktopFileName("layout-inspector")      # matches the .desktop entry `install-desktop` writes
     return app
 
 

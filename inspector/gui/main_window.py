@@ -17,6 +17,7 @@ from .legend import Legend
 from .loader_job import LoadJob
 from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
+from .start_page import StartPage
 
 MAX_RECENT = 8
 SHORTCUTS = """Ctrl+O  open a model (or drop a file on the window)
@@ -104,7 +105,16 @@ class MainWindow(QMainWindow):
         lay.setSpacing(0)
         lay.addWidget(self.legend)
         lay.addWidget(self.splitter, 1)
-        self.setCentralWidget(central)
+        # the start page until a model is opened (no blank window on `layout-inspector gui`)
+        self.start_page = StartPage()
+        self.start_page.openRequested.connect(self.open_dialog)
+        self.start_page.pathRequested.connect(self.open_path)
+        self.start_page.set_recent(self.recent())
+        self.workspace = central
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.start_page)
+        self.stack.addWidget(central)
+        self.setCentralWidget(self.stack)
 
         self.details = DetailsPanel()
         self.details.linkActivated.connect(self.follow_link)
@@ -222,6 +232,7 @@ class MainWindow(QMainWindow):
                 self.error("Cannot open model", f"{p}: no such file")
                 return
         self.cancel()
+        self.stack.setCurrentWidget(self.workspace)
         self._add_recent(path)
         self.doc = None
         self.editor.detach()

@@ -1,13 +1,14 @@
-"""Category colours from resources/palette.json (Okabe-Ito: safe for the common colour-vision deficiencies)."""
+"""Category colours from inspector/resources/palette.json (Okabe-Ito: safe for the common colour-vision
+deficiencies)."""
 from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 from PySide6.QtGui import QColor
 
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+from inspector.resources import PALETTE, path as resource
+
 CATEGORIES = ("Implicit", "Transparent", "Attribute", "Terminate")
 CONFLICT, UNKNOWN = "conflict/inserted", "unknown"
 
@@ -37,5 +38,5 @@ class Palette:
 
 @lru_cache(maxsize=1)
 def palette() -> Palette:
-    with open(RESOURCES / "palette.json", encoding="utf-8") as f:
+    with open(resource(PALETTE), encoding="utf-8") as f:
         return Palette(json.load(f))
