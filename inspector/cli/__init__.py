@@ -12,16 +12,16 @@ import sys
 from inspector import __version__
 from inspector.core.errors import InspectorError, printable
 
-# Subcommand modules in help order; each lives in inspector/cli/<name>.py.
-COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui"]
+# Subcommand modules in help order; each lives in inspector/cli/<name>.py (- spelled _).
+COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui", "install-desktop"]
 
 
 def _modules(only: str | None = None):
     for name in [only] if only in COMMANDS else COMMANDS:
         try:
-            yield name, importlib.import_module(f"inspector.cli.{name}")
+            yield name, importlib.import_module(f"inspector.cli.{name.replace('-', '_')}")
         except ModuleNotFoundError as e:
-            if e.name != f"inspector.cli.{name}":
+            if e.name != f"inspector.cli.{name.replace('-', '_')}":
                 raise
 
 
