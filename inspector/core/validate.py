@@ -83,10 +83,52 @@ def model_kind(graph: Graph) -> str:
     return "float"
 
 
+# Ops that index a table with an integer operand: (index operand, table operand, the table's axis it indexes).
+# An index out of the table's range is an error in LiteRT, so such inputs are drawn from [0, size).
+_INDEXING = {"EMBEDDING_LOOKUP": (0, 1, 0), "GATHER": (1, 0, None), "GATHER_ND": (1, 0, None),
+             "ONE_HOT": (0, None, None), "SCATTER_ND": (0, 2, None)}
+# Ops that carry integer values through unchanged, so an index can be traced back to a graph input.
+_PASS_THROUGH = {"CAST", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "IDENTITY", "TRANSPOSE"}
+
+
+def index_bounds(sg) -> dict[int, int]:
+    """Graph input tensor -> exclusive upper bound of the values it may take, for inputs that index a table."""
+    producers = sg.producers()
+    bounds: dict[int, int] = {}
+    for op in sg.ops:
+        if op.opcode not in _INDEXING or op.custom:
+            continue
+        at, table, axis = _INDEXING[op.opcode]
+        if at >= len(op.inputs) or op.inputs[at] < 0:
+            continue
+        if op.opcode == "ONE_HOT":
+            depth = sg.tensors[op.inputs[1]].data
+            size = int(np.asarray(depth).reshape(-1)[0]) if depth is not None else 0
+        elif op.opcode == "SCATTER_ND":
+            shape = sg.tensors[op.inputs[2]].data
+            size = int(np.min(shape)) if shape is not None and np.size(shape) else 0
+        else:
+            dims = sg.tensors[op.inputs[table]].shape
+            if op.opcode == "GATHER_ND":
+                k = sg.tensors[op.inputs[at]].shape[-1] if sg.tensors[op.inputs[at]].rank else 1
+                size = min(dims[:k]) if dims[:k] else 0
+            else:
+                ax = op.options.get("axis", 0) if axis is None else axis
+                size = dims[ax % len(dims)] if dims else 0
+        t = op.inputs[at]
+        while t in producers and sg.ops[producers[t]].opcode in _PASS_THROUGH:
+            t = sg.ops[producers[t]].inputs[0]
+        if t in sg.inputs and size > 0:
+            bounds[t] = min(bounds.get(t, size), size)
+    return bounds
+
+
 def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[np.ndarray]:
-    """Seeded inputs in TFLite layout; floats in [-1, 1], integers in a small range, bools random."""
+    """Seeded inputs in TFLite layout; floats in [-1, 1], integers in a small range (indices within the table
+    they index), bools random."""
     rng = np.random.default_rng(seed)
     sg = graph.main
+    bounds = index_bounds(sg)
     out = []
     for t in (sg.tensors[i] for i in sg.inputs):
         shape = list(t.shape)
@@ -101,6 +143,8 @@ def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[n
             lo, hi = max(info.min, -8 if info.min < 0 else 0), min(info.max, 8)
             if t.dtype in ("int8", "uint8", "int16"):
                 lo, hi = info.min, info.max
+            if t.index in bounds:
+                lo, hi = 0, min(info.max, bounds[t.index] - 1)
             out.append(rng.integers(lo, hi, shape, endpoint=True).astype(t.dtype))
     return out
 
