@@ -12,7 +12,10 @@ def add_parser(sub):
                        description="Convert a TFLite model to ONNX with layout propagation. Exit 1 (and no "
                                    "output file) when an operator is unsupported or the result fails the checker.")
     p.add_argument("model")
-    p.add_argument("-o", "--output", required=True, help="ONNX file to write (atomically)")
+    p.add_argument("more", nargs="*", metavar="MODEL",
+                   help="more models, folders (searched for .tflite files) or globs: batch mode, -o is a folder")
+    p.add_argument("-o", "--output", required=True,
+                   help="ONNX file to write (atomically); in batch mode the folder to write OUTDIR/NAME.onnx into")
     p.add_argument("--pin", action="append", default=[], metavar="TENSOR=LAYOUT",
                    help="force a tensor's layout: NHWC (convert to channels-first), keep (leave as TFLite), "
                         "a letter order such as NCHW, or a permutation such as 0,3,1,2")
@@ -31,6 +34,12 @@ def add_parser(sub):
                    help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it)")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
     add_metadata_arguments(p)
+    b = p.add_argument_group("batch mode (several models, a folder or a glob; -o OUTDIR/)")
+    b.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
+    b.add_argument("--validate", action="store_true", help="validate each conversion against LiteRT")
+    b.add_argument("--summary", metavar="FILE.csv|.json", help="write the summary table to a file")
+    b.add_argument("--timeout", type=float, default=600, metavar="S",
+                   help="give up on a model after S seconds (default 600)")
     p.set_defaults(run=run)
 
 
@@ -45,20 +54,10 @@ def parse_pins(items: list[str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from inspector.core.session import Session
-    session = Session.open(args.model)
-    if args.session:
-        session.load_decisions(args.session)
-    for name, value in parse_pins(args.pin).items():
-        session.set_pin(name, value)
-    if args.keep_io_layout:
-        session.options["keep_io_layout"] = True
-    for flag in ("allow_custom", "float_io", "keep_fp16", "exact_int"):
-        if getattr(args, flag):
-            session.options[flag] = True
-    if args.opset is not None:
-        session.options["opset"] = args.opset
-    session.metadata = session.metadata.merged(edits_from_args(args))
+    from inspector.cli import batch
+    if batch.is_batch(args):
+        return batch.convert_many(args)
+    session = prepare(args, args.model)
     try:
         session.convert(check=False)        # export checks the final model (after the metadata pass) once
     except UnsupportedOpsError as e:
@@ -77,6 +76,25 @@ def run(args) -> int:
     for note in report["notes"]:
         print(f"  note: {note}")
     return 0
+
+
+def prepare(args, model: str):
+    """A Session for `model` with the command line's decisions and options applied."""
+    from inspector.core.session import Session
+    session = Session.open(model)
+    if args.session:
+        session.load_decisions(args.session)
+    for name, value in parse_pins(args.pin).items():
+        session.set_pin(name, value)
+    if args.keep_io_layout:
+        session.options["keep_io_layout"] = True
+    for flag in ("allow_custom", "float_io", "keep_fp16", "exact_int"):
+        if getattr(args, flag):
+            session.options[flag] = True
+    if args.opset is not None:
+        session.options["opset"] = args.opset
+    session.metadata = session.metadata.merged(edits_from_args(args))
+    return session
 
 
 def _write_json(path: str, data) -> None:

@@ -1,0 +1,258 @@
+"""Many models at once: `convert MODELS… -o OUTDIR/` (and `check` over many files). Each model runs in a worker
+process of its own, so one that crashes or hangs its worker is one failed row and the batch goes on."""
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from inspector.core.errors import InspectorError
+
+MODEL_SUFFIXES = (".tflite",)
+COLUMNS = ("model", "output", "ok", "nodes", "transposes", "conflicts", "verdict", "seconds", "error")
+
+
+@dataclass
+class Row:
+    model: str
+    output: str = ""
+    ok: bool = False
+    nodes: int | None = None
+    transposes: int | None = None
+    conflicts: int | None = None
+    verdict: str = ""          # pass / fail with --validate, else empty
+    seconds: float = 0.0
+    error: str = ""
+
+
+def expand(items: list[str], suffixes=MODEL_SUFFIXES) -> list[Path]:
+    """Files as given, folders searched recursively for models, globs expanded (for shells that did not);
+    each model once, in a stable order."""
+    found: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found += sorted(q for q in p.rglob("*") if q.suffix.lower() in suffixes and q.is_file())
+        elif p.exists() or not glob.has_magic(item):
+            found.append(p)                      # a missing file is reported as a failed row, not skipped
+        else:
+            matches = sorted(Path(m) for m in glob.glob(item, recursive=True))
+            if not matches:
+                raise InspectorError(f"{item}: matches no file")
+            found += matches
+    seen, out = set(), []
+    for p in found:
+        key = os.path.abspath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def output_paths(models: list[Path], outdir: Path, suffix: str = ".onnx") -> list[Path]:
+    """OUTDIR/<name>.onnx; where two models share a name, their folders below the common one are kept."""
+    stems = [m.stem for m in models]
+    if len(set(stems)) == len(stems):
+        return [outdir / (s + suffix) for s in stems]
+    common = Path(os.path.commonpath([os.path.abspath(m.parent) for m in models]))
+    return [outdir / Path(os.path.abspath(m)).relative_to(common).with_suffix(suffix) for m in models]
+
+
+# ---- workers -----------------------------------------------------------------------------------------------
+def _child(task: Callable[..., Row], args: tuple, conn) -> None:
+    try:
+        row = task(*args)
+    except BaseException as e:                      # anything: the parent turns it into a failed row
+        row = Row(model=str(args[0]), error=f"{type(e).__name__}: {e}".splitlines()[0])
+    conn.send(row)
+    conn.close()
+
+
+def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout: float,
+            progress: Callable[[Row], None]) -> list[Row]:
+    """Run task(*args) for each entry, at most `jobs` worker processes at a time; rows in input order."""
+    ctx = mp.get_context("fork")                    # the parent has imported the converter: children start warm
+    rows: list[Row | None] = [None] * len(jobs_args)
+    pending = list(range(len(jobs_args)))[::-1]
+    running: dict[int, tuple] = {}
+    while pending or running:
+        while pending and len(running) < jobs:
+            i = pending.pop()
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(task, jobs_args[i], send), daemon=True)
+            proc.start()
+            send.close()
+            running[i] = (proc, recv, time.monotonic())
+        mp.connection.wait([r for _, r, _ in running.values()], timeout=0.2)
+        for i, (proc, recv, t0) in list(running.items()):
+            model = str(jobs_args[i][0])
+            row = None
+            if recv.poll():
+                try:
+                    row = recv.recv()
+                except EOFError:                    # the worker died before it could answer
+                    proc.join(5)
+                    row = Row(model=model, error=f"worker crashed ({_exit_reason(proc.exitcode)})")
+            elif not proc.is_alive():
+                proc.join()
+                row = Row(model=model, error=f"worker crashed ({_exit_reason(proc.exitcode)})")
+            elif time.monotonic() - t0 > timeout:
+                proc.kill()
+                proc.join()
+                row = Row(model=model, error=f"timed out after {timeout:g} s")
+            if row is not None:
+                row.seconds = row.seconds or round(time.monotonic() - t0, 3)
+                proc.join(5)
+                recv.close()
+                del running[i]
+                rows[i] = row
+                progress(row)
+    return rows
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and code < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+# ---- progress and summary ----------------------------------------------------------------------------------
+class Progress:
+    """A progress bar on a terminal (tqdm); plain lines otherwise, so logs stay readable."""
+
+    def __init__(self, total: int, stream=None):
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self.total = total
+        self.bar = None
+        if self.stream.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, unit="model", file=self.stream, dynamic_ncols=True)
+
+    def __call__(self, row: Row) -> None:
+        self.done += 1
+        state = "ok" if row.ok else "FAILED"
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{Path(row.model).name} {state}", refresh=False)
+            self.bar.update(1)
+        else:
+            print(f"[{self.done}/{self.total}] {state} {row.model} ({row.seconds:.2f} s)"
+                  + (f": {row.error}" if row.error else ""), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def table(rows: list[Row]) -> str:
+    head = ("model", "nodes", "Transposes", "conflicts", "verdict", "time", "error")
+    body = [(r.model, _s(r.nodes), _s(r.transposes), _s(r.conflicts), r.verdict or ("" if r.ok else "-"),
+             f"{r.seconds:.2f} s", r.error) for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    widths[-1] = min(widths[-1], 80)
+    fmt = lambda cells: "  ".join(str(c)[:w].ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
+
+
+def _s(v) -> str:
+    return "" if v is None else str(v)
+
+
+def summary_bytes(rows: list[Row], path: str) -> bytes:
+    if path.lower().endswith(".json"):
+        return (json.dumps({"models": [asdict(r) for r in rows],
+                            "converted": sum(r.ok for r in rows), "failed": sum(not r.ok for r in rows)},
+                           indent=2) + "\n").encode()
+    if path.lower().endswith(".csv"):
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(asdict(r))
+        return buf.getvalue().encode()
+    raise InspectorError(f"--summary {path}: use a .csv or .json file name")
+
+
+def finish(rows: list[Row], summary: str | None, what: str = "converted") -> int:
+    print(table(rows))
+    failed = sum(not r.ok for r in rows)
+    print(f"{len(rows) - failed} {what}, {failed} failed")
+    if summary:
+        from inspector.core.atomic import write_atomic
+        write_atomic(summary, summary_bytes(rows, summary))
+    return 1 if failed else 0
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+# ---- convert MODELS… -o OUTDIR/ ----------------------------------------------------------------------------
+def is_batch(args) -> bool:
+    out = args.output or ""
+    return bool(args.more) or Path(args.model).is_dir() or (glob.has_magic(args.model)
+                                                             and not Path(args.model).exists()) \
+        or out.endswith(("/", os.sep)) or Path(out).is_dir()
+
+
+def convert_many(args) -> int:
+    for flag, what in (("pin", "--pin"), ("session", "--session"), ("report", "--report")):
+        if getattr(args, flag):
+            raise InspectorError(f"{what} names one model's tensors or file: convert that model on its own")
+    models = expand([args.model] + list(args.more))
+    if not models:
+        raise InspectorError(f"no .tflite model found in {' '.join([args.model] + list(args.more))}")
+    outdir = Path(args.output)
+    if outdir.exists() and not outdir.is_dir():
+        raise InspectorError(f"-o {args.output}: with several models -o must be a folder")
+    outdir.mkdir(parents=True, exist_ok=True)
+    jobs = args.jobs or default_jobs()
+    if jobs < 1:
+        raise InspectorError("--jobs must be at least 1")
+    import inspector.core.session  # noqa: F401  (imported once here: forked workers start with it loaded)
+    outputs = output_paths(models, outdir)
+    progress = Progress(len(models))
+    try:
+        rows = run_all(_convert_task, [(str(m), str(o), args) for m, o in zip(models, outputs)], jobs,
+                       args.timeout, progress)
+    finally:
+        progress.close()
+    return finish(rows, args.summary)
+
+
+def _convert_task(model: str, output: str, args) -> Row:
+    from inspector.cli.convert import prepare
+    t0 = time.monotonic()
+    row = Row(model=model, output=output)
+    try:
+        session = prepare(args, model)
+        session.convert(check=False)
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        session.export(output, overwrite_source=args.force)
+        report = session.report()
+        row.nodes, row.transposes, row.conflicts = report["nodes"], report["transposes"], len(report["conflicts"])
+        row.ok = True
+        if args.validate:
+            v = session.validate(intermediates=False)
+            row.verdict = "pass" if v.ok else "fail"
+            row.ok = bool(v.ok)
+            if not v.ok:
+                worst = max(v.outputs, key=lambda e: e.max_rel, default=None)
+                row.error = f"validation failed at {worst.name}: max_rel {worst.max_rel:.3g}" if worst else \
+                    "validation failed"
+    except InspectorError as e:
+        row.error = str(e).splitlines()[0]
+    row.seconds = round(time.monotonic() - t0, 3)
+    return row
