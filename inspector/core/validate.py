@@ -149,8 +149,9 @@ def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[n
     return out
 
 
-def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True):
-    """Outputs and (with keep_all) every tensor of the main subgraph, by tensor index."""
+def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True, resolver=None):
+    """Outputs and (with keep_all) every tensor of the main subgraph, by tensor index; in the reference kernels
+    unless another `resolver` (an OpResolverType) is asked for."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     def make(resolver, keep):
@@ -163,7 +164,7 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
         return it
 
     try:
-        interp = make(OpResolverType.BUILTIN_REF, keep_all)
+        interp = make(resolver or OpResolverType.BUILTIN_REF, keep_all)
     except RuntimeError as e:
         if "Didn't find op" in str(e):       # the reference resolver lacks a few kernels (CEIL, ROUND, ELU...)
             interp = make(OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, keep_all)
@@ -189,6 +190,18 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
         except ValueError:
             pass
     return values
+
+
+def own_kernel_steps(graph: Graph, seed: int = 0) -> list[float | None]:
+    """Per output, the largest error in quantization steps of LiteRT's default kernels (builtin + XNNPACK, what a
+    plain Interpreter runs) against its reference kernels on the validation inputs: how far TFLite disagrees with
+    itself on a quantized model, which deep random-weight networks amplify far beyond 2 steps."""
+    from ai_edge_litert.interpreter import OpResolverType
+    inputs = make_inputs(graph, seed)
+    sg = graph.main
+    ref = run_tflite(graph, inputs, keep_all=False)
+    default = run_tflite(graph, inputs, keep_all=False, resolver=OpResolverType.AUTO)
+    return [_compare(sg, t, ref[t], default[t], 0.0)[4] if t in ref and t in default else None for t in sg.outputs]
 
 
 def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads: int = 1):
