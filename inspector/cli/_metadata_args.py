@@ -71,13 +71,13 @@ def load_onnx(path: str):
         raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
 
 
-def check_and_save(model, path: str) -> None:
-    """onnx.checker, then an atomic write (inspector.core.atomic): nothing is written when either fails."""
+def check_and_save(model, path: str, out) -> None:
+    """onnx.checker, then an atomic write through `out` (an atomic.OutputSet holding `path`): nothing is written
+    when either fails."""
     import onnx
-
-    from inspector.core.atomic import write_atomic
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
         raise InspectorError(f"the edited model fails the ONNX checker, nothing written: {e}") from None
-    write_atomic(path, model.SerializeToString())
+    with out:
+        out.write(path, model.SerializeToString())

@@ -185,13 +185,16 @@ def summary_bytes(rows: list[Row], path: str) -> bytes:
     raise InspectorError(f"--summary {path}: use a .csv or .json file name")
 
 
-def finish(rows: list[Row], summary: str | None, what: str = "converted") -> int:
+def finish(rows: list[Row], summary: str | None, what: str = "converted", out=None) -> int:
+    """`out`: the atomic.OutputSet the summary was checked in before the run."""
     print(table(rows))
     failed = sum(not r.ok for r in rows)
     print(f"{len(rows) - failed} {what}, {failed} failed")
     if summary:
-        from inspector.core.atomic import write_atomic
-        write_atomic(summary, summary_bytes(rows, summary))
+        from inspector.core.atomic import OutputSet
+        out = out or OutputSet()
+        with out:
+            out.write(summary, summary_bytes(rows, summary))
     return 1 if failed else 0
 
 
@@ -223,13 +226,20 @@ def convert_many(args) -> int:
         raise InspectorError("--jobs must be at least 1")
     import inspector.core.session  # noqa: F401  (imported once here: forked workers start with it loaded)
     outputs = output_paths(models, outdir)
+    from inspector.core.atomic import OutputSet
+    targets = OutputSet(models)          # no output or summary may be a model, a special file or another target
+    for o in outputs:
+        targets.add(o)
+    if args.summary:
+        summary_bytes([], args.summary)  # a bad suffix is refused before the run, not after it
+        targets.add(args.summary)
     progress = Progress(len(models))
     try:
         rows = run_all(_convert_task, [(str(m), str(o), args) for m, o in zip(models, outputs)], jobs,
                        args.timeout, progress)
     finally:
         progress.close()
-    return finish(rows, args.summary)
+    return finish(rows, args.summary, out=targets)
 
 
 def _convert_task(model: str, output: str, args) -> Row:

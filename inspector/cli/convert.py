@@ -55,20 +55,27 @@ def parse_pins(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     from inspector.cli import batch
+    from inspector.core.atomic import OutputSet
     if batch.is_batch(args):
         return batch.convert_many(args)
+    out = OutputSet([args.model, args.session])      # every target checked before any work; written all or none
+    out.add(args.output, may_replace=args.model if args.force else None, hint=" unless you pass --force")
+    if args.report:
+        out.add(args.report)
     session = prepare(args, args.model)
     try:
         session.convert(check=False)        # export checks the final model (after the metadata pass) once
     except UnsupportedOpsError as e:
         if args.report:
-            _write_json(args.report, {"unsupported": e.ops, "transposes": None, "conflicts": [], "pins":
-                                      dict(session.pins), "ok": False})
+            with out:
+                out.write(args.report, _json({"unsupported": e.ops, "transposes": None, "conflicts": [],
+                                              "pins": dict(session.pins), "ok": False}))
         raise
-    session.export(args.output, overwrite_source=args.force)
-    report = session.report()
-    if args.report:
-        _write_json(args.report, report)
+    with out:
+        session.export(args.output, overwrite_source=args.force, out=out)
+        report = session.report()
+        if args.report:
+            out.write(args.report, _json(report))
     print(f"wrote {args.output}: {report['nodes']} nodes, {report['transposes']} Transpose(s), "
           f"{len(report['conflicts'])} conflict(s)")
     for c in report["conflicts"]:
@@ -97,6 +104,5 @@ def prepare(args, model: str):
     return session
 
 
-def _write_json(path: str, data) -> None:
-    from inspector.core.atomic import write_atomic
-    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
+def _json(data) -> bytes:
+    return (json.dumps(data, indent=2) + "\n").encode()

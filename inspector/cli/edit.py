@@ -1,9 +1,9 @@
 """`edit IN.onnx -o OUT.onnx [metadata flags]`: set denotations and metadata on an existing ONNX model."""
 from __future__ import annotations
 
-import os
 import sys
 
+from inspector.core.atomic import OutputSet
 from inspector.core.denotation import check
 from inspector.core.errors import InspectorError
 
@@ -28,14 +28,12 @@ def run(args) -> int:
     if edits.is_empty():
         raise InspectorError("nothing to edit: give --denote, --dims, --pixel-format, --gamma, --pixel-range, "
                              "--metadata, --doc-string or --model-version")
-    same = os.path.abspath(args.output) == os.path.abspath(args.model) or (
-        os.path.exists(args.output) and os.path.samefile(args.output, args.model))
-    if same and not args.force:
-        raise InspectorError(f"{args.output}: refusing to overwrite the input model; pass --force to do so")
+    out = OutputSet([args.model])                    # checked before any work
+    out.add(args.output, may_replace=args.model if args.force else None, hint=" unless you pass --force")
     model = load_onnx(args.model)
     for note in edits.apply(model):
         print(note if note.startswith("warning:") else f"note: {note}", file=sys.stderr)
-    check_and_save(model, args.output)
+    check_and_save(model, args.output, out)
     for f in check(model):
         print(f"warning: {f.message}", file=sys.stderr)
     print(f"wrote {args.output}")

@@ -118,16 +118,19 @@ class Session:
         self.emit("validated", self.validation)
         return self.validation
 
-    def export(self, path: str, overwrite_source: bool = False) -> None:
-        """Check the model fully and write it atomically; never replaces the source model unless asked."""
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
+        """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`
+        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit."""
         from .atomic import write_atomic
         from .convert import check_model
         if self.result is None:
             self.convert()
         data = self.result.model.SerializeToString()          # serialised once, checked and written as is
         check_model(data)
-        protect = [] if overwrite_source else [self.path]
-        write_atomic(path, data, protect=protect)
+        if out is not None:
+            out.write(path, data)
+        else:
+            write_atomic(path, data, protect=[] if overwrite_source else [self.path])
         self.emit("exported", path)
 
     def report(self) -> dict:
