@@ -205,9 +205,9 @@ def default_jobs() -> int:
 # ---- convert MODELS… -o OUTDIR/ ----------------------------------------------------------------------------
 def is_batch(args) -> bool:
     out = args.output or ""
-    return bool(args.more) or Path(args.model).is_dir() or (glob.has_magic(args.model)
-                                                             and not Path(args.model).exists()) \
-        or out.endswith(("/", os.sep)) or Path(out).is_dir()
+    return bool(args.more) or os.path.isdir(args.model) or (glob.has_magic(args.model)
+                                                             and not os.path.exists(args.model)) \
+        or out.endswith(("/", os.sep)) or os.path.isdir(out)      # (os.path: an over-long name is no folder)
 
 
 def convert_many(args) -> int:
