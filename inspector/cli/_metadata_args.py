@@ -57,18 +57,12 @@ def edits_from_args(args) -> MetadataEdits:
 
 def load_onnx(path: str):
     """An onnx.ModelProto, or ModelLoadError with a readable reason."""
-    import onnx
-    from google.protobuf.message import DecodeError
-
     from inspector.core.loader import sniff
-    from inspector.core.onnx_reader import read_onnx
+    from inspector.core.onnx_reader import load_proto, read_onnx
     if sniff(path) != "onnx":
         raise ModelLoadError(path, "this is a TFLite model; convert it to ONNX first (layout-inspector convert)")
     read_onnx(path)          # refuses hostile files first: external data outside the folder, sizes, depth
-    try:
-        return onnx.load(path)
-    except (DecodeError, ValueError, OSError, onnx.checker.ValidationError) as e:
-        raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
+    return load_proto(path)  # read through the same guards (onnx.load would block on a FIFO)
 
 
 def check_and_save(model, path: str, out) -> None:

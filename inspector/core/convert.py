@@ -68,7 +68,8 @@ def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
     for ten in reversed(sg.tensors):                # the first tensor of a name wins, as tensor_by_name does
         by_name[ten.name] = ten.index
     for key, value in (pins or {}).items():
-        if isinstance(key, int) or (isinstance(key, str) and key.isdigit() and key not in by_name):
+        if isinstance(key, int) or (isinstance(key, str) and key.isascii() and key.isdigit()   # not "²"
+                                    and key not in by_name):
             t = int(key)
             if not 0 <= t < len(sg.tensors):
                 raise ConversionError(f"pin: tensor index {t} does not exist")

@@ -41,32 +41,10 @@ class _Reader:
         self.subgraphs: list[Subgraph] = []
 
     def external(self, t: onnx.TensorProto) -> onnx.TensorProto:
-        """A copy of `t` with its external bytes loaded inline, after proving the file lies in the model's folder."""
-        info = {e.key: e.value for e in t.external_data}
-        loc = info.get("location", "")
-        if self.folder is None:
-            raise _Bad(f"initializer '{t.name}' keeps its data in '{loc}', but the model was given without a folder")
-        if not loc or os.path.isabs(loc) or Path(loc).drive or ".." in Path(loc.replace("\\", "/")).parts:
-            raise _Bad(f"initializer '{t.name}': refusing external data location '{loc}' outside the model's folder")
-        target = (self.folder / loc).resolve()
-        if not target.is_relative_to(self.folder.resolve()):
-            raise _Bad(f"initializer '{t.name}': external data '{loc}' resolves outside the model's folder")
-        try:
-            offset, size = int(info.get("offset", 0)), target.stat().st_size
-            length = int(info["length"]) if "length" in info else size - offset
-        except (OSError, ValueError) as e:
-            raise _Bad(f"initializer '{t.name}': external data '{loc}': {getattr(e, 'strerror', None) or e}") from None
-        if offset < 0 or length < 0 or offset + length > size:
-            raise _Bad(f"initializer '{t.name}': external data '{loc}' range {offset}+{length} "
-                       f"is beyond its {size} bytes")
-        with open(target, "rb") as f:
-            f.seek(offset)
-            raw = f.read(length)
+        """A copy of `t` with its external bytes loaded inline."""
         inline = onnx.TensorProto()
         inline.CopyFrom(t)
-        del inline.external_data[:]
-        inline.data_location = onnx.TensorProto.DEFAULT
-        inline.raw_data = raw
+        _inline(inline, self.folder)
         return inline
 
     def constant(self, t: onnx.TensorProto) -> np.ndarray:
@@ -191,6 +169,53 @@ class _Reader:
                 raise _Bad(f"graph output '{sg.tensors[t].name}' is never computed")
 
 
+def _inline(t: onnx.TensorProto, folder: Path | None) -> None:
+    """Load `t`'s external bytes into it, after proving the file lies in the model's folder and is a regular file
+    (through inputs.read_range: a FIFO or a folder named as the location is refused, never opened blocking)."""
+    from .inputs import read_range
+    info = {e.key: e.value for e in t.external_data}
+    loc = info.get("location", "")
+    if folder is None:
+        raise _Bad(f"initializer '{t.name}' keeps its data in '{loc}', but the model was given without a folder")
+    if not loc or os.path.isabs(loc) or Path(loc).drive or ".." in Path(loc.replace("\\", "/")).parts:
+        raise _Bad(f"initializer '{t.name}': refusing external data location '{loc}' outside the model's folder")
+    try:
+        target = (folder / loc).resolve()
+    except (OSError, RuntimeError) as e:                  # a symlink loop
+        raise _Bad(f"initializer '{t.name}': external data '{loc}': {e}") from None
+    if not target.is_relative_to(folder.resolve()):
+        raise _Bad(f"initializer '{t.name}': external data '{loc}' resolves outside the model's folder")
+    try:
+        offset = int(info.get("offset", 0))
+        length = int(info["length"]) if "length" in info else None
+    except ValueError as e:
+        raise _Bad(f"initializer '{t.name}': external data '{loc}': {e}") from None
+
+    def refuse(_path: str, reason: str) -> _Bad:
+        return _Bad(f"initializer '{t.name}': external data '{loc}' {reason}")
+    raw = read_range(str(target), offset, length, refuse)
+    del t.external_data[:]
+    t.data_location = onnx.TensorProto.DEFAULT
+    t.raw_data = raw
+
+
+def _tensors(g: onnx.GraphProto):
+    """Every TensorProto a graph holds, its bodies' included (where external data can hide)."""
+    yield from g.initializer
+    for sp in g.sparse_initializer:
+        yield sp.values
+        yield sp.indices
+    for node in g.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from _tensors(a.g)
+            for sub in a.graphs:
+                yield from _tensors(sub)
+
+
 def _read(model: onnx.ModelProto, path: str, folder: Path | None) -> Graph:
     if not model.HasField("graph") or model.ir_version <= 0:
         raise _Bad("not an ONNX model (no graph or IR version)")
@@ -230,14 +255,33 @@ def read_onnx_bytes(buf: bytes, path: str = "", folder: str | Path | None = None
         raise ModelLoadError(path, f"corrupt ONNX model ({type(e).__name__}: {e})") from None
 
 
+def _file(path: str) -> bytes:
+    from .inputs import file_size, read_input
+    size = file_size(path)
+    if size > PROTOBUF_LIMIT:
+        raise _too_big(path, size)
+    return read_input(path, what="model")
+
+
 def read_onnx(path: str | Path) -> Graph:
-    from .loader import regular_file
     path = str(path)
+    return read_onnx_bytes(_file(path), path, Path(path).resolve().parent)
+
+
+def load_proto(path: str | Path) -> onnx.ModelProto:
+    """The model as an onnx.ModelProto with its external data inlined, every byte read through the guards
+    read_onnx uses (onnx.load would open a FIFO named as external data and block). Call read_onnx first: this
+    does not repeat its structural checks."""
+    path = str(path)
+    model = onnx.ModelProto()
     try:
-        size = regular_file(path)
-        if size > PROTOBUF_LIMIT:
-            raise _too_big(path, size)
-        buf = Path(path).read_bytes()
-    except OSError as e:
-        raise ModelLoadError(path, e.strerror or str(e)) from None
-    return read_onnx_bytes(buf, path, Path(path).resolve().parent)
+        model.ParseFromString(_file(path))
+        folder = Path(path).resolve().parent
+        for t in _tensors(model.graph):
+            if t.data_location == onnx.TensorProto.EXTERNAL:
+                _inline(t, folder)
+    except _Bad as e:
+        raise ModelLoadError(path, str(e)) from None
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
+    return model

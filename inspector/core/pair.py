@@ -121,12 +121,9 @@ def open_pair(tflite_path: str, onnx_path: str) -> Pair:
 def read_other(path: str) -> onnx.ModelProto:
     """The other converter's model, after onnx_reader has refused anything hostile (external data outside its
     folder, truncation, a dangling name)."""
-    from .onnx_reader import read_onnx
+    from .onnx_reader import load_proto, read_onnx
     read_onnx(path)
-    try:
-        return onnx.load(path, load_external_data=True)
-    except Exception as e:                  # protobuf's and onnx's own error types
-        raise ModelLoadError(path, f"not a readable ONNX model ({e})") from None
+    return load_proto(path)
 
 
 def make_pair(graph: Graph, model: onnx.ModelProto, path: str = "") -> Pair:

@@ -16,9 +16,8 @@ from typing import Any, Callable
 
 from .errors import ConversionError, InspectorError
 from .metadata_edits import MetadataEdits
+from .session_file import FLAGS, SESSION_VERSION
 
-SESSION_VERSION = 1
-FLAGS = ("allow_custom", "float_io", "keep_fp16", "exact_int")      # boolean convert() options a session keeps
 
 
 @dataclass
@@ -168,28 +167,16 @@ class Session:
         return path
 
     def load_decisions(self, path: str) -> list[str]:
-        """Apply a saved session's pins, options and metadata; returns warnings (e.g. model changed)."""
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
-            raise InspectorError(f"{path}: not a readable session file ({e})") from None
-        if not isinstance(data, dict) or data.get("version") != SESSION_VERSION:
-            raise InspectorError(f"{path}: not a session file of version {SESSION_VERSION}")
+        """Apply a saved session's pins, options and metadata; returns warnings (e.g. model changed). The file is
+        read and checked whole first (session_file): a SessionError lists every problem and nothing is applied."""
+        from .session_file import read_decisions
+        d = read_decisions(path, self.graph)
         warnings = []
-        if data.get("model_sha256") not in (None, _sha256(self.path)):
-            warnings.append(f"{path} was saved for a different version of {data.get('model')}")
-        pins, options = data.get("pins") or {}, data.get("options") or {}
-        for what, value in (("pins", pins), ("options", options), ("metadata", data.get("metadata") or {})):
-            if not isinstance(value, dict):
-                raise InspectorError(f"{path}: '{what}' must be a mapping, not {type(value).__name__}")
-        opset = options.get("opset", self.options.get("opset", 18))
-        if isinstance(opset, bool) or not isinstance(opset, int):
-            raise InspectorError(f"{path}: opset must be a whole number, not {opset!r:.40}")
-        metadata = MetadataEdits.from_dict(data.get("metadata") or {})
-        metadata.normalized()                       # a damaged session is refused whole, before anything changes
-        self.pins = {str(k): str(v) for k, v in pins.items()}
-        self.options.update({k: v for k, v in options.items() if k in ("keep_io_layout", "opset") + FLAGS})
-        self.metadata = metadata
+        if d.model_sha256 not in (None, _sha256(self.path)):
+            warnings.append(f"{path} was saved for a different version of {d.model}")
+        self.pins = dict(d.pins)
+        self.options.update(d.options)
+        self.metadata = d.metadata
         self.emit("loaded", path)
         return warnings
 

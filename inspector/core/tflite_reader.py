@@ -8,9 +8,7 @@ ModelLoadError, never a huge allocation or a stray IndexError.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -20,7 +18,6 @@ import numpy as np
 from . import tflite_schema as S
 from .errors import ModelLoadError
 from .graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
-from .loader import regular_file
 
 SCHEMA_VERSION = 3
 # Largest activation a shape may claim (elements); beyond this the file is refused, not allocated.
@@ -599,26 +596,6 @@ def read_tflite(path: str | Path) -> Graph:
 
 
 def _read_file(path: str) -> bytes:
-    """The file's bytes, with one open and one read (pathlib's read_bytes cost a quarter of reading a small model).
-    Opened non-blocking so a FIFO cannot hang the open; anything but a regular file gets loader's refusal."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except OSError as e:
-        regular_file(path)                      # a folder on Windows: say what it is, not "permission denied"
-        raise ModelLoadError(path, e.strerror or str(e)) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            regular_file(path)                  # raises, naming what the path is
-            raise ModelLoadError(path, "not a regular file")
-        data = os.read(fd, st.st_size) if st.st_size else b""
-        if len(data) < st.st_size or not st.st_size:     # one read stops at ~2 GB; some files report size 0
-            parts = [data]
-            while chunk := os.read(fd, 1 << 30):
-                parts.append(chunk)
-            data = b"".join(parts)
-        return data
-    except OSError as e:
-        raise ModelLoadError(path, e.strerror or str(e)) from None
-    finally:
-        os.close(fd)
+    """The file's bytes, with one open and one read, through the guarded opener (a FIFO or device is refused)."""
+    from .inputs import read_input
+    return read_input(path, what="model")

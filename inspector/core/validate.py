@@ -364,10 +364,10 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
     """Validate any ONNX model (ours or another converter's) against the TFLite model: I/O matched by name,
     then by position; each one's layout read from its shape."""
     from .errors import ModelLoadError
-    from .onnx_reader import read_onnx
+    from .onnx_reader import load_proto, read_onnx
     from .result import ConversionResult, ConversionTrace, LayoutPlan
     read_onnx(onnx_path)                        # refuses hostile files (external data escaping the folder...)
-    model = onnx.load(onnx_path, load_external_data=True)
+    model = load_proto(onnx_path)               # through the same guards (onnx.load blocks on a FIFO)
     sg = graph.main
     plan, trace = LayoutPlan(), ConversionTrace()
     for tfl, values, kind in ((sg.inputs, model.graph.input, "input"), (sg.outputs, model.graph.output, "output")):

@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QStandardPaths
 
 from inspector.core.atomic import write_atomic
+from inspector.core.session_file import SessionError, read_decisions
 
 
 def default_folder() -> Path:
@@ -24,6 +25,7 @@ def default_folder() -> Path:
 class Autosave:
     def __init__(self, folder: str | os.PathLike | None = None):
         self.folder = Path(folder) if folder is not None else default_folder()
+        self.notice = ""                 # set by pending(): a damaged autosave was set aside
 
     def path_for(self, model: str) -> Path:
         key = hashlib.sha1(str(Path(model).resolve()).encode()).hexdigest()[:12]
@@ -41,8 +43,10 @@ class Autosave:
         except FileNotFoundError:
             pass
 
-    def pending(self, session) -> Path | None:
-        """The autosave worth offering for this session, or None."""
+    def pending(self, session):
+        """(path, Decisions) of the autosave worth offering for this session, or None. An autosave that fails
+        the session-file checks is set aside as NAME.corrupt and `notice` says so in one line."""
+        self.notice = ""
         p = self.path_for(session.path)
         if not p.is_file():
             return None
@@ -50,10 +54,21 @@ class Autosave:
         if saved.is_file() and saved.stat().st_mtime >= p.stat().st_mtime:
             return None
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
+            d = read_decisions(str(p), session.graph)
+        except SessionError as e:
+            self.notice = self.set_aside(p, e)
             return None
         current = session.decisions()
-        if all(data.get(k) == current.get(k) for k in ("pins", "metadata", "options")):
+        if (d.pins, d.metadata.to_dict()) == (current["pins"], current["metadata"]) and \
+                all(current["options"].get(k) == v for k, v in d.options.items()):
             return None
-        return p
+        return p, d
+
+    @staticmethod
+    def set_aside(p: Path, e: SessionError) -> str:
+        corrupt = p.with_name(p.name + ".corrupt")
+        try:
+            os.replace(p, corrupt)
+        except OSError as err:
+            return f"The autosave {p.name} is damaged and could not be set aside ({err.strerror}): {e.problems[0]}"
+        return f"The autosave was damaged and is set aside as {corrupt.name}: {e.problems[0]}"

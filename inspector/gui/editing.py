@@ -6,7 +6,6 @@ owns the Edit menu (Undo/Redo, history), session files, autosave, Export ONNX an
 """
 from __future__ import annotations
 
-import json
 import os
 import traceback
 from pathlib import Path
@@ -436,16 +435,17 @@ class Editor(QObject):
         return True
 
     def _offer_autosave(self) -> None:
-        p = self.autosave.pending(self.session)
-        if p is None:
+        found = self.autosave.pending(self.session)
+        if self.autosave.notice:
+            self.window.statusBar().showMessage(self.autosave.notice, 15000)
+        if found is None:
             self.banner.hide()
             return
-        data = json.loads(p.read_text())
+        p, d = found
         when = _mtime(p)
+        edited = "yes" if d.metadata.to_dict() != MetadataEdits().to_dict() else "none"
         self.banner.label.setText(f"Unsaved decisions for {Path(self.session.path).name} from {when} were "
-                                  f"autosaved ({len(data.get('pins') or {})} pin(s), metadata edits: "
-                                  f"{'yes' if MetadataEdits.from_dict(data.get('metadata') or {}).to_dict() != MetadataEdits().to_dict() else 'none'}). "
-                                  "Restore them?")
+                                  f"autosaved ({len(d.pins)} pin(s), metadata edits: {edited}). Restore them?")
         self.banner.show()
 
     def restore_autosave(self) -> None:

@@ -107,14 +107,9 @@ class LoadJob(QRunnable):
         s = self.signals
         self._emit(s.stage, "Reading model…")
         if sniff(self.path) == "onnx":
-            import onnx
-
-            from inspector.core.onnx_reader import read_onnx
+            from inspector.core.onnx_reader import load_proto, read_onnx
             read_onnx(self.path)            # size, nesting and external-data limits, with their messages
-            try:
-                model = onnx.load(self.path)
-            except Exception as e:
-                raise InspectorError(f"{self.path}: not a readable ONNX model ({e})") from None
+            model = load_proto(self.path)   # the same guards: a FIFO named as external data is never opened
             doc = Document(self.path, model=model)
             self._onnx(doc)
             return
