@@ -13,6 +13,7 @@ from .emit import Emitter, onnx_dtype
 from .errors import ConversionError, UnsupportedOpsError
 from .graph import Graph, Op, Subgraph
 from .layout import Perm
+from .limits import check_control_flow
 from .ops.registry import load_all
 from .propagation import plan_layouts
 from .result import Category, ConversionResult, ConversionTrace
@@ -115,6 +116,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         table = with_custom_nodes(graph, table)
     sg = graph.main
     check_arity(graph)
+    check_control_flow(graph)
     folded, constants = fold_constants(sg)
     missing = unsupported(sg, table, folded)
     for i, other in enumerate(graph.subgraphs[1:], 1):
