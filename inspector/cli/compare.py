@@ -14,10 +14,8 @@ def add_parser(sub):
                                    "1 otherwise.")
     p.add_argument("tflite")
     p.add_argument("onnx")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch", type=int, default=None, help="batch size for models with a dynamic batch")
-    p.add_argument("--rtol", type=float, default=None, help="tolerance relative to each tensor's scale")
+    from inspector.cli.validate import add_common
+    add_common(p)
     p.add_argument("--no-validate", action="store_true", help="map and compare structure only")
     p.set_defaults(run=run)
 

@@ -1,20 +1,47 @@
-"""`validate MODEL.tflite MODEL.onnx`: run both on the same seeded inputs and compare every output."""
+"""`validate MODEL.tflite MODEL.onnx`: run both on the same seeded inputs and compare every output, each against
+the noise floor the model shows by itself in the same run."""
 from __future__ import annotations
 
+import argparse
 import json
 
 from inspector.core.errors import InspectorError
 
+MAX_BATCH = 4096
+
+
+def seed_arg(text: str) -> int:
+    value = int(text) if text.lstrip("+").isdigit() else -1
+    if value < 0 or value >= 2**63:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def batch_arg(text: str) -> int:
+    value = int(text) if text.lstrip("+").isdigit() else 0
+    if not 1 <= value <= MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..{MAX_BATCH}, got {text!r}")
+    return value
+
+
+def add_common(p) -> None:
+    """The options validate and compare share, range-checked by argparse."""
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random inputs (>= 0)")
+    p.add_argument("--batch", type=batch_arg, default=None,
+                   help=f"batch size for models with a dynamic batch (1..{MAX_BATCH})")
+    p.add_argument("--rtol", type=float, default=None, help="tolerance relative to each output's scale")
+
 
 def add_parser(sub):
     p = sub.add_parser("validate", help="compare a TFLite model with an ONNX model numerically",
-                       description="Exit 0 when every output is within tolerance, 1 otherwise.")
+                       description="Verdicts: ok, suspicious (within tolerance, but far above the model's own "
+                                   "noise floor), fail. Exit 0 when every output is ok, 1 otherwise.")
     p.add_argument("tflite")
     p.add_argument("onnx")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch", type=int, default=None, help="batch size for models with a dynamic batch")
-    p.add_argument("--rtol", type=float, default=None, help="tolerance relative to each output's scale")
+    add_common(p)
+    p.add_argument("--no-floor", action="store_true",
+                   help="measure the noise floor only where it could change a verdict (faster)")
     p.set_defaults(run=run)
 
 
@@ -24,21 +51,39 @@ def run(args) -> int:
     graph = load_model(args.tflite)
     if graph.format != "tflite":
         raise InspectorError(f"{args.tflite}: the first model must be TFLite")
-    v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol)
+    v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
+                       floor=None if args.no_floor else True)
     if args.json:
         out = v.to_json()
         out.pop("intermediates", None)
         print(json.dumps(out, indent=2))
     else:
-        from inspector.core.validate import STEPS_MAX, STEPS_OK, STEPS_SHARE
-        stepped = False
-        for e in v.outputs:
-            line = f"{'ok  ' if e.ok else 'FAIL'} {e.name}: max_abs {e.max_abs:.3g}, max_rel {e.max_rel:.3g}"
-            if getattr(e, "steps", None) is not None:
-                stepped = True
-                line += f", max {e.steps:.3g} quantization steps, {100 * e.within:.2f}% within {STEPS_OK:g}"
-            print(line)
-        rule = (f"quantized outputs: >= {100 * STEPS_SHARE:g}% within {STEPS_OK:g} steps, none beyond {STEPS_MAX:g}"
-                if stepped else f"tolerance {v.rtol:g} of each output's scale")
-        print("pass" if v.ok else "fail", f"({rule})")
+        print("\n".join(report(v)))
     return 0 if v.ok else 1
+
+
+def report(v) -> list[str]:
+    """One line per output (error, floor, their ratio), the I/O layouts that had to be guessed, the headline."""
+    from inspector.core.validate import headline
+    lines = []
+    for e in v.outputs:
+        line = f"{e.verdict or ('ok' if e.ok else 'fail'):<10} {e.name}: "
+        if e.steps is not None:
+            line += f"{e.steps:g} quantization steps max, {100 * e.within:.2f}% within 2"
+            if e.floor is not None:
+                line += f"; LiteRT's default kernels {e.floor:g} steps, {100 * e.floor_within:.2f}% within 2"
+        else:
+            line += f"error {e.max_abs:.3g} ({e.max_rel:.3g} of scale {e.scale:.3g})"
+            if e.floor is not None:
+                ratio = f", ratio {e.ratio:.3g}" if e.ratio is not None else ""
+                line += f", floor {e.floor:.3g}{ratio}"
+            if e.limit is not None:
+                line += f", limit {e.limit:.3g}"
+        lines.append(line)
+    for row in v.io:
+        if row.get("layout") == "ambiguous":
+            lines.append(f"note: {row['kind']} '{row['onnx']}' fits several layouts ({', '.join(row['tried'])}); "
+                         f"compared as {row['perm']}")
+    lines += [f"note: {n}" for n in v.notes]
+    lines.append(headline(v))
+    return lines

@@ -13,7 +13,6 @@ from .emit import Emitter, onnx_dtype
 from .errors import ConversionError, UnsupportedOpsError
 from .graph import Graph, Op, Subgraph
 from .layout import Perm
-from .limits import check_control_flow
 from .ops.registry import load_all
 from .propagation import plan_layouts
 from .result import Category, ConversionResult, ConversionTrace
@@ -116,7 +115,6 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         table = with_custom_nodes(graph, table)
     sg = graph.main
     check_arity(graph)
-    check_control_flow(graph)
     folded, constants = fold_constants(sg)
     missing = unsupported(sg, table, folded)
     for i, other in enumerate(graph.subgraphs[1:], 1):
@@ -210,6 +208,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
     result.warnings += em.warnings
+    from . import io_layout
+    model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
+        sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
+        {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
     if em.state is not None:
         result.state = em.state.describe()
         result.warnings += em.state.warnings

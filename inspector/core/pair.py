@@ -67,8 +67,8 @@ class Pair:
         return out
 
     def validate(self, seed: int = 0, batch: int | None = None, rtol: float | None = None, cancel=None,
-                 progress=None) -> "PairValidation":
-        self.validation = validate_pair(self, seed, batch, rtol, cancel, progress)
+                 progress=None, floor: bool | None = None) -> "PairValidation":
+        self.validation = validate_pair(self, seed, batch, rtol, cancel, progress, floor)
         return self.validation
 
     def as_result(self):
@@ -123,7 +123,21 @@ def read_other(path: str) -> onnx.ModelProto:
     folder, truncation, a dangling name)."""
     from .onnx_reader import load_proto, read_onnx
     read_onnx(path)
-    return load_proto(path)
+    model = load_proto(path)
+    check_perms(model, path)
+    return model
+
+
+def check_perms(model: onnx.ModelProto, path: str = "") -> None:
+    """Refuse a Transpose whose perm is not a permutation (the checker lets it through; mapping would index
+    axes that do not exist)."""
+    for n in model.graph.node:
+        if n.op_type != "Transpose":
+            continue
+        perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
+        if perm is not None and sorted(perm) != list(range(len(perm))):
+            raise ModelLoadError(path, f"Transpose node '{n.name or n.output[0]}' has perm {perm}, "
+                                       f"not a permutation of 0..{len(perm) - 1}")
 
 
 def make_pair(graph: Graph, model: onnx.ModelProto, path: str = "") -> Pair:
@@ -267,12 +281,12 @@ def _num(x: float) -> float | None:
 
 
 def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: float | None = None,
-                  cancel=None, progress=None) -> PairValidation:
+                  cancel=None, progress=None, floor: bool | None = None) -> PairValidation:
     """Outputs as `validate` judges them (validate_files: same seeded inputs, I/O layouts read off the shapes),
     then every mapped tensor against LiteRT's preserved one, each in the layout its ONNX shape shows.
     `cancel` (a threading.Event) and `progress(msg, fraction)` serve the GUI's worker, as for validate()."""
     from .validate import RTOL, Cancelled, _compare, make_inputs, model_kind, run_onnx, run_tflite, validate_files
-    from .validate import TensorError
+    from .validate import TensorError, judge
     graph, m, sg = pair.graph, pair.mapping, pair.graph.main
     if not pair.path:
         raise InspectorError("validate a pair read from a file (open_pair)")
@@ -286,7 +300,7 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     result = PairValidation([])
     step("comparing the outputs", 0.05)
     try:
-        v = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol)
+        v = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol, floor=floor)
         result.outputs, result.output_diffs = v.outputs, v.output_diffs
     except ModelLoadError:
         raise
@@ -325,6 +339,7 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
                                           producers.get(t), ref[t].shape, *e[4:]))
         if perm is not None:
             result.perms[t] = perm
+    judge(graph, result.tensors, inputs, ref, rtol, seed, floor, True)
     if not result.outputs:
         result.outputs = [e for e in result.tensors if e.is_output]
         if len(result.outputs) != len(sg.outputs):
@@ -371,10 +386,9 @@ def write_with_metadata(model: onnx.ModelProto, edits, path: str, protect=()) ->
     """Write the other converter's model with metadata edits only (denotations, metadata_props, doc string...):
     MetadataEdits never touches nodes, initializers or the I/O lists. Returns the edits' notes."""
     from .atomic import write_atomic
-    from .metadata_lint import gate
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    notes = edits.apply(out) + [f"warning: {f.message}" for f in gate(out)]
+    notes = edits.apply(out)
     try:
         onnx.checker.check_model(out)
         data = out.SerializeToString()

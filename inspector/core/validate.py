@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 
 from . import layout as L
+from . import noise
 from .errors import InspectorError
 from .graph import Graph
 from .result import ConversionResult
@@ -35,12 +36,22 @@ class TensorError:
     max_abs: float
     max_rel: float                  # max_abs / scale
     scale: float
-    ok: bool
+    ok: bool                        # the verdict is "ok"
     is_output: bool = False
     op: int | None = None           # producing TFLite op (for plotting in topological order)
     shape: tuple = ()
     steps: float | None = None      # quantized tensors: largest error in quantization steps
     within: float | None = None     # quantized tensors: share of elements within STEPS_OK steps
+    floor: float | None = None      # the model's own noise (absolute; quantized: steps), None: not measured
+    limit: float | None = None      # the absolute error the verdict allowed
+    verdict: str = ""               # ok / suspicious / fail (see noise.py)
+    floor_within: float | None = None   # quantized: share within STEPS_OK steps between LiteRT's kernel families
+
+    @property
+    def ratio(self) -> float | None:
+        """Error over floor (None when the floor is not measured or zero)."""
+        err = self.steps if self.steps is not None else self.max_abs
+        return err / self.floor if self.floor else None
 
 
 @dataclass
@@ -50,10 +61,16 @@ class Validation:
     seed: int = 0
     rtol: float = 0.0
     output_diffs: list[np.ndarray] = field(default_factory=list, repr=False)   # onnx - tflite per output
+    io: list[dict] = field(default_factory=list)        # how each ONNX I/O's layout was known
+    notes: list[str] = field(default_factory=list)      # e.g. where the reference was cut
 
     @property
     def ok(self) -> bool:
-        return all(e.ok for e in self.outputs)
+        return bool(self.outputs) and all(e.ok for e in self.outputs)
+
+    @property
+    def verdict(self) -> str:
+        return verdict_of(self.outputs)
 
     def first_bad(self) -> TensorError | None:
         """The earliest intermediate (in op order) whose error exceeds the tolerance: where to look first."""
@@ -62,9 +79,26 @@ class Validation:
 
     def to_json(self) -> dict:
         def row(e):
-            return {"name": e.name, "max_abs": e.max_abs, "max_rel": e.max_rel, "ok": e.ok}
-        return {"outputs": [row(e) for e in self.outputs], "ok": self.ok,
-                "intermediates": [dict(asdict(e), shape=list(e.shape)) for e in self.intermediates]}
+            out = {"name": e.name, "max_abs": _num(e.max_abs), "max_rel": _num(e.max_rel), "scale": e.scale,
+                   "floor": e.floor, "ratio": _num(e.ratio), "limit": e.limit, "verdict": e.verdict, "ok": e.ok}
+            if e.steps is not None:
+                out.update(steps=_num(e.steps), within=e.within)
+            return out
+        return {"outputs": [row(e) for e in self.outputs], "ok": self.ok, "verdict": self.verdict,
+                "k": noise.K, "far": noise.FAR, "rtol": self.rtol, "io": self.io, "notes": self.notes,
+                "intermediates": [dict(row(e), tensor=e.tensor, onnx_name=e.onnx_name, op=e.op,
+                                       shape=list(e.shape)) for e in self.intermediates]}
+
+
+def verdict_of(outputs: list[TensorError]) -> str:
+    """The model's verdict: its worst output's (no outputs compared: fail)."""
+    kinds = {e.verdict or ("ok" if e.ok else "fail") for e in outputs} or {"fail"}
+    return "fail" if "fail" in kinds else "suspicious" if "suspicious" in kinds else "ok"
+
+
+def _num(x):
+    """JSON has no infinity."""
+    return x if x is None or np.isfinite(x) else None
 
 
 class Cancelled(InspectorError):
@@ -149,6 +183,28 @@ def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[n
     return out
 
 
+class LiteRTRefusal(InspectorError):
+    """LiteRT cannot run the model (a custom op without kernel, string I/O, bad kernel parameters)."""
+
+    def __init__(self, reason: str, op: str = ""):
+        self.reason, self.op = reason, op
+        super().__init__(f"LiteRT cannot run the model: {reason}")
+
+
+def _refusal(e: Exception) -> LiteRTRefusal:
+    """One line from LiteRT's multi-line error, naming the op when it says which."""
+    import re
+    text = str(e)
+    custom = re.search(r"unresolved custom op: ([^\s.]+)", text)
+    if custom:
+        return LiteRTRefusal(f"custom op {custom.group(1)} has no kernel in LiteRT", custom.group(1))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    op = re.search(r"Node number (\d+) \((\w+)\)", text)
+    reason = next((ln for ln in lines if "failed to prepare" not in ln and not ln.startswith("Node number")),
+                  lines[0] if lines else type(e).__name__)
+    return LiteRTRefusal(f"{op.group(2)} (op {op.group(1)}): {reason}" if op else reason, op.group(2) if op else "")
+
+
 def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True, resolver=None):
     """Outputs and (with keep_all) every tensor of the main subgraph, by tensor index; in the reference kernels
     unless another `resolver` (an OpResolverType) is asked for."""
@@ -164,20 +220,23 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
         return it
 
     try:
-        interp = make(resolver or OpResolverType.BUILTIN_REF, keep_all)
-    except RuntimeError as e:
-        if "Didn't find op" in str(e):       # the reference resolver lacks a few kernels (CEIL, ROUND, ELU...)
-            interp = make(OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, keep_all)
-        elif "custom op" not in str(e):
-            raise
-        else:
-            # MediaPipe's custom ops exist only in the XNNPACK delegate; what it fuses cannot be observed, so
-            # only the outputs are compared then.
-            interp, keep_all = make(OpResolverType.AUTO, False), False
-    details = interp.get_input_details()
-    for d, x in zip(details, inputs):
-        interp.set_tensor(d["index"], x)
-    interp.invoke()
+        try:
+            interp = make(resolver or OpResolverType.BUILTIN_REF, keep_all)
+        except RuntimeError as e:
+            if "Didn't find op" in str(e):   # the reference resolver lacks a few kernels (CEIL, ROUND, ELU...)
+                interp = make(OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, keep_all)
+            elif "custom op" not in str(e):
+                raise
+            else:
+                # MediaPipe's custom ops exist only in the XNNPACK delegate; what it fuses cannot be observed, so
+                # only the outputs are compared then.
+                interp, keep_all = make(OpResolverType.AUTO, False), False
+        details = interp.get_input_details()
+        for d, x in zip(details, inputs):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()
+    except (RuntimeError, ValueError) as e:     # LiteRT's refusals: unresolved custom ops, bad parameters...
+        raise _refusal(e) from None
     values = {}
     sg = graph.main
     wanted = range(len(sg.tensors)) if keep_all else sg.outputs
@@ -204,7 +263,9 @@ def own_kernel_steps(graph: Graph, seed: int = 0) -> list[float | None]:
     return [_compare(sg, t, ref[t], default[t], 0.0)[4] if t in ref and t in default else None for t in sg.outputs]
 
 
-def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads: int = 1):
+def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads: int = 1,
+             optimise: bool | None = None):
+    """`optimise` None: fully optimised unless intermediates are read (then as written), retried unoptimised."""
     import onnxruntime as ort
     m = onnx.ModelProto()
     m.CopyFrom(model)
@@ -216,7 +277,8 @@ def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads
     # Graph optimisations stay off when intermediates are read, so they are the values the converter wrote;
     # ONNX Runtime's optimiser also refuses some valid graphs (Resize with `axes` between Transposes), so a
     # refusal is retried without it before it is reported.
-    levels = [ort.GraphOptimizationLevel.ORT_DISABLE_ALL] if extra else \
+    levels = [ort.GraphOptimizationLevel.ORT_DISABLE_ALL] if extra or optimise is False else \
+        [ort.GraphOptimizationLevel.ORT_ENABLE_ALL] if optimise else \
         [ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL]
     data = m.SerializeToString()
     for level in levels:
@@ -288,13 +350,49 @@ def _compare(sg, t, ref, got, rtol):
     return (*compare(ref, got, rtol), None, None)
 
 
+# Inputs, outputs and (when intermediates are compared) every tensor are held at once, by LiteRT and ONNX Runtime.
+BUDGET_BYTES = 2 << 30
+
+
+def checked_inputs(graph: Graph, seed: int, batch: int | None, intermediates: bool) -> list[np.ndarray]:
+    """make_inputs, after refusing what cannot be fed (strings) or held (check_budget)."""
+    sg = graph.main
+    for t in sg.inputs:
+        if sg.tensors[t].dtype in ("string", "resource", "variant"):
+            raise InspectorError(f"input '{sg.tensors[t].name}' is a {sg.tensors[t].dtype} tensor: "
+                                 "validation feeds numeric inputs only")
+    check_budget(graph, batch, intermediates)
+    return make_inputs(graph, seed, batch)
+
+
+def check_budget(graph: Graph, batch: int | None, intermediates: bool) -> None:
+    """Refuse before anything is allocated when the tensors the runs hold would exceed BUDGET_BYTES."""
+    from math import prod
+    sg = graph.main
+    batch = batch or 1
+    total = 0
+    for t in (sg.tensors if intermediates else [sg.tensors[i] for i in sg.inputs + sg.outputs]):
+        if t.data is not None or t.dtype in ("resource", "variant", "string"):
+            continue
+        dims = list(t.shape)
+        if t.dims and t.dims[0] < 0:
+            dims[0] = batch
+        total += prod(max(d, 0) for d in dims) * np.dtype(t.dtype).itemsize
+    if total > BUDGET_BYTES:
+        raise InspectorError(f"validation would hold {total / 2**30:.1f} GiB of tensors (the limit is "
+                             f"{BUDGET_BYTES / 2**30:g} GiB); try a smaller --batch")
+
+
 def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True, batch: int | None = None,
-             rtol: float | None = None, cancel: threading.Event | None = None, progress=None) -> Validation:
-    """Compare the converted model with the TFLite interpreter; `cancel`/`progress` serve the GUI's worker."""
+             rtol: float | None = None, cancel: threading.Event | None = None, progress=None,
+             floor: bool | None = None, _reference=None, _output_perms=None) -> Validation:
+    """Compare the converted model with the TFLite interpreter; `cancel`/`progress` serve the GUI's worker.
+    `floor`: True measures the noise floor of every compared tensor, False never, None where it could change a
+    verdict (noise.needs_floor). `_reference` (inputs, LiteRT values) and `_output_perms` (output -> layouts to
+    try) serve validate_files."""
     graph, plan, trace = result.graph, result.plan, result.trace
     sg = graph.main
     rtol = RTOL[model_kind(graph)] if rtol is None else rtol
-    inputs = make_inputs(graph, seed, batch)
 
     def step(msg, frac):
         if cancel is not None and cancel.is_set():
@@ -302,9 +400,28 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
         if progress is not None:
             progress(msg, frac)
 
-    step("running TFLite", 0.1)
-    ref = run_tflite(graph, inputs, keep_all=intermediates)
-    step("running ONNX Runtime", 0.5)
+    if _reference is None:
+        inputs = checked_inputs(graph, seed, batch, intermediates)
+        step("running TFLite", 0.1)
+        ref = run_tflite(graph, inputs, keep_all=intermediates)
+    else:
+        inputs, ref = _reference
+    step("running ONNX Runtime", 0.4)
+    feeds = _feeds(result, inputs)
+    extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values] if intermediates else []
+    got = run_onnx(result.model, feeds, extra)
+    step("comparing", 0.6)
+    v = _compare_all(result, ref, got, rtol, intermediates, _output_perms or {})
+    v.seed = seed
+    judge(result.graph, v.outputs + v.intermediates, inputs, ref, rtol, seed, floor, intermediates,
+          lambda: (got, run_onnx(result.model, feeds, optimise=bool(extra))),
+          lambda: step("measuring the noise floor", 0.7))
+    step("done", 1.0)
+    return v
+
+
+def _feeds(result: ConversionResult, inputs: list[np.ndarray]) -> dict:
+    sg, plan, trace = result.graph.main, result.plan, result.trace
     in_types = {i.name: i.type.tensor_type.elem_type for i in result.model.graph.input}
     feeds = {}
     for t, x in zip(sg.inputs, inputs):
@@ -315,23 +432,37 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
             if in_types[name] == onnx.TensorProto.FLOAT and q is not None and np.issubdtype(x.dtype, np.integer):
                 # A quantized input the ONNX model takes as real values (convert(float_io=True) or another tool)
                 feeds[name] = ((feeds[name].astype(np.float32) - q.zero_points[0]) * q.scales[0]).astype(np.float32)
+    return feeds
+
+
+def _output_name(result: ConversionResult, t: int) -> str:
     out_names = {o.name for o in result.model.graph.output}
-    extra = []
-    if intermediates:
-        extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values]
-    got = run_onnx(result.model, feeds, extra)
-    step("comparing", 0.9)
+    sg = result.graph.main
+    return next((n for n in result.trace.tensor_values.get(t, []) if n in out_names), sg.tensors[t].name)
+
+
+def _compare_all(result, ref, got, rtol, intermediates, output_perms) -> Validation:
+    """Rows for every output and (with intermediates) every mapped tensor; verdicts come later (_judge)."""
+    sg, plan, trace = result.graph.main, result.plan, result.trace
+    out_names = {o.name for o in result.model.graph.output}
     producers = sg.producers()
     out_errs, mid_errs, diffs = [], [], []
     for t in sg.outputs:
-        name = next((n for n in trace.tensor_values.get(t, []) if n in out_names), sg.tensors[t].name)
+        name = _output_name(result, t)
         y = got.get(name)
-        perm = plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))
         if y is None or t not in ref:
             out_errs.append(TensorError(name, t, name, float("inf"), float("inf"), 0.0, False, True))
             continue
-        y = np.transpose(y, L.inverse(perm))
-        a, r, s, ok, steps, within = _compare(sg, t, ref[t], y, rtol)
+        best = None
+        for perm in output_perms.get(t) or [plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))]:
+            yy = np.transpose(y, L.inverse(perm))
+            row = _compare(sg, t, ref[t], yy, rtol)
+            if best is None or row[3] and not best[0][3] or row[3] == best[0][3] and row[1] < best[0][1]:
+                best = (row, yy, perm)
+            if row[3]:
+                break
+        (a, r, s, ok, steps, within), y, perm = best
+        plan.outputs[t] = perm
         out_errs.append(TensorError(name, t, name, a, r, s, ok, True, producers.get(t), ref[t].shape, steps, within))
         if ref[t].dtype != bool and ref[t].shape == y.shape:
             diffs.append((y.astype(np.float64) - ref[t].astype(np.float64)).reshape(-1))
@@ -344,8 +475,94 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
             a, r, s, ok, steps, within = _compare(sg, t, ref[t], y, rtol)
             mid_errs.append(TensorError(sg.tensors[t].name, t, names[0], a, r, s, ok, False, producers.get(t),
                                         ref[t].shape, steps, within))
-    step("done", 1.0)
-    return Validation(out_errs, mid_errs, seed, rtol, diffs)
+    return Validation(out_errs, mid_errs, 0, rtol, diffs)
+
+
+def _is_float(sg, e: TensorError) -> bool:
+    return e.steps is None and sg.tensors[e.tensor].dtype.startswith("float")
+
+
+def _needs_floor(sg, e: TensorError, rtol: float) -> bool:
+    if e.steps is not None:
+        return not e.ok
+    return _is_float(sg, e) and noise.needs_floor(e.max_abs, e.scale, rtol * e.scale + ATOL)
+
+
+def judge(graph: Graph, rows: list[TensorError], inputs, ref, rtol: float, seed: int, floor: bool | None,
+          keep_all: bool, onnx_runs=None, announce=None) -> None:
+    """Verdicts for compared rows, measuring the noise floor first when asked (or, with floor None, when it could
+    change one): LiteRT's default vs reference kernels, LiteRT on moved inputs and, for outputs, `onnx_runs()`
+    (ONNX Runtime at two optimisation levels, by ONNX name)."""
+    sg = graph.main
+    if floor or floor is None and any(_needs_floor(sg, e, rtol) for e in rows):
+        if announce is not None:
+            announce()
+        _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs)
+    for e in rows:
+        _judge(sg, e, rtol)
+
+
+def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs) -> None:
+    sg = graph.main
+    from ai_edge_litert.interpreter import OpResolverType
+    runs = []
+    try:    # LiteRT's default kernels (XNNPACK's fused partitions hide their intermediates: builtins then)
+        kernels = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if keep_all else OpResolverType.AUTO
+        runs.append(run_tflite(graph, inputs, keep_all=keep_all, resolver=kernels))
+    except LiteRTRefusal:
+        pass
+    if any(x.dtype.kind == "f" for x in inputs):
+        runs.append(run_tflite(graph, noise.perturbed(inputs, seed), keep_all=keep_all))
+    got, other = {}, {}
+    if onnx_runs is not None and any(e.is_output for e in rows):
+        try:
+            got, other = onnx_runs()
+        except InspectorError:
+            pass
+    for e in rows:
+        t = e.tensor
+        q = quant_step(sg, t)
+        if q is not None:
+            default = runs[0].get(t) if runs else None
+            if default is not None and default.shape == ref[t].shape:
+                *_, worst, within = compare_steps(ref[t], default, *q)
+                e.floor, e.floor_within = worst, within
+            continue
+        if not _is_float(sg, e):
+            continue
+        spreads = [noise.spread(ref[t], r.get(t)) for r in runs]
+        if e.is_output:
+            spreads.append(noise.spread(got.get(e.onnx_name), other.get(e.onnx_name)))
+        e.floor = noise.floor_of(*spreads)
+
+
+def _judge(sg, e: TensorError, rtol: float) -> None:
+    if e.steps is not None:
+        e.verdict = noise.step_verdict(e.ok, e.steps, e.floor)
+    elif _is_float(sg, e):
+        e.verdict, e.limit = noise.verdict(e.max_abs, e.scale, rtol * e.scale + ATOL, e.floor)
+    else:
+        e.verdict = "ok" if e.ok else "fail"
+    e.ok = e.verdict == "ok"
+
+
+def headline(v: Validation) -> str:
+    """The verdict and the measure it was decided by, in one line (CLI and window)."""
+    if not v.outputs:
+        return "fail: the outputs could not be compared"
+    stepped = [e for e in v.outputs if e.steps is not None]
+    floated = [e for e in v.outputs if e.steps is None]
+    parts = []
+    if floated:
+        w = max(floated, key=lambda e: e.max_rel if np.isfinite(e.max_rel) else np.inf)
+        floor = f", floor {w.floor / w.scale:.2g}" if w.floor is not None and w.scale else ""
+        parts.append(f"worst error {w.max_rel:.2g} of the output's scale (tolerance {v.rtol:g}{floor})")
+    if stepped:
+        w = max(stepped, key=lambda e: (e.steps, -e.within))
+        floor = f", LiteRT's own kernels {w.floor:g}" if w.floor is not None else ""
+        parts.append(f"worst {w.steps:g} quantization steps, {100 * w.within:.2f}% within {STEPS_OK:g} "
+                     f"(rule: >= {100 * STEPS_SHARE:g}% within {STEPS_OK:g}, none beyond {STEPS_MAX:g}{floor})")
+    return f"{verdict_of(v.outputs)}: " + "; ".join(parts)
 
 
 def io_perm(tfl_shape, onnx_dims) -> tuple[int, ...] | None:
@@ -359,17 +576,26 @@ def io_perm(tfl_shape, onnx_dims) -> tuple[int, ...] | None:
     return None
 
 
+MAX_INPUT_LAYOUTS = 24          # input layout combinations tried for an ONNX model that does not record them
+
+
 def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | None = None,
-                   rtol: float | None = None) -> Validation:
+                   rtol: float | None = None, floor: bool | None = None) -> Validation:
     """Validate any ONNX model (ours or another converter's) against the TFLite model: I/O matched by name,
-    then by position; each one's layout read from its shape."""
+    then by position; each one's layout read from the model's `layout_inspector.io` entry, else every layout its
+    shape fits is tried (inputs: each combination, at most MAX_INPUT_LAYOUTS; outputs: the best fit)."""
+    import itertools
+
+    from . import io_layout
     from .errors import ModelLoadError
     from .onnx_reader import load_proto, read_onnx
+    from .pairing import fitting_perms
     from .result import ConversionResult, ConversionTrace, LayoutPlan
     read_onnx(onnx_path)                        # refuses hostile files (external data escaping the folder...)
     model = load_proto(onnx_path)               # through the same guards (onnx.load blocks on a FIFO)
+    recorded = io_layout.read(model)
     sg = graph.main
-    plan, trace = LayoutPlan(), ConversionTrace()
+    trace, io, choices = ConversionTrace(), [], {}
     for tfl, values, kind in ((sg.inputs, model.graph.input, "input"), (sg.outputs, model.graph.output, "output")):
         init = {i.name for i in model.graph.initializer}
         values = [v for v in values if v.name not in init]
@@ -381,13 +607,38 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
             if vi is None:
                 raise ModelLoadError(onnx_path, f"no ONNX {kind} matches TFLite {kind} '{tensor.name}'")
             dims = [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
-            perm = io_perm(tensor.shape, dims)
-            if perm is None:
+            perms = fitting_perms(tensor.dims, dims)
+            if not perms:
                 raise ModelLoadError(onnx_path, f"ONNX {kind} '{vi.name}' {dims} does not match TFLite "
                                                 f"'{tensor.name}' {list(tensor.shape)} in any layout")
-            plan.perms[t] = perm
-            if kind == "output":
-                plan.outputs[t] = perm
+            row = {"kind": kind, "onnx": vi.name, "tflite": tensor.name}
+            if recorded.get(vi.name) in perms:
+                perms, row["layout"] = [recorded[vi.name]], "recorded"
+            else:
+                row["layout"] = "ambiguous" if len(perms) > 1 else "shape"
+                if len(perms) > 1:
+                    row["tried"] = [L.name(p) for p in perms]
+            choices[t] = perms
+            io.append(row)
             trace.tensor_values[t] = [vi.name]
-    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={})
-    return validate(result, seed=seed, intermediates=False, batch=batch, rtol=rtol)
+    combos = list(itertools.islice(itertools.product(*(choices[t] for t in sg.inputs)), MAX_INPUT_LAYOUTS))
+    reference, best = None, None
+    for combo in combos:
+        plan = LayoutPlan()
+        plan.perms.update(zip(sg.inputs, combo))
+        result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={})
+        if reference is None:
+            inputs = checked_inputs(graph, seed, batch, False)
+            reference = (inputs, run_tflite(graph, inputs, keep_all=False))
+        v = validate(result, seed=seed, intermediates=False, batch=batch, rtol=rtol, floor=floor,
+                     _reference=reference, _output_perms={t: choices[t] for t in sg.outputs})
+        score = (v.ok, -max((e.max_rel for e in v.outputs), default=0.0))
+        if best is None or score > best[0]:
+            best = (score, v, plan)
+        if v.ok:
+            break
+    _, v, plan = best
+    for row, t in zip(io, sg.inputs + sg.outputs):
+        row["perm"] = list(plan.outputs.get(t, plan.perms.get(t, ())))
+    v.io = io
+    return v

@@ -1,0 +1,131 @@
+"""Proof you can trust: I/O layouts known rather than guessed (cubic shapes), a verdict that knows the model's own
+noise floor, LiteRT's refusals as one line. Every reference is ai-edge-litert's interpreter, run by validate()."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from inspector.cli import main as cli
+from inspector.core import io_layout, noise
+from inspector.core.convert import convert
+from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.tflite_reader import read_tflite
+from inspector.core.validate import validate, validate_files
+
+
+def _save(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return read_tflite(path)
+
+
+def _convs(shape, depth, gain, seed, gates=False) -> bytes:
+    """`depth` 3x3 CONV_2Ds of random weights (std gain / sqrt(fan-in)); with `gates`, each output multiplied by a
+    sigmoid of a steep 1x1 conv of itself (squeeze-excite-like gates, which amplify rounding)."""
+    rng = np.random.default_rng(seed)
+    c = shape[-1]
+    b = ModelBuilder()
+    x = b.input("x", shape)
+    for i in range(depth):
+        w = (rng.standard_normal((c, 3, 3, c)) * gain / np.sqrt(9 * c)).astype(np.float32)
+        y = b.tensor(f"conv{i}", shape)
+        bias = (rng.standard_normal(c) * 0.1).astype(np.float32)
+        b.op("CONV_2D", [x, b.const(f"w{i}", w), b.const(f"b{i}", bias)], [y],
+             {"padding": "SAME", "fused_activation_function": "NONE" if gates else "RELU"})
+        if gates:
+            z, g, m = b.tensor(f"logit{i}", shape), b.tensor(f"gate{i}", shape), b.tensor(f"gated{i}", shape)
+            wg = (rng.standard_normal((c, 1, 1, c)) * 4).astype(np.float32)
+            b.op("CONV_2D", [y, b.const(f"wg{i}", wg), b.const(f"bg{i}", np.zeros(c, np.float32))], [z],
+                 {"padding": "SAME"})
+            b.op("LOGISTIC", [z], [g])
+            b.op("MUL", [y, g], [m])
+            y = m
+        x = y
+    b.output(x)
+    return b.build()
+
+
+# -- layouts known, not guessed ------------------------------------------------------------------------------
+def test_cubic_io_validates_from_files_as_in_process(tmp_path):
+    """H == W == C: NHWC and NCHW have the same shape, so only the recorded layout tells them apart."""
+    graph = _save(tmp_path, "cubic.tflite", _convs((1, 6, 6, 6), 2, 1.0, 0))
+    result = convert(graph)
+    rows = json.loads(next(p.value for p in result.model.metadata_props if p.key == io_layout.KEY))
+    assert [(r["kind"], r["perm"], r["onnx_shape"]) for r in rows] == [("input", [0, 3, 1, 2], [1, 6, 6, 6]),
+                                                                        ("output", [0, 3, 1, 2], [1, 6, 6, 6])]
+    onnx.save(result.model, tmp_path / "cubic.onnx")
+    own, files = validate(result, intermediates=False), validate_files(graph, str(tmp_path / "cubic.onnx"))
+    assert own.verdict == files.verdict == "ok"
+    assert [r["layout"] for r in files.io] == ["recorded", "recorded"]
+    assert files.outputs[0].max_abs == pytest.approx(own.outputs[0].max_abs, abs=1e-6)
+
+
+def _swap_kernel_axes(model: onnx.ModelProto) -> None:
+    """A conversion bug: the first convolution's kernel with its spatial axes swapped (OIHW -> OIWH)."""
+    conv = next(n for n in model.graph.node if n.op_type == "Conv")
+    init = next(i for i in model.graph.initializer if i.name == conv.input[1])
+    init.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(numpy_helper.to_array(init).swapaxes(2, 3)),
+                                          init.name))
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_square_model_with_swapped_spatial_axes_fails(tmp_path, recorded):
+    graph = _save(tmp_path, "cubic.tflite", _convs((1, 6, 6, 6), 2, 1.0, 0))
+    model = convert(graph).model
+    _swap_kernel_axes(model)
+    if not recorded:
+        props = [p for p in model.metadata_props if p.key != io_layout.KEY]
+        del model.metadata_props[:]
+        model.metadata_props.extend(props)
+    onnx.save(model, tmp_path / "bad.onnx")
+    v = validate_files(graph, str(tmp_path / "bad.onnx"))
+    assert v.verdict == "fail" and not v.ok
+    assert cli(["validate", str(tmp_path / "cubic.tflite"), str(tmp_path / "bad.onnx")]) == 1
+
+
+def test_foreign_onnx_with_ambiguous_shapes_is_reported_ambiguous(tmp_path, capsys):
+    graph = _save(tmp_path, "cubic.tflite", _convs((1, 6, 6, 6), 2, 1.0, 0))
+    model = convert(graph).model
+    props = [p for p in model.metadata_props if p.key != io_layout.KEY]   # as another converter would write it
+    del model.metadata_props[:]
+    model.metadata_props.extend(props)
+    onnx.save(model, tmp_path / "foreign.onnx")
+    code = cli(["validate", str(tmp_path / "cubic.tflite"), str(tmp_path / "foreign.onnx"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["verdict"] == "ok"
+    assert [r["layout"] for r in out["io"]] == ["ambiguous", "ambiguous"]
+    assert all(len(r["tried"]) == 6 and "NCHW" in r["tried"] and "NHWC" in r["tried"] for r in out["io"])
+    assert out["io"][0]["perm"] == [0, 3, 1, 2]
+
+
+# -- the noise floor -----------------------------------------------------------------------------------------
+def test_model_that_amplifies_rounding_is_ok_with_its_floor_reported(tmp_path):
+    """Eight random 3x3 convs with steep sigmoid gates: LiteRT's own kernel families and a 1e-6 move of the input
+    already disagree by more than the fixed tolerance, so the verdict rests on the floor."""
+    graph = _save(tmp_path, "gated.tflite", _convs((1, 11, 9, 8), 8, 3.0, 0, gates=True))
+    v = validate(convert(graph), seed=1, intermediates=False)
+    (e,) = v.outputs
+    assert e.floor is not None and e.floor / e.scale > v.rtol        # the model's own noise exceeds the tolerance
+    assert e.verdict == "ok" and v.ok and e.max_abs <= noise.K * e.floor
+
+
+@pytest.mark.parametrize("shift,verdict", [(0.0, "ok"), (1e-4, "suspicious"), (1e-2, "fail")])
+def test_small_real_error_on_a_well_conditioned_net_is_not_ok(tmp_path, shift, verdict):
+    """A bias off by 1e-4 of the output's scale is within the fixed tolerance (1e-4 of the scale + 1e-5), but far
+    above this quiet model's floor: suspicious, not ok."""
+    graph = _save(tmp_path, "quiet.tflite", _convs((1, 7, 5, 6), 2, 1.0, 3))
+    result = convert(graph)
+    scale = validate(result, intermediates=False).outputs[0].scale
+    conv = [n for n in result.model.graph.node if n.op_type == "Conv"][-1]
+    init = next(i for i in result.model.graph.initializer if i.name == conv.input[2])
+    bias = numpy_helper.to_array(init).copy()
+    bias[1] += np.float32(shift * scale)
+    init.CopyFrom(numpy_helper.from_array(bias, init.name))
+    v = validate(result, intermediates=False, floor=True)
+    (e,) = v.outputs
+    assert e.verdict == verdict and v.ok == (verdict == "ok"), (e.max_rel, e.floor, e.limit)
+    assert e.floor is not None and e.floor < 1e-5 * e.scale          # well-conditioned: a quiet floor
