@@ -27,7 +27,7 @@ FRAMES = 15
 
 
 def synthetic(n_ops: int, path: Path, seed: int = 0) -> Path:
-    from inspector.core.tflite_builder import ModelBuilder
+    from inspector.core.io.tflite_builder import ModelBuilder
     rng = random.Random(seed)
     b = ModelBuilder()
     shape = [1, 5, 7, 3]

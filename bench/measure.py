@@ -41,8 +41,8 @@ def adaptive_time(fn, min_runs: int = 10, budget: float = 0.5, max_runs: int = 2
 
 def ours_once(model: Path, out: Path):
     """What 'ours in-process' times: read the .tflite, convert without the checker, serialise and write."""
-    from inspector.core.convert import convert
-    from inspector.core.tflite_reader import read_tflite
+    from inspector.core.emit.convert import convert
+    from inspector.core.io.tflite_reader import read_tflite
     result = convert(read_tflite(str(model)), check=False)
     out.write_bytes(result.model.SerializeToString())
     return result
@@ -50,8 +50,8 @@ def ours_once(model: Path, out: Path):
 
 def ours_breakdown(model: Path) -> dict[str, float]:
     """One run split into read / convert / serialise / checker (seconds), to show where the time goes."""
-    from inspector.core.convert import check_model, convert
-    from inspector.core.tflite_reader import read_tflite
+    from inspector.core.emit.convert import check_model, convert
+    from inspector.core.io.tflite_reader import read_tflite
     t0 = time.perf_counter()
     g = read_tflite(str(model))
     t1 = time.perf_counter()

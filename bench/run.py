@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import measure  # noqa: E402
-from inspector.core.tflite_reader import read_tflite  # noqa: E402
+from inspector.core.io.tflite_reader import read_tflite  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 

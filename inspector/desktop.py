@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inspector.core.atomic import write_atomic
+from inspector.core.io.atomic import write_atomic
 from inspector.resources import ICON, path as resource
 
 APP_ID = "layout-inspector"

@@ -55,7 +55,7 @@ class _Worker:
             return None
 
     def run(self, seed: int) -> dict:
-        from inspector.core.errors import InspectorError
+        from inspector.core.ir.errors import InspectorError
         if seed in INJECT:
             return self.injected(seed, INJECT[seed])
         case = self.case(seed)

@@ -14,8 +14,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from inspector.core.errors import InspectorError
-from inspector.core.graph import Graph
+from inspector.core.ir.errors import InspectorError
+from inspector.core.ir.graph import Graph
 
 from .fuzz_mutators import CONTROL_NAMES, O_STRUCTURAL, STRUCTURAL, mutate_bytes, rebuild, s_metadata
 
@@ -32,8 +32,8 @@ def corpus_seeds(corpus: Path) -> list[tuple[str, bytes]]:
 
 def onnx_seeds(tflite: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     """Converted corpus models (a spread of sizes) plus hand-made models with control flow."""
-    from inspector.core.convert import convert
-    from inspector.core.tflite_reader import read_tflite_bytes
+    from inspector.core.emit.convert import convert
+    from inspector.core.io.tflite_reader import read_tflite_bytes
     out = []
     for name, data in tflite[::4]:
         try:
@@ -103,7 +103,7 @@ def _make_case(rng, tfl: list, onx: list, folder: Path, roll: float | None = Non
         name, data = rng.choice(tfl)
         return "tflite", f"bytes of {name}", mutate_bytes(rng, data)
     if roll < 0.70:
-        from inspector.core.tflite_reader import read_tflite_bytes
+        from inspector.core.io.tflite_reader import read_tflite_bytes
         with_meta = [x for x in tfl if b"TFLITE_METADATA" in x[1]]
         name, data = rng.choice(with_meta) if with_meta and rng.random() < 0.1 else rng.choice(tfl)
         g = read_tflite_bytes(data, name)
@@ -128,7 +128,7 @@ def _make_case(rng, tfl: list, onx: list, folder: Path, roll: float | None = Non
 
 def random_edits(rng, names: list[str]):
     """MetadataEdits a user could ask for: valid ones half the time, else hostile names and values."""
-    from inspector.core.metadata_edits import MetadataEdits
+    from inspector.core.metadata.edits import MetadataEdits
     if names and rng.random() < 0.5:
         name = rng.choice(names)
         return MetadataEdits(types={name: rng.choice(["IMAGE", "tensor", ""])},
@@ -160,7 +160,7 @@ def hostile_dict(rng) -> dict:
 
 
 def edits_for(rng, names: list[str]):
-    from inspector.core.metadata_edits import MetadataEdits
+    from inspector.core.metadata.edits import MetadataEdits
     if rng.random() < 0.25:
         return MetadataEdits.from_dict(hostile_dict(rng))
     return random_edits(rng, names)
@@ -184,7 +184,7 @@ def _session(rng, g: Graph, data: bytes, folder: Path, stage: str) -> str:
     """A saved session file, damaged or hand-edited, loaded onto the model and converted again."""
     import json
 
-    from inspector.core.session import SESSION_VERSION, Session
+    from inspector.core.session.document import SESSION_VERSION, Session
     model = folder / "session_model.tflite"
     model.write_bytes(data)
     junk = [None, 5, "x", [], {}, True, 2**70, -1, "NCHW", [0, 3, 1, 2], {"a": "b"}]
@@ -207,10 +207,10 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
     """The pipeline a user's file goes through; returns how far it got. Only InspectorError may escape."""
     rng = random.Random(seed ^ 0x5EED)
     if fmt == "tflite":
-        from inspector.core.convert import convert
-        from inspector.core.denotation import annotate, check
-        from inspector.core.onnx_reader import read_onnx_bytes
-        from inspector.core.tflite_reader import read_tflite_bytes
+        from inspector.core.emit.convert import convert
+        from inspector.core.metadata.denotation import annotate, check
+        from inspector.core.io.onnx_reader import read_onnx_bytes
+        from inspector.core.io.tflite_reader import read_tflite_bytes
         g = read_tflite_bytes(data, "fuzz.tflite")
         stage = "read"
         result = convert(g, pins=random_pins(rng, g), keep_io_layout=rng.random() < 0.2)
@@ -226,8 +226,8 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
         if rng.random() < 0.2:
             stage = _session(rng, g, data, folder, stage)
         return stage
-    from inspector.core.denotation import check
-    from inspector.core.onnx_reader import read_onnx
+    from inspector.core.metadata.denotation import check
+    from inspector.core.io.onnx_reader import read_onnx
     path = folder / "model.onnx"
     path.write_bytes(data)
     g = read_onnx(path)

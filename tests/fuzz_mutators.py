@@ -12,8 +12,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from inspector.core.graph import Graph
-from inspector.core.tflite_builder import ModelBuilder, _option_fields, options_class
+from inspector.core.ir.graph import Graph
+from inspector.core.io.tflite_builder import ModelBuilder, _option_fields, options_class
 
 CONTROL_NAMES = ["", "\x00", "a\x00b", "line\nbreak", "\x1b[31mred\x1b[0m", "\u202etxt.exe", "tab\there",
                  "x" * 5000, "../../etc/passwd", "\ud7ff\ufffd", "名前", "\x7f\x01\x02", "\udc80lone"]
@@ -76,7 +76,7 @@ def _varint(rng, b: bytearray):
 def _vectors(data: bytes) -> list[tuple[int, int, bool]]:
     """(position of the length field, length, holds tables) of the main vectors of a well-formed .tflite."""
     import tflite
-    from inspector.core.tflite_reader import _slot
+    from inspector.core.io.tflite_reader import _slot
     out = []
 
     def add(obj, accessor, tables):
@@ -285,7 +285,7 @@ def s_io(rng, g):
 
 
 def s_opcode(rng, g):
-    from inspector.core.ops.registry import load_all
+    from inspector.core.emit.ops.registry import load_all
     sg = g.main
     op = _pick_op(rng, sg)
     if op is not None:
@@ -314,7 +314,7 @@ def s_quant(rng, g):
     sg = g.main
     if not sg.tensors:
         return
-    from inspector.core.graph import Quantization
+    from inspector.core.ir.graph import Quantization
     t = rng.choice(sg.tensors)
     n = rng.choice([1, 3, 1000])
     t.quantization = Quantization(scales=np.full(n, rng.choice([0.0, 1e-3, float("nan"), -1.0]), np.float32),
@@ -323,7 +323,7 @@ def s_quant(rng, g):
 
 def s_subgraphs(rng, g):
     """Extra empty subgraphs, or control-flow options pointing at subgraphs that do not exist."""
-    from inspector.core.graph import Subgraph
+    from inspector.core.ir.graph import Subgraph
     if rng.random() < 0.5:
         g.subgraphs.append(Subgraph(name="", tensors=[], ops=[], inputs=[], outputs=[]))
     for op in g.main.ops:

@@ -10,11 +10,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from inspector.core import layout as L
-from inspector.core.convert import convert
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
-from inspector.core.validate import run_onnx
+from inspector.core.layout import layout as L
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
+from inspector.core.proof.validate import run_onnx
 
 RTOL, ATOL = 1e-5, 1e-5          # float32 single ops: a few ulps relative to the tensor's largest magnitude
 

@@ -10,7 +10,7 @@ import pytest
 
 from inspector.cli import main
 from inspector.cli._metadata_args import add_metadata_arguments, edits_from_args
-from inspector.core.errors import MetadataError
+from inspector.core.ir.errors import MetadataError
 from tests.test_denotation_check import conv_net, nhcw_pool
 from tests.test_denotation_edits import NCHW, dims, props, small_model
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import own_kernel_steps, validate
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import own_kernel_steps, validate
 
 from .conftest import corpus_files
 

@@ -10,11 +10,11 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.errors import ConversionError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
-from inspector.core.validate import run_onnx, run_tflite, validate
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import ConversionError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.proof.validate import run_onnx, run_tflite, validate
 
 RNG = np.random.default_rng(11)
 X_SHAPE = [1, 5, 7, 3]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inspector.core import layout as L
-from inspector.core.convert import convert
-from inspector.core.errors import ConversionError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import validate
+from inspector.core.layout import layout as L
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import ConversionError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import validate
 
 RNG = np.random.default_rng(3)
 CF = (0, 3, 1, 2)

@@ -11,11 +11,11 @@ import onnx
 import pytest
 from ai_edge_litert.interpreter import Interpreter
 
-from inspector.core.convert import convert
-from inspector.core.errors import UnsupportedOpsError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
-from inspector.core.validate import run_onnx
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import UnsupportedOpsError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
+from inspector.core.proof.validate import run_onnx
 
 RNG = np.random.default_rng(8)
 CF, BACK = (0, 3, 1, 2), (0, 2, 3, 1)

@@ -6,8 +6,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core.denotation import check, consistency_findings, propagate
-from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.metadata.denotation import check, consistency_findings, propagate
+from inspector.core.metadata.edits import MetadataEdits
 
 B, C, F, T = "DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_TIME"
 NCHW = [B, C, F, F]

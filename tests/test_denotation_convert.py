@@ -5,11 +5,11 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.core.denotation import annotate, check, io_layouts
-from inspector.core.errors import MetadataError
-from inspector.core.metadata_edits import MetadataEdits
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.metadata.denotation import annotate, check, io_layouts
+from inspector.core.ir.errors import MetadataError
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
 from tests.conftest import corpus_files
 from tests.test_tflite_metadata import GRAYSCALE, image, metadata_buffer
 
@@ -18,7 +18,7 @@ NHWC = ["DATA_BATCH", "DATA_FEATURE", "DATA_FEATURE", "DATA_CHANNEL"]
 
 
 def convert(graph, **kw):
-    from inspector.core.convert import convert as run
+    from inspector.core.emit.convert import convert as run
     return run(graph, **kw)
 
 
@@ -119,7 +119,7 @@ def test_a_transpose_injected_into_a_converted_real_model_is_found(corpus):
 @pytest.mark.parametrize("name", corpus_files("*/*.tflite"))
 def test_every_converted_corpus_model_is_denoted_without_findings(corpus, name):
     """No false positives on real models: the metadata pass and the checker agree with the converter."""
-    from inspector.core.errors import ConversionError
+    from inspector.core.ir.errors import ConversionError
     try:
         r = convert(read_tflite(corpus / name))
     except ConversionError as e:

@@ -7,9 +7,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core import metadata_schema as ms
-from inspector.core.errors import MetadataError
-from inspector.core.metadata_edits import (MetadataEdits, denote_io_from_layout, layout_dim_denotations)
+from inspector.core.metadata import schema as ms
+from inspector.core.ir.errors import MetadataError
+from inspector.core.metadata.edits import (MetadataEdits, denote_io_from_layout, layout_dim_denotations)
 
 NCHW = ["DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE"]
 NHWC = ["DATA_BATCH", "DATA_FEATURE", "DATA_FEATURE", "DATA_CHANNEL"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import validate
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import validate
 
 RNG = np.random.default_rng(5)
 H, W, C = 6, 10, 3

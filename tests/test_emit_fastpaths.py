@@ -10,15 +10,15 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core.convert import check_model, convert
-from inspector.core.denotation import LARGE_CONSTANT, shape_view
-from inspector.core.denotation_rules import Propagator
-from inspector.core.emit import Emitter, make_value_info, tensor_proto
-from inspector.core.errors import ConversionError
-from inspector.core.graph import Subgraph, Tensor
-from inspector.core.result import LayoutPlan
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
+from inspector.core.emit.convert import check_model, convert
+from inspector.core.metadata.denotation import LARGE_CONSTANT, shape_view
+from inspector.core.metadata.denotation_rules import Propagator
+from inspector.core.emit.emitter import Emitter, make_value_info, tensor_proto
+from inspector.core.ir.errors import ConversionError
+from inspector.core.ir.graph import Subgraph, Tensor
+from inspector.core.layout.plan import LayoutPlan
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
 
 RNG = np.random.default_rng(11)
 

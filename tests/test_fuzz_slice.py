@@ -55,7 +55,7 @@ def test_repro_runs_one_case_in_process(corpus, capsys, tmp_path):
     try:
         fuzz.repro(corpus, seed, str(saved))
     except Exception as e:                    # noqa: BLE001 - a typed refusal is a normal outcome here
-        from inspector.core.errors import InspectorError
+        from inspector.core.ir.errors import InspectorError
         assert isinstance(e, InspectorError), e
     out = capsys.readouterr().out
     assert out.startswith(f"case {seed}: ") and saved.stat().st_size > 0

@@ -103,7 +103,7 @@ def test_conflicts_coloured_marked_and_listed(qtbot, window, corpus):
     window.select(TFLITE, tensors=[t])
     text = window.details.html()
     tensor = doc.graph.main.tensors[t]
-    from inspector.core import layout as L
+    from inspector.core.layout import layout as L
     from inspector.gui.graph_model import shape_text
     assert shape_text(tensor.shape) in text
     assert shape_text(L.apply(tensor.shape, doc.result.plan.perm(t, tensor.rank))) in text
@@ -286,7 +286,7 @@ def test_drop_a_file_opens_it(qtbot, window, corpus):
 def test_exception_hook_shows_a_dialog_and_keeps_running(qtbot, window, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from inspector.core.errors import ModelLoadError
+    from inspector.core.ir.errors import ModelLoadError
     from inspector.gui.app import _hook
     shown = []
     monkeypatch.setattr(QMessageBox, "exec", lambda self: shown.append((self.text(), self.detailedText())))

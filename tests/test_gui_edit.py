@@ -16,8 +16,8 @@ import pytest
 from PySide6.QtCore import QSettings, QStandardPaths, Qt  # noqa: E402
 
 from inspector.cli import main as cli  # noqa: E402
-from inspector.core import metadata_schema as ms  # noqa: E402
-from inspector.core.metadata_edits import MetadataEdits  # noqa: E402
+from inspector.core.metadata import schema as ms  # noqa: E402
+from inspector.core.metadata.edits import MetadataEdits  # noqa: E402
 from inspector.gui.autosave import Autosave  # noqa: E402
 from inspector.gui.export_onnx import export_dialog, report_path  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE, MainWindow  # noqa: E402
@@ -363,7 +363,7 @@ def test_quick_edits_coalesce_and_the_window_shows_the_last_state(qtbot, window,
     ed.stack.undo()
     settle(qtbot, w)
     assert s.pins == {"y": "keep"}
-    from inspector.core.convert import convert
+    from inspector.core.emit.convert import convert
     fresh = convert(s.graph, pins={"y": "keep"})
     assert w.doc.result is s.result and w.doc.result.transposes == fresh.transposes == 3
     assert len(w.scenes[ONNX].nodes) == len(fresh.model.graph.node) + 2          # + input and output terminals

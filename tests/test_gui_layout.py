@@ -61,7 +61,7 @@ def test_random_dag_has_no_overlaps_or_edges_through_nodes(n, seed):
 
 
 def test_corpus_model_layout_is_clean(corpus):
-    from inspector.core.tflite_reader import read_tflite
+    from inspector.core.io.tflite_reader import read_tflite
     vg = from_tflite(read_tflite(corpus / "keras/nasnetmobile_fp32.tflite"))
     lay = graph_layout.compute(vg)
     rects = boxes(vg, lay)

@@ -17,14 +17,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.core.atomic import WriteError, write_atomic
-from inspector.core.convert import convert
-from inspector.core.errors import ConversionError, InspectorError, MetadataError, ModelLoadError
-from inspector.core.loader import load_model
-from inspector.core.metadata_edits import MetadataEdits
-from inspector.core.onnx_reader import read_onnx, read_onnx_bytes
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.io.atomic import WriteError, write_atomic
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import ConversionError, InspectorError, MetadataError, ModelLoadError
+from inspector.core.io.loader import load_model
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.io.onnx_reader import read_onnx, read_onnx_bytes
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
 
 from .conftest import ROOT
 from .fuzz_mutators import _ld, _uvarint
@@ -344,7 +344,7 @@ def test_a_real_file_size_limit_mid_write_leaves_nothing(tmp_path):
     code = (f"import resource, signal, sys\n"
             f"signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
             f"resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
-            f"from inspector.core.atomic import write_atomic, WriteError\n"
+            f"from inspector.core.io.atomic import write_atomic, WriteError\n"
             f"try:\n    write_atomic({str(p)!r}, b'x' * 100000)\n"
             f"except WriteError as e:\n    print(e)\n    sys.exit(1)\n")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -413,7 +413,7 @@ def test_a_sparse_constant_claiming_far_more_than_it_stores_is_refused(corpus):
     """The corpus' sparse model with one sparse weight's first dim multiplied: folding would allocate for it."""
     import tflite
 
-    from inspector.core.tflite_reader import _slot
+    from inspector.core.io.tflite_reader import _slot
     buf = bytearray((corpus / "realworld/face_detection_full_range_sparse.tflite").read_bytes())
     sg = tflite.Model.GetRootAsModel(buf, 0).Subgraphs(0)
     t = next(sg.Tensors(i) for i in range(sg.TensorsLength()) if sg.Tensors(i).Sparsity() is not None)
@@ -425,7 +425,7 @@ def test_a_sparse_constant_claiming_far_more_than_it_stores_is_refused(corpus):
 
 
 def test_quantization_with_min_but_no_max_is_refused():
-    from inspector.core.graph import Quantization
+    from inspector.core.ir.graph import Quantization
     b = ModelBuilder()
     q = Quantization(scales=np.array([0.5], np.float32), zero_points=np.array([0]), min=np.array([0.0], np.float32))
     x = b.input("x", [1, 4, 6, 5], quant=q)
@@ -462,7 +462,7 @@ def test_cli_refuses_escaping_external_data_in_one_line(model_dir, capsys, comma
 
 def test_a_converted_model_beyond_protobufs_limit_is_refused_with_its_size(monkeypatch):
     """The real limit is 2 GB; lowered here so a small model crosses it on the same code path."""
-    from inspector.core import onnx_reader
+    from inspector.core.io import onnx_reader
     b = ModelBuilder()
     x = b.input("x", [1, 5, 7, 5])
     w = b.const("w", W)
@@ -496,7 +496,7 @@ def test_cli_prints_hostile_names_escaped(tmp_path, capsys):
 def test_a_damaged_session_file_is_refused_whole(tmp_path, doc, message):
     import json
 
-    from inspector.core.session import SESSION_VERSION, Session
+    from inspector.core.session.document import SESSION_VERSION, Session
     model = tmp_path / "m.tflite"
     model.write_bytes(_named_model("x"))
     session = Session.open(model)

@@ -7,11 +7,11 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.ops.hybrid import HALF_EXACT, LANES, nonnegative
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
-from inspector.core.validate import run_tflite, validate
+from inspector.core.emit.convert import convert
+from inspector.core.emit.ops.hybrid import HALF_EXACT, LANES, nonnegative
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.proof.validate import run_tflite, validate
 
 F32 = np.float32
 LEVELS = {"optimised": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,

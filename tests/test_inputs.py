@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from inspector.cli import main
-from inspector.core.errors import ModelLoadError
-from inspector.core.inputs import SESSION_LIMIT
-from inspector.core.onnx_reader import load_proto, read_onnx
-from inspector.core.session import Session
-from inspector.core.session_file import SessionError
+from inspector.core.ir.errors import ModelLoadError
+from inspector.core.io.inputs import SESSION_LIMIT
+from inspector.core.io.onnx_reader import load_proto, read_onnx
+from inspector.core.session.document import Session
+from inspector.core.session.session_file import SessionError
 
 from .conftest import ROOT
 from .test_outputs import model  # noqa: F401  (RELU on x [1, 3, 5, 7])

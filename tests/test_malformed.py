@@ -16,10 +16,10 @@ import tflite
 from onnx import TensorProto, helper
 
 from inspector.cli import main
-from inspector.core.errors import ModelLoadError
-from inspector.core.loader import load_model
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import _slot
+from inspector.core.ir.errors import ModelLoadError
+from inspector.core.io.loader import load_model
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import _slot
 
 from .conftest import ROOT
 

@@ -8,9 +8,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core.errors import ModelLoadError
-from inspector.core.loader import load_model
-from inspector.core.onnx_reader import read_onnx, read_onnx_bytes
+from inspector.core.ir.errors import ModelLoadError
+from inspector.core.io.loader import load_model
+from inspector.core.io.onnx_reader import read_onnx, read_onnx_bytes
 
 RNG = np.random.default_rng(3)
 W = RNG.standard_normal((8, 3, 3, 2)).astype(np.float32)     # O, I, kH, kW: not square

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inspector.core.ops.elementwise import BINARY, UNARY
+from inspector.core.emit.ops.elementwise import BINARY, UNARY
 from tests.opcase import C, Case, In, check, ints, single, uni
 
 S = (1, 5, 7, 3)          # N, H, W, C: non-square, C distinct

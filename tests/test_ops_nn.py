@@ -9,7 +9,7 @@ import pytest
 
 from inspector.cli import main
 from inspector.cli.ops import BUILTINS, support_table
-from inspector.core.tflite_reader import read_tflite_bytes
+from inspector.core.io.tflite_reader import read_tflite_bytes
 from tests import test_ops_elementwise, test_ops_indexing, test_ops_reduce, test_ops_shape, test_ops_signal, \
     test_ops_spatial
 from tests.opcase import C, Case, In, check, single, uni
@@ -95,7 +95,7 @@ def covered_opcodes() -> set[str]:
 
 
 def test_every_registered_builtin_has_a_conformance_model():
-    from inspector.core.ops.registry import load_all
+    from inspector.core.emit.ops.registry import load_all
     table = load_all()
     def module(fn):
         return getattr(fn, "func", fn).__module__          # functools.partial emitters name their function's
@@ -107,8 +107,8 @@ def test_every_registered_builtin_has_a_conformance_model():
 
 
 def test_densify_of_an_activation_is_refused():
-    from inspector.core.convert import convert
-    from inspector.core.errors import ConversionError
+    from inspector.core.emit.convert import convert
+    from inspector.core.ir.errors import ConversionError
     b, _ = single("DENSIFY", [In(np.zeros((3, 4), np.float32))], [((3, 4), "float32")])
     with pytest.raises(ConversionError, match="DENSIFY#0: input x0 is not a constant sparse tensor"):
         convert(read_tflite_bytes(b.build(), "densify.tflite"))

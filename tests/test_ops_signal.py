@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.errors import ConversionError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import ConversionError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
 from tests.opcase import Case, check, uni
 
 

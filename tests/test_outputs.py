@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from inspector.cli import main
-from inspector.core.atomic import STALE_SECONDS, OutputSet, WriteError, write_atomic
-from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.io.atomic import STALE_SECONDS, OutputSet, WriteError, write_atomic
+from inspector.core.io.tflite_builder import ModelBuilder
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_stale_temporaries_of_ours_are_removed_and_nothing_else(tmp_path):
 
 def test_a_killed_write_leaves_a_temporary_of_the_recognisable_pattern(tmp_path, monkeypatch):
     """What `kill -9` leaves is what the cleaner looks for: simulate the kill after the temporary is written."""
-    import inspector.core.atomic as atomic
+    import inspector.core.io.atomic as atomic
     monkeypatch.setattr(atomic.OutputSet, "abort", lambda self: None)      # a killed process cleans nothing
     monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):

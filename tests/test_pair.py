@@ -1,4 +1,4 @@
-"""Pairing a TFLite model with an ONNX model made elsewhere (inspector.core.pairing / pair).
+"""Pairing a TFLite model with an ONNX model made elsewhere (inspector.core.pairing.mapping / pair).
 
 The second route is made in the test: (a) our converter with keep_io_layout=True (names kept, I/O layout differs),
 (b) an ONNX graph written by hand with onnx.helper for a small non-square model: NHWC I/O around an NCHW body, an
@@ -14,12 +14,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core.convert import convert
-from inspector.core.pair import open_pair, write_with_metadata
-from inspector.core.pairing import fitting_perms, match, normalise
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import validate
+from inspector.core.emit.convert import convert
+from inspector.core.pairing.pair import open_pair, write_with_metadata
+from inspector.core.pairing.mapping import fitting_perms, match, normalise
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import validate
 
 
 H, W, C = 6, 10, 3          # non-square: every tensor's layout can be read off its shape
@@ -257,8 +257,8 @@ def test_ambiguous_siblings_stay_unmatched(tmp_path):
 
 
 def test_metadata_edit_leaves_the_graph_alone(pair_files, tmp_path):
-    from inspector.core.atomic import WriteError
-    from inspector.core.metadata_edits import MetadataEdits
+    from inspector.core.io.atomic import WriteError
+    from inspector.core.metadata.edits import MetadataEdits
     _, good, _ = pair_files
     model = onnx.load(good)
     edits = MetadataEdits(types={"x": "IMAGE"}, dims={"x": ["DATA_BATCH", "DATA_FEATURE", "DATA_FEATURE",

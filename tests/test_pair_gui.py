@@ -5,7 +5,7 @@ import pytest
 
 from PySide6.QtCore import QSettings  # noqa: E402
 
-from inspector.core.tflite_reader import read_tflite  # noqa: E402
+from inspector.core.io.tflite_reader import read_tflite  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE, MainWindow  # noqa: E402
 from inspector.gui.palette import CONFLICT  # noqa: E402
 

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QMenu  # noqa: E402
 
-from inspector.core import metadata_schema as ms  # noqa: E402
-from inspector.core.tflite_reader import read_tflite  # noqa: E402
+from inspector.core.metadata import schema as ms  # noqa: E402
+from inspector.core.io.tflite_reader import read_tflite  # noqa: E402
 from inspector.gui.export_onnx import export_dialog  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE  # noqa: E402
 from inspector.gui.pair_editing import PIN_REASON, PairSession  # noqa: E402
@@ -201,8 +201,8 @@ def test_validate_pair_reports_progress_and_stops_when_cancelled(tmp_path):
     """What the worker relies on: progress in order, a cancel honoured between steps, the Validation-shaped fields."""
     import threading
 
-    from inspector.core.pair import open_pair as open_files
-    from inspector.core.validate import RTOL, Cancelled
+    from inspector.core.pairing.pair import open_pair as open_files
+    from inspector.core.proof.validate import RTOL, Cancelled
     tfl = tflite_model(tmp_path / "m.tflite")
     hand_onnx(read_tflite(tfl), tmp_path / "o.onnx", softmax_axis=-1)
     pair = open_files(str(tfl), str(tmp_path / "o.onnx"))

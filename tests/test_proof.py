@@ -10,11 +10,12 @@ import pytest
 from onnx import numpy_helper
 
 from inspector.cli import main as cli
-from inspector.core import io_layout, noise
-from inspector.core.convert import convert
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import validate, validate_files
+from inspector.core.emit import io_layout
+from inspector.core.proof import noise
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import validate, validate_files
 
 
 def _save(tmp_path, name, data: bytes):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from inspector.core.convert import convert
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import index_bounds, make_inputs, validate
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import index_bounds, make_inputs, validate
 
 
 def _lookup_model() -> bytes:

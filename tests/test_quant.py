@@ -7,10 +7,10 @@ import pytest
 import onnx
 from onnx import TensorProto, numpy_helper
 
-from inspector.core.convert import convert
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import model_kind, validate, validate_files
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import model_kind, validate, validate_files
 
 RNG = np.random.default_rng(7)
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.ops.quant import PATCH_MAX
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import run_onnx, run_tflite, validate
+from inspector.core.emit.convert import convert
+from inspector.core.emit.ops.quant import PATCH_MAX
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import run_onnx, run_tflite, validate
 
 from .test_quant import bias_for, nodes, per_channel, save
 

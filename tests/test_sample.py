@@ -5,7 +5,7 @@ import importlib.util
 
 import numpy as np
 
-from inspector.core.tflite_reader import read_tflite
+from inspector.core.io.tflite_reader import read_tflite
 
 from .conftest import ROOT
 from .reference import conv2d, depthwise_conv2d, pool2d, run_litert, softmax

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-from inspector.core.convert import convert
-from inspector.core.errors import ConversionError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
-from inspector.core.validate import run_onnx
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import ConversionError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
+from inspector.core.proof.validate import run_onnx
 
 RNG = np.random.default_rng(21)
 B, T, I, U = 2, 5, 3, 4

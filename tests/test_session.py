@@ -8,10 +8,10 @@ import onnx
 import pytest
 
 from inspector.cli import main
-from inspector.core.errors import ConversionError, InspectorError, MetadataError
-from inspector.core.metadata_edits import MetadataEdits
-from inspector.core.session import Session
-from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.ir.errors import ConversionError, InspectorError, MetadataError
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.session.document import Session
+from inspector.core.io.tflite_builder import ModelBuilder
 
 RNG = np.random.default_rng(11)
 

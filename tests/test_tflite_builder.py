@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tflite
 
-from inspector.core.graph import Quantization
-from inspector.core.tflite_builder import ModelBuilder, options_class
-from inspector.core.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.ir.graph import Quantization
+from inspector.core.io.tflite_builder import ModelBuilder, options_class
+from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
 
 from .reference import conv2d, run_litert
 

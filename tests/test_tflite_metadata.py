@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.tflite_metadata import edits_from_metadata, parse_metadata, read_tflite_metadata
-from inspector.core.tflite_reader import read_tflite
+from inspector.core.metadata.tflite import edits_from_metadata, parse_metadata, read_tflite_metadata
+from inspector.core.io.tflite_reader import read_tflite
 
 RGB, GRAYSCALE = 1, 2
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-from inspector.core.tflite_reader import read_tflite
+from inspector.core.io.tflite_reader import read_tflite
 
 from .conftest import corpus_files
 

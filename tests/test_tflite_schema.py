@@ -1,4 +1,4 @@
-"""inspector/core/tflite_schema.py is derived from the `tflite` package's generated readers (field slots, scalar
+"""inspector/core/io/tflite_schema.py is derived from the `tflite` package's generated readers (field slots, scalar
 types, defaults, enum names), so the reader never imports that package (~45 ms of every CLI start).
 
 This test regenerates the table and fails when it drifts from the package; `python tests/test_tflite_schema.py`
@@ -15,10 +15,10 @@ import flatbuffers.number_types as N
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
 
-from inspector.core.tflite_reader import _fields as accessor_fields
-from inspector.core.tflite_reader import _slot
+from inspector.core.io.tflite_reader import _fields as accessor_fields
+from inspector.core.io.tflite_reader import _slot
 
-TARGET = Path(__file__).resolve().parent.parent / "inspector" / "core" / "tflite_schema.py"
+TARGET = Path(__file__).resolve().parent.parent / "inspector" / "core" / "io" / "tflite_schema.py"
 # Tables the reader walks field by field (options tables are described separately, by union type).
 TABLES = ["Model", "SubGraph", "Tensor", "Operator", "OperatorCode", "Buffer", "QuantizationParameters",
           "SparsityParameters", "DimensionMetadata", "Int32Vector", "Uint16Vector", "Uint8Vector", "Metadata",
@@ -110,7 +110,7 @@ def test_schema_table_matches_the_tflite_package():
 
 def test_reader_does_not_import_tflite():
     import subprocess
-    code = ("import sys; from inspector.core.tflite_reader import read_tflite; "
+    code = ("import sys; from inspector.core.io.tflite_reader import read_tflite; "
             "print(sorted(m for m in sys.modules if m == 'tflite' or m.startswith('tflite.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from inspector.core.convert import convert
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import make_inputs, validate
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import make_inputs, validate
 
 MODELS = ["keras/efficientnetb0_fp16.tflite", "keras/mobilenetv2_fp16.tflite", "keras/mobilenetv2_dynamic.tflite"]
 

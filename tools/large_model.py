@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from inspector.core.convert import convert
-from inspector.core.errors import ConversionError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite
+from inspector.core.emit.convert import convert
+from inspector.core.ir.errors import ConversionError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
 
 
 def fc_model(path: Path, units: int, k: int, tail: bool) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from inspector.core.tflite_builder import ModelBuilder  # noqa: E402
+from inspector.core.io.tflite_builder import ModelBuilder  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "inspector" / "resources" / "sample.tflite"
 CLASSES = 10

@@ -18,9 +18,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from inspector.core.convert import convert
-from inspector.core.tflite_reader import read_tflite
-from inspector.core.validate import make_inputs, validate
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.proof.validate import make_inputs, validate
 
 from float_drift import litert                      # tools/ is the script's directory
 

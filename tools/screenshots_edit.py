@@ -16,7 +16,7 @@ from PySide6.QtGui import QPainter  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QMenu  # noqa: E402
 
-from inspector.core import metadata_schema as ms  # noqa: E402
+from inspector.core.metadata import schema as ms  # noqa: E402
 from inspector.gui.autosave import Autosave  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE  # noqa: E402
 from inspector.gui.pin_menu import fill_menu  # noqa: E402
@@ -115,8 +115,8 @@ def pair_validation(app, corpus: Path, out: Path) -> None:
     here from our keep-io-layout conversion, as another converter might have written it)."""
     import onnx
 
-    from inspector.core.convert import convert
-    from inspector.core.tflite_reader import read_tflite
+    from inspector.core.emit.convert import convert
+    from inspector.core.io.tflite_reader import read_tflite
     model = corpus / "keras" / "custom_transformer_block_fp32.tflite"
     other = convert(read_tflite(model), keep_io_layout=True).model
     softmax = next(n for n in other.graph.node if n.op_type == "Softmax")

@@ -10,7 +10,7 @@ import importlib
 import sys
 
 from inspector import __version__
-from inspector.core.errors import InspectorError, printable
+from inspector.core.ir.errors import InspectorError, printable
 
 # Subcommand modules in help order; each lives in inspector/cli/<name>.py (- spelled _).
 COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui", "install-desktop"]

@@ -1,9 +1,9 @@
 """Metadata flags shared by `convert` and `edit`, and the ONNX file helpers of `edit` and `check`."""
 from __future__ import annotations
 
-from inspector.core import metadata_schema as ms
-from inspector.core.errors import InspectorError, MetadataError, ModelLoadError
-from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.metadata import schema as ms
+from inspector.core.ir.errors import InspectorError, MetadataError, ModelLoadError
+from inspector.core.metadata.edits import MetadataEdits
 
 
 def add_metadata_arguments(parser) -> None:
@@ -57,8 +57,8 @@ def edits_from_args(args) -> MetadataEdits:
 
 def load_onnx(path: str):
     """An onnx.ModelProto, or ModelLoadError with a readable reason."""
-    from inspector.core.loader import sniff
-    from inspector.core.onnx_reader import load_proto, read_onnx
+    from inspector.core.io.loader import sniff
+    from inspector.core.io.onnx_reader import load_proto, read_onnx
     if sniff(path) != "onnx":
         raise ModelLoadError(path, "this is a TFLite model; convert it to ONNX first (layout-inspector convert)")
     read_onnx(path)          # refuses hostile files first: external data outside the folder, sizes, depth

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from inspector.core.errors import InspectorError
+from inspector.core.ir.errors import InspectorError
 
 MODEL_SUFFIXES = (".tflite",)
 COLUMNS = ("model", "output", "ok", "nodes", "transposes", "conflicts", "verdict", "seconds", "error")
@@ -191,7 +191,7 @@ def finish(rows: list[Row], summary: str | None, what: str = "converted", out=No
     failed = sum(not r.ok for r in rows)
     print(f"{len(rows) - failed} {what}, {failed} failed")
     if summary:
-        from inspector.core.atomic import OutputSet
+        from inspector.core.io.atomic import OutputSet
         out = out or OutputSet()
         with out:
             out.write(summary, summary_bytes(rows, summary))
@@ -224,9 +224,9 @@ def convert_many(args) -> int:
     jobs = args.jobs or default_jobs()
     if jobs < 1:
         raise InspectorError("--jobs must be at least 1")
-    import inspector.core.session  # noqa: F401  (imported once here: forked workers start with it loaded)
+    import inspector.core.session.document  # noqa: F401  (imported once here: forked workers start with it loaded)
     outputs = output_paths(models, outdir)
-    from inspector.core.atomic import OutputSet
+    from inspector.core.io.atomic import OutputSet
     targets = OutputSet(models)          # no output or summary may be a model, a special file or another target
     for o in outputs:
         targets.add(o)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from inspector.core.denotation import check
+from inspector.core.metadata.denotation import check
 
 from ._metadata_args import load_onnx
 

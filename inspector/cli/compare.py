@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from inspector.core import layout as L
+from inspector.core.layout import layout as L
 
 
 def add_parser(sub):
@@ -21,7 +21,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from inspector.core.pair import open_pair
+    from inspector.core.pairing.pair import open_pair
     pair = open_pair(args.tflite, args.onnx)
     v = None if args.no_validate else pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol)
     if args.json:

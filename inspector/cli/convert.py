@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from inspector.cli._metadata_args import add_metadata_arguments, edits_from_args
-from inspector.core.errors import InspectorError, UnsupportedOpsError
+from inspector.core.ir.errors import InspectorError, UnsupportedOpsError
 
 
 def add_parser(sub):
@@ -55,7 +55,7 @@ def parse_pins(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     from inspector.cli import batch
-    from inspector.core.atomic import OutputSet
+    from inspector.core.io.atomic import OutputSet
     if batch.is_batch(args):
         return batch.convert_many(args)
     out = OutputSet([args.model, args.session])      # every target checked before any work; written all or none
@@ -87,7 +87,7 @@ def run(args) -> int:
 
 def prepare(args, model: str):
     """A Session for `model` with the command line's decisions and options applied."""
-    from inspector.core.session import Session
+    from inspector.core.session.document import Session
     session = Session.open(model)
     if args.session:
         session.load_decisions(args.session)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from inspector.core.atomic import OutputSet
-from inspector.core.denotation import check
-from inspector.core.errors import InspectorError
+from inspector.core.io.atomic import OutputSet
+from inspector.core.metadata.denotation import check
+from inspector.core.ir.errors import InspectorError
 
 from ._metadata_args import add_metadata_arguments, check_and_save, edits_from_args, load_onnx
 

@@ -15,7 +15,7 @@ def add_parser(sub):
 def run(args) -> int:
     import os
 
-    from inspector.core.errors import InspectorError, ModelLoadError
+    from inspector.core.ir.errors import InspectorError, ModelLoadError
     if args.sample:
         if args.model:
             raise InspectorError("--sample opens the bundled sample model: give it no MODEL")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from inspector.core.loader import load_model
+from inspector.core.io.loader import load_model
 
 
 def add_parser(sub):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from inspector.core.tflite_schema import BUILTIN_OPERATORS
+from inspector.core.io.tflite_schema import BUILTIN_OPERATORS
 
 BUILTINS = frozenset(BUILTIN_OPERATORS.values())
 
@@ -18,7 +18,7 @@ def add_parser(sub):
 
 
 def support_table(builtin_only: bool = False) -> list[dict]:
-    from inspector.core.ops.registry import load_all
+    from inspector.core.emit.ops.registry import load_all
     rows = []
     for name, rule in sorted(load_all().items()):
         builtin = name in BUILTINS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from inspector.core.errors import InspectorError
+from inspector.core.ir.errors import InspectorError
 
 MAX_BATCH = 4096
 
@@ -46,8 +46,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from inspector.core.loader import load_model
-    from inspector.core.validate import validate_files
+    from inspector.core.io.loader import load_model
+    from inspector.core.proof.validate import validate_files
     graph = load_model(args.tflite)
     if graph.format != "tflite":
         raise InspectorError(f"{args.tflite}: the first model must be TFLite")
@@ -64,7 +64,7 @@ def run(args) -> int:
 
 def report(v) -> list[str]:
     """One line per output (error, floor, their ratio), the I/O layouts that had to be guessed, the headline."""
-    from inspector.core.validate import headline
+    from inspector.core.proof.validate import headline
     lines = []
     for e in v.outputs:
         line = f"{e.verdict or ('ok' if e.ok else 'fail'):<10} {e.name}: "

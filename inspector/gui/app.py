@@ -8,7 +8,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from inspector import __version__
-from inspector.core.errors import InspectorError
+from inspector.core.ir.errors import InspectorError
 from inspector.resources import ICON, path as resource
 
 

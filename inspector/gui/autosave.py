@@ -13,8 +13,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QStandardPaths
 
-from inspector.core.atomic import write_atomic
-from inspector.core.session_file import SessionError, read_decisions
+from inspector.core.io.atomic import write_atomic
+from inspector.core.session.session_file import SessionError, read_decisions
 
 
 def default_folder() -> Path:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QUndoCommand
 
-from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.metadata.edits import MetadataEdits
 
 AUTO, TO_NCHW, KEEP = None, "NHWC", "keep"
 LABELS = {AUTO: "Auto", TO_NCHW: "NHWC → NCHW", KEEP: "keep as is"}

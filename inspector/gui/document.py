@@ -15,8 +15,8 @@ from .palette import CONFLICT, UNKNOWN
 @dataclass
 class Document:
     path: str
-    graph: Any = None             # inspector.core.graph.Graph (None when an .onnx file was opened)
-    result: Any = None            # inspector.core.result.ConversionResult once converted
+    graph: Any = None             # inspector.core.ir.graph.Graph (None when an .onnx file was opened)
+    result: Any = None            # inspector.core.emit.result.ConversionResult once converted
     model: Any = None             # onnx.ModelProto: result.model, or the opened .onnx
     error: str = ""               # why the conversion failed, if it did
     onnx_shapes: dict[str, tuple] = field(default_factory=dict)     # value name -> shape (after shape inference)

@@ -15,9 +15,9 @@ from PySide6.QtGui import QAction, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton,
                                QToolBar, QUndoView)
 
-from inspector.core.errors import InspectorError
-from inspector.core.metadata_edits import MetadataEdits
-from inspector.core.session import Change, Session
+from inspector.core.ir.errors import InspectorError
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.session.document import Change, Session
 
 from . import graph_layout, graph_model
 from .autosave import Autosave
@@ -223,7 +223,7 @@ class Editor(QObject):
         if doc.result.options.get("pair") is not None:
             attach_pair(self, doc)
             return
-        from inspector.core.denotation import annotate
+        from inspector.core.metadata.denotation import annotate
         self.session = None                  # no autosave while the stack is cleared
         self.stack.clear()
         s = Session(path=doc.path, graph=doc.graph)
@@ -288,7 +288,7 @@ class Editor(QObject):
         if is_pair(self.session):
             self.window.statusBar().showMessage(PIN_REASON, 8000)
             return False
-        from inspector.core.convert import resolve_pins
+        from inspector.core.emit.convert import resolve_pins
         if layout is not None:
             try:
                 resolve_pins(self.session.graph.main, {tensor: layout})

@@ -19,9 +19,9 @@ def source_rect(view, whole: bool) -> QRectF:
 
 
 def export(view, path: str, whole: bool = False) -> str:
-    """Writes PNG or SVG (by extension) atomically, like every other write (core/atomic.py): a failed write leaves
+    """Writes PNG or SVG (by extension) atomically, like every other write (core/io/atomic.py): a failed write leaves
     the old file untouched. Returns the path; OSError when it cannot be written."""
-    from inspector.core.atomic import WriteError, write_atomic
+    from inspector.core.io.atomic import WriteError, write_atomic
     try:
         write_atomic(path, _render(view, whole, svg=path.lower().endswith(".svg")))
     except WriteError as e:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from inspector.core.atomic import write_atomic
-from inspector.core.errors import InspectorError
-from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.io.atomic import write_atomic
+from inspector.core.ir.errors import InspectorError
+from inspector.core.metadata.edits import MetadataEdits
 
 
 def report_path(path: str) -> str:

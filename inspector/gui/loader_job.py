@@ -9,9 +9,9 @@ import traceback
 
 from PySide6.QtCore import QObject, QRunnable, Signal
 
-from inspector.core.errors import InspectorError
-from inspector.core.loader import sniff
-from inspector.core.tflite_reader import read_tflite
+from inspector.core.ir.errors import InspectorError
+from inspector.core.io.loader import sniff
+from inspector.core.io.tflite_reader import read_tflite
 
 from . import graph_layout, graph_model
 from .document import Document
@@ -26,7 +26,7 @@ def _executor():
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         ctx = multiprocessing.get_context("forkserver")     # never fork a process that runs Qt threads
-        ctx.set_forkserver_preload(["inspector.core.convert", "inspector.gui.graph_model",
+        ctx.set_forkserver_preload(["inspector.core.emit.convert", "inspector.gui.graph_model",
                                     "inspector.gui.graph_layout"])
         _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
         atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
@@ -37,7 +37,7 @@ def convert_and_lay_out(source):
     """(ConversionResult, ONNX ViewGraph, Layout), or the conversion error's message. `source` is a Graph, or a
     path when run in a child process (the result then comes back without its source graph)."""
     try:
-        from inspector.core.convert import convert
+        from inspector.core.emit.convert import convert
     except ImportError:
         return "the converter is not available in this build"
     graph = read_tflite(source) if isinstance(source, str) else source
@@ -107,7 +107,7 @@ class LoadJob(QRunnable):
         s = self.signals
         self._emit(s.stage, "Reading model…")
         if sniff(self.path) == "onnx":
-            from inspector.core.onnx_reader import load_proto, read_onnx
+            from inspector.core.io.onnx_reader import load_proto, read_onnx
             read_onnx(self.path)            # size, nesting and external-data limits, with their messages
             model = load_proto(self.path)   # the same guards: a FIFO named as external data is never opened
             doc = Document(self.path, model=model)

@@ -216,7 +216,7 @@ class MainWindow(QMainWindow):
             self.open_path(path)
 
     def open_pair_dialog(self) -> None:
-        """A TFLite model, then an ONNX model made elsewhere to compare it with (inspector.core.pair)."""
+        """A TFLite model, then an ONNX model made elsewhere to compare it with (inspector.core.pairing.pair)."""
         start = str(Path((self.recent() or [str(Path.cwd())])[0]).parent)
         path, _ = QFileDialog.getOpenFileName(self, "Open pair: the TFLite model", start, "TFLite (*.tflite)")
         other = path and QFileDialog.getOpenFileName(self, "Open pair: the ONNX model made elsewhere",

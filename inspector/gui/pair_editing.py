@@ -13,8 +13,8 @@ from pathlib import Path
 
 import onnx
 
-from inspector.core.metadata_edits import MetadataEdits
-from inspector.core.pairing import node_label
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.pairing.mapping import node_label
 
 PIN_REASON = ("Pins steer our own conversion. A pair shows an ONNX model made elsewhere, which is never "
               "re-converted: only its metadata can be edited here.")
@@ -57,7 +57,7 @@ class PairSession:
         return self.validation
 
     def export(self, path: str, overwrite_source: bool = False) -> None:
-        from inspector.core.pair import write_with_metadata
+        from inspector.core.pairing.pair import write_with_metadata
         protect = [self.path] + ([] if overwrite_source else [self.other])
         write_with_metadata(self.pair.model, self.metadata, path, protect=protect)
 
@@ -70,7 +70,7 @@ class PairSession:
     # ---- what the Metadata and Validation docks ask a pair for ------------------------------------------------
     def metadata_sources(self) -> dict[str, str]:
         """Field -> where the value shown comes from: the other file (edited fields are marked by the dock)."""
-        from inspector.core import metadata_schema as ms
+        from inspector.core.metadata import schema as ms
         src = f"from {Path(self.other).name}"
         found = MetadataEdits.from_model(self.pair.model)
         out = {k: src for k in found.types}

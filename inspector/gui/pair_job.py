@@ -14,7 +14,7 @@ class PairJob(LoadJob):
         self.other = other
 
     def _run(self) -> None:
-        from inspector.core.pair import make_pair, read_other
+        from inspector.core.pairing.pair import make_pair, read_other
         s = self.signals
         self._emit(s.stage, "Reading model…")
         shown = self._tflite_pane()

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QMenu, QToolButton,
                                QVBoxLayout, QWidget)
 
-from inspector.core import layout as L
+from inspector.core.layout import layout as L
 
 from .commands import AUTO, KEEP, TO_NCHW, pin_label, short
 from .graph_items import EdgeItem, NodeItem

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 def rerun(path: str, pins: dict, options: dict, metadata: dict):
     """(ConversionResult without graph, notes, ONNX ViewGraph, Layout), or the error's message."""
-    from inspector.core.errors import InspectorError
-    from inspector.core.metadata_edits import MetadataEdits
-    from inspector.core.session import Session
+    from inspector.core.ir.errors import InspectorError
+    from inspector.core.metadata.edits import MetadataEdits
+    from inspector.core.session.document import Session
 
     from . import graph_layout, graph_model
     try:

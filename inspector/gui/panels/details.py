@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
-from inspector.core import layout as L
+from inspector.core.layout import layout as L
 
 from ..graph_model import shape_text
 

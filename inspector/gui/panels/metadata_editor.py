@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QGridLayout, QGroupBox, Q
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from inspector.core import metadata_schema as ms
-from inspector.core.errors import MetadataError
-from inspector.core.metadata_edits import MetadataEdits
+from inspector.core.metadata import schema as ms
+from inspector.core.ir.errors import MetadataError
+from inspector.core.metadata.edits import MetadataEdits
 
 NONE = "—"
 
@@ -136,7 +136,7 @@ class MetadataEditor(QWidget):
 
     def _sources(self) -> dict[str, str]:
         """Field -> where its value came from: 'edited', the TFLite metadata, or the conversion's layout."""
-        from inspector.core.tflite_metadata import read_tflite_metadata
+        from inspector.core.metadata.tflite import read_tflite_metadata
         s = self.editor.session
         out: dict[str, str] = {}
         meta = read_tflite_metadata(s.graph) if not hasattr(s, "metadata_sources") else None
@@ -277,7 +277,7 @@ class MetadataEditor(QWidget):
         return box
 
     def _findings_group(self, model) -> QGroupBox:
-        from inspector.core.denotation import check
+        from inspector.core.metadata.denotation import check
         box = QGroupBox("Denotation findings")
         lay = QVBoxLayout(box)
         self.findings = QListWidget()

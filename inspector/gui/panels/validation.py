@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QRectF, QRunnable, QSize, Qt, QThreadPool, S
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from inspector.core.errors import InspectorError
+from inspector.core.ir.errors import InspectorError
 
 # log10 of the relative error, from "agrees to float precision" to "wrong"; YlOrRd-like ramp: light = good,
 # so node titles stay readable in dark text.

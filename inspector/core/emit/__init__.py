@@ -1,0 +1,1 @@
+"""LayoutPlan + Graph -> ONNX: the emitter context, the op handlers (ops/) and convert()."""

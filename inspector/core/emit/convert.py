@@ -1,0 +1,407 @@
+"""TFLite Graph -> ONNX ModelProto: fold constants, plan layouts, emit, check."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from google.protobuf.message import EncodeError
+from onnx import helper
+
+from inspector import __version__
+
+from inspector.core.layout import layout as L
+from .emitter import Emitter, onnx_dtype
+from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
+from inspector.core.ir.graph import Graph, Op, Subgraph
+from inspector.core.layout.layout import Perm
+from .ops.registry import load_all
+from inspector.core.layout.propagation import plan_layouts
+from inspector.core.layout.plan import Category
+from .result import ConversionResult, ConversionTrace
+
+DEFAULT_OPSET = 18
+IR_VERSION = min(onnx.IR_VERSION, 10)
+MIN_OPSET, MAX_OPSET = 18, 21
+PRODUCER = "layout-inspector"
+# What an op's emitter, rule or folder raises on a model whose shapes, options or arity are inconsistent (a hostile
+# or corrupt file the reader could not judge): reported as a ConversionError naming the op.
+HOSTILE = (ValueError, KeyError, IndexError, TypeError, ArithmeticError, RecursionError, MemoryError)
+
+
+def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
+    """Ops whose result is known at conversion time (DEQUANTIZE of float16 weights, DENSIFY of sparse weights).
+
+    Returns the folded op indices and every constant's data (file constants plus folded results)."""
+    constants = {t.index: t.data for t in sg.tensors if t.data is not None and t.sparsity is None
+                 and t.dtype not in ("string", "resource", "variant")}
+    folded: set[int] = set()
+    folders = _folders()
+    for op in sg.ops:
+        fold = folders.get(op.opcode)
+        if fold is None:
+            continue
+        try:
+            value = fold(op, sg, constants)
+        except HOSTILE as e:
+            raise ConversionError(f"{op.opcode}#{op.index}: cannot fold its constant "
+                                  f"({type(e).__name__}: {e})") from None
+        if value is not None and op.outputs and op.outputs[0] >= 0:     # a hostile op may have no output
+            constants[op.outputs[0]] = value
+            folded.add(op.index)
+    return folded, constants
+
+
+NO_OUTPUT_OPS = {"ASSIGN_VARIABLE", "CALL_ONCE"}      # the only TFLite ops that write nothing
+
+
+def check_arity(graph: Graph) -> None:
+    """Every op but the stateful few writes something: emitters and folders may rely on op.outputs[0]."""
+    for k, sg in enumerate(graph.subgraphs):
+        for op in sg.ops:
+            if not any(t >= 0 for t in op.outputs) and op.opcode not in NO_OUTPUT_OPS:
+                where = f" in subgraph {k} ({sg.name})" if k else ""
+                raise ConversionError(f"{op.label}{where} has no output: the model is inconsistent")
+
+
+def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
+    """Pins by tensor name or index -> {tensor index: perm}; ConversionError names what is wrong."""
+    out: dict[int, Perm] = {}
+    by_name = {}
+    for ten in reversed(sg.tensors):                # the first tensor of a name wins, as tensor_by_name does
+        by_name[ten.name] = ten.index
+    for key, value in (pins or {}).items():
+        if isinstance(key, int) or (isinstance(key, str) and key.isascii() and key.isdigit()   # not "²"
+                                    and key not in by_name):
+            t = int(key)
+            if not 0 <= t < len(sg.tensors):
+                raise ConversionError(f"pin: tensor index {t} does not exist")
+        else:
+            if key not in by_name:
+                raise ConversionError(f"pin: no tensor named '{key}'")
+            t = by_name[key]
+        rank = sg.tensors[t].rank
+        try:
+            out[t] = tuple(value) if isinstance(value, (tuple, list)) else L.parse(str(value), rank)
+        except ValueError as e:
+            raise ConversionError(f"pin {sg.tensors[t].name}: {e}") from None
+        if sorted(out[t]) != list(range(rank)):
+            raise ConversionError(f"pin {sg.tensors[t].name}: {value} is not a permutation of {rank} axes")
+    return out
+
+
+def unsupported(sg: Subgraph, table, folded) -> list[str]:
+    lines = []
+    for op in sg.ops:
+        if op.index in folded or op.opcode in table:
+            continue
+        ins = ", ".join(sg.tensors[t].name for t in op.inputs if t >= 0)
+        outs = ", ".join(sg.tensors[t].name for t in op.outputs if t >= 0)
+        kind = "custom op " if op.custom else ""
+        lines.append(f"{kind}{op.opcode} (op #{op.index}; inputs: {ins}; outputs: {outs})")
+    return lines
+
+
+def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
+            check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
+            allow_custom: bool = False) -> ConversionResult:
+    """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
+    `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
+    `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ)."""
+    if graph.format != "tflite":
+        raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
+    table = _op_table()
+    if allow_custom:                                 # unknown custom ops become custom-domain nodes
+        from .ops.custom import with_custom_nodes
+        table = with_custom_nodes(graph, table)
+    sg = graph.main
+    check_arity(graph)
+    folded, constants = fold_constants(sg)
+    missing = unsupported(sg, table, folded)
+    for i, other in enumerate(graph.subgraphs[1:], 1):
+        missing += [f"{line} in subgraph {i} ({other.name})"
+                    for line in unsupported(other, table, fold_constants(other)[0])]
+    if missing:
+        raise UnsupportedOpsError(missing)
+    pin_map = resolve_pins(sg, pins)
+    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
+    trace = ConversionTrace()
+    try:
+        em = Emitter(sg, plan, opset, constants, trace)
+    except HOSTILE as e:
+        raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
+                              ) from None
+    em.graph, em.table = graph, table
+    em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
+
+    inputs = []
+    for t in sg.inputs:
+        if t in constants:
+            continue
+        name = sg.tensors[t].name or f"input_{t}"
+        if float_io and em.q.quantized_tensor(t):
+            inputs.append(em.q.float_input(t, name))
+            continue
+        em.reserve(t, name)
+        inputs.append(em.value_info_for(t, name, em.perm(t)))
+    # Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin.
+    out_names = {}
+    for t in sg.outputs:
+        name = sg.tensors[t].name or f"output_{t}"
+        if float_io and em.q.quantized_tensor(t):
+            em.reserve(t, em.fresh(f"{name}_quantized"))
+            em._used.add(name)
+        elif tuple(plan.outputs.get(t, perm := em.perm(t))) != tuple(perm):
+            em.reserve(t, em.fresh(f"{name}_{L.name(perm)}"))
+            em._used.add(name)
+        out_names[t] = name
+
+    emit_ops(em, folded)
+
+    outputs = []
+    for t in sg.outputs:
+        want = plan.outputs.get(t, perm := em.perm(t))
+        if float_io and em.q.quantized_tensor(t):
+            outputs.append(em.q.float_output(t, out_names[t], want))
+        elif tuple(want) != tuple(perm):
+            em.present(t, want, target=out_names[t])
+        elif em.value(t) != out_names[t]:
+            em.node("Identity", [em.value(t)], [out_names[t]])
+        if not (float_io and em.q.quantized_tensor(t)):
+            outputs.append(em.value_info_for(t, out_names[t], want))
+    if em.state is not None:                        # resource variables: explicit state inputs/outputs
+        state_in, state_out = em.state.finish(em)
+        inputs += state_in
+        outputs += state_out
+
+    value_info = []
+    io_names = {v.name for v in inputs + outputs}
+    for t, name in em._vname.items():
+        if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
+            value_info.append(em.value_info_for(t, name, em.perm(t)))
+
+    # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
+    # the model last, once the rest of it has been measured exactly (see _add_initializers).
+    init_bound = sum(_size_bound(t) for t in em.initializers)
+    if init_bound > _protobuf_limit():
+        check_size(*em.initializers)
+    # The graph is built in place (helper.make_graph + make_model copied every node twice); the same bytes.
+    model = onnx.ModelProto(ir_version=IR_VERSION, producer_name=PRODUCER, producer_version=_version())
+    g = model.graph
+    g.node.extend(em.nodes)
+    g.name = graph_name(graph)
+    g.input.extend(inputs)
+    g.output.extend(outputs)
+    g.value_info.extend(value_info)
+    model.opset_import.add(domain="", version=opset)
+    if allow_custom:
+        from .ops.custom import CUSTOM_DOMAIN, uses_domain
+        if uses_domain(model.graph, CUSTOM_DOMAIN):
+            model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
+    if graph.description:
+        model.doc_string = graph.description
+    categories = {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE
+                  for op in sg.ops}
+    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
+                              options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
+                                       "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
+                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
+                              subgraphs=dict(em.subgraphs))
+    result.quantization = em.q.report()
+    result.warnings += em.warnings
+    from . import io_layout
+    model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
+        sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
+        {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
+    if em.state is not None:
+        result.state = em.state.describe()
+        result.warnings += em.state.warnings
+        model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
+    _add_initializers(model, em.initializers, init_bound)
+    if check:
+        check_model(model)
+    return result
+
+
+def _byte_size(proto) -> int:
+    """Serialised size; protobuf cannot even measure a message past 2 GB, so fall back to its tensor bytes."""
+    try:
+        return proto.ByteSize()
+    except EncodeError:
+        return len(proto.raw_data) if isinstance(proto, onnx.TensorProto) else 2**31
+
+
+_PLAIN_TENSOR = frozenset({"name", "dims", "data_type", "raw_data"})
+
+
+def _size_bound(proto) -> int:
+    """An upper bound of the serialised size, cheap where ByteSize is not: ByteSize encodes the whole message (as
+    slow as serialising it; two such passes were a third of a large model's conversion). A plain tensor is its raw
+    bytes plus headers; a model or graph is the sum of its fields, each with <= 16 bytes of tag and length."""
+    if isinstance(proto, onnx.TensorProto):
+        size = 16
+        for f, v in proto.ListFields():
+            name = f.name
+            if name == "raw_data":
+                size += len(v)
+            elif name == "name":
+                size += len(v.encode())
+            elif name == "dims":
+                size += 11 * len(v)
+            elif name in _PLAIN_TENSOR:
+                size += 11
+            else:
+                return _byte_size(proto)
+        return size
+    elif isinstance(proto, (onnx.ModelProto, onnx.GraphProto)):
+        size = 0
+        for f, v in proto.ListFields():
+            for x in (v if f.is_repeated else [v]):
+                if isinstance(x, (onnx.TensorProto, onnx.GraphProto)):
+                    size += _size_bound(x) + 16
+                elif f.message_type is not None:
+                    size += _byte_size(x) + 16
+                else:
+                    size += (len(x.encode()) if isinstance(x, str) else len(x) if isinstance(x, bytes) else 0) + 16
+        return size
+    return _byte_size(proto)
+
+
+def _add_initializers(model, initializers, bound: int) -> None:
+    """Put the initializers in the model, after proving it stays under protobuf's limit: the rest of the model
+    measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths."""
+    rest = _byte_size(model)
+    model.graph.initializer.extend(initializers)
+    if rest + bound + 16 * len(initializers) > _protobuf_limit():
+        check_size(model)
+
+
+def check_size(*parts) -> None:
+    """One ONNX file is one protobuf message, which cannot exceed 2 GB: say so before serialising fails."""
+    if sum(_size_bound(p) for p in parts) <= _protobuf_limit():
+        return
+    size = sum(_byte_size(p) for p in parts)
+    if size > _protobuf_limit():
+        raise ConversionError(f"the converted model would be {size / 2**30:.2f} GiB, beyond protobuf's 2 GB limit "
+                              "for one ONNX file; models this large need external data, which export does not "
+                              "write yet")
+
+
+def _culprit(e: BaseException) -> Op | None:
+    """The innermost op being planned when `e` was raised (the planner's frames name it `op`)."""
+    found, tb = None, e.__traceback__
+    while tb is not None:
+        op = tb.tb_frame.f_locals.get("op")
+        found = op if isinstance(op, Op) else found
+        tb = tb.tb_next
+    return found
+
+
+def _plan(sg: Subgraph, *args, **kwargs):
+    """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a crash."""
+    try:
+        plan = plan_layouts(sg, *args, **kwargs)
+    except HOSTILE as e:
+        op = _culprit(e)
+        where = f" at {op.label}" if op is not None else ""
+        raise ConversionError(f"cannot plan layouts in subgraph {sg.name}{where}: operator inputs or tensor ranks "
+                              f"are inconsistent ({type(e).__name__}: {e})") from None
+    tensors = sg.tensors
+    for t, perm in plan.perms.items():
+        if len(perm) != len(tensors[t].shape):
+            producers = sg.producers()
+            op = sg.ops[producers[t]] if t in producers else None
+            raise ConversionError(f"tensor '{sg.tensors[t].name}' is declared with shape {list(sg.tensors[t].shape)}"
+                                  f" but {op.label if op else 'its producer'} writes a rank-{len(perm)} result: "
+                                  "the model's shapes are inconsistent")
+    return plan
+
+
+def emit_ops(em: Emitter, folded: set[int]) -> None:
+    """Emit every op of em's subgraph in order (TFLite stores them topologically)."""
+    for op in em.sg.ops:
+        if op.index in folded:
+            em.trace.op_nodes[op.index] = []
+            continue
+        em.begin(op)
+        try:
+            em.table[op.opcode].emit(em, op)
+        except ConversionError:
+            raise
+        except HOSTILE as e:
+            where = f" in subgraph {em.sg.name}" if em.parent is not None else ""
+            raise ConversionError(f"{op.opcode}#{op.index}{where}: cannot convert ({type(e).__name__}: {e})") from None
+        em.flush()
+    em.begin(None)
+
+
+def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], Emitter]:
+    """Plan and emit TFLite subgraph `index` (a WHILE cond/body, IF branch, CALL_ONCE init) with the TFLite layout
+    at its boundaries. `inputs` are the ONNX names its inputs take (TFLite layout). Nodes go to the parent's list
+    when `inline`, else to the returned emitter's own list (a Loop/If body). Returns its outputs' names (TFLite
+    layout; an output may be one of `inputs` or a constant) and the emitter."""
+    sg = parent.graph.subgraphs[index]
+    if len(inputs) != len(sg.inputs):
+        raise ConversionError(f"subgraph {index} ({sg.name}) takes {len(sg.inputs)} inputs, got {len(inputs)}")
+    folded, constants = fold_constants(sg)
+    plan = _plan(sg, parent.table, {}, keep_io_layout=True, skip=folded, constants=set(constants))
+    em = Emitter(sg, plan, parent.opset, constants, ConversionTrace(), parent=parent)
+    if inline:
+        em.nodes = parent.nodes
+    for t, name in zip(sg.inputs, inputs):
+        em.reserve(t, name)
+    emit_ops(em, folded)
+    if inline and parent.op is not None:            # inlined nodes belong to the op that called the subgraph
+        for name in em.trace.node_op:
+            parent.trace.op_nodes.setdefault(parent.op.index, []).append(name)
+            parent.trace.node_op[name] = parent.op.index
+    outs = [em.const_of(t) if em.is_const(t) else em.present(t, L.identity(sg.tensors[t].rank))
+            for t in sg.outputs]
+    parent.root.subgraphs[index] = (plan, em.trace)
+    return outs, em
+
+
+def check_model(model) -> None:
+    """Full checker + strict shape inference: declared shapes must agree with inferred ones. (full_check runs the
+    same strict, type-checking inference in C++; a second pass through infer_shapes also re-serialised and re-parsed
+    the whole model, weights included.)"""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        raise ConversionError(f"the converted model fails the ONNX checker: {str(e).splitlines()[0]}") from None
+
+
+def graph_name(graph: Graph) -> str:
+    import os
+    return os.path.splitext(os.path.basename(graph.path))[0] or "model"
+
+
+def _version() -> str:
+    return __version__
+
+
+# Looked up once: an import statement inside a function costs microseconds on every conversion.
+_CACHE: dict[str, object] = {}
+
+
+def _op_table():
+    if "ops" not in _CACHE:
+        _CACHE["ops"] = load_all()
+    return _CACHE["ops"]
+
+
+def _folders():
+    if "folders" not in _CACHE:
+        from .ops.fold import FOLDERS
+        _CACHE["folders"] = FOLDERS
+    return _CACHE["folders"]
+
+
+def _protobuf_limit() -> int:
+    if "onnx_reader" not in _CACHE:
+        from inspector.core.io import onnx_reader
+        _CACHE["onnx_reader"] = onnx_reader
+    return _CACHE["onnx_reader"].PROTOBUF_LIMIT          # read each time: tests lower it
+
+
+__all__ = ["convert", "check_model", "fold_constants", "onnx_dtype", "DEFAULT_OPSET"]

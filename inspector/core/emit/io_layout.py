@@ -1,0 +1,44 @@
+"""The `layout_inspector.io` metadata entry: for every graph input and output of a model we write, its TFLite
+tensor, TFLite shape, ONNX shape and the permutation between them (`onnx = transpose(tflite, perm)`).
+
+Validation reads the layout from here instead of guessing it from shapes, which cannot tell NHWC from NCHW when
+H == W == C. Models made elsewhere have no such entry; their layouts are found by trying every fitting perm.
+"""
+from __future__ import annotations
+
+import json
+
+import onnx
+
+from inspector.core.layout import layout as L
+
+KEY = "layout_inspector.io"
+
+
+def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[str, tuple]]) -> str:
+    """JSON for the entry; `inputs`/`outputs` map TFLite tensor index -> (ONNX name, perm)."""
+    rows = []
+    for kind, table in (("input", inputs), ("output", outputs)):
+        for t, (name, perm) in table.items():
+            shape = [int(d) for d in sg.tensors[t].dims]
+            rows.append({"kind": kind, "onnx": name, "tflite": sg.tensors[t].name, "tflite_shape": shape,
+                         "onnx_shape": list(L.apply(shape, perm)), "perm": [int(p) for p in perm]})
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def read(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """ONNX I/O name -> perm, from the entry when present and well-formed (else empty: layouts unknown)."""
+    raw = next((p.value for p in model.metadata_props if p.key == KEY), None)
+    if raw is None:
+        return {}
+    try:
+        rows = json.loads(raw)
+        out = {}
+        for r in rows:
+            perm = tuple(int(p) for p in r["perm"])
+            if sorted(perm) != list(range(len(perm))):
+                return {}
+            out[str(r["onnx"])] = perm
+        return out
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return {}                   # an edited or foreign entry: fall back to trying every fitting layout

@@ -1,0 +1,116 @@
+"""Convolutions: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV (Implicit: NHWC activations become NCHW)."""
+from __future__ import annotations
+
+from inspector.core.ir.errors import ConversionError
+from . import hybrid
+from .registry import I, op
+
+OHWI_TO_OIHW = (0, 3, 1, 2)
+
+
+def same_pads(in_sizes, kernel, strides, dilations) -> list[int]:
+    """TFLite SAME padding as explicit ONNX pads (begins then ends): the odd pixel goes at the end."""
+    begins, ends = [], []
+    for n, k, s, d in zip(in_sizes, kernel, strides, dilations):
+        out = -(-n // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        begins.append(total // 2)
+        ends.append(total - total // 2)
+    return begins + ends
+
+
+def spatial_attrs(ctx, op, x_tensor: int, kernel, strides, dilations) -> dict:
+    """pads (or auto_pad when spatial dims are dynamic), strides, dilations for a 2-D window op."""
+    attrs = {"strides": list(strides)}
+    if dilations is not None:
+        attrs["dilations"] = list(dilations)
+    if op.options.get("padding", "SAME") == "VALID":
+        attrs["pads"] = [0] * (2 * len(kernel))
+        return attrs
+    t = ctx.tensor(x_tensor)
+    sig = t.shape_signature or t.shape
+    spatial = t.shape[1:-1]
+    if any(d < 0 for d in sig[1:-1]):
+        attrs["auto_pad"] = "SAME_UPPER"            # same rule as TFLite's SAME, decided at run time
+    else:
+        attrs["pads"] = same_pads(spatial, kernel, strides, dilations or [1] * len(kernel))
+    return attrs
+
+
+def _bias(ctx, op, slot: int) -> list[str]:
+    b = ctx.input(op, slot)
+    return [b] if b else []
+
+
+@op("CONV_2D", category=I, onnx="Conv")
+def conv2d(ctx, op):
+    o = op.options
+    w = op.inputs[1]
+    kh, kw = ctx.shape(w)[1:3]
+    in_c, w_in = ctx.shape(op.inputs[0])[3], ctx.shape(w)[3]
+    if in_c % w_in:
+        raise ConversionError(f"CONV_2D#{op.index}: input channels {in_c} not a multiple of filter's {w_in}")
+    attrs = spatial_attrs(ctx, op, op.inputs[0], (kh, kw), (o.get("stride_h", 1), o.get("stride_w", 1)),
+                          (o.get("dilation_h_factor", o.get("dilation_hfactor", 1)),
+                           o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
+    group = in_c // w_in if in_c != w_in else None
+    if hybrid.applies(ctx, op):
+        return hybrid.conv(ctx, op, OHWI_TO_OIHW, group=group, kernel_shape=[kh, kw], **attrs)
+    if group is None and hybrid.sequential_conv(ctx, op, attrs):
+        return
+    weight = ctx.input(op, 1, OHWI_TO_OIHW)
+    ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
+             group=group, kernel_shape=[kh, kw], **attrs)
+
+
+@op("DEPTHWISE_CONV_2D", category=I, onnx="Conv")
+def depthwise(ctx, op):
+    o = op.options
+    w = op.inputs[1]
+    _, kh, kw, out_c = ctx.shape(w)
+    in_c = ctx.shape(op.inputs[0])[3]
+    if out_c % in_c:
+        raise ConversionError(f"DEPTHWISE_CONV_2D#{op.index}: {out_c} output channels for {in_c} inputs")
+    # [1, KH, KW, C*M] -> [C*M, 1, KH, KW]; TFLite's output channel c*M+m reads input c, as a grouped Conv does.
+    attrs = spatial_attrs(ctx, op, op.inputs[0], (kh, kw), (o.get("stride_h", 1), o.get("stride_w", 1)),
+                          (o.get("dilation_h_factor", o.get("dilation_hfactor", 1)),
+                           o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
+    if hybrid.applies(ctx, op):
+        return hybrid.conv(ctx, op, (3, 0, 1, 2), group=in_c, kernel_shape=[kh, kw], **attrs)
+    if hybrid.sequential_conv(ctx, op, attrs):
+        return
+    weight = ctx.input(op, 1, (3, 0, 1, 2))
+    ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
+             group=in_c, kernel_shape=[kh, kw], **attrs)
+
+
+def transpose_conv_pads(in_sizes, out_sizes, kernel, strides) -> tuple[list[int], list[int]]:
+    """TFLite places the odd padding pixel at the end; ONNX's explicit pads say so directly."""
+    begins, ends, extra = [], [], []
+    for n, out, k, s in zip(in_sizes, out_sizes, kernel, strides):
+        total = (n - 1) * s + k - out
+        if total >= 0:
+            begins.append(total // 2)
+            ends.append(total - total // 2)
+            extra.append(0)
+        else:
+            begins.append(0)
+            ends.append(0)
+            extra.append(-total)
+    return begins + ends, extra
+
+
+@op("TRANSPOSE_CONV", category=I, onnx="ConvTranspose", layout_inputs=(2,))
+def transpose_conv(ctx, op):
+    o = op.options
+    x, w = op.inputs[2], op.inputs[1]
+    out_c, kh, kw, in_c = ctx.shape(w)
+    out_shape = ctx.shape(op.outputs[0])
+    strides = (o.get("stride_h", 1), o.get("stride_w", 1))
+    pads, extra = transpose_conv_pads(ctx.shape(x)[1:3], out_shape[1:3], (kh, kw), strides)
+    # Filter [O, KH, KW, I] -> ONNX [I, O, KH, KW].
+    weight = ctx.input(op, 1, (3, 0, 1, 2))
+    bias = _bias(ctx, op, 3) if len(op.inputs) > 3 else []
+    ctx.node("ConvTranspose", [ctx.input(op, 2), weight] + bias, [ctx.fused(op, ctx.output(op))],
+             kernel_shape=[kh, kw], strides=list(strides), pads=pads,
+             output_padding=extra if any(extra) else None)

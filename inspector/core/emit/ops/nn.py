@@ -1,0 +1,80 @@
+"""Dense layers and softmax: FULLY_CONNECTED, BATCH_MATMUL (Terminate), SOFTMAX, LOG_SOFTMAX (Attribute)."""
+from __future__ import annotations
+
+from inspector.core.layout import layout as L
+from . import hybrid
+from .registry import A, X, op
+
+
+def keep_layout(op, sg, in_perms, out_pin):
+    """Attribute rule for ops whose output keeps the first input's layout (axis attributes remapped)."""
+    p = in_perms[0]
+    if p is None:
+        return None
+    return {0: p}, [p] * len(op.outputs)
+
+
+def _softmax(onnx_type: str):
+    def emit(ctx, op):
+        x = ctx.input(op, 0)
+        p = ctx.plan.inputs.get((op.index, 0), L.identity(ctx.tensor(op.inputs[0]).rank))
+        beta = float(op.options.get("beta", 1.0))
+        if beta != 1.0:
+            x = ctx.node("Mul", [x, ctx.scalar(beta, ctx.tensor(op.inputs[0]).dtype)], 1)[0]
+        axis = L.axis_to_onnx(-1, p) if p else -1
+        ctx.node(onnx_type, [x], [ctx.output(op)], axis=axis)
+    return emit
+
+
+# TFLite softmax is over the last (channel) axis; on an NCHW tensor that is axis 1 (the trap of 4-D softmax).
+op("SOFTMAX", category=A, onnx="Softmax", rule=keep_layout)(_softmax("Softmax"))
+op("LOG_SOFTMAX", category=A, onnx="LogSoftmax", rule=keep_layout)(_softmax("LogSoftmax"))
+
+
+@op("FULLY_CONNECTED", category=X, onnx=("Gemm", "MatMul", "Reshape"))
+def fully_connected(ctx, op):
+    if hybrid.applies(ctx, op):
+        return hybrid.fully_connected(ctx, op)
+    x_t, w_t = op.inputs[0], op.inputs[1]
+    out_t = op.outputs[0]
+    w_shape = ctx.shape(w_t)                          # [units, K]
+    k = w_shape[1]
+    x = ctx.input(op, 0)
+    x_rank = ctx.tensor(x_t).rank
+    bias = ctx.input(op, 2) if len(op.inputs) > 2 else ""   # index -1 = no bias (Keras Dense(use_bias=False))
+    out_rank = ctx.tensor(out_t).rank
+    dst = ctx.fused(op, ctx.output(op))
+    if x_rank != 2 and not (op.options.get("keep_num_dims") and out_rank == x_rank):
+        x = ctx.node("Reshape", [x, ctx.i64([-1, k])], 1)[0]
+        x_rank = 2
+    if x_rank == 2:
+        w = ctx.input(op, 1)
+        final = dst if out_rank == 2 else ctx.fresh("fc_out")
+        ctx.node("Gemm", [x, w] + ([bias] if bias else []), [final], transB=1)
+    else:
+        w = ctx.const_of(w_t, (1, 0)) if ctx.is_const(w_t) else ctx.node("Transpose", [ctx.input(op, 1)], 1,
+                                                                           perm=[1, 0])[0]
+        mm = ctx.node("MatMul", [x, w], 1 if bias else [dst])[0]
+        if bias:
+            ctx.node("Add", [mm, bias], [dst])
+        final = dst
+    if final != dst:
+        sig = ctx.tensor(out_t).shape_signature or ctx.shape(out_t)
+        shape = [-1 if d < 0 else d for d in sig]
+        ctx.node("Reshape", [final, ctx.i64(shape)], [dst])
+
+
+@op("BATCH_MATMUL", category=X, onnx="MatMul")
+def batch_matmul(ctx, op):
+    names = []
+    for slot, adj in ((0, "adj_x"), (1, "adj_y")):
+        t = op.inputs[slot]
+        r = ctx.tensor(t).rank
+        if op.options.get(adj):
+            swap = tuple(range(r - 2)) + (r - 1, r - 2)
+            names.append(ctx.const_of(t, swap) if ctx.is_const(t) else
+                         ctx.node("Transpose", [ctx.input(op, slot)], 1, perm=list(swap))[0])
+        else:
+            names.append(ctx.input(op, slot))
+    ctx.node("MatMul", names, [ctx.output(op)])
+

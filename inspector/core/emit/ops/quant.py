@@ -1,0 +1,711 @@
+"""Quantized models as QDQ ONNX, and the QUANTIZE / DEQUANTIZE ops.
+
+A quantized activation's ONNX value is its integer tensor, exactly as TFLite holds it (so intermediate values
+compare one to one). Op emitters never see integers: the emit context (`Emitter.q`, a `QDQ`) hands them each
+quantized input through a DequantizeLinear and gives them a float value to write, which a QuantizeLinear with
+the output's scale and zero point turns back into the integer tensor. Weights stay 8-bit initializers followed by
+DequantizeLinear, per-channel axis moved with the weight's transposition; biases stay int32. ONNX Runtime fuses
+DQ -> Conv/MatMul -> Q into integer kernels.
+
+Ops that only move data (Reshape, Transpose, slices, concatenation...) run on the integers when every quantized
+tensor they touch shares one scale and zero point, as TFLite's kernels do: no rounding at all. Variable and
+subgraph boundaries always carry the integers.
+
+Dynamic-range models (float activations, int8 weights): hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED
+compute LiteRT's own arithmetic (ops/hybrid.py); their weights stay int8 initializers.
+Float16 weights (`keep_fp16`): the folded DEQUANTIZE's constant is stored as float16 and Cast to float32.
+int16 activations need opset 21 for QuantizeLinear/DequantizeLinear; below that the same arithmetic is spelled
+out (Div, Round, Add, Clip, Cast and back). `exact_int` (below) trades QDQ for TFLite's own integer arithmetic.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from inspector.core.layout import layout as L
+from inspector.core.ir.errors import ConversionError
+from inspector.core.ir.graph import Quantization, Tensor
+from .registry import T, op, specialise
+
+ACT_TYPES = ("int8", "uint8", "int16")
+CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
+NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
+ONNX_FLOAT, ONNX_DOUBLE = 1, 11
+
+# Ops whose emitters must see the stored integers: state and subgraph boundaries, reinterpretation.
+RAW_ALWAYS = frozenset({"READ_VARIABLE", "ASSIGN_VARIABLE", "VAR_HANDLE", "CALL_ONCE", "WHILE", "IF", "CAST",
+                        "BITCAST", "QUANTIZE", "DEQUANTIZE"})
+# Ops that only move or select elements: exact on the integers when in and out share scale and zero point.
+RAW_IF_SAME = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "GATHER",
+                         "GATHER_ND", "CONCATENATION", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "TILE", "MAX_POOL_2D",
+                         "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "BROADCAST_TO", "REVERSE_V2", "BATCH_TO_SPACE_ND",
+                         "SPACE_TO_BATCH_ND", "RESIZE_NEAREST_NEIGHBOR"})
+
+
+def quantized(t: Tensor) -> bool:
+    """True for a tensor whose stored integers stand for real values (scale, zero point)."""
+    if t.quantization is None or not t.quantization.scales.size:
+        return False
+    return t.dtype in (CONST_TYPES if t.data is not None else ACT_TYPES)
+
+
+def params(q: Quantization) -> tuple[float, int] | None:
+    """(scale, zero point) when per-tensor, else None."""
+    if q.per_channel:
+        return None
+    return float(q.scales[0]), int(q.zero_points[0])
+
+
+def describe(t: Tensor, perm=None) -> dict | None:
+    """A tensor's quantization for reports: scales, zero points, TFLite axis and the axis in the ONNX layout."""
+    q = t.quantization
+    if q is None or not q.scales.size:
+        return None
+    out = {"dtype": t.dtype, "scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
+           "axis": int(q.axis) if q.per_channel else None}
+    out["onnx_axis"] = L.axis_to_onnx(q.axis, perm) if q.per_channel and perm is not None and t.rank else out["axis"]
+    if q.min is not None:
+        out["min"], out["max"] = [float(v) for v in q.min], [float(v) for v in q.max]
+    return out
+
+
+def dequantize_array(data: np.ndarray, q: Quantization, axis: int | None = None) -> np.ndarray:
+    """Real values of stored integers (axis: where the channel axis is in `data`, default the TFLite axis)."""
+    scale, zp = q.scales.astype(np.float64), q.zero_points.astype(np.float64)
+    if q.per_channel:
+        shape = [1] * data.ndim
+        shape[q.axis if axis is None else axis] = -1
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    else:
+        scale, zp = scale[0], zp[0]
+    return ((data.astype(np.float64) - zp) * scale).astype(np.float32)
+
+
+class QDQ:
+    """The quantization side of one Emitter."""
+
+    def __init__(self, em):
+        self.em = em
+        sg = em.sg
+        self.q = {t.index for t in sg.tensors if quantized(t)}
+        self._raw: dict[int, bool] = {}
+        self._views: dict[int, Tensor] = {}
+        parent = getattr(em, "parent", None)
+        self.keep_fp16 = parent.q.keep_fp16 if parent is not None else False   # convert() sets it on the root
+        self.exact = parent.q.exact if parent is not None else False
+        self.ex = Exact(self)
+        self.const_axes: dict[int, int] = {}     # per-channel constant -> its channel axis as stored in ONNX
+        self.fp16_src: dict[int, int] = {}       # folded DEQUANTIZE output -> its float16 constant
+        for o in sg.ops:
+            if o.opcode == "DEQUANTIZE" and o.inputs and o.inputs[0] >= 0 \
+                    and sg.tensors[o.inputs[0]].dtype == "float16" and o.outputs[0] in em.constants:
+                self.fp16_src[o.outputs[0]] = o.inputs[0]
+
+    # --- which tensors and ops ---------------------------------------------------------------------------
+    def raw(self) -> bool:
+        """Does the current op read and write the stored integers? (No op: graph/subgraph boundaries.)"""
+        o = self.em.op
+        if o is None:
+            return True
+        if o.index not in self._raw:
+            self._raw[o.index] = self._raw_op(o)
+        return self._raw[o.index]
+
+    def _raw_op(self, o) -> bool:
+        if o.opcode in RAW_ALWAYS:
+            return True
+        if o.opcode not in RAW_IF_SAME:
+            return False
+        sg = self.em.sg
+        touched = [t for t in o.outputs if t >= 0] + [t for t in o.inputs if t >= 0 and sg.tensors[t].dtype
+                                                      in ACT_TYPES]
+        keys = set()
+        for t in touched:
+            ten = sg.tensors[t]
+            if t not in self.q:
+                return False
+            p = params(ten.quantization)
+            if p is None:
+                return False
+            keys.add((ten.dtype, p))
+        return len(keys) == 1
+
+    def quantized_tensor(self, t: int) -> bool:
+        return t in self.q
+
+    def const_key(self, t: int) -> tuple:
+        """Part of a constant's cache key: stored integers, real values and centred integers differ."""
+        return (t in self.q and self.raw(), t in self.q and self.ex.applies(self.em.op))
+
+    def active(self, t: int) -> bool:
+        return t in self.q and not self.raw()
+
+    def view(self, t: int) -> Tensor:
+        """What emitters see of tensor t: a quantized one is a float32 tensor (they work on real values)."""
+        ten = self.em.sg.tensors[t]
+        if not self.active(t):
+            return ten
+        if t not in self._views:
+            self._views[t] = dataclasses.replace(ten, dtype="float32")
+        return self._views[t]
+
+    # --- nodes -------------------------------------------------------------------------------------------
+    def _qparams(self, t: int, int_dtype: str, need_zp: bool = True) -> list[str]:
+        """Scale and zero-point initializers of tensor t, shared by every Q/DQ of it. A DequantizeLinear may leave
+        out an all-zero zero point (symmetric weights, biases); a QuantizeLinear's gives its output type."""
+        em, q = self.em, self.em.sg.tensors[t].quantization
+        shape = (-1,) if q.per_channel else ()
+        if ("qscale", t) not in em._cache:
+            em._cache[("qscale", t)] = em.const(q.scales.astype(np.float32).reshape(shape), f"{self.short(t)}_scale")
+        names = [em._cache[("qscale", t)]]
+        if need_zp or np.any(q.zero_points):
+            if ("qzp", t) not in em._cache:
+                em._cache[("qzp", t)] = em.const(q.zero_points.astype(int_dtype).reshape(shape), f"{self.short(t)}_zp")
+            names.append(em._cache[("qzp", t)])
+        return names
+
+    def short(self, t: int) -> str:
+        """A base for the names of t's helper values: TFLite's fused-op names run to hundreds of characters,
+        and repeating them on every scale, zero point and float twin costs a tenth of a small model's size."""
+        name = self.em.sg.tensors[t].name
+        return name if name and len(name) <= 40 else f"t{t}"
+
+    def _native(self, dtype: str) -> bool:
+        return self.em.opset >= NATIVE.get(dtype, 10 ** 6)
+
+    def _axis_attr(self, q: Quantization, axis: int | None) -> dict:
+        return {"axis": axis} if q.per_channel else {}
+
+    def dequantize(self, t: int, x: str, axis: int | None = None, out: str | None = None) -> str:
+        """Real values of the integer value `x` of tensor t (axis: t's channel axis in x's layout)."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        q = ten.quantization
+        dst = [out] if out else 1
+        if self._native(ten.dtype):
+            y = em.node("DequantizeLinear", [x, *self._qparams(t, ten.dtype, False)], dst,
+                        **self._axis_attr(q, axis))[0]
+        else:                                    # (float(x) - zp) * scale, spelled out
+            scale, zp = self._float_params(t, x, axis)
+            f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+            y = em.node("Mul", [em.node("Sub", [f, zp], 1)[0], scale], dst)[0]
+        em._note_value(t, y)
+        return y
+
+    def quantize(self, t: int, x: str, out: str, axis: int | None = None) -> str:
+        """Tensor t's integers from real values `x`: round half to even, saturate (TFLite rounds half away
+        from zero: ties differ by one step)."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        q = ten.quantization
+        if self._native(ten.dtype):
+            return em.node("QuantizeLinear", [x, *self._qparams(t, ten.dtype)], [out], **self._axis_attr(q, axis))[0]
+        from ..emitter import onnx_dtype
+        info = np.iinfo(ten.dtype)
+        scale, zp = self._float_params(t, x, axis)
+        r = em.node("Round", [em.node("Div", [x, scale], 1)[0]], 1)[0]
+        c = em.node("Clip", [em.node("Add", [r, zp], 1)[0], em.scalar(info.min), em.scalar(info.max)], 1)[0]
+        return em.node("Cast", [c], [out], to=onnx_dtype(ten.dtype))[0]
+
+    def _float_params(self, t: int, x: str, axis: int | None) -> tuple[str, str]:
+        """Scale and zero point as float32 initializers broadcastable against x (for the spelled-out form)."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        q = ten.quantization
+        key = ("fparams", t, axis)
+        if key not in em._cache:
+            scales, zps = q.scales.astype(np.float32), q.zero_points.astype(np.float32)
+            if q.per_channel:
+                shape = [1] * ten.rank
+                shape[axis] = -1
+                scales, zps = scales.reshape(shape), zps.reshape(shape)
+            else:
+                scales, zps = scales.reshape(()), zps.reshape(())
+            em._cache[key] = (em.const(scales, f"{self.short(t)}_scale"), em.const(zps, f"{self.short(t)}_zp"))
+        return em._cache[key]
+
+    # --- hooks the Emitter calls -------------------------------------------------------------------------
+    def input(self, t: int, x: str, perm) -> str:
+        """An activation input read by a float op: its integers `x` (in layout `perm`) dequantized."""
+        q = self.em.sg.tensors[t].quantization
+        return self.dequantize(t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+
+    def read(self, op, slot: int, x: str, perm) -> str:
+        """What an op reads for activation input `slot` (value `x` in layout `perm`): real values of a quantized
+        tensor; anything else as is (hybrid ops quantize their float input in their own emitters, ops/hybrid.py)."""
+        t = op.inputs[slot]
+        if self.active(t):
+            if self.ex.applies(op):
+                q = self.em.sg.tensors[t].quantization
+                return self.ex.centred(t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+            return self.input(t, x, perm)
+        return x
+
+    def output(self, op, slot: int, dst: str) -> str:
+        """The float value an op writes for quantized output `slot`; a QuantizeLinear into `dst` follows."""
+        t = op.outputs[slot]
+        tmp = self.em.fresh(f"{self.short(t)}_real")
+        self.em._pending.append(("quantize", tmp, dst, str(t)))
+        return tmp
+
+    def flush(self, src: str, dst: str, arg: str) -> None:
+        t = int(arg)
+        if self.ex.applies(self.em.op):
+            self.ex.requantize(self.em.op, src, dst, t)
+            return
+        q = self.em.sg.tensors[t].quantization
+        perm = self.em.plan.produced.get((self.em.op.index, list(self.em.op.outputs).index(t)), self.em.perm(t))
+        self.quantize(t, src, dst, L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+
+    def const(self, t: int, perm, shape) -> str | None:
+        """A quantized or float16 constant as the op reads it (None: not ours, the plain path applies)."""
+        em = self.em
+        if t in self.fp16_src and self.keep_fp16:
+            arr = self._shaped(em.data(self.fp16_src[t]), perm, shape)
+            half = em.const(arr, (em.sg.tensors[t].name or f"c{t}") + "_fp16")
+            return em.node("Cast", [half], 1, to=ONNX_FLOAT)[0]
+        if t not in self.q or self.raw():
+            return None
+        ten = em.sg.tensors[t]
+        q = ten.quantization
+        data = em.data(t)
+        axis = None
+        if q.per_channel:
+            axis = q.axis
+            if shape is not None and tuple(shape) != tuple(data.shape):
+                extra = len(shape) - data.ndim
+                if extra < 0 or tuple(shape[extra:]) != tuple(data.shape):
+                    raise ConversionError(f"{ten.name}: per-channel quantized constant reshaped to {list(shape)}")
+                axis += extra
+            if perm is not None:
+                axis = L.axis_to_onnx(axis, perm)
+            self.const_axes[t] = axis
+        arr = self._shaped(data, perm, shape)
+        if self.ex.applies(em.op):
+            return self.ex.centred(t, em.const(arr, self.short(t)), axis)
+        if not self._native(ten.dtype) or ten.dtype == "int64":
+            # int64 (int16x8 biases) and int16 below opset 21: fold to float; such tensors are small biases.
+            return em.const(dequantize_array(arr, q, axis), ten.name or f"c{t}")
+        stored = em.const(arr, ten.name or f"c{t}")
+        return self.dequantize(t, stored, axis)
+
+    def _axis_in(self, t: int, perm) -> int | None:
+        q = self.em.sg.tensors[t].quantization
+        return L.axis_to_onnx(q.axis, perm) if q.per_channel else None
+
+    # --- float graph I/O (convert(float_io=True)) -----------------------------------------------------------
+    def float_input(self, t: int, name: str):
+        """Graph input `name` takes real values; a QuantizeLinear makes the integers the model works on."""
+        em = self.em
+        em._used.add(name)
+        em._note_value(t, name)                   # first: validation feeds the graph input by this name
+        em._vname[t] = em.fresh(f"{name}_quantized")
+        em._note_value(t, em._vname[t])
+        self.quantize(t, name, em._vname[t], self._axis_in(t, em.perm(t)))
+        return em.value_info_for(t, name, em.perm(t), dtype="float32")
+
+    def float_output(self, t: int, name: str, want):
+        """Graph output `name` gives real values: the integers (presented in `want`) dequantized."""
+        x = self.em.present(t, want)
+        self.dequantize(t, x, self._axis_in(t, want), out=name)
+        return self.em.value_info_for(t, name, want, dtype="float32")
+
+    def report(self) -> dict[int, dict]:
+        """Every quantized tensor's parameters, with its channel axis in the ONNX layout it got."""
+        em, out = self.em, {}
+        for ten in em.sg.tensors:
+            d = describe(ten, None if ten.data is not None else em.perm(ten.index))
+            if d is not None:
+                if ten.index in self.const_axes:
+                    d["onnx_axis"] = self.const_axes[ten.index]
+                out[ten.index] = d
+        return out
+
+    @staticmethod
+    def _shaped(arr: np.ndarray, perm, shape) -> np.ndarray:
+        if shape is not None:
+            arr = arr.reshape(shape)
+        if perm is not None and not L.is_identity(perm):
+            arr = np.transpose(arr, perm)
+        return np.ascontiguousarray(arr)
+
+
+def _io_perm(ctx, op):
+    """The layout input 0 is read in (what Emitter.input presents)."""
+    t = op.inputs[0]
+    default = L.identity(ctx.tensor(t).rank) if ctx.is_const(t) else ctx.perm(t)
+    return ctx.plan.inputs.get((op.index, 0), default)
+
+
+@op("QUANTIZE", category=T, onnx=("QuantizeLinear", "DequantizeLinear"))
+def quantize_op(ctx, op):
+    """Float -> integers, or integers -> integers of another scale/type (requantize through real values)."""
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    perm = _io_perm(ctx, op)
+    x = ctx.input(op, 0)
+    if ctx.q.quantized_tensor(x_t) and not ctx.is_const(x_t):
+        x = ctx.q.input(x_t, x, perm)
+    if not ctx.q.quantized_tensor(y_t):
+        raise ConversionError(f"QUANTIZE#{op.index}: output {ctx.tensor(y_t).name} has no quantization")
+    q = ctx.tensor(y_t).quantization
+    ctx.q.quantize(y_t, x, ctx.output(op), L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
+
+
+@op("DEQUANTIZE", category=T, onnx=("DequantizeLinear", "Cast"))
+def dequantize_op(ctx, op):
+    """Integers -> float (float16 constants are folded before emission; a float16 activation is Cast)."""
+    x_t = op.inputs[0]
+    perm = _io_perm(ctx, op)
+    if ctx.tensor(x_t).dtype == "float16":
+        ctx.node("Cast", [ctx.input(op, 0)], [ctx.output(op)], to=ONNX_FLOAT)
+        return
+    if not ctx.q.quantized_tensor(x_t):
+        raise ConversionError(f"DEQUANTIZE#{op.index}: input {ctx.tensor(x_t).name} has no quantization")
+    q = ctx.tensor(x_t).quantization
+    x = ctx.input(op, 0)
+    ctx.q.dequantize(x_t, x, L.axis_to_onnx(q.axis, perm) if q.per_channel else None, out=ctx.output(op))
+
+
+# --- integer-exact kernels (convert(exact_int=True)) ------------------------------------------------------------
+# TFLite's integer kernels requantize with a fixed-point multiply and a rounding shift: two roundings, where
+# QuantizeLinear rounds once, so a QDQ model lands one step off on ~0.1-1 % of elements per op. Deep models
+# (EfficientNet's squeeze-excite gates) amplify those steps. With `exact_int`, Conv, depthwise, FullyConnected,
+# Mul and Mean run as TFLite runs them: integer-valued float operands (x - zero point; exact below 2^24), the
+# accumulator requantized in float64 with TFLite's multiplier and shift, clamped to the fused activation's range.
+# ONNX Runtime cannot fuse that into its integer kernels: the default stays QDQ.
+ONNX_INT32 = 6
+EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL"})
+
+
+def quantize_multiplier(m: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: m = q * 2^(e - 31) with q a 31-bit integer."""
+    import math
+    frac, e = math.frexp(m)
+    q = int(round(frac * (1 << 31)))
+    if q == 1 << 31:
+        q, e = q // 2, e + 1
+    return q, e
+
+
+def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, lo: int | None = None,
+                         bound: float | None = None) -> str:
+    """TFLite's MultiplyByQuantizedMultiplier, plus the zero point, on integer-valued float64 values (q, e
+    broadcast against x: per channel or scalar): a rounding doubling high multiply (round half up), then a
+    rounding right shift (half away from zero). Both are floor divisions by powers of two, so they merge into one:
+    floor((x*Q + 2^30 + 2^(30+r) - 2^31*[h < 0] + zp*2^K) / 2^K), K = 31 + r, Q = q*2^left, h the high
+    multiply's result (negative exactly when x < -floor(2^30/Q)). float64 is exact while that numerator stays
+    below 2^53, which `bound` (on |x|, from the weights) proves for most ops; otherwise Q is split at bit 16 and
+    the low part's product floored first (the floor of a floor by a power of two is one floor), exact for
+    |x| < 2^24 and r <= 30. float64 Mul/Add/Floor instead of int64 Div: ONNX Runtime vectorises them, and the
+    requantization is most of an exact model's run time. `lo`: the clamp that follows; from the zero point up
+    (fused RELU) negative results are clamped anyway, their rounding is moot."""
+    q, e = np.asarray(q, np.int64), np.asarray(e, np.int64)
+    left, right = np.maximum(e, 0), np.maximum(-e, 0)
+    big_q = q << left
+    shifted = right > 0
+    k = 31 + right
+    c_pos = np.ldexp(1.0, 30) + np.where(shifted, np.ldexp(1.0, 30 + right), 0.0) + zp * np.ldexp(1.0, k)
+    c_neg = c_pos - np.where(shifted, np.ldexp(1.0, 31), 0.0)
+    split = bound is None or bound * float(big_q.max()) + float(np.abs(c_pos).max()) + 2.0 ** 31 >= 2.0 ** 53
+    if not split:
+        y, unit = em.node("Mul", [x, double_const(em, np.ldexp(big_q.astype(np.float64), -k))], 1)[0], k
+    else:
+        low = em.node("Floor", [em.node("Mul", [x, double_const(em, (big_q & 0xFFFF) / 65536.0)], 1)[0]], 1)[0]
+        y, unit = em.node("Add", [em.node("Mul", [x, double_const(em, big_q >> 16)], 1)[0], low], 1)[0], 16
+    if np.any(shifted) and (lo is None or lo < zp):   # the rounding shift rounds negative ties the other way
+        neg = em.node("Less", [x, double_const(em, -((1 << 30) // big_q))], 1)[0]
+        c = em.node("Where", [neg, double_const(em, np.ldexp(c_neg, -unit)), double_const(em, np.ldexp(c_pos, -unit))],
+                    1)[0]
+    else:
+        c = double_const(em, np.ldexp(c_pos, -unit))
+    y = em.node("Add", [y, c], 1)[0]
+    if split:
+        y = em.node("Mul", [y, double_const(em, np.ldexp(1.0, -(k - unit)))], 1)[0]
+    return em.node("Floor", [y], 1)[0]
+
+
+def centred_range(t: Tensor) -> int:
+    """The largest |stored integer - zero point| of an 8-bit tensor (per-channel: over its channels)."""
+    info, zp = np.iinfo(t.dtype), t.quantization.zero_points.astype(np.int64)
+    return int(max(np.abs(info.min - zp).max(), np.abs(info.max - zp).max()))
+
+
+def double_const(em, value) -> str:
+    """A float64 operand, one per distinct value; stored as float32 + Cast when that is exact (per-channel
+    multipliers and shifts: half the bytes)."""
+    arr = np.asarray(value, np.float64)
+    key = ("float64", arr.shape, arr.tobytes())
+    if key not in em._cache:
+        if arr.ndim and np.array_equal(arr.astype(np.float32).astype(np.float64), arr):
+            em._cache[key] = em.node("Cast", [em.const(arr.astype(np.float32), "d")], 1, to=ONNX_DOUBLE)[0]
+        else:
+            em._cache[key] = em.const(arr, "d")
+    return em._cache[key]
+
+
+def to_double(em, x: str) -> str:
+    return em.node("Cast", [x], 1, to=ONNX_DOUBLE)[0]
+
+
+def clamp_cast(em, y: str, lo: int, hi: int, out: str, dtype: str) -> str:
+    """Integer-valued float64 -> the output's integer type, saturated to [lo, hi] (the fused activation)."""
+    from ..emitter import onnx_dtype
+    y = em.node("Clip", [y, double_const(em, float(lo)), double_const(em, float(hi))], 1)[0]
+    return em.node("Cast", [y], [out], to=onnx_dtype(dtype))[0]
+
+
+def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, int]:
+    """TFLite's CalculateActivationRangeQuantized: the fused activation as a clamp on the integers."""
+    info = np.iinfo(dtype)
+    quant = lambda f: zp + int(np.sign(f / scale) * np.floor(abs(f / scale) + 0.5))   # noqa: E731
+    lo, hi = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0),
+              "RELU_0_TO_1": (0.0, 1.0)}.get(act, (None, None))
+    return (max(int(info.min), quant(lo)) if lo is not None else int(info.min),
+            min(int(info.max), quant(hi)) if hi is not None else int(info.max))
+
+
+def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axis: int | None = None,
+               rank: int = 0, bound: float | None = None) -> str:
+    """float64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast."""
+    ten = em.sg.tensors[out_t]
+    so, zo = params(ten.quantization)
+    qe = [quantize_multiplier(float(m)) for m in np.atleast_1d(mults)]
+    q, e = np.array([a for a, _ in qe]), np.array([b for _, b in qe])
+    if axis is not None and q.size > 1:
+        shape = [1] * rank
+        shape[axis] = -1
+        q, e = q.reshape(shape), e.reshape(shape)
+    else:
+        q, e = q.reshape(()), e.reshape(())
+    lo, hi = activation_range(act, so, zo, ten.dtype)
+    return clamp_cast(em, fixed_point_multiply(em, acc, q, e, zo, lo, bound), lo, hi, out, ten.dtype)
+
+
+class Exact:
+    """The exact_int side of QDQ: which ops qualify, their centred operands and their requantization."""
+
+    def __init__(self, qdq: QDQ):
+        self.qdq = qdq
+        self._ok: dict[int, bool] = {}
+
+    def applies(self, op) -> bool:
+        if op is None or not self.qdq.exact or op.opcode not in EXACT_OPS:
+            return False
+        if op.index not in self._ok:
+            self._ok[op.index] = self._check(op)
+        return self._ok[op.index]
+
+    def _check(self, op) -> bool:
+        sg, q = self.qdq.em.sg, self.qdq.q
+        eight = ("int8", "uint8")
+        acts = [op.inputs[0], op.outputs[0]] + ([op.inputs[1]] if op.opcode == "MUL" else [])
+        for t in acts:
+            ten = sg.tensors[t]
+            if t not in q or ten.dtype not in eight or params(ten.quantization) is None:
+                return False
+        if op.opcode != "MUL":
+            w = sg.tensors[op.inputs[1]]
+            if op.inputs[1] not in q or w.dtype not in eight or w.data is None:
+                return False
+            b = op.inputs[2] if len(op.inputs) > 2 else -1
+            if b >= 0 and (b not in q or sg.tensors[b].dtype != "int32"):
+                return False
+        return True
+
+    def centred(self, t: int, x: str, axis: int | None) -> str:
+        """Integers minus their zero point, as float32 (exactly representable)."""
+        em = self.qdq.em
+        ten = em.sg.tensors[t]
+        q = ten.quantization
+        f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+        if not np.any(q.zero_points):
+            return f
+        zp = q.zero_points.astype(np.float32)
+        if q.per_channel:
+            shape = [1] * ten.rank
+            shape[axis] = -1
+            zp = zp.reshape(shape)
+        else:
+            zp = zp.reshape(())
+        return em.node("Sub", [f, em.const(zp, f"{self.qdq.short(t)}_zp")], 1)[0]
+
+    def requantize(self, op, src: str, dst: str, t: int) -> None:
+        em = self.qdq.em
+        sg = em.sg
+        scale = lambda i: np.float64(params(sg.tensors[op.inputs[i]].quantization)[0])   # noqa: E731
+        so = np.float64(params(sg.tensors[t].quantization)[0])
+        rank = sg.tensors[t].rank
+        if op.opcode == "MUL":
+            mults, axis = np.array([scale(0) * scale(1) / so]), None
+        else:
+            mults = scale(0) * sg.tensors[op.inputs[1]].quantization.scales.astype(np.float64) / so
+            perm = em.plan.produced.get((op.index, 0), em.perm(t))
+            axis = L.axis_to_onnx(rank - 1, perm)                 # output channels are TFLite's last axis
+        requantize(em, to_double(em, src), mults, t, dst, op.options.get("fused_activation_function", "NONE") or "NONE",
+                   axis, rank, self.bound(op))
+
+    def bound(self, op) -> float:
+        """A bound on |accumulator|: the centred input range times the largest per-channel sum of |weights|."""
+        sg = self.qdq.em.sg
+        bx = centred_range(sg.tensors[op.inputs[0]])
+        if op.opcode == "MUL":
+            return float(bx * centred_range(sg.tensors[op.inputs[1]]))
+        w = sg.tensors[op.inputs[1]]
+        mag = np.abs(w.data.astype(np.int64)) + int(np.abs(w.quantization.zero_points).max())
+        axis = 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0
+        per_channel = mag.sum(axis=tuple(a for a in range(mag.ndim) if a != axis))
+        b = op.inputs[2] if len(op.inputs) > 2 else -1
+        bias = int(np.abs(sg.tensors[b].data.astype(np.int64)).max()) if b >= 0 and sg.tensors[b].data is not None \
+            else 0
+        return float(per_channel.max() * bx + bias)
+
+
+def exact_mean(ctx, op) -> bool:
+    """MEAN of int8/uint8 as TFLite's kernel computes it; False when it does not apply (the float path runs)."""
+    sg, qdq = ctx.sg, ctx.q
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    if not (qdq.exact and qdq.quantized_tensor(x_t) and qdq.quantized_tensor(y_t) and tx.dtype == ty.dtype
+            and tx.dtype in ("int8", "uint8") and not ctx.is_const(x_t) and ctx.is_const(op.inputs[1])):
+        return False
+    pin, pout = params(tx.quantization), params(ty.quantization)
+    if pin is None or pout is None:
+        return False
+    qdq._raw[op.index] = True                     # reads and writes the stored integers
+    rank = tx.rank
+    axes = sorted({int(a) % rank for a in np.asarray(ctx.data(op.inputs[1])).reshape(-1)})
+    n = int(np.prod([tx.shape[a] for a in axes]))
+    p = ctx.plan.inputs.get((op.index, 0), L.identity(rank))
+    onnx_axes = sorted(L.axis_to_onnx(a, p) for a in axes)
+    # Sums of stored integers: exact in float32 below 2^24, else summed in float64.
+    wide = n * 256 >= 1 << 24
+    x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_DOUBLE if wide else ONNX_FLOAT)[0]
+    s = ctx.node("ReduceSum", [x, ctx.i64(onnx_axes, "axes")], 1, keepdims=1 if op.options.get("keep_dims") else 0)[0]
+    s = ctx.node("Sub", [s if wide else to_double(ctx, s), double_const(ctx, float(n * pin[1]))], 1)[0]
+    # TFLite folds 1/n into the multiplier with `shift` extra bits (integer division, truncated).
+    q, e = quantize_multiplier(pin[0] / pout[0])
+    shift = min(n.bit_length() - 1, 32, 31 + e)
+    y = fixed_point_multiply(ctx, s, np.array((q << shift) // n), np.array(e - shift), pout[1],
+                             bound=float(n * centred_range(tx)))
+    clamp_cast(ctx, y, *activation_range("NONE", pout[0], pout[1], ty.dtype), ctx.output(op), ty.dtype)
+    return True
+
+
+from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
+specialise("MEAN", exact_mean)
+
+
+def exact_average_pool(ctx, op) -> bool:
+    """AVERAGE_POOL_2D on int8/uint8 as TFLite computes it: the window's sum of stored integers divided by the
+    in-bounds count, rounded half away from zero (exact in float: a tie k + 1/2 is representable)."""
+    sg, qdq = ctx.sg, ctx.q
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    if not (qdq.exact and x_t in qdq.q and y_t in qdq.q and tx.dtype == ty.dtype and tx.dtype in ("int8", "uint8")
+            and params(tx.quantization) is not None and params(tx.quantization) == params(ty.quantization)):
+        return False
+    from .conv import spatial_attrs
+    from ..emitter import onnx_dtype
+    qdq._raw[op.index] = True
+    o = op.options
+    kernel = (o["filter_height"], o["filter_width"])
+    attrs = spatial_attrs(ctx, op, x_t, kernel, (o.get("stride_h", 1), o.get("stride_w", 1)), None)
+    f = "float32"
+    x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_FLOAT)[0]
+    m = ctx.node("AveragePool", [x], 1, kernel_shape=list(kernel), **attrs)[0]
+    half = ctx.node("Floor", [ctx.node("Add", [ctx.node("Abs", [m], 1)[0], ctx.scalar(0.5, f)], 1)[0]], 1)[0]
+    r = ctx.node("Mul", [ctx.node("Sign", [m], 1)[0], half], 1)[0]
+    so, zo = params(ty.quantization)
+    lo, hi = activation_range(o.get("fused_activation_function", "NONE") or "NONE", so, zo, ty.dtype)
+    r = ctx.node("Clip", [r, ctx.scalar(float(lo), f), ctx.scalar(float(hi), f)], 1)[0]
+    ctx.node("Cast", [r], [ctx.output(op)], to=onnx_dtype(ty.dtype))
+    return True
+
+
+# Table ops whose float form (DequantizeLinear -> op -> QuantizeLinear) is used when it gives LiteRT's table on
+# every input but a few: ONNX Runtime's Gather costs ~13 ns per element, the float form a fraction of that (and
+# ONNX Runtime fuses it into QLinearSigmoid), so feature maps of TWIN_MIN elements or more take it. A value closer
+# than TIE_MARGIN steps to a rounding boundary counts as a mismatch (float32 kernels are far more accurate than
+# that); up to PATCH_MAX mismatches are patched with Where.
+FLOAT_TWINS = {"LOGISTIC": ("Sigmoid", lambda v: 1 / (1 + np.exp(-v))), "TANH": ("Tanh", np.tanh),
+               "HARD_SWISH": ("HardSwish", lambda v: v * np.clip(v + 3, 0, 6) / 6)}
+TIE_MARGIN, PATCH_MAX, TWIN_MIN = 0.01, 4, 1024
+LUT_OPS = ("HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", "GELU", "EXP", "LOG", "RSQRT", "SQRT")
+
+
+def exact_table(ctx, op) -> bool:
+    """A unary int8/uint8 op as a 256-entry table of what LiteRT's reference kernel returns for every input
+    value (its fixed-point approximations included). Needs ai-edge-litert at conversion time; without it the
+    float path runs."""
+    sg, qdq = ctx.sg, ctx.q
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    if not (qdq.exact and len([t for t in op.inputs if t >= 0]) == 1 and x_t in qdq.q and y_t in qdq.q
+            and tx.dtype in ("int8", "uint8") and ty.dtype in ("int8", "uint8")
+            and params(tx.quantization) is not None and params(ty.quantization) is not None):
+        return False
+    table = _kernel_table(op, tx, ty)
+    if table is None:
+        return False
+    qdq._raw[op.index] = True
+    if float_twin(ctx, op, table):
+        return True
+    if tx.dtype == "int8":                       # Gather reads index -k as n - k: int8 values index the table
+        table = np.roll(table, -128)             # from its middle, without an offset
+    index = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_INT32)[0]
+    ctx.node("Gather", [ctx.const(table, f"{qdq.short(y_t)}_table"), index], [ctx.output(op)], axis=0)
+    return True
+
+
+def float_twin(ctx, op, table: np.ndarray) -> bool:
+    """Emit the op's float form, patched where it misses LiteRT's table; False when it misses too often."""
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = ctx.tensor(x_t), ctx.tensor(y_t)
+    if op.opcode not in FLOAT_TWINS or 0 <= int(np.prod(tx.shape_signature or tx.shape)) < TWIN_MIN:
+        return False
+    onnx_op, f = FLOAT_TWINS[op.opcode]
+    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
+    xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
+    out = np.iinfo(ty.dtype)
+    with np.errstate(over="ignore"):
+        y = f((xs - zx) * sx) / so + zo
+    near = (np.abs(y - np.floor(y) - 0.5) < TIE_MARGIN) & (y > out.min - 1) & (y < out.max + 1)
+    bad = xs[(np.clip(np.round(y), out.min, out.max) != table) | near]
+    if bad.size > PATCH_MAX:
+        return False
+    x = ctx.input(op, 0)
+    real = ctx.node(onnx_op, [ctx.q.dequantize(x_t, x)], 1)[0]
+    dst = ctx.output(op)
+    y = ctx.q.quantize(y_t, real, ctx.fresh(f"{ctx.q.short(y_t)}_float") if bad.size else dst)
+    for i, v in enumerate(bad, 1):
+        hit = ctx.node("Equal", [x, ctx.const(np.array(v, tx.dtype), "k")], 1)[0]
+        patch = ctx.const(np.array(table[v - xs[0]], ty.dtype), "k")
+        y = ctx.node("Where", [hit, patch, y], [dst] if i == bad.size else 1)[0]
+    return True
+
+
+def _kernel_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return None
+    from inspector.core.io.tflite_builder import ModelBuilder
+    info = np.iinfo(tx.dtype)
+    values = np.arange(info.min, info.max + 1, dtype=tx.dtype)
+    b = ModelBuilder()
+    x = b.input("x", [values.size], tx.dtype, quant=params(tx.quantization))
+    y = b.tensor("y", [values.size], ty.dtype, quant=params(ty.quantization))
+    try:
+        b.op(op.opcode, [x], [y], op.options, version=op.version)
+        b.output(y)
+        it = Interpreter(model_content=b.build(), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], values)
+        it.invoke()
+        return np.array(it.get_tensor(it.get_output_details()[0]["index"]))
+    except (ValueError, RuntimeError, IndexError, KeyError):
+        return None
+
+
+from . import elementwise as _elementwise, pool as _pool  # noqa: E402,F401
+specialise("AVERAGE_POOL_2D", exact_average_pool)
+for _name in LUT_OPS:
+    specialise(_name, exact_table)

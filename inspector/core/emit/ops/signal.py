@@ -1,0 +1,83 @@
+"""Signal ops: RFFT2D and the complex accessors REAL, IMAG, COMPLEX_ABS (Terminate: they address the last axes).
+
+ONNX Runtime has no complex tensors, so a complex64 TFLite tensor lives in the ONNX graph as float pairs
+[..., 2] (ONNX DFT's own output). It is internal: the pair is handed from producer to consumer here and never
+declared as the complex tensor; a complex graph input or output is refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from inspector.core.ir.errors import ConversionError
+from .registry import X, op
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def _pairs(ctx) -> dict[int, str]:
+    return ctx.__dict__.setdefault("complex_pairs", {})
+
+
+def complex_pair(ctx, op, slot: int) -> str:
+    """The float-pair value of complex input `slot`."""
+    t = op.inputs[slot]
+    pairs = _pairs(ctx)
+    if t in pairs:
+        return pairs[t]
+    if ctx.is_const(t):
+        data = np.asarray(ctx.data(t))
+        pairs[t] = ctx.const(np.stack([data.real, data.imag], axis=-1).astype(np.float32), "complex")
+        return pairs[t]
+    raise ConversionError(f"{op.opcode}#{op.index}: complex input {ctx.tensor(t).name} must come from RFFT2D "
+                          "or a constant (ONNX Runtime has no complex tensors)")
+
+
+def _dft(ctx, x: str, axis: int, onesided: int) -> str:
+    if ctx.opset >= 20:                                  # axis became an input in opset 20
+        return ctx.node("DFT", [x, "", ctx.const(np.array(axis, np.int64), "axis")], 1, onesided=onesided)[0]
+    return ctx.node("DFT", [x], 1, axis=axis, onesided=onesided)[0]
+
+
+@op("RFFT2D", category=X, onnx=("DFT",), notes="complex result kept as float pairs [..., 2] inside the graph")
+def rfft2d(ctx, op):
+    out_t = op.outputs[0]
+    if out_t in ctx.sg.outputs:
+        raise ConversionError(f"RFFT2D#{op.index}: a complex graph output has no ONNX Runtime type; "
+                              "end the graph with REAL/IMAG/COMPLEX_ABS")
+    fl = ctx.data(op.inputs[1]) if ctx.is_const(op.inputs[1]) else None
+    if fl is None:
+        raise ConversionError(f"RFFT2D#{op.index}: fft_length must be constant")
+    fh, fw = (int(v) for v in np.asarray(fl).reshape(-1))
+    shape = ctx.shape(op.inputs[0])
+    r = len(shape)
+    sig = ctx.tensor(op.inputs[0]).shape_signature
+    if sig is not None and any(d < 0 for d in sig[-2:]):
+        raise ConversionError(f"RFFT2D#{op.index}: the transformed axes must be static")
+    x = ctx.input(op, 0)
+    if shape[-2] > fh or shape[-1] > fw:                 # TFLite crops to fft_length...
+        x = ctx.node("Slice", [x, ctx.i64([0, 0], "starts"), ctx.i64([fh, fw], "ends"),
+                               ctx.i64([r - 2, r - 1], "axes")], 1)[0]
+    if shape[-2] < fh or shape[-1] < fw:                 # ...and zero-pads up to it
+        pads = [0] * r + [0] * (r - 2) + [max(fh - shape[-2], 0), max(fw - shape[-1], 0)]
+        x = ctx.node("Pad", [x, ctx.i64(pads, "pads")], 1)[0]
+    x = ctx.node("Unsqueeze", [x, ctx.i64([r], "axes")], 1)[0]          # [..., H, W, 1]: real signal
+    y = _dft(ctx, x, r - 1, 1)                                           # over W, one-sided
+    _pairs(ctx)[out_t] = _dft(ctx, y, r - 2, 0)                          # then over H
+
+
+def _part(index: int):
+    def emit(ctx, op):
+        pair = complex_pair(ctx, op, 0)
+        ctx.node("Gather", [pair, ctx.const(np.array(index, np.int64), "part")], [ctx.output(op)],
+                 axis=ctx.tensor(op.inputs[0]).rank)
+    return emit
+
+
+op("REAL", category=X, onnx="Gather")(_part(0))
+op("IMAG", category=X, onnx="Gather")(_part(1))
+
+
+@op("COMPLEX_ABS", category=X, onnx="ReduceL2")
+def complex_abs(ctx, op):
+    r = ctx.tensor(op.inputs[0]).rank
+    ctx.node("ReduceL2", [complex_pair(ctx, op, 0), ctx.i64([r], "axes")], [ctx.output(op)], keepdims=0)

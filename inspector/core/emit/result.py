@@ -1,0 +1,39 @@
+"""What a conversion produces: the ONNX model, its LayoutPlan, and the trace that links both graphs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.core.layout.plan import Category, Conflict, LayoutPlan
+
+
+@dataclass
+class ConversionTrace:
+    """TFLite op/tensor <-> ONNX nodes/values (one-to-many), for syncing selection and mapping errors."""
+    op_nodes: dict[int, list[str]] = field(default_factory=dict)       # tflite op -> onnx node names
+    tensor_values: dict[int, list[str]] = field(default_factory=dict)  # tflite tensor -> onnx value names (first = its image)
+    node_op: dict[str, int] = field(default_factory=dict)              # onnx node name -> tflite op
+    value_tensor: dict[str, int] = field(default_factory=dict)         # onnx value name -> tflite tensor
+    inserted: dict[str, Conflict] = field(default_factory=dict)        # onnx node inserted for a conflict -> conflict
+
+
+@dataclass
+class ConversionResult:
+    graph: Any                      # the source inspector.core.ir.graph.Graph
+    plan: LayoutPlan                # of the main subgraph
+    model: Any                      # onnx.ModelProto
+    trace: ConversionTrace
+    categories: dict[int, Category]  # tflite op index (main subgraph) -> category
+    options: dict[str, Any] = field(default_factory=dict)   # keep_io_layout, opset, pins as given
+    warnings: list[str] = field(default_factory=list)
+    # Other TFLite subgraphs emitted (WHILE cond/body, IF branches, CALL_ONCE init): index -> (plan, trace).
+    subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = field(default_factory=dict)
+    # Resource variables exposed as state inputs/outputs: one dict per variable (name, input, output, shape,
+    # dtype, initial value source); see ops/variables.py.
+    state: list[dict[str, Any]] = field(default_factory=list)
+    # Each quantized tensor of the main subgraph: scale/zero_point lists, TFLite axis, axis in the ONNX layout.
+    quantization: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def transposes(self) -> int:
+        return sum(1 for n in self.model.graph.node if n.op_type == "Transpose")

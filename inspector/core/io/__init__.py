@@ -1,0 +1,1 @@
+"""Reading and writing files: guarded opens, TFLite/ONNX readers, the TFLite builder, atomic writes."""

@@ -1,0 +1,259 @@
+"""Atomic writes: a run's files are either all replaced whole or all left as they were, never half-written.
+
+Every export, session save, `edit`, `convert -o` and report goes through an OutputSet (write_atomic is a set of
+one). The targets are checked as one set before any work: each is a regular file or absent, none is an input or
+another target (after resolving links), no symlink loop, no name over the file system's limit. Each file's bytes go
+to a temporary in the target's own folder (so the rename never crosses a file system) and are fsynced; commit()
+renames them all into place at the end. On any failure every temporary is removed and files already renamed get
+their old contents back, and a WriteError says what happened.
+
+Temporaries are named `.layout-inspector.NAME.XXXXXXXX.tmp`. A killed run leaves one behind; the next write into
+that folder removes ours older than STALE_SECONDS (never another program's file, never a fresh one of a run in
+progress).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable
+
+from inspector.core.ir.errors import InspectorError
+
+TMP_PREFIX = ".layout-inspector."
+TMP_SUFFIX = ".tmp"
+_TMP = re.compile(r"^\.layout-inspector\..*\.[a-z0-9_]{8}\.tmp$")
+STALE_SECONDS = 300             # a run's write phase takes seconds; a temporary this old was left by a killed run
+NAME_MAX = 255                  # bytes in one path component (Linux, macOS, Windows)
+
+_REASONS = {
+    errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+    errno.EACCES: "permission denied", errno.EPERM: "the operation is not permitted",
+    errno.EROFS: "the file system is read-only", errno.EFBIG: "the file is larger than this system allows",
+    errno.ENOENT: "the folder does not exist", errno.ENOTDIR: "a part of the path is not a folder",
+    errno.EISDIR: "the path is a folder", errno.ELOOP: "a symbolic link loop",
+    errno.ENAMETOOLONG: "the file name is too long",
+}
+
+
+class WriteError(InspectorError):
+    """A file could not be written; the message says why and that nothing was changed."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _target(path: str | Path, shown: str) -> Path:
+    """Where the bytes end up: a symlink is followed so the link itself survives the replace. WriteError for a
+    loop, an over-long name, a folder or an existing file that is not a regular file (a FIFO or device would be
+    replaced by a regular file)."""
+    p = Path(path).expanduser()
+    for part in p.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise WriteError(shown, f"the file name is longer than {NAME_MAX} bytes")
+    try:
+        target = p.resolve() if p.is_symlink() else p.absolute()
+        st = os.stat(target)
+    except RuntimeError:                        # pathlib's "Symlink loop"
+        raise WriteError(shown, _REASONS[errno.ELOOP]) from None
+    except FileNotFoundError:                   # a new file (or a dangling link: written where it points)
+        return target
+    except OSError as e:
+        raise WriteError(shown, _REASONS.get(e.errno, e.strerror or str(e))) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise WriteError(shown, _REASONS[errno.EISDIR])
+    if not stat.S_ISREG(st.st_mode):
+        raise WriteError(shown, "it exists and is not a regular file (a pipe, device or socket is never replaced)")
+    return target
+
+
+class OutputSet:
+    """The files one run writes, checked together up front and renamed together at the end.
+
+        out = OutputSet(inputs=[model])            # inputs are never replaced (`protect`)
+        out.add(args.output); out.add(args.report) # WriteError now, before any work, for a bad or clashing target
+        ... work ...
+        with out:                                  # any exception inside removes every temporary
+            out.write(args.output, onnx_bytes); out.write(args.report, json_bytes)
+        # leaving the block without error renames all of them into place (commit)
+    """
+
+    def __init__(self, inputs: Iterable[str | Path | None] = ()):
+        self._inputs = [Path(p).expanduser() for p in inputs if p]
+        self._targets: dict[Path, str] = {}             # resolved target -> the name the user gave
+        self._staged: dict[Path, str] = {}              # resolved target -> its temporary file
+
+    def add(self, path: str | Path, *, may_replace: str | Path | None = None, hint: str = "") -> Path:
+        """Check one target against the file system, the inputs (except `may_replace`, the one input this target
+        may overwrite: `--force`; `hint` says how to allow it) and the targets added before."""
+        shown = str(path)
+        target = _target(path, shown)
+        ident = _identity(target)
+        for src in self._inputs:
+            if may_replace is not None and src == Path(may_replace).expanduser():
+                continue
+            if target == src.resolve() or (ident is not None and ident == _identity(src)):
+                raise WriteError(shown, f"it is the source model ({src}); choose another file name "
+                                        f"(the source is never replaced{hint})")
+        for other, other_shown in self._targets.items():
+            if target == other or (ident is not None and ident == _identity(other)):
+                raise WriteError(shown, f"it is the same file as {other_shown}; each output needs its own file")
+        if not target.parent.is_dir():
+            raise WriteError(shown, f"folder {target.parent} does not exist")
+        self._targets[target] = shown
+        return target
+
+    def _resolved(self, path: str | Path) -> Path:
+        for target, shown in self._targets.items():
+            if shown == str(path):
+                return target
+        return self.add(path)
+
+    def write(self, path: str | Path, data: bytes) -> None:
+        """Stage `data` for `path` in a temporary beside it (added first if it was not)."""
+        target = self._resolved(path)
+        shown = self._targets[target]
+        _remove_stale(target.parent)
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f"{TMP_PREFIX}{target.name[:64]}.",
+                                       suffix=TMP_SUFFIX)
+            with os.fdopen(fd, "wb") as f:
+                view = memoryview(data)
+                while view:                      # os.write may write less than asked on a nearly full disk
+                    view = view[f.write(view):]
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, _mode(target))
+            self._staged[target], tmp = tmp, None
+        except OSError as e:
+            self.abort()
+            raise WriteError(shown, _REASONS.get(e.errno, e.strerror or str(e))
+                             + "; nothing was written and any existing file is unchanged") from None
+        finally:
+            if tmp is not None:                  # also on KeyboardInterrupt: no stray temporary file
+                Path(tmp).unlink(missing_ok=True)
+
+    def commit(self) -> list[Path]:
+        """Rename every staged file into place; if one rename fails, the ones before it are put back."""
+        done: list[tuple[Path, str | None]] = []            # (target, backup of what it replaced)
+        try:
+            for target, tmp in list(self._staged.items()):
+                backup = _backup(target)
+                done.append((target, backup))
+                os.replace(tmp, target)
+                del self._staged[target]
+        except BaseException as e:
+            for target, backup in reversed(done):
+                if target not in self._staged:               # renamed: restore (or remove) it
+                    if backup is not None:
+                        os.replace(backup, target)
+                    else:
+                        target.unlink(missing_ok=True)
+                elif backup is not None:
+                    Path(backup).unlink(missing_ok=True)
+            self.abort()
+            if isinstance(e, OSError):
+                shown = self._targets.get(done[-1][0], "") if done else ""
+                raise WriteError(shown, _REASONS.get(e.errno, e.strerror or str(e))
+                                 + "; nothing was written and any existing file is unchanged") from None
+            raise
+        for target, backup in done:
+            if backup is not None:
+                Path(backup).unlink(missing_ok=True)
+        for folder in {t.parent for t, _ in done}:
+            _sync_folder(folder)
+        return [t for t, _ in done]
+
+    def abort(self) -> None:
+        """Remove every temporary written so far; the targets are untouched."""
+        for tmp in self._staged.values():
+            Path(tmp).unlink(missing_ok=True)
+        self._staged.clear()
+
+    def __enter__(self) -> "OutputSet":
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def write_atomic(path: str | Path, data: bytes, *, protect: Iterable[str | Path] = ()) -> Path:
+    """Write `data` to `path` all-or-nothing; returns the path written. WriteError on any failure."""
+    out = OutputSet(protect)
+    target = out.add(path)
+    with out:
+        out.write(path, data)
+    return target
+
+
+def _backup(target: Path) -> str | None:
+    """A hard link to the file `target` is about to replace, so a failed commit can put it back."""
+    if not target.exists():
+        return None
+    name = str(target.parent / f"{TMP_PREFIX}{target.name[:64]}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+    try:
+        os.link(target, name)
+    except OSError:                               # no hard links here (some network or FAT file systems)
+        return None
+    return name
+
+
+def _remove_stale(folder: Path) -> None:
+    """Remove our own temporaries older than STALE_SECONDS from `folder` (left by a killed run)."""
+    cutoff = time.time() - STALE_SECONDS
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        if not _TMP.match(e.name):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff and (uid is None or st.st_uid == uid):
+                os.unlink(e.path)
+        except OSError:
+            continue
+
+
+def _mode(target: Path) -> int:
+    """Keep an existing file's permissions; a new file gets the usual umask-filtered 0666 (mkstemp makes 0600)."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename itself durable; some file systems cannot open a folder, which is harmless."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

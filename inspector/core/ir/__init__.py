@@ -1,0 +1,1 @@
+"""The neutral graph every stage reads, typed errors and size limits."""

@@ -1,0 +1,1 @@
+"""Denotations, Image.* metadata, TFLite metadata hints and the MetadataEdits that write them."""

@@ -1,0 +1,217 @@
+"""Denotation checking: image metadata consistency, and dimension denotations propagated and verified.
+
+Propagation follows the ONNX Dimension Denotation proposal: the graph inputs' denotations flow through each node
+(Transpose permutes them, Conv and pools keep batch and channel, Reshape ends them). Format ops such as Conv and
+the pools also *produce* [DATA_BATCH, DATA_CHANNEL, DATA_FEATURE...], so a converted model without any declared
+denotation is still checked after its first convolution. Only contradictions are findings; an unknown axis never is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import schema as ms
+from .edits import MetadataEdits, _value_infos, denote_io_from_layout  # noqa: F401 (re-exported)
+
+FLOAT_TYPES = {1, 10, 11, 16}   # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
+INT8_TYPES = {2, 3}             # UINT8, INT8
+
+
+@dataclass
+class Finding:
+    node: str        # ONNX node name, or "" when the finding is about a tensor or the model
+    message: str
+    kind: str = ""   # "format" | "mismatch" | "image" | "range" | "metadata"
+    tensor: str = ""
+
+    def to_dict(self) -> dict:
+        d = {"node": self.node, "message": self.message}
+        if self.tensor:
+            d["tensor"] = self.tensor
+        return d
+
+
+def fmt(dens) -> str:
+    return "[" + ", ".join(d or "?" for d in dens) + "]"
+
+
+# -- image metadata consistency -------------------------------------------------------------------------------------
+
+def consistency_findings(model) -> list[Finding]:
+    """IMAGE tensors vs their shape, their dimension denotations and the model's Image.* metadata."""
+    state = MetadataEdits.from_model(model)
+    image = {k: v for k, v in state.image.items() if v}
+    fmt_value = image.get(ms.PIXEL_FORMAT)
+    rng = image.get(ms.PIXEL_RANGE)
+    out: list[Finding] = []
+    seen = set()
+    for vi in _value_infos(model.graph):
+        if vi.name in seen or vi.type.denotation.upper() != "IMAGE" or not vi.type.HasField("tensor_type"):
+            continue
+        seen.add(vi.name)
+        tt = vi.type.tensor_type
+
+        def add(kind, msg, name=vi.name):
+            out.append(Finding("", f"IMAGE tensor '{name}': {msg}", kind, name))
+
+        dims = list(tt.shape.dim) if tt.HasField("shape") else None
+        if dims is None or len(dims) != 4:
+            add("image", "an image needs a 4-D tensor, this one has "
+                + ("no known shape" if dims is None else f"{len(dims)} axes"))
+        else:
+            dens = [d.denotation.upper() for d in dims]
+            if ms.DATA_CHANNEL not in dens:
+                add("image", f"dimension denotations {fmt(dens)} do not say which axis holds the channels "
+                             "(expected one DATA_CHANNEL)")
+            elif fmt_value:
+                want = ms.PIXEL_FORMAT_CHANNELS.get(fmt_value)
+                c = dims[dens.index(ms.DATA_CHANNEL)]
+                if want and c.HasField("dim_value") and c.dim_value != want:
+                    add("image", f"{ms.PIXEL_FORMAT}={fmt_value} means {want} channel(s), "
+                                 f"but its DATA_CHANNEL axis has {c.dim_value}")
+        if rng in ms.EIGHT_BIT_RANGES and tt.elem_type in FLOAT_TYPES:
+            lo, hi = rng.split("_")[1:3]
+            add("range", f"{ms.PIXEL_RANGE}={rng} on a float input: consumers will feed unnormalised values "
+                         f"{lo}..{hi}; if the model expects normalised pixels, use Normalized_0_1 or Normalized_1_1")
+        elif rng and rng.startswith("Normalized") and tt.elem_type in INT8_TYPES:
+            add("range", f"{ms.PIXEL_RANGE}={rng} on an 8-bit integer tensor, which cannot hold normalised values")
+        if not image:
+            add("metadata", "no Image.* metadata (pixel format, gamma, range): consumers cannot prepare its pixels")
+    if image and not seen:
+        out.append(Finding("", f"Image.* metadata ({', '.join(image)}) is set but no tensor is denoted IMAGE",
+                           "metadata"))
+    return out
+
+
+# -- dimension denotation propagation and verification -----------------------------------------------------------
+
+def check(model) -> list[Finding]:
+    """Every finding: image metadata consistency, then dimension denotation verification."""
+    return consistency_findings(model) + propagate(model)[1]
+
+
+def propagate(model) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
+    """Dimension denotations of every value reachable from the graph inputs and format ops, and the findings.
+
+    Returns value name -> one denotation per axis ("" where unknown); values whose rank or meaning is lost (after a
+    Reshape, MatMul, Gemm ...) are absent.
+    """
+    from .denotation_rules import Propagator
+    return Propagator(shape_view(model)).run()
+
+
+LARGE_CONSTANT = 1024      # elements; the propagator's rules read only small constants (axes, scales, sizes)
+
+
+def shape_view(model):
+    """The model as the denotation propagator reads it: every node, value info and small initializer, and large
+    initializers (weights) as their name, type and dims only. ONNX shape inference needs no more of them, and given
+    the weights it serialised them and parsed them back, most of the metadata pass on a large model."""
+    import math
+    g = model.graph
+    if all(math.prod(t.dims) <= LARGE_CONSTANT for t in g.initializer):
+        return model
+    light = type(model)()
+    _copy_fields(light, model, skip="graph")
+    _copy_fields(light.graph, g, skip="initializer")
+    for t in g.initializer:
+        if math.prod(t.dims) <= LARGE_CONSTANT:
+            light.graph.initializer.append(t)
+        else:
+            light.graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)
+    return light
+
+
+def _copy_fields(dst, src, skip: str) -> None:
+    for f, v in src.ListFields():
+        if f.name == skip:
+            continue
+        if f.is_repeated:
+            getattr(dst, f.name).extend(v)
+        elif f.message_type is not None:
+            getattr(dst, f.name).CopyFrom(v)
+        else:
+            setattr(dst, f.name, v)
+
+
+# -- the metadata pass of a conversion ------------------------------------------------------------------------------
+
+def io_layouts(result) -> dict[str, tuple[int, ...]]:
+    """Graph input/output name -> its layout (perm of the TFLite axes) in a ConversionResult's ONNX model.
+
+    Read from the shapes, so a Transpose the converter kept at the boundary (keep_io_layout) is seen as it is; the
+    plan's perm decides when the shape cannot (H == W == C, or size-1 axes).
+    """
+    return {name: perm for name, perm in _io_map(result).values() if perm is not None}
+
+
+def _io_map(result) -> dict[str, tuple[str, tuple[int, ...] | None]]:
+    """TFLite I/O tensor name -> (ONNX graph input/output name, layout perm or None when the shape fits none)."""
+    from inspector.core.layout import layout
+    sg, g = result.graph.main, result.model.graph
+    out = {}
+    for indices, values in ((sg.inputs, g.input), (sg.outputs, g.output)):
+        by_name = {v.name: v for v in values}
+        for pos, t in enumerate(i for i in indices if i >= 0):
+            tensor = sg.tensors[t]
+            names = [n for n in (result.trace.tensor_values.get(t) or []) + [tensor.name] if n in by_name]
+            vi = by_name[names[0]] if names else (values[pos] if pos < len(values) else None)
+            if vi is None:
+                continue
+            rank = len(tensor.shape)
+            shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim)
+            fits = [p for p in (tuple(result.plan.perm(t, rank)), layout.identity(rank), layout.channels_first(rank))
+                    if len(shape) == rank and all(s in (-1, d) for s, d in zip(shape, layout.apply(tensor.shape, p)))]
+            out[tensor.name] = (vi.name, fits[0] if fits else None)
+    return out
+
+
+def annotate(result, edits: MetadataEdits | None = None) -> list[str]:
+    """The metadata pass of a conversion, in place on result.model; returns notes for the user.
+
+    1. dimension denotations of the graph inputs from their layouts (a 4-D input read as TFLite's NHWC), kept only
+       where propagation through the graph does not contradict them, then the outputs' from that propagation,
+    2. the TFLite metadata hints (IMAGE, Image.* keys, doc string) as a pre-fill,
+    3. the user's `edits` on top (they win), validated: MetadataError when invalid, and the model is untouched.
+    """
+    io = _io_map(result)
+    inputs = {vi.name for vi in result.model.graph.input}
+    dims, notes = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs})
+    meta, prefill = None, MetadataEdits()
+    if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
+        from .tflite import edits_from_metadata, read_tflite_metadata
+        meta = read_tflite_metadata(result.graph)
+        prefill = edits_from_metadata(meta)
+    if meta is not None:
+        prefill.types = {io[t][0]: v for t, v in prefill.types.items() if t in io}
+        notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
+                  for t, v in meta.types.items() if t in io]
+        notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
+        notes += meta.notes + meta.warnings
+    return notes + dims.merged(prefill).merged(edits or MetadataEdits()).apply(result.model)
+
+
+def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
+    """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
+    from .denotation_rules import Propagator
+    from .edits import layout_edits
+    guessed, notes = layout_edits(model, input_layouts)
+    prop = Propagator(shape_view(model))
+    accepted: dict[str, list[str]] = {}
+    before = {f.message for f in prop.run(accepted)[1]}
+    for name, d in guessed.dims.items():
+        after = prop.run({**accepted, name: d})[1]
+        new = [f.message for f in after if f.message not in before]
+        if new:
+            notes = [n for n in notes if not n.startswith(f"'{name}':")]
+            notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({new[0]}); "
+                         "dimension denotations not set")
+        else:
+            accepted[name], before = d, {f.message for f in after}
+    dens, _ = prop.run(accepted)
+    out = MetadataEdits(dims=dict(accepted))
+    for vi in model.graph.output:
+        d = dens.get(vi.name)
+        if d and any(d) and len(d) == len(vi.type.tensor_type.shape.dim) and vi.name not in out.dims:
+            out.dims[vi.name] = list(d)
+            notes.append(f"'{vi.name}': dimension denotations {fmt(d)} propagated from the inputs")
+    return out, notes

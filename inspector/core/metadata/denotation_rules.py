@@ -1,0 +1,323 @@
+"""Per-op rules for dimension denotation propagation and verification over an ONNX graph (see denotation.py)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from . import schema as ms
+from .denotation import Finding, fmt
+
+B, C, F = ms.DATA_BATCH, ms.DATA_CHANNEL, ms.DATA_FEATURE
+
+# Input 0 must be [DATA_BATCH, DATA_CHANNEL, spatial...]; output 0 is in that format too.
+FORMAT_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "DeformConv", "MaxPool", "AveragePool",
+              "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "MaxUnpool", "BatchNormalization",
+              "InstanceNormalization", "LRN", "DepthToSpace", "SpaceToDepth", "GridSample"}
+# Expected weight (input 1) denotations, checked only where the weights carry some.
+FILTERS = {"Conv": ("FILTER_OUT_CHANNEL", "FILTER_IN_CHANNEL"), "ConvTranspose": ("FILTER_IN_CHANNEL",
+                                                                                    "FILTER_OUT_CHANNEL")}
+# Output 0 has the (broadcast) shape of the inputs.
+ELEMENTWISE = {
+    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "BitwiseAnd", "BitwiseNot",
+    "BitwiseOr", "BitwiseXor", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Cos", "Cosh", "CumSum",
+    "DequantizeLinear", "Div", "Dropout", "DynamicQuantizeLinear", "Elu", "Equal", "Erf", "Exp", "Expand", "Floor",
+    "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "IsInf", "IsNaN",
+    "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "Max", "Mean", "Min", "Mish",
+    "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pow", "QuantizeLinear", "Reciprocal", "Relu", "Round", "Selu",
+    "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan",
+    "Tanh", "ThresholdedRelu", "Where", "Xor", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu"}
+# Same rank, each axis keeps its meaning (sizes may change); every output like input 0 (Split, TopK).
+KEEP = {"Split", "Slice", "Pad", "Tile", "GatherElements", "ScatterElements", "ScatterND", "TopK",
+        "ReverseSequence", "Trilu", "CenterCropPad"}
+CONCAT = {"Concat", "QLinearConcat"}
+RESIZE = {"Resize", "Upsample"}
+REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin"}
+# Everything else (Reshape, Flatten, MatMul, Gemm, Einsum, Shape, control flow ...) ends the denotations.
+
+
+class Propagator:
+    """One pass over the nodes in order (ONNX requires topological order); `run` may be repeated with other seeds."""
+
+    def __init__(self, model):
+        self.graph = model.graph
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
+        self.shapes = _shapes(model)
+        self.declared = {}
+        for vi in list(self.graph.input) + list(self.graph.value_info) + list(self.graph.output):
+            # A denotation outside the standard set carries no meaning we can check: treat it as unknown.
+            dims = tuple(d.denotation.upper() if d.denotation.upper() in ms.DIM_DENOTATIONS else ""
+                         for d in vi.type.tensor_type.shape.dim)
+            if any(dims):
+                self.declared.setdefault(vi.name, dims)
+        self.inits = {t.name: t for t in self.graph.initializer}
+        self.consts = {n.output[0]: n for n in self.graph.node if n.op_type == "Constant" and n.output}
+
+    def run(self, seeds=None):
+        """Propagate from the graph inputs' declared denotations, or from `seeds` (input name -> dens) instead."""
+        if seeds is None:
+            seeds = {i.name: self.declared[i.name] for i in self.graph.input if i.name in self.declared}
+        self.dens: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in seeds.items()}
+        self.findings: list[Finding] = []
+        for i, node in enumerate(self.graph.node):
+            self.node = node
+            self.label = node.name or f"{node.op_type}#{i}"
+            outs = self.rule(node)
+            for name, dens in zip(node.output, outs):
+                if name:
+                    self.settle(name, dens)
+        return self.dens, self.findings
+
+    # -- helpers ---------------------------------------------------------------------------------------------------
+    def finding(self, kind, message, tensor=""):
+        self.findings.append(Finding(self.label, f"{self.node.op_type} '{self.label}': {message}", kind, tensor))
+
+    def settle(self, name, dens):
+        """Store a propagated value, reporting a contradiction with what the model declares for it."""
+        declared = self.declared.get(name)
+        if dens is None:
+            if declared:
+                self.dens[name] = declared
+            return
+        if declared and len(declared) == len(dens):
+            if _contradicts(dens, declared):
+                self.finding("mismatch", f"produces '{name}' as {fmt(dens)} but the model declares it "
+                                         f"{fmt(declared)}", name)
+            dens = tuple(d or e for d, e in zip(dens, declared))
+        self.dens[name] = tuple(dens)
+
+    def rank(self, name):
+        if name in self.dens:
+            return len(self.dens[name])
+        shape = self.shapes.get(name)
+        if shape is not None:
+            return len(shape)
+        if name in self.inits:
+            return len(self.inits[name].dims)
+        return None
+
+    def const(self, name):
+        """Small constant input as a numpy array, or None when it is computed at run time."""
+        t = self.inits.get(name)
+        if t is None and name in self.consts:
+            t = next((a.t for a in self.consts[name].attribute if a.name == "value"), None)
+        try:
+            return numpy_helper.to_array(t) if t is not None else None
+        except Exception:  # noqa: BLE001 - external or odd data: treat as unknown
+            return None
+
+    def attr(self, name, default=None):
+        for a in self.node.attribute:
+            if a.name == name:
+                return onnx.helper.get_attribute_value(a)
+        return default
+
+    def axes(self, input_index=1, attr="axes"):
+        """Axes from the attribute (older opsets) or a constant input; None when unknown, [] when absent."""
+        a = self.attr(attr)
+        if a is not None:
+            return list(a)
+        if len(self.node.input) > input_index and self.node.input[input_index]:
+            v = self.const(self.node.input[input_index])
+            return None if v is None else [int(x) for x in np.ravel(v)]
+        return []
+
+    # -- rules -------------------------------------------------------------------------------------------------------
+    def rule(self, node):
+        ins = [self.dens.get(i) if i else None for i in node.input]
+        op = node.op_type
+        x = ins[0] if ins else None
+        if node.domain not in ("", "ai.onnx", "com.microsoft"):
+            return []
+        if op in FORMAT_OPS:
+            return [self.format_op(x)] * (2 if op == "MaxPool" else 1)
+        if op in ELEMENTWISE:
+            return [self.broadcast(node.input, ins)] * (2 if op == "Dropout" else 1)
+        if op in KEEP:
+            return [x] * len(node.output)
+        if op in CONCAT:
+            return [self.same_rank(ins)]
+        if op in RESIZE:
+            return [self.resize(x)]
+        if op == "Transpose" and x is not None:
+            perm = self.attr("perm") or list(reversed(range(len(x))))
+            return [tuple(x[p] for p in perm)] if sorted(perm) == list(range(len(x))) else []
+        if op in REDUCE and x is not None:
+            return [self.reduce(x)]
+        if op == "Squeeze" and x is not None:
+            return [self.squeeze(x)]
+        if op == "Unsqueeze" and x is not None:
+            axes = self.axes()
+            if not axes:
+                return []
+            r = len(x) + len(axes)
+            at = {a % r for a in axes}
+            rest = iter(x)
+            return [tuple("" if i in at else next(rest) for i in range(r))]
+        if op == "Gather" and x is not None:
+            k = self.rank(node.input[1])
+            if k is None:
+                return []
+            a = self.attr("axis", 0) % len(x)
+            return [x[:a] + ("",) * k + x[a + 1:]]
+        return []
+
+    def format_op(self, x):
+        if x is not None and len(x) >= 2:
+            spatial = tuple(d if d in ms.SPATIAL else "" for d in x[2:])
+            expected = (B, C) + tuple(d or F for d in spatial)
+            if _contradicts(x, expected):
+                want = fmt((B, C) + (F,) * (len(x) - 2))
+                self.finding("format", f"expects input '{self.node.input[0]}' as {want}, got {fmt(x)}",
+                             self.node.input[0])
+            self.check_filter()
+            return expected
+        self.check_filter()
+        r = self.rank(self.node.output[0]) if self.node.output else None
+        return (B, C) + (F,) * (r - 2) if r and r >= 2 else None
+
+    def check_filter(self):
+        roles = FILTERS.get(self.node.op_type)
+        if not roles or len(self.node.input) < 2:
+            return
+        w = self.dens.get(self.node.input[1]) or self.declared.get(self.node.input[1])
+        if w is None:
+            return
+        expected = roles + ("FILTER_SPATIAL",) * (len(w) - 2)
+        if _contradicts(w, expected):
+            self.finding("format", f"expects weights '{self.node.input[1]}' as {fmt(expected)}, got {fmt(w)}",
+                         self.node.input[1])
+
+    def broadcast(self, names, ins):
+        """Right-aligned merge; a contradiction where no side is a size-1 (broadcast) axis is a finding."""
+        ranks = [self.rank(n) if n else 0 for n in names]
+        out_rank = self.rank(self.node.output[0]) if self.node.output else None
+        if out_rank is None:
+            if None in ranks:
+                return None
+            out_rank = max(ranks, default=0)
+        if not any(ins):
+            return None
+        out = [""] * out_rank
+        owner = [""] * out_rank
+        clashes: dict[tuple[str, str], list[int]] = {}
+        for name, dens in zip(names, ins):
+            if not dens or len(dens) > out_rank:
+                continue
+            shape = self.shapes.get(name)
+            shape = shape if shape is not None and len(shape) == len(dens) else (None,) * len(dens)
+            off = out_rank - len(dens)
+            for i, d in enumerate(dens):
+                if not d or shape[i] == 1:
+                    continue
+                j = off + i
+                if out[j] and out[j] != d:
+                    clashes.setdefault((owner[j], name), []).append(j)
+                elif not out[j]:
+                    out[j], owner[j] = d, name
+        for (a, b), axes in clashes.items():
+            self.finding("mismatch", f"combines '{a}' {fmt(self.dens[a])} and '{b}' {fmt(self.dens[b])}: "
+                                     f"axis {', '.join(map(str, axes))} means different things", b)
+        # Axes known only through a size-1 input keep that input's meaning.
+        for name, dens in zip(names, ins):
+            if dens and len(dens) <= out_rank:
+                for i, d in enumerate(dens):
+                    out[out_rank - len(dens) + i] = out[out_rank - len(dens) + i] or d
+        return tuple(out) if any(out) else None
+
+    def same_rank(self, ins):
+        known = [d for d in ins if d]
+        if not known or any(len(d) != len(known[0]) for d in known):
+            return None
+        out = list(known[0])
+        for d in known[1:]:
+            if _contradicts(d, out):
+                self.finding("mismatch", f"joins inputs whose axes disagree: {fmt(out)} and {fmt(d)}")
+            out = [a or b for a, b in zip(out, d)]
+        return tuple(out)
+
+    def resize(self, x):
+        """Resize keeps every axis' meaning; the axes it scales must be spatial."""
+        if x is None:
+            return None
+        scaled = self.scaled_axes(len(x))
+        bad = [i for i in scaled if x[i] and x[i] not in ms.SPATIAL]
+        if bad:
+            self.finding("format", f"scales axis {', '.join(map(str, bad))} of '{self.node.input[0]}', denoted "
+                                   f"{', '.join(x[i] for i in bad)}: only spatial axes (DATA_FEATURE) should be "
+                                   f"resized; input is {fmt(x)}", self.node.input[0])
+        return x
+
+    def scaled_axes(self, rank):
+        """Axes a Resize/Upsample changes, from its constant scales or sizes; [] when they are not constants."""
+        names = list(self.node.input) + ["", "", ""]
+        old = self.node.op_type == "Upsample" or self.opset < 11
+        scales, sizes = (names[1], "") if old else (names[2], names[3])
+        axes = self.attr("axes")
+        where = [a % rank for a in axes] if axes else list(range(rank))
+        v = self.const(scales) if scales else None
+        if v is not None and v.size == len(where):
+            return [a for a, s in zip(where, np.ravel(v)) if float(s) != 1.0]
+        v = self.const(sizes) if sizes else None
+        shape = self.shapes.get(names[0])
+        if v is not None and v.size == len(where) and shape is not None:
+            return [a for a, s in zip(where, np.ravel(v)) if shape[a] is not None and int(s) != shape[a]]
+        return []
+
+    def reduce(self, x):
+        op = self.node.op_type
+        keep = self.attr("keepdims", 1)
+        if op in ("ArgMax", "ArgMin"):
+            axes = [self.attr("axis", 0)]
+        else:
+            axes = self.axes()
+            if axes is None:
+                return None
+            if not axes:
+                if self.attr("noop_with_empty_axes", 0):
+                    return x
+                axes = list(range(len(x)))
+        gone = {a % len(x) for a in axes}
+        if keep:
+            return x
+        out = tuple(d for i, d in enumerate(x) if i not in gone)
+        return out or None
+
+    def squeeze(self, x):
+        axes = self.axes()
+        if axes is None:
+            return None
+        if not axes:
+            shape = self.shapes.get(self.node.input[0])
+            if shape is None or None in shape:
+                return None
+            axes = [i for i, s in enumerate(shape) if s == 1]
+        gone = {a % len(x) for a in axes}
+        out = tuple(d for i, d in enumerate(x) if i not in gone)
+        return out or None
+
+
+def _contradicts(actual, expected) -> bool:
+    """True where both sides know an axis and disagree; spatial denotations (FEATURE/TIME) agree with each other."""
+    for a, e in zip(actual, expected):
+        if a and e and a != e and not (a in ms.SPATIAL and e in ms.SPATIAL):
+            return True
+    return False
+
+
+def _shapes(model) -> dict[str, tuple]:
+    """Static shapes (None for symbolic dims) from the model and from ONNX shape inference when it succeeds."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
+        pass
+    out = {}
+    g = model.graph
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+    for t in g.initializer:
+        out.setdefault(t.name, tuple(t.dims))
+    return out

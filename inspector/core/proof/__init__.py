@@ -1,0 +1,1 @@
+"""Proof: the converted model run against LiteRT on the same inputs, tensor by tensor."""

@@ -1,0 +1,1 @@
+"""The Session: the document the CLI and the window both drive."""

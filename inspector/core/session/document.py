@@ -1,0 +1,202 @@
+"""The Session: one document holding a model, the user's decisions (pins, metadata edits, options) and the
+latest results. The CLI and the window both drive it; views subscribe to its events. No Qt here.
+
+Decisions are saved as JSON (`MODEL.inspector.json` beside the model by default) so what was decided in the
+window can be replayed headless (`convert --session FILE`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from inspector.core.ir.errors import ConversionError, InspectorError
+from inspector.core.metadata.edits import MetadataEdits
+from .session_file import FLAGS, SESSION_VERSION
+
+
+
+@dataclass
+class Change:
+    """What a re-run changed, for the status line ("2 Transposes removed, 1 conflict left")."""
+    transposes_before: int | None
+    transposes_after: int
+    conflicts_after: int
+
+    def __str__(self) -> str:
+        parts = []
+        if self.transposes_before is not None and self.transposes_before != self.transposes_after:
+            d = self.transposes_after - self.transposes_before
+            parts.append(f"{abs(d)} Transpose{'s' if abs(d) != 1 else ''} {'added' if d > 0 else 'removed'}")
+        elif self.transposes_before is not None:
+            parts.append("no change in Transposes")
+        parts.append(f"{self.conflicts_after} conflict{'s' if self.conflicts_after != 1 else ''} left")
+        return ", ".join(parts)
+
+
+@dataclass
+class Session:
+    path: str
+    graph: Any                                            # inspector.core.ir.graph.Graph
+    pins: dict[str, str] = field(default_factory=dict)    # tensor name -> layout text (see layout.parse)
+    metadata: MetadataEdits = field(default_factory=MetadataEdits)
+    options: dict[str, Any] = field(default_factory=lambda: {"keep_io_layout": False, "opset": 18})
+    result: Any = None                                    # latest ConversionResult
+    notes: list[str] = field(default_factory=list)
+    validation: Any = None
+    error: str = ""
+    _listeners: list[Callable[[str, Any], None]] = field(default_factory=list, repr=False)
+
+    # --- life cycle ----------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "Session":
+        from inspector.core.io.loader import load_model
+        return cls(path=str(path), graph=load_model(path))
+
+    def subscribe(self, fn: Callable[[str, Any], None]) -> None:
+        self._listeners.append(fn)
+
+    def emit(self, event: str, payload: Any = None) -> None:
+        for fn in list(self._listeners):
+            fn(event, payload)
+
+    @property
+    def is_tflite(self) -> bool:
+        return self.graph.format == "tflite"
+
+    # --- decisions (each a small, reversible edit; the window wraps them in undo commands) -------------------
+    def set_pin(self, tensor: str, layout: str | None) -> str | None:
+        """Pin (or with None unpin) a tensor; returns the previous value so the edit can be undone."""
+        if self.graph.main.tensor_by_name(tensor) is None:
+            raise ConversionError(f"pin: no tensor named '{tensor}'")
+        before = self.pins.get(tensor)
+        if layout is None or layout.lower() == "auto":
+            self.pins.pop(tensor, None)
+        else:
+            from inspector.core.emit.convert import resolve_pins
+            resolve_pins(self.graph.main, {tensor: layout})      # validate now, not at the next run
+            self.pins[tensor] = layout
+        self.emit("pins", dict(self.pins))
+        return before
+
+    def clear_pins(self) -> dict[str, str]:
+        before, self.pins = dict(self.pins), {}
+        self.emit("pins", {})
+        return before
+
+    def set_metadata(self, edits: MetadataEdits) -> MetadataEdits:
+        edits.normalized()                                   # raises MetadataError listing allowed values
+        before, self.metadata = self.metadata, edits
+        self.emit("metadata", edits)
+        return before
+
+    # --- results -------------------------------------------------------------------------------------------
+    def convert(self, check: bool = True):
+        """Re-run propagation, emission and the metadata pass; returns the Change for the status line."""
+        from inspector.core.emit.convert import convert
+        from inspector.core.metadata.denotation import annotate
+        before = self.result.transposes if self.result is not None else None
+        result = convert(self.graph, pins=dict(self.pins), keep_io_layout=bool(self.options.get("keep_io_layout")),
+                         opset=int(self.options.get("opset", 18)), check=check,
+                         **{k: bool(self.options.get(k)) for k in FLAGS})
+        self.notes = list(result.warnings) + annotate(result, self.metadata)
+        self.result, self.validation, self.error = result, None, ""
+        change = Change(before, result.transposes, len(result.plan.conflicts))
+        self.emit("converted", change)
+        return change
+
+    def validate(self, **kwargs):
+        from inspector.core.proof.validate import validate
+        if self.result is None:
+            self.convert()
+        self.validation = validate(self.result, **kwargs)
+        self.emit("validated", self.validation)
+        return self.validation
+
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
+        """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`
+        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit."""
+        from inspector.core.io.atomic import write_atomic
+        from inspector.core.emit.convert import check_model
+        if self.result is None:
+            self.convert()
+        data = self.result.model.SerializeToString()          # serialised once, checked and written as is
+        check_model(data)
+        if out is not None:
+            out.write(path, data)
+        else:
+            write_atomic(path, data, protect=[] if overwrite_source else [self.path])
+        self.emit("exported", path)
+
+    def report(self) -> dict:
+        r = self.result
+        if r is None:
+            raise InspectorError("nothing converted yet")
+        sg = self.graph.main
+        return {
+            "model": self.path,
+            "transposes": r.transposes,
+            "nodes": len(r.model.graph.node),
+            "conflicts": [{"tensor": sg.tensors[c.tensor].name, "reason": c.reason, "kind": c.kind,
+                           "node": c.node} for c in r.plan.conflicts],
+            "pins": dict(self.pins),
+            "unsupported": [],
+            "options": dict(self.options),
+            "metadata": self.metadata.to_dict(),
+            "notes": list(self.notes),
+            "state": getattr(r, "state", None) or [],
+            "quantization": {sg.tensors[t].name: q for t, q in (getattr(r, "quantization", None) or {}).items()},
+        }
+
+    # --- session files -------------------------------------------------------------------------------------
+    def decisions(self) -> dict:
+        return {"version": SESSION_VERSION, "model": os.path.basename(self.path), "model_sha256": _sha256(self.path),
+                "pins": dict(self.pins), "options": dict(self.options), "metadata": self.metadata.to_dict()}
+
+    def default_session_path(self) -> str:
+        return str(Path(self.path).with_suffix("")) + ".inspector.json"
+
+    def save(self, path: str | None = None) -> str:
+        from inspector.core.io.atomic import write_atomic
+        path = path or self.default_session_path()
+        write_atomic(path, (json.dumps(self.decisions(), indent=2) + "\n").encode(), protect=[self.path])
+        return path
+
+    def load_decisions(self, path: str) -> list[str]:
+        """Apply a saved session's pins, options and metadata; returns warnings (e.g. model changed). The file is
+        read and checked whole first (session_file): a SessionError lists every problem and nothing is applied."""
+        from .session_file import read_decisions
+        d = read_decisions(path, self.graph)
+        warnings = []
+        if d.model_sha256 not in (None, _sha256(self.path)):
+            warnings.append(f"{path} was saved for a different version of {d.model}")
+        self.pins = dict(d.pins)
+        self.options.update(d.options)
+        self.metadata = d.metadata
+        self.emit("loaded", path)
+        return warnings
+
+
+def _sha256(path: str) -> str:
+    """The model file's hash; autosave asks on every edit, so it is computed once per file version."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return _sha256_of(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return ""
+    return h.hexdigest()
