@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     save(app, w, out / "pin-menu.png", menu, view.viewport().mapTo(w, spot) + QPoint(8, 8))
     w.editor.pin("input", "keep")
     settle(app, w)
-    w.editor.pin("functional_1/reshape/Reshape", "NHWC")
+    w.editor.pin("functional_1/reshape/Reshape", "channels-first")
     settle(app, w)
     w.select(TFLITE, tensors=[reshaped])
     save(app, w, out / "pin-after.png")

@@ -9,8 +9,8 @@ from PySide6.QtGui import QUndoCommand
 
 from inspector.core.metadata.edits import MetadataEdits
 
-AUTO, TO_NCHW, KEEP = None, "NHWC", "keep"
-LABELS = {AUTO: "Auto", TO_NCHW: "NHWC → NCHW", KEEP: "keep as is"}
+AUTO, CHANNELS_FIRST, KEEP = None, "channels-first", "keep"      # pin texts, as layout.Layout.parse reads them
+LABELS = {AUTO: "Auto", CHANNELS_FIRST: "channels-first (NHWC → NCHW)", KEEP: "keep as is"}
 
 
 def short(name: str, n: int = 40) -> str:

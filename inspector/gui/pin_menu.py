@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, Q
 
 from inspector.core.layout import layout as L
 
-from .commands import AUTO, KEEP, TO_NCHW, pin_label, short
+from .commands import AUTO, KEEP, CHANNELS_FIRST, pin_label, short
 from .graph_items import EdgeItem, NodeItem
 from .graph_model import shape_text
 from .pair_editing import PIN_REASON, is_pair
@@ -34,15 +34,15 @@ def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
         if len(tensors) == 1:
             target.addSection(f"Layout of {short(tensor.name or f'tensor {t}')}")
         current = s.pins.get(name)
-        for layout in (AUTO, TO_NCHW, KEEP):
+        for layout in (AUTO, CHANNELS_FIRST, KEEP):
             a = target.addAction(pin_label(layout), lambda n=name, v=layout: editor.pin(n, v))
             a.setCheckable(True)
             a.setChecked(current == layout)
-            if layout == TO_NCHW and tensor.rank < 3:
+            if layout == CHANNELS_FIRST and tensor.rank < 3:
                 a.setEnabled(False)
         custom = target.addAction("Custom permutation…", lambda tt=t: CustomPinDialog.ask(editor, tt))
         custom.setCheckable(True)
-        custom.setChecked(current not in (AUTO, TO_NCHW, KEEP))
+        custom.setChecked(current not in (AUTO, CHANNELS_FIRST, KEEP))
         target.addSeparator()
         target.addAction("Clear this pin", lambda n=name: editor.pin(n, None)).setEnabled(current is not None)
     menu.addSeparator()

@@ -2,13 +2,98 @@
 
 A tensor's layout in the converted model is a permutation `perm` of its TFLite axes:
 onnx_tensor = numpy.transpose(tflite_tensor, perm). Identity means "as in TFLite"; channels_first(4) = (0, 3, 1, 2)
-is NHWC -> NCHW.
+is NHWC -> NCHW. `Layout` is the value type that converts between that permutation and text: its name spells the
+ONNX axis order in TFLite's letters ("NCHW" for channels-first, "NHWC" for as-TFLite on 4-D), and `Layout.parse`
+reads exactly what `name` writes, plus the words `channels-first` and `keep`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 Perm = tuple[int, ...]
+
+LETTERS = {3: "NWC", 4: "NHWC", 5: "NDHWC"}           # TFLite's axis letters by rank
+AS_TFLITE_WORDS = ("keep", "as-tflite", "as-is", "identity")
+CHANNELS_FIRST_WORDS = ("channels-first", "channels_first", "cf")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """An immutable layout: the permutation from TFLite axes to ONNX axes."""
+    perm: Perm
+
+    def __post_init__(self):
+        perm = tuple(int(p) for p in self.perm)
+        if sorted(perm) != list(range(len(perm))):
+            raise ValueError(f"{list(self.perm)} is not a permutation of {len(perm)} axes")
+        object.__setattr__(self, "perm", perm)
+
+    @classmethod
+    def as_tflite(cls, rank: int) -> Layout:
+        return cls(identity(rank))
+
+    @classmethod
+    def channels_first(cls, rank: int) -> Layout:
+        return cls(channels_first(rank))
+
+    @classmethod
+    def parse(cls, text: str, rank: int) -> Layout:
+        """'keep' (as in TFLite), 'channels-first', a letter order ('NCHW', 'NWHC': the ONNX axes in TFLite's
+        letters) or numbers ('0,3,1,2'). ValueError with a one-line reason otherwise."""
+        t = text.strip().strip("()")
+        low = t.lower()
+        if low in AS_TFLITE_WORDS:
+            return cls.as_tflite(rank)
+        if low in CHANNELS_FIRST_WORDS:
+            if rank < 3:
+                raise ValueError(f"'{text}' needs a tensor of rank 3 or more, this one has rank {rank}")
+            return cls.channels_first(rank)
+        if "," in t or t.isdigit():
+            try:
+                perm = tuple(int(x) for x in t.split(","))
+            except ValueError:
+                raise ValueError(f"'{text}' is not a permutation like 0,3,1,2") from None
+            if sorted(perm) != list(range(rank)):
+                raise ValueError(f"'{text}' is not a permutation of {rank} axes")
+            return cls(perm)
+        letters = LETTERS.get(rank)
+        if letters and sorted(t.upper()) == sorted(letters):
+            return cls(tuple(letters.index(c) for c in t.upper()))
+        raise ValueError(f"'{text}' not understood: use keep, channels-first, a letter order such as NCHW, "
+                         "or 0,3,1,2")
+
+    @property
+    def rank(self) -> int:
+        return len(self.perm)
+
+    @property
+    def name(self) -> str:
+        """The ONNX axis order in TFLite's letters (ranks 3-5), else 'identity' or the numbers."""
+        letters = LETTERS.get(self.rank)
+        if letters:
+            return "".join(letters[p] for p in self.perm)
+        return "identity" if self.is_as_tflite else "(" + ",".join(map(str, self.perm)) + ")"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_as_tflite(self) -> bool:
+        return is_identity(self.perm)
+
+    def inverse(self) -> Layout:
+        return Layout(inverse(self.perm))
+
+    def then(self, other: Layout) -> Layout:
+        """Transposing by self, then by other, as one layout."""
+        return Layout(compose(self.perm, other.perm))
+
+    def apply(self, shape: Sequence) -> tuple:
+        return apply(shape, self.perm)
+
+    def only_moves_size1(self, shape: Sequence[int]) -> bool:
+        return is_trivial(shape, self.perm)
 
 
 def identity(rank: int) -> Perm:
@@ -58,38 +143,13 @@ def is_trivial(shape: Sequence[int], perm: Sequence[int]) -> bool:
 
 
 def name(perm: Sequence[int] | None, rank: int | None = None) -> str:
-    """A short human name: 'NHWC' for identity on 4-D, 'NCHW' for channels-first, else the numbers."""
-    if perm is None:
-        return "as TFLite"
-    r = len(perm)
-    letters = {3: "NWC", 4: "NHWC", 5: "NDHWC"}.get(r)
-    if letters:
-        return "".join(letters[p] for p in perm)
-    return "identity" if is_identity(perm) else "(" + ",".join(map(str, perm)) + ")"
+    """Layout(perm).name; 'as TFLite' for None."""
+    return "as TFLite" if perm is None else Layout(tuple(perm)).name
 
 
 def parse(text: str, rank: int) -> Perm:
-    """A user pin: 'NHWC' (convert to channels-first), 'keep' (leave as is), 'NCHW'-style letters, or '0,3,1,2'."""
-    t = text.strip()
-    low = t.lower()
-    if low in ("keep", "as-is", "identity", "none"):
-        return identity(rank)
-    if low in ("nhwc", "nwc", "ndhwc", "channels-last", "to-nchw", "nchw-convert"):
-        if rank < 3:
-            raise ValueError(f"pin '{text}' needs a tensor of rank 3 or more, this one has rank {rank}")
-        return channels_first(rank)
-    if "," in t or t.isdigit():
-        try:
-            perm = tuple(int(x) for x in t.split(","))
-        except ValueError:
-            raise ValueError(f"pin '{text}' is not a permutation like 0,3,1,2") from None
-        if sorted(perm) != list(range(rank)):
-            raise ValueError(f"pin '{text}' is not a permutation of {rank} axes")
-        return perm
-    letters = {4: "NHWC", 3: "NWC", 5: "NDHWC"}.get(rank)
-    if letters and sorted(t.upper()) == sorted(letters):
-        return tuple(letters.index(c) for c in t.upper())
-    raise ValueError(f"pin '{text}' not understood: use NHWC, keep, a letter order such as NCHW, or 0,3,1,2")
+    """Layout.parse(text, rank).perm: a user pin's permutation."""
+    return Layout.parse(text, rank).perm
 
 
 def reshapable(dims: Sequence[int], perm: Sequence[int]) -> bool:

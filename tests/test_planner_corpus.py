@@ -1,0 +1,50 @@
+"""The layout planner over the whole corpus: Transposes never above the counts recorded before the global
+assignment replaced the greedy pass (2026-11-25, main 9d64552), torch/ inputs keep their TFLite shape."""
+from __future__ import annotations
+
+import pytest
+
+from inspector.core.convert import convert
+from inspector.core.tflite_reader import read_tflite
+
+from .conftest import corpus_files
+
+# Transposes per model with the greedy pass (every model not listed had 0).
+CEILING = {
+    "keras/custom_conv1d_audio_fp32.tflite": 1,
+    "keras/custom_transformer_block_fp32.tflite": 4,
+    "keras/mobilenetv2_dynamic.tflite": 1,
+    "onnx2tf/bilstm_classifier.tflite": 2,
+    "onnx2tf/espcn_x3.tflite": 2,
+    "onnx2tf/gru_tagger.tflite": 1,
+    "onnx2tf/mnasnet0_75_dynamic_range_quant.tflite": 1,
+    "onnx2tf/mobilenet_v2_w075_dynamic_range_quant.tflite": 1,
+    "ops/conv-reshape-multiple-conv.float32.tflite": 2,
+    "ops/conv-reshape.float32.tflite": 1,
+    "ops/reshape-conv.float32.tflite": 1,
+    "ops/transpose.float32.tflite": 1,
+    "realworld/alexa.tflite": 1,
+    "realworld/face_detection_back.tflite": 4,
+    "realworld/face_detection_front.tflite": 4,
+    "realworld/face_detection_full_range.tflite": 1,
+    "realworld/face_detection_full_range_sparse.tflite": 1,
+    "realworld/hey_jarvis.tflite": 1,
+    "realworld/mediapipe_face_detection_short_range.tflite": 4,
+    "torch/convnext_nano.tflite": 17,
+    "torch/googlenet.tflite": 2,
+    "torch/gpt_tiny_causal.tflite": 8,
+    "torch/kws_dwsep_conv1d.tflite": 12,
+    "torch/mnasnet0_5.tflite": 2,
+    "torch/mobilenet_v2_w050.tflite": 2,
+    "torch/regnet_y_400mf.tflite": 2,
+    "torch/siamese_two_inputs.tflite": 6,
+    "torch/ssd_tiny_fpn.tflite": 8,
+    "torch/superres_x2_pixelshuffle.tflite": 18,
+}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_files())
+def test_transposes_never_above_the_greedy_count(corpus, rel):
+    result = convert(read_tflite(corpus / rel))
+    assert result.transposes <= CEILING.get(rel, 0), [c.reason for c in result.plan.conflicts]
