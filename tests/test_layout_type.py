@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core import layout as L
-from inspector.core.layout import Layout
+from inspector.core.layout import layout as L
+from inspector.core.layout.layout import Layout
 
 
 def layouts(min_rank=1, max_rank=6):

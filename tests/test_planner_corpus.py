@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.tflite_reader import read_tflite
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_reader import read_tflite
 
 from .conftest import corpus_files
 
@@ -48,3 +48,18 @@ CEILING = {
 def test_transposes_never_above_the_greedy_count(corpus, rel):
     result = convert(read_tflite(corpus / rel))
     assert result.transposes <= CEILING.get(rel, 0), [c.reason for c in result.plan.conflicts]
+
+TORCH_CNNS = ["torch/googlenet.tflite", "torch/mnasnet0_5.tflite", "torch/mobilenet_v2_w050.tflite",
+              "torch/regnet_y_400mf.tflite", "torch/siamese_two_inputs.tflite", "torch/kws_dwsep_conv1d.tflite"]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_files("torch/*.tflite"))
+def test_torch_inputs_keep_their_tflite_shape_and_plans_are_proven(corpus, rel):
+    result = convert(read_tflite(corpus / rel))
+    sg = result.graph.main
+    for t, value in zip(sg.inputs, result.model.graph.input):
+        assert [d.dim_value for d in value.type.tensor_type.shape.dim] == list(sg.tensors[t].shape)
+    assert result.plan.optimality.proven, result.plan.optimality.describe()
+    if rel in TORCH_CNNS:
+        assert result.transposes == 0, [c.reason for c in result.plan.conflicts]

@@ -39,6 +39,8 @@ class LayoutPlan:
     outputs: dict[int, Perm] = field(default_factory=dict)         # graph output tensor -> perm it is presented in
     conflicts: list[Conflict] = field(default_factory=list)
     pins: dict[int, Perm] = field(default_factory=dict)           # tensor -> pinned perm
+    io_rules: dict[int, str] = field(default_factory=dict)        # graph input/output -> rule that decided its layout
+    optimality: Any = None                                        # assign.Optimality: Transposes, bound, method
 
     def perm(self, tensor: int, rank: int) -> Perm:
         return self.perms.get(tensor, tuple(range(rank)))

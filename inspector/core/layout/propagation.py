@@ -1,20 +1,24 @@
-"""Layout propagation: decide each tensor's layout in the ONNX graph and where Transposes are unavoidable.
+"""Layout planning: decide each tensor's layout in the ONNX graph and where Transposes are unavoidable.
 
-One forward pass in topological order (TFLite stores ops that way):
+`plan_layouts` solves the whole graph at once: assign.py lists each op's modes (the layouts it can read and
+write), solve.py picks one per op with the fewest Transposes (greedy, then HiGHS when greedy misses the lower
+bound) and `assemble` turns the choice into a LayoutPlan. What the ops allow:
 - Implicit ops read and write channels-first (ONNX Conv is NCHW);
-- Transparent ops adopt the layout most of their inputs have (a pin on the output wins);
-- Attribute ops run their own rule (axis remapping; rank-changing ops derive the output layout);
-- Terminate ops read the TFLite layout (a Reshape also accepts a layout that only moves size-1 axes).
-Every input read in a layout it does not have becomes a Conflict: one Transpose, with its reason.
-Graph inputs are channels-first when they reach an Implicit op through layout-carrying ops, unless
-`keep_io_layout`; user pins override everything for the tensor they name.
+- Transparent ops read all same-rank inputs and write in one layout, any of their candidates;
+- Attribute ops run their own rule for each combination of input layouts (axes remapped);
+- Terminate ops read the TFLite layout (a Reshape also accepts a layout that only moves size-1 axes);
+- a TFLite TRANSPOSE by q reading p and writing r emits compose(p⁻¹, q∘r): nothing, a Reshape or a Transpose.
+Every input read in a layout it does not have becomes a Conflict: one Transpose, with its reason. Graph inputs are
+decided by rule first (assign.input_layout); user pins are hard constraints.
 """
 from __future__ import annotations
 
 from . import layout as L
 from inspector.core.ir.graph import Op, Subgraph
+from .assign import TIME_BUDGET, Optimality, Problem, input_layout
 from .layout import Perm
 from .plan import Category, Conflict, LayoutPlan
+from .solve import Choice, presented, solve
 
 I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Category.TERMINATE
 
@@ -67,12 +71,37 @@ def demands(sg: Subgraph, t: int, table, consumers) -> list[Perm]:
 
 
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
-                 skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None) -> LayoutPlan:
+                 skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
+                 time_budget: float = TIME_BUDGET) -> LayoutPlan:
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data."""
+    pb = problem(sg, table, pins, keep_io_layout, skip, constants)
+    choice, optimality = solve(pb, time_budget)
+    return assemble(pb, choice, optimality)
+
+
+def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None) -> Problem:
+    """The modes of every op, graph inputs decided by rule, graph outputs' allowed presentations."""
     pins = dict(pins or {})
     constants = constants if constants is not None else {t.index for t in sg.tensors if t.is_constant}
-    plan = LayoutPlan(pins=pins)
     consumers = sg.consumers()
+    fixed = {}
+    for t in sg.inputs:
+        if t in pins:
+            fixed[t] = (pins[t], f"pinned by the user to {L.name(pins[t])}")
+        elif t not in constants:
+            fixed[t] = input_layout(sg, t, table, consumers, skip, keep_io_layout)
+    allowed = {}
+    for t in sg.outputs:
+        r = sg.tensors[t].rank
+        allowed[t] = ((pins[t],) if t in pins else (L.identity(r),) if keep_io_layout or r < 3
+                      else (L.identity(r), L.channels_first(r)))
+    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed).build()
+
+
+def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
+    """The LayoutPlan of a choice: layouts, what each op reads and writes, and a Conflict for every Transpose."""
+    sg, pins = pb.sg, pb.pins
+    plan = LayoutPlan(pins=dict(pins), optimality=optimality)
     rank = [len(t.shape) for t in sg.tensors]
 
     def cur(t: int) -> Perm:
@@ -81,125 +110,90 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
     def label(oi: int) -> str:
         return f"{sg.ops[oi].opcode}#{oi}"
 
-    def need(oi: int | None, slot: int, t: int, want: Perm, kind: str, reason: str) -> None:
-        """Record that t is read in `want`; a Conflict when that moves data."""
-        have = cur(t)
-        if oi is not None:
-            plan.inputs[(oi, slot)] = want
-        if have == want:
-            return
-        step = L.compose(L.inverse(have), want)
-        if L.reshapable(L.apply(sg.tensors[t].dims, have), step):
-            return          # only size-1 axes move: a Reshape, not a Transpose
-        plan.conflicts.append(Conflict(tensor=t, op=oi, kind=kind, reason=reason, from_perm=have, to_perm=want))
+    def need(oi: int | None, t: int, want: Perm, kind: str, reason: str) -> None:
+        if not pb.free(t, cur(t), want):
+            plan.conflicts.append(Conflict(tensor=t, op=oi, kind=kind, reason=reason, from_perm=cur(t), to_perm=want))
 
-    # Graph inputs.
-    for t in sg.inputs:
-        if t in pins:
-            plan.perms[t] = pins[t]
-            plan.why[t] = f"pinned by the user to {L.name(pins[t])}"
-            continue
-        reach = reaches_implicit(sg, t, table, consumers, skip) if rank[t] >= 3 else None
-        if reach is not None and not keep_io_layout:
-            plan.perms[t] = L.channels_first(rank[t])
-            plan.why[t] = f"graph input, image-like (reaches {reach.opcode}#{reach.index}): channels-first"
-        else:
-            plan.why[t] = ("graph input kept in the TFLite layout (--keep-io-layout)" if reach is not None
-                           else "graph input, no layout-sensitive op reaches it: as in TFLite")
-
+    for t, (perm, why) in pb.fixed.items():
+        plan.perms[t], plan.why[t] = perm, why
+        plan.io_rules[t] = why
     for op in sg.ops:
         oi = op.index
-        if oi in skip:
+        if oi in pb.skip:
             for t in op.outputs:
                 plan.why[t] = f"constant, folded from {label(oi)} at conversion"
             continue
-        rule = table.get(op.opcode)
-        acts = [(s, t) for s, t in enumerate(op.inputs) if t >= 0 and t not in constants]
-        outs_rank = [rank[t] if t >= 0 else 0 for t in op.outputs]
-        out_pin = pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
-        category = rule.category if rule else X
-        want: dict[int, Perm] = {}
-        outs: list[Perm] | None = None
-        why_out = ""
-        no_rule = rule is None
-        if rule is None:
-            why_out = f"{label(oi)} has no layout rule: TFLite layout"
-        elif category is I:
-            for s, t in acts:
-                want[s] = L.channels_first(rank[t]) if s in rule.layout_inputs else L.identity(rank[t])
-            outs = [L.channels_first(r) for r in outs_rank]
-            why_out = f"written by {label(oi)} (Implicit): channels-first"
-        elif category is T:
-            r0 = outs_rank[0] if outs_rank else 0
-            full = [cur(t) for s, t in acts if rank[t] == r0]
-            ahead = demands(sg, op.outputs[0], table, consumers) if op.outputs and op.outputs[0] >= 0 else []
-            chosen = choose_layout(full, out_pin, r0, ahead)
-            for s, t in acts:
-                want[s] = chosen if rank[t] == r0 else L.identity(rank[t])
-            outs = [chosen if r == r0 else L.identity(r) for r in outs_rank]
-            why_out = f"follows {label(oi)} (Transparent): {L.name(chosen)}"
-        elif rule.rule is not None:
-            in_perms = [cur(t) if (t >= 0 and t not in constants) else None for t in op.inputs]
-            got = rule.rule(op, sg, in_perms, out_pin)
-            if got is not None:
-                want, outs = got
-                why_out = f"derived by {label(oi)} ({category.value}): " + L.name(outs[0] if outs else None)
-            else:
-                no_rule = category is not X        # a Terminate op's rule only ever relaxes it
-                why_out = f"{label(oi)} has no rule for this layout: TFLite layout"
-        if outs is None:                                   # Terminate, or no rule applies
-            want = {s: L.identity(rank[t]) for s, t in acts}
-            outs = [L.identity(r) for r in outs_rank]
-            why_out = why_out or f"written by {label(oi)} (Terminate): TFLite layout"
-        for s, t in acts:
-            w = want.get(s, L.identity(rank[t]))
+        m = choice[oi]
+        category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
+        for s, w in m.reads:
+            t = op.inputs[s]
+            plan.inputs[(oi, s)] = w
             have = cur(t)
-            if have != w:
-                if no_rule:
-                    kind, reason = "no-rule", f"{label(oi)} has no layout rule for a {L.name(have)} input"
-                elif category is X:
-                    needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
-                    kind, reason = "terminate", (f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} "
-                                                 f"(Terminate) needs {needs}")
-                else:
-                    kind, reason = "meet", (f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} "
-                                            f"({category.value}) reads it as {L.name(w)}")
-                need(oi, s, t, w, kind, reason)
+            if have == w:
+                continue
+            if m.kind == "no-rule":
+                reason = f"{label(oi)} has no layout rule for a {L.name(have)} input"
+            elif m.kind == "terminate":
+                needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
+                reason = f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} (Terminate) needs {needs}"
             else:
-                plan.inputs[(oi, s)] = w
+                reason = f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} ({category}) reads it as {L.name(w)}"
+            need(oi, t, w, m.kind, reason)
         for slot, t in enumerate(op.outputs):
             if t < 0:
                 continue
-            natural = outs[slot] if slot < len(outs) else L.identity(rank[t])
+            natural = m.writes[slot]
             plan.produced[(oi, slot)] = natural
-            final = pins.get(t, natural)
-            if len(final) != rank[t]:
-                final = natural
-            plan.perms[t] = natural
-            plan.why[t] = why_out
-            if final != natural:
-                need(None, slot, t, final, "pin",
-                     f"{sg.tensors[t].name} pinned to {L.name(final)}; {label(oi)} writes {L.name(natural)}")
-                if plan.conflicts and plan.conflicts[-1].tensor == t and plan.conflicts[-1].kind == "pin":
-                    plan.conflicts[-1].op = oi
-                plan.perms[t] = final
-                plan.why[t] = f"pinned by the user to {L.name(final)}"
-
-    # Graph outputs: ONNX convention is channels-first for image-like outputs; anything else goes back to TFLite's.
+            plan.perms[t], plan.why[t] = natural, m.why
+            if t in pins and pins[t] != natural:
+                need(oi, t, pins[t], "pin", f"{sg.tensors[t].name} pinned to {L.name(pins[t])}; {label(oi)} writes "
+                     f"{L.name(natural)}")
+                plan.perms[t], plan.why[t] = pins[t], f"pinned by the user to {L.name(pins[t])}"
     for t in sg.outputs:
         have = cur(t)
-        if t in pins:
-            want = pins[t]
-        elif keep_io_layout or have != L.channels_first(rank[t]):
-            want = L.identity(rank[t])
-        else:
-            want = have
+        want = presented(pb, t, have)
         plan.outputs[t] = want
+        keep = len(pb.outputs_allowed[t]) == 1 and t not in pins and rank[t] >= 3
+        plan.io_rules.setdefault(t, "graph output kept in the TFLite layout (--keep-io-layout)" if keep
+                                 else "graph output presented " + ("as TFLite" if L.is_identity(want)
+                                                                   else f"as {L.name(want)}") +
+                                 (" (pinned)" if t in pins else " (as it is computed)" if want == have
+                                  else " (TFLite's layout)"))
         if want != have:
-            reason = ("graph output kept in the TFLite layout (--keep-io-layout)" if keep_io_layout
+            reason = ("graph output kept in the TFLite layout (--keep-io-layout)" if keep
                       else f"graph output {sg.tensors[t].name} is {L.name(have)}; presented as TFLite's")
-            need(None, -1, t, want, "io", reason)
-    # Tensors nobody touched keep the TFLite layout.
+            need(None, t, want, "io", reason)
     for t in range(len(sg.tensors)):
-        plan.why.setdefault(t, "constant" if t in constants else "TFLite layout")
+        plan.why.setdefault(t, "constant" if t in pb.constants else "TFLite layout")
     return plan
+
+
+class Planner:
+    """One subgraph's layout problem, kept to answer "what if" without emitting ONNX: `transposes_if(t, perm)`
+    re-solves with t pinned to perm (the Transposes the plan causes; emitters' own internal ones not counted),
+    `plan()` is what convert() would use. Build it from a Graph with `Planner.of(graph, pins)`."""
+
+    def __init__(self, sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
+                 time_budget: float = TIME_BUDGET):
+        self.args = (sg, table, dict(pins or {}), keep_io_layout, skip, constants)
+        self.time_budget = time_budget
+        self.problem = problem(*self.args)
+
+    @classmethod
+    def of(cls, graph, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False) -> Planner:
+        from inspector.core.emit.convert import _op_table, fold_constants    # convert imports this module
+        folded, constants = fold_constants(graph.main)
+        return cls(graph.main, _op_table(), pins, keep_io_layout, folded, set(constants))
+
+    def plan(self) -> LayoutPlan:
+        choice, optimality = solve(self.problem, self.time_budget)
+        return assemble(self.problem, choice, optimality)
+
+    def candidates(self, t: int) -> list[Perm]:
+        """Layouts the planner considers for tensor t (what a pin menu can offer as cheap choices)."""
+        return list(self.problem.candidates(t))
+
+    def transposes_if(self, t: int, perm: Perm) -> Optimality:
+        sg, table, pins, keep, skip, constants = self.args
+        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants)
+        return solve(pb, self.time_budget)[1]

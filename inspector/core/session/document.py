@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from inspector.core.ir.errors import ConversionError, InspectorError
+from inspector.core.layout import layout as L
 from inspector.core.metadata.edits import MetadataEdits
 from .session_file import FLAGS, SESSION_VERSION
 
@@ -144,6 +145,9 @@ class Session:
             "conflicts": [{"tensor": sg.tensors[c.tensor].name, "reason": c.reason, "kind": c.kind,
                            "node": c.node} for c in r.plan.conflicts],
             "pins": dict(self.pins),
+            "layout_plan": r.plan.optimality.to_dict() if r.plan.optimality else None,
+            "io_layouts": [{"tensor": sg.tensors[t].name, "layout": _io_name(r.plan.outputs.get(t, r.plan.perm(
+                t, sg.tensors[t].rank))), "rule": why} for t, why in r.plan.io_rules.items()],
             "unsupported": [],
             "options": dict(self.options),
             "metadata": self.metadata.to_dict(),
@@ -200,3 +204,7 @@ def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     except OSError:
         return ""
     return h.hexdigest()
+
+
+def _io_name(perm) -> str:
+    return "as TFLite" if L.is_identity(perm) else L.name(perm)

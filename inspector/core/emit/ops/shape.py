@@ -296,14 +296,19 @@ def transpose_rule(op, sg, in_perms, out_pin):
 
 @op("TRANSPOSE", category=A, onnx="Transpose", rule=transpose_rule)
 def transpose(ctx, op):
-    # The input may already be transposed by the layout: fold both into one permutation (the trap after a Conv).
+    # Input and output may both carry layouts: fold them and q into one permutation (the trap after a Conv);
+    # when that only moves size-1 axes it is a Reshape, when it is the identity no data moves at all.
     p = in_perm(ctx, op)
     q = tuple(const_ints(ctx, op, 1))
-    perm = L.compose(L.inverse(p), q)
+    r = ctx.plan.produced.get((op.index, 0), L.identity(len(q)))
+    perm = L.compose(L.inverse(p), L.compose(q, r))
+    x, dims = ctx.input(op, 0), L.apply(ctx.tensor(op.inputs[0]).dims, p)
     if L.is_identity(perm):
-        ctx.node("Identity", [ctx.input(op, 0)], [ctx.output(op)])
+        ctx.node("Identity", [x], [ctx.output(op)])
+    elif L.reshapable(dims, perm):
+        ctx.node("Reshape", [x, ctx.i64(L.apply(dims, perm))], [ctx.output(op)])
     else:
-        ctx.node("Transpose", [ctx.input(op, 0)], [ctx.output(op)], perm=list(perm))
+        ctx.node("Transpose", [x], [ctx.output(op)], perm=list(perm))
 
 
 def gather_rule(op, sg, in_perms, out_pin):

@@ -1,0 +1,236 @@
+"""Global layout assignment: each op picks one Mode (the layouts it reads and writes); the plan with the fewest
+Transposes, ties broken by bytes moved, wins.
+
+A tensor's layout is what its producer's mode writes (or its pin). A consumer mode reading it in another layout
+costs one Transpose per distinct (tensor, layout) — none when only size-1 axes move (a Reshape) — and a TFLite
+TRANSPOSE op costs one unless its perm composed with the layouts around it is the identity or only moves size-1
+axes. The greedy forward pass gives an upper bound; the Transposes no choice can avoid give a lower bound; only when
+they differ does an ILP (HiGHS, imported then) search the rest, within a time budget. Graph inputs are decided by
+rule before (see `input_layout`), pins are hard constraints.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import layout as L
+from inspector.core.ir.graph import Subgraph
+from .layout import Perm
+from .plan import Category
+
+I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Category.TERMINATE
+MAX_CANDIDATES = 6            # layouts per tensor the search considers
+MAX_COMBOS = 16               # input-layout combinations an Attribute rule is asked about
+TIME_BUDGET = 2.0             # seconds HiGHS may search one subgraph
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way to run an op: the layout each activation input is read in and each output is written in."""
+    reads: tuple[tuple[int, Perm], ...]       # (input slot, layout)
+    writes: tuple[Perm, ...]                  # per output slot (-1 outputs get ())
+    cost: int = 0                             # Transposes the op emits itself (a TFLite TRANSPOSE kept as one)
+    kind: str = "meet"                        # conflict kind when an input is read in another layout
+    why: str = ""                             # why the outputs have their layout
+
+
+@dataclass
+class Optimality:
+    """What the report says about the plan: its Transposes, the proven lower bound and how it was found."""
+    transposes: int
+    bound: int
+    method: str
+
+    @property
+    def proven(self) -> bool:
+        return self.transposes <= self.bound
+
+    def to_dict(self) -> dict:
+        return {"transposes": self.transposes, "lower_bound": self.bound, "proven_optimal": self.proven,
+                "method": self.method}
+
+    def describe(self) -> str:
+        gap = "proven optimal" if self.proven else f"gap {self.transposes - self.bound} to the lower bound"
+        return f"{self.transposes} Transpose(s), {gap} ({self.method})"
+
+
+def nbytes(sg: Subgraph, t: int) -> int:
+    ten = sg.tensors[t]
+    size = np.dtype(ten.dtype).itemsize if ten.dtype in np.sctypeDict else 4
+    return size * math.prod(max(d, 1) for d in ten.dims)
+
+
+def _label(op) -> str:
+    return f"{op.opcode}#{op.index}"
+
+
+@dataclass
+class Problem:
+    """The modes of every op of one subgraph, with candidate layouts propagated forward."""
+    sg: Subgraph
+    table: dict
+    pins: dict[int, Perm]
+    fixed: dict[int, tuple[Perm, str]]                 # graph input -> (layout, rule that decided it)
+    skip: frozenset
+    constants: set[int]
+    outputs_allowed: dict[int, tuple[Perm, ...]]       # graph output -> layouts it may be presented in
+    modes: dict[int, list[Mode]] = field(default_factory=dict)
+    cand: dict[int, list[Perm]] = field(default_factory=dict)
+
+    def rank(self, t: int) -> int:
+        return self.sg.tensors[t].rank
+
+    def acts(self, op) -> list[tuple[int, int]]:
+        return [(s, t) for s, t in enumerate(op.inputs) if t >= 0 and t not in self.constants]
+
+    def candidates(self, t: int) -> list[Perm]:
+        return self.cand.get(t) or [L.identity(self.rank(t))]
+
+    def free(self, t: int, have: Perm, want: Perm) -> bool:
+        """Reading t (layout `have`) in `want` needs no Transpose."""
+        return have == want or L.reshapable(L.apply(self.sg.tensors[t].dims, have), L.compose(L.inverse(have), want))
+
+    def build(self) -> Problem:
+        for t, (perm, _) in self.fixed.items():
+            self.cand[t] = [perm]
+        for op in self.sg.ops:
+            if op.index in self.skip:
+                continue
+            modes = self._modes(op)
+            self.modes[op.index] = modes
+            for slot, t in enumerate(op.outputs):
+                if t < 0:
+                    continue
+                if t in self.pins:
+                    self.cand[t] = [self.pins[t]]
+                    continue
+                seen = list(dict.fromkeys(m.writes[slot] for m in modes if len(m.writes[slot]) == self.rank(t)))
+                self.cand[t] = seen[:MAX_CANDIDATES] or [L.identity(self.rank(t))]
+        return self
+
+    def _modes(self, op) -> list[Mode]:
+        rule = self.table.get(op.opcode)
+        acts = self.acts(op)
+        ranks = [self.rank(t) if t >= 0 else 0 for t in op.outputs]
+        ident = Mode(tuple((s, L.identity(self.rank(t))) for s, t in acts), tuple(L.identity(r) for r in ranks),
+                     kind="no-rule" if rule is None else "terminate",
+                     why=f"{_label(op)} has no layout rule: TFLite layout" if rule is None
+                     else f"written by {_label(op)} (Terminate): TFLite layout")
+        if rule is None:
+            return [ident]
+        cat = rule.category
+        if cat is I:
+            reads = tuple((s, L.channels_first(self.rank(t)) if s in rule.layout_inputs else L.identity(self.rank(t)))
+                          for s, t in acts)
+            return [Mode(reads, tuple(L.channels_first(r) for r in ranks),
+                         why=f"written by {_label(op)} (Implicit): channels-first")]
+        if cat is T:
+            return self._transparent(op, acts, ranks)
+        if op.opcode == "TRANSPOSE":
+            got = self._transpose(op)
+            if got:
+                return got
+        if rule.rule is None:
+            return [ident]
+        out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
+        modes = []
+        for combo in self._combos(acts):
+            in_perms = [None] * len(op.inputs)
+            for (s, _), p in zip(acts, combo):
+                in_perms[s] = p
+            got = rule.rule(op, self.sg, in_perms, out_pin)
+            if got is None:
+                continue
+            want, outs = got
+            reads = tuple((s, tuple(want.get(s, L.identity(self.rank(t))))) for s, t in acts)
+            writes = tuple(tuple(outs[k]) if k < len(outs) else L.identity(r) for k, r in enumerate(ranks))
+            modes.append(Mode(reads, writes, kind="terminate" if cat is X else "meet",
+                              why=f"derived by {_label(op)} ({cat.value}): " + L.name(writes[0] if writes else None)))
+        if cat is A:
+            ident = Mode(ident.reads, ident.writes, kind="no-rule",
+                         why=f"{_label(op)} has no rule for this layout: TFLite layout")
+        return list(dict.fromkeys(modes + [ident]))
+
+    def _combos(self, acts) -> list[tuple[Perm, ...]]:
+        lists = [self.candidates(t) for _, t in acts]
+        if math.prod(len(c) for c in lists) <= MAX_COMBOS:
+            return list(itertools.product(*lists))
+        first = lists[0]        # too many: every input in the first input's layout where it can be
+        return [tuple(p if p in c else c[0] for c in lists) for p in first]
+
+    def _transparent(self, op, acts, ranks) -> list[Mode]:
+        r0 = ranks[0] if ranks else 0
+        out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
+        options = [p for s, t in acts if self.rank(t) == r0 for p in self.candidates(t)]
+        options += [L.channels_first(r0), L.identity(r0)] + ([out_pin] if out_pin and len(out_pin) == r0 else [])
+        modes = []
+        for p in list(dict.fromkeys(options))[:MAX_CANDIDATES]:
+            reads = tuple((s, p if self.rank(t) == r0 else L.identity(self.rank(t))) for s, t in acts)
+            modes.append(Mode(reads, tuple(p if r == r0 else L.identity(r) for r in ranks),
+                              why=f"follows {_label(op)} (Transparent): {L.name(p)}"))
+        return modes
+
+    def _transpose(self, op) -> list[Mode]:
+        """A TFLite TRANSPOSE by q reads p and writes r; free when compose(p⁻¹, q∘r) only moves size-1 axes."""
+        q_t = op.inputs[1] if len(op.inputs) > 1 else -1
+        if q_t < 0 or self.sg.tensors[q_t].data is None or op.inputs[0] in self.constants:
+            return []
+        q = tuple(int(v) for v in np.asarray(self.sg.tensors[q_t].data).reshape(-1))
+        x, y = op.inputs[0], op.outputs[0]
+        if sorted(q) != list(range(self.rank(x))) or self.rank(y) != len(q):
+            return []
+        ins = self.candidates(x)
+        outs = [L.compose(L.inverse(q), p) for p in ins] + [L.identity(len(q)), L.channels_first(len(q))]
+        modes = []
+        for p in ins:
+            for r in list(dict.fromkeys(outs))[:MAX_CANDIDATES]:
+                net = L.compose(L.inverse(p), L.compose(q, r))
+                cost = 0 if L.reshapable(L.apply(self.sg.tensors[x].dims, p), net) else 1
+                what = "Transpose" if cost else ("no node" if L.is_identity(net) else "a Reshape")
+                modes.append(Mode(((0, p),), (r,), cost=cost,
+                                  why=f"written by {_label(op)} (TRANSPOSE, {what} here): {L.name(r)}"))
+        modes.sort(key=lambda m: m.cost)
+        return modes
+
+
+def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: bool) -> tuple[Perm, str]:
+    """A graph input's layout and the rule that decided it: channels-first when its data reaches an Implicit op
+    through layout-carrying ops (a TFLite image is NHWC); as in TFLite when a TRANSPOSE on the way makes it NHWC
+    (it is channels-first already, as in PyTorch-origin models) or nothing layout-sensitive reads it."""
+    rank = sg.tensors[t].rank
+    ident = L.identity(rank)
+    if rank < 3:
+        return ident, "graph input of rank < 3: as in TFLite"
+    seen, stack, via = set(), [t], None
+    while stack:
+        cur = stack.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        for oi in consumers.get(cur, []):
+            op, rule = sg.ops[oi], table.get(sg.ops[oi].opcode)
+            if oi in skip or rule is None:
+                continue
+            if rule.category is I and any(op.inputs[s] == cur for s in rule.layout_inputs if s < len(op.inputs)):
+                if keep_io_layout:
+                    return ident, "graph input kept in the TFLite layout (--keep-io-layout)"
+                return L.channels_first(rank), f"graph input, image-like (reaches {_label(op)}): channels-first"
+            if op.opcode == "TRANSPOSE" and op.inputs[0] == cur and _makes_channels_last(sg, op):
+                via = via or op
+                continue
+            if rule.category in (T, A):
+                stack.extend(o for o in op.outputs if o >= 0 and sg.tensors[o].rank == rank)
+    if via is not None:
+        return ident, f"graph input already channels-first ({_label(via)} makes it channels-last): as in TFLite"
+    return ident, "graph input, no layout-sensitive op reaches it: as in TFLite"
+
+
+def _makes_channels_last(sg: Subgraph, op) -> bool:
+    q = sg.tensors[op.inputs[1]].data if len(op.inputs) > 1 and op.inputs[1] >= 0 else None
+    if q is None:
+        return False
+    q = tuple(int(v) for v in np.asarray(q).reshape(-1))
+    return len(q) >= 3 and L.compose(q, L.channels_first(len(q))) == L.identity(len(q))

@@ -1,0 +1,242 @@
+"""Choosing one Mode per op (see assign.py): the greedy pass, the lower bound, and the exact search (HiGHS)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import layout as L
+from .assign import TIME_BUDGET, Mode, Optimality, Problem, nbytes
+from .layout import Perm
+
+Choice = dict[int, Mode]
+
+
+def layouts(pb: Problem, choice: Choice) -> dict[int, Perm]:
+    """Every tensor's layout under `choice` (pins override what the producer writes)."""
+    lay = {t: p for t, (p, _) in pb.fixed.items()}
+    for oi, m in choice.items():
+        for slot, t in enumerate(pb.sg.ops[oi].outputs):
+            if t >= 0:
+                lay[t] = pb.pins.get(t, m.writes[slot])
+    return lay
+
+
+def presented(pb: Problem, t: int, have: Perm) -> Perm:
+    """The layout graph output t is presented in: its own when allowed, else the first allowed one."""
+    allowed = pb.outputs_allowed[t]
+    if have in allowed:
+        return have
+    return next((a for a in allowed if pb.free(t, have, a)), allowed[0])
+
+
+def transposes(pb: Problem, choice: Choice) -> tuple[int, int]:
+    """(Transposes, bytes they move) of a complete choice."""
+    lay = layouts(pb, choice)
+    ops = pb.sg.ops
+    pairs: dict[tuple, int] = {}
+    count = moved = 0
+    for oi, m in choice.items():
+        op = ops[oi]
+        if m.cost:
+            count, moved = count + m.cost, moved + nbytes(pb.sg, op.inputs[0])
+        for s, want in m.reads:
+            t = op.inputs[s]
+            have = lay.get(t, L.identity(pb.rank(t)))
+            if not pb.free(t, have, want):
+                pairs[(t, want)] = nbytes(pb.sg, t)
+        for slot, t in enumerate(op.outputs):
+            if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
+                pairs[(t, "pin")] = nbytes(pb.sg, t)
+    for t in pb.outputs_allowed:
+        have = lay.get(t, L.identity(pb.rank(t)))
+        if not pb.free(t, have, presented(pb, t, have)):
+            pairs[(t, "out")] = nbytes(pb.sg, t)
+    return count + len(pairs), moved + sum(pairs.values())
+
+
+def greedy(pb: Problem) -> Choice:
+    """Ops in order, each taking the mode that adds fewest Transposes given what is decided so far, counting the
+    consumers that can read its outputs in one layout only (one step of look-ahead); channels-first on a tie."""
+    consumers = pb.sg.consumers()
+    lay = {t: p for t, (p, _) in pb.fixed.items()}
+    done: set[tuple] = set()
+    choice: Choice = {}
+    for oi, modes in pb.modes.items():
+        op = pb.sg.ops[oi]
+
+        def price(m: Mode):
+            new = {(op.inputs[s], w) for s, w in m.reads
+                   if not pb.free(op.inputs[s], lay.get(op.inputs[s], L.identity(pb.rank(op.inputs[s]))), w)}
+            ahead = 0
+            for slot, t in enumerate(op.outputs):
+                if t < 0:
+                    continue
+                have = pb.pins.get(t, m.writes[slot])
+                ahead += t in pb.pins and not pb.free(t, m.writes[slot], have)
+                for ci in consumers.get(t, []):
+                    demand = {w for cm in pb.modes.get(ci, []) for s, w in cm.reads if pb.sg.ops[ci].inputs[s] == t}
+                    ahead += len(demand) == 1 and not pb.free(t, have, next(iter(demand)))
+                ahead += t in pb.outputs_allowed and not pb.free(t, have, presented(pb, t, have))
+            return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
+
+        best = min(modes, key=price) if len(modes) > 1 else modes[0]
+        choice[oi] = best
+        for s, w in best.reads:
+            t = op.inputs[s]
+            if not pb.free(t, lay.get(t, L.identity(pb.rank(t))), w):
+                done.add((t, w))
+        for slot, t in enumerate(op.outputs):
+            if t >= 0:
+                lay[t] = pb.pins.get(t, best.writes[slot])
+    return choice
+
+
+def lower_bound(pb: Problem) -> int:
+    """Transposes every choice pays: fixed readers of fixed tensors that disagree, TRANSPOSE ops that stay one in
+    every mode, pins and outputs whose producer has no other way."""
+    pairs = set()
+    bound = 0
+    for oi, modes in pb.modes.items():
+        op = pb.sg.ops[oi]
+        bound += min(m.cost for m in modes)
+        if len(modes) != 1:
+            continue
+        for s, want in modes[0].reads:
+            t = op.inputs[s]
+            cand = pb.candidates(t)
+            if len(cand) == 1 and not pb.free(t, cand[0], want):
+                pairs.add((t, want))
+        for slot, t in enumerate(op.outputs):
+            if t >= 0 and t in pb.pins and not pb.free(t, modes[0].writes[slot], pb.pins[t]):
+                pairs.add((t, "pin"))
+    for t in pb.outputs_allowed:
+        cand = pb.candidates(t)
+        if len(cand) == 1 and not pb.free(t, cand[0], presented(pb, t, cand[0])):
+            pairs.add((t, "out"))
+    return bound + len(pairs)
+
+
+def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optimality]:
+    """The best choice found and what is proven about it. The ILP runs only when greedy misses the bound."""
+    start = time.perf_counter()
+    best = greedy(pb)
+    count = transposes(pb, best)[0]
+    bound = lower_bound(pb)
+    if count <= bound:
+        return best, Optimality(count, bound, "greedy plan meets the lower bound")
+    found = _ilp(pb, time_budget)
+    if found is None:
+        return best, Optimality(count, bound, "greedy plan; the ILP solver did not run")
+    choice, dual, optimal = found
+    if transposes(pb, choice) < transposes(pb, best):
+        best = choice
+    count = transposes(pb, best)[0]
+    ms = (time.perf_counter() - start) * 1000
+    how = "ILP (HiGHS) optimal" if optimal else f"ILP (HiGHS) stopped at its {time_budget:g} s budget"
+    return best, Optimality(count, count if optimal else max(bound, dual), f"{how}, {ms:.0f} ms")
+
+
+def _ilp(pb: Problem, time_budget: float):
+    """Binary y[op, mode] (one per op), z[tensor, layout] >= reads in that layout that its producer's mode does
+    not give; minimise Transposes + bytes moved / (all bytes + 1). Returns (choice, count bound, optimal)."""
+    try:
+        import highspy
+    except ImportError:
+        return None
+    sg = pb.sg
+    col: dict[tuple, int] = {}
+    cost: list[float] = []
+
+    def var(key, c=0.0):
+        if key not in col:
+            col[key] = len(cost)
+            cost.append(0.0)
+        cost[col[key]] += c
+        return col[key]
+
+    producers = sg.producers()
+    total = sum(nbytes(sg, t.index) for t in sg.tensors) * 8 + 1.0      # so bytes never outweigh one Transpose
+    weight = {}
+
+    def w(t):
+        if t not in weight:
+            weight[t] = 1.0 + nbytes(sg, t) / total
+        return weight[t]
+
+    rows: list[tuple[dict[int, float], float]] = []    # sum(coef * x) >= lower
+    for oi, modes in pb.modes.items():
+        ys = [var(("y", oi, k), m.cost * w(sg.ops[oi].inputs[0]) if m.cost else 0.0) for k, m in enumerate(modes)]
+        rows.append(({y: 1.0 for y in ys}, 1.0))
+        rows.append(({y: -1.0 for y in ys}, -1.0))
+
+    def giving(t, ok) -> tuple[dict[int, float], bool]:
+        """Variables of the producer modes after which t's layout satisfies ok(layout); or (_, constant truth)."""
+        if t in pb.fixed or t in pb.pins or t not in producers or producers[t] not in pb.modes:
+            have = pb.fixed.get(t, (pb.pins.get(t, L.identity(pb.rank(t))), ""))[0]
+            return {}, ok(have)
+        p = producers[t]
+        slot = sg.ops[p].outputs.index(t)
+        return {col[("y", p, k)]: 1.0 for k, m in enumerate(pb.modes[p]) if ok(m.writes[slot])}, False
+
+    for oi, modes in pb.modes.items():
+        op = sg.ops[oi]
+        for k, m in enumerate(modes):
+            for s, want in m.reads:
+                t = op.inputs[s]
+                terms, true = giving(t, lambda h, t=t, want=want: pb.free(t, h, want))
+                if true:
+                    continue
+                z = var(("z", t, want), 0.0)
+                cost[z] = w(t)
+                row = {z: 1.0, col[("y", oi, k)]: -1.0}
+                for y, c in terms.items():
+                    row[y] = row.get(y, 0.0) + c
+                rows.append((row, 0.0))
+            for slot, t in enumerate(op.outputs):
+                if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
+                    z = var(("z", t, "pin"))
+                    cost[z] = w(t)
+                    rows.append(({z: 1.0, col[("y", oi, k)]: -1.0}, 0.0))
+    for t, allowed in pb.outputs_allowed.items():
+        terms, true = giving(t, lambda h, t=t: pb.free(t, h, presented(pb, t, h)))
+        if true:
+            continue
+        z = var(("z", t, "out"))
+        cost[z] = w(t)
+        rows.append(({z: 1.0, **{y: c for y, c in terms.items()}}, 1.0))
+
+    h = highspy._Highs()            # the bare solver: Highs() adds callbacks and prints a banner
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("time_limit", float(time_budget))
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 1e-7)
+    n = len(cost)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, len(rows)
+    lp.col_cost_ = np.asarray(cost)
+    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
+    lp.row_lower_ = np.asarray([lo for _, lo in rows], dtype=float)
+    lp.row_upper_ = np.full(len(rows), highspy.kHighsInf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    starts, index, value = [0], [], []
+    for row, _ in rows:
+        index += list(row)
+        value += list(row.values())
+        starts.append(len(index))
+    lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(value, dtype=float)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * n
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    values = h.getSolution().col_value
+    if len(values) != n or status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+        return None
+    choice = {}
+    for oi, modes in pb.modes.items():
+        k = max(range(len(modes)), key=lambda k: values[col[("y", oi, k)]])
+        choice[oi] = modes[k]
+    dual = h.getInfo().mip_dual_bound
+    return choice, int(np.ceil(dual - 1 + 1e-6)), status == highspy.HighsModelStatus.kOptimal
