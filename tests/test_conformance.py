@@ -52,11 +52,12 @@ def test_pure_cnns_need_no_transpose(corpus, rel):
                                  "realworld/face_detection_full_range.tflite"])
 def test_face_detection_transposes_only_before_its_output_reshapes(corpus, rel):
     """These heads Reshape NHWC feature maps into [1, anchors, values]: TFLite's memory order is part of the
-    model's meaning, so each Reshape of a non-trivial NCHW map needs exactly one Transpose, and nothing else does."""
+    model's meaning, so each Reshape of a non-trivial NCHW map needs exactly one Transpose — before it, or after it
+    where the Reshape carries the NCHW order to the output — and nothing else does."""
     result = convert(read_tflite(corpus / rel))
     sg = result.graph.main
-    assert result.plan.conflicts and all(c.kind == "terminate" and sg.ops[c.op].opcode == "RESHAPE"
-                                         for c in result.plan.conflicts)
+    assert result.plan.conflicts and all((c.kind == "terminate" and sg.ops[c.op].opcode == "RESHAPE") or
+                                         (c.kind == "io" and c.tensor in sg.outputs) for c in result.plan.conflicts)
     assert result.transposes == len(result.plan.conflicts)
 
 

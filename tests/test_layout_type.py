@@ -78,3 +78,30 @@ def test_only_permutations_are_layouts():
         with pytest.raises(ValueError):
             Layout(bad)
     assert Layout([0, 3, 1, 2]).perm == (0, 3, 1, 2) and hash(Layout((0, 3, 1, 2))) == hash(Layout([0, 3, 1, 2]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=2, max_size=5), st.data())
+def test_a_reshape_carries_a_layout_only_when_that_commutes(src, data):
+    """Whenever carried_by_reshape answers r, reshaping the transposed tensor gives the transposed reshape."""
+    perm = data.draw(st.permutations(range(len(src))))
+    x = np.arange(int(np.prod(src))).reshape(src)
+    # A target made of merged neighbours, split factors and inserted 1s, as RESHAPEs in real models are.
+    dst, i = [], 0
+    while i < len(src):
+        k = data.draw(st.integers(1, min(2, len(src) - i)))
+        dst.append(int(np.prod(src[i:i + k])))
+        i += k
+        if data.draw(st.booleans()):
+            dst.append(1)
+    r = L.carried_by_reshape(src, dst, perm)
+    if r is None:
+        return
+    got = np.transpose(x, perm).reshape(Layout(r).apply(dst))
+    assert np.array_equal(got, np.transpose(x.reshape(dst), r))
+
+
+def test_a_reshape_carries_channels_first_through_flattened_space():
+    assert L.carried_by_reshape([1, 6, 10, 4], [1, 60, 4], L.channels_first(4)) == (0, 2, 1)
+    assert L.carried_by_reshape([1, 60, 4], [1, 6, 10, 4], (0, 2, 1)) == L.channels_first(4)
+    assert L.carried_by_reshape([1, 6, 10, 4], [1, 6, 40], L.channels_first(4)) is None      # W and C merge

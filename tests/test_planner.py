@@ -139,3 +139,26 @@ def test_pins_are_hard_and_what_if_matches_convert(tmp_path):
     pinned = check(torch_cnn(), tmp_path, pins={"a": "keep"})
     assert pinned.plan.perms[a] == keep and pinned.transposes == asked.transposes >= 1
     assert asked.proven and L.channels_first(4) in planner.candidates(a)
+
+
+def test_peephole_folds_chains_and_turns_size1_moves_into_reshapes():
+    import onnx
+    from onnx import TensorProto, helper
+
+    from inspector.core.emit import peephole
+    from inspector.core.proof.validate import run_onnx
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 1, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 1, 5])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 1, 3, 5])
+    nodes = [helper.make_node("Transpose", ["x"], ["a"], "t1", perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["a"], ["y"], "t2", perm=[0, 3, 1, 2]),       # inverse of t1
+             helper.make_node("Transpose", ["x"], ["z"], "t3", perm=[0, 2, 1, 3])]       # moves only the size-1 axis
+    g = helper.make_graph(nodes, "g", [x], [y, z])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    feed = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3, 1, 5)).astype(np.float32)}
+    before = run_onnx(model, feed, [])
+    lines = peephole.clean(model.graph)
+    assert len(lines) == 3 and [n.op_type for n in model.graph.node] == ["Identity", "Reshape"]
+    onnx.checker.check_model(model, full_check=True)
+    after = run_onnx(model, feed, [])
+    assert all(np.array_equal(before[k], after[k]) for k in ("y", "z"))

@@ -63,3 +63,10 @@ def test_torch_inputs_keep_their_tflite_shape_and_plans_are_proven(corpus, rel):
     assert result.plan.optimality.proven, result.plan.optimality.describe()
     if rel in TORCH_CNNS:
         assert result.transposes == 0, [c.reason for c in result.plan.conflicts]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", corpus_files())
+def test_peephole_finds_nothing_the_planner_left(corpus, rel):
+    result = convert(read_tflite(corpus / rel))
+    assert not [w for w in result.warnings if w.startswith("peephole:")]

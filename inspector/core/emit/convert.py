@@ -9,6 +9,7 @@ from onnx import helper
 from inspector import __version__
 
 from inspector.core.layout import layout as L
+from . import peephole
 from .emitter import Emitter, onnx_dtype
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
@@ -193,6 +194,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     g.input.extend(inputs)
     g.output.extend(outputs)
     g.value_info.extend(value_info)
+    cleaned = peephole.clean(g, trace)           # the planner should leave nothing for it: each rewrite is noted
     model.opset_import.add(domain="", version=opset)
     if allow_custom:
         from .ops.custom import CUSTOM_DOMAIN, uses_domain
@@ -208,7 +210,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
-    result.warnings += em.warnings
+    result.warnings += em.warnings + [f"peephole: {line}" for line in cleaned]
     from . import io_layout
     model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
         sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},

@@ -77,6 +77,7 @@ class Problem:
     skip: frozenset
     constants: set[int]
     outputs_allowed: dict[int, tuple[Perm, ...]]       # graph output -> layouts it may be presented in
+    keep_io_layout: bool = False
     modes: dict[int, list[Mode]] = field(default_factory=dict)
     cand: dict[int, list[Perm]] = field(default_factory=dict)
 
@@ -226,6 +227,27 @@ def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: b
     if via is not None:
         return ident, f"graph input already channels-first ({_label(via)} makes it channels-last): as in TFLite"
     return ident, "graph input, no layout-sensitive op reaches it: as in TFLite"
+
+
+def image_output(sg: Subgraph, t: int, table, skip) -> bool:
+    """A graph output is image-like (may stay channels-first) when an Implicit op writes it, directly or through
+    layout-carrying ops; a RESHAPE or TRANSPOSE on the way gives it a meaning of its own ([1, anchors, values])."""
+    producers, rank = sg.producers(), sg.tensors[t].rank
+    seen, stack = set(), [t]
+    while stack:
+        cur = stack.pop()
+        if cur in seen or cur not in producers or producers[cur] in skip:
+            continue
+        seen.add(cur)
+        op = sg.ops[producers[cur]]
+        rule = table.get(op.opcode)
+        if rule is None or op.opcode in ("RESHAPE", "TRANSPOSE"):
+            continue
+        if rule.category is I:
+            return True
+        if rule.category in (T, A):
+            stack.extend(i for i in op.inputs if i >= 0 and sg.tensors[i].rank == rank and sg.tensors[i].data is None)
+    return False
 
 
 def _makes_channels_last(sg: Subgraph, op) -> bool:

@@ -152,6 +152,44 @@ def parse(text: str, rank: int) -> Perm:
     return Layout.parse(text, rank).perm
 
 
+def carried_by_reshape(src: Sequence[int], dst: Sequence[int], perm: Sequence[int]) -> Perm | None:
+    """The layout a Reshape from `src` to `dst` (TFLite shapes) writes when it reads layout `perm`, or None.
+    Both shapes split into the smallest groups of consecutive axes with equal sizes ([1,H,W,C] -> [1,H*W,C]:
+    {H,W}->{H*W}, {C}->{C}); when `perm` moves whole groups, keeping each group's own order, the Reshape works on
+    the transposed tensor too and its output moves the same groups. Size-1 axes stay where they are."""
+    if any(d < 0 for d in src) or any(d < 0 for d in dst):
+        return None
+    a = [i for i, d in enumerate(src) if d != 1]
+    b = [i for i, d in enumerate(dst) if d != 1]
+    groups, i, j = [], 0, 0                     # [(src axes, dst axes)]
+    while i < len(a) or j < len(b):
+        ga, gb, pa, pb = [], [], 1, 1
+        while True:
+            if pa <= pb and i < len(a) and (not ga or pa < pb):
+                ga.append(a[i]); pa *= src[a[i]]; i += 1
+            elif j < len(b) and (not gb or pb < pa):
+                gb.append(b[j]); pb *= dst[b[j]]; j += 1
+            else:
+                break
+            if pa == pb and ga and gb:
+                break
+        if pa != pb or not ga or not gb:
+            return None
+        groups.append((ga, gb))
+    order = [p for p in perm if src[p] != 1]    # non-size-1 source axes in the transposed tensor's order
+    owner = {ax: k for k, (ga, _) in enumerate(groups) for ax in ga}
+    seq, pos = [], 0
+    while pos < len(order):
+        k = owner[order[pos]]
+        ga = groups[k][0]
+        if order[pos:pos + len(ga)] != ga:
+            return None
+        seq.append(k)
+        pos += len(ga)
+    moved = iter(ax for k in seq for ax in groups[k][1])
+    return tuple(i if d == 1 else next(moved) for i, d in enumerate(dst))
+
+
 def reshapable(dims: Sequence[int], perm: Sequence[int]) -> bool:
     """A trivial transposition a Reshape can do: at most one dynamic dim (Reshape infers one -1)."""
     return is_trivial(dims, perm) and sum(1 for d in dims if d < 0) <= 1

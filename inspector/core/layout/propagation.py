@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import layout as L
 from inspector.core.ir.graph import Op, Subgraph
-from .assign import TIME_BUDGET, Optimality, Problem, input_layout
+from .assign import TIME_BUDGET, Optimality, Problem, image_output, input_layout
 from .layout import Perm
 from .plan import Category, Conflict, LayoutPlan
 from .solve import Choice, presented, solve
@@ -93,9 +93,9 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     allowed = {}
     for t in sg.outputs:
         r = sg.tensors[t].rank
-        allowed[t] = ((pins[t],) if t in pins else (L.identity(r),) if keep_io_layout or r < 3
-                      else (L.identity(r), L.channels_first(r)))
-    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed).build()
+        image = r >= 3 and not keep_io_layout and image_output(sg, t, table, skip)
+        allowed[t] = (pins[t],) if t in pins else (L.identity(r), L.channels_first(r)) if image else (L.identity(r),)
+    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build()
 
 
 def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
@@ -153,7 +153,7 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
         have = cur(t)
         want = presented(pb, t, have)
         plan.outputs[t] = want
-        keep = len(pb.outputs_allowed[t]) == 1 and t not in pins and rank[t] >= 3
+        keep = pb.keep_io_layout and t not in pins and rank[t] >= 3
         plan.io_rules.setdefault(t, "graph output kept in the TFLite layout (--keep-io-layout)" if keep
                                  else "graph output presented " + ("as TFLite" if L.is_identity(want)
                                                                    else f"as {L.name(want)}") +

@@ -70,6 +70,9 @@ def reshape_rule(op, sg, in_perms, out_pin):
     if p is not None and L.is_trivial(t.dims, p):          # same memory order: read it as it is
         want = {0: p}
         return want, [L.identity(sg.tensors[o].rank) for o in op.outputs]
+    r = L.carried_by_reshape(t.dims, sg.tensors[op.outputs[0]].dims, p) if p is not None else None
+    if r is not None:                                      # whole axis groups move: the output carries them
+        return {0: p}, [r]
     return None
 
 
@@ -86,7 +89,9 @@ def target_shape(ctx, op) -> str:
 
 @op("RESHAPE", category=X, onnx="Reshape", rule=reshape_rule)
 def reshape(ctx, op):
-    ctx.node("Reshape", [ctx.input(op, 0), target_shape(ctx, op)], [ctx.output(op)])
+    r = ctx.plan.produced.get((op.index, 0))
+    shape = target_shape(ctx, op) if r is None or L.is_identity(r) else ctx.i64(ctx.onnx_shape(op.outputs[0], r))
+    ctx.node("Reshape", [ctx.input(op, 0), shape], [ctx.output(op)])
 
 
 @op("SQUEEZE", category=X, onnx="Squeeze")
