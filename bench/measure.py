@@ -154,13 +154,37 @@ ONNX_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tenso
               "tensor(int64)": np.int64, "tensor(bool)": np.bool_}
 
 
-def ort_session(path: Path):
+def ort_session(path: Path, optimized_to: Path | None = None):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
+    if optimized_to is not None:             # ORT's own transpose optimiser may add or remove Transposes
+        so.optimized_model_filepath = str(optimized_to)
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def ort_optimized_transposes(path: Path) -> int:
+    """Transposes left in the graph ONNX Runtime runs after its optimisations (the saved optimised model)."""
+    out = path.with_name(path.stem + ".ort-optimized.onnx")
+    ort_session(path, out)
+    try:
+        return node_counts(out)[1]
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def inputs_kept(model: Path) -> tuple[int, int]:
+    """(inputs whose ONNX shape is their TFLite shape, inputs our planner found channels-first already)."""
+    from inspector.core.convert import convert
+    from inspector.core.tflite_reader import read_tflite
+    result = convert(read_tflite(str(model)), check=False)
+    sg = result.graph.main
+    cf = [t for t, why in result.plan.io_rules.items() if t in sg.inputs and "already channels-first" in why]
+    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in result.model.graph.input}
+    kept = sum(dims.get(sg.tensors[t].name) == list(sg.tensors[t].shape) for t in cf)
+    return kept, len(cf)
 
 
 def ort_runner(path: Path, feeds):

@@ -43,6 +43,10 @@ def _nodes(entry):
     return f"{entry['nodes']} ({entry['transposes']})" if entry.get("ok") and "nodes" in entry else "✗"
 
 
+def _ort_transposes(entry):
+    return str(entry["ort_transposes"]) if entry.get("ok") and "ort_transposes" in entry else "✗"
+
+
 def conversion_table(rows) -> list[str]:
     out = ["| model | ours ms | tflite2onnx ms | ours/t2o | tf2onnx ms | ours/tf2 | weights floor ms "
            "| CLI ours s | CLI t2o s | CLI tf2 s |", "|" + "---|" * 10]
@@ -56,12 +60,13 @@ def conversion_table(rows) -> list[str]:
 
 
 def output_table(rows) -> list[str]:
-    out = ["| model | nodes (Transposes) ours | t2o | tf2 | ORT ours ms | ORT t2o ms | ours/t2o | ORT tf2 ms "
-           "| ours/tf2 | LiteRT ms |", "|" + "---|" * 10]
+    out = ["| model | nodes (Transposes) ours | t2o | tf2 | Transposes after ORT's optimiser ours / t2o / tf2 "
+           "| ORT ours ms | ORT t2o ms | ours/t2o | ORT tf2 ms | ours/tf2 | LiteRT ms |", "|" + "---|" * 11]
     for r in rows:
         o, a, b, lt = r["ours"], r["tflite2onnx"], r["tf2onnx"], r.get("litert", {})
         ort = [_time_or_fail(e, "ort", _ms) if "ort_error" not in e else "ort ✗" for e in (o, a, b)]
-        out.append(f"| {r['model']} | {_nodes(o)} | {_nodes(a)} | {_nodes(b)} | {ort[0]} | {ort[1]} "
+        opt = " / ".join(_ort_transposes(e) for e in (o, a, b))
+        out.append(f"| {r['model']} | {_nodes(o)} | {_nodes(a)} | {_nodes(b)} | {opt} | {ort[0]} | {ort[1]} "
                    f"| {_r(ratio(r, 'ort', 'tflite2onnx'))} | {ort[2]} | {_r(ratio(r, 'ort', 'tf2onnx'))} "
                    f"| {_ms(lt.get('time')) if lt.get('ok') else '✗'} |")
     return out
@@ -134,9 +139,26 @@ def target_lines(rows) -> list[str]:
     return out
 
 
+def layout_lines(rows) -> list[str]:
+    """Issue 15's targets: never more Transposes than tf2onnx, and inputs already channels-first keep their shape."""
+    both = [(r["model"], r["ours"]["transposes"], r["tf2onnx"]["transposes"]) for r in rows
+            if "transposes" in r["ours"] and "transposes" in r["tf2onnx"]]
+    worse = [f"{m} ({a} > {b})" for m, a, b in both if a > b]
+    kept = [r["ours"]["inputs_kept"] for r in rows if r["ours"].get("inputs_kept")]
+    cf = [(r["model"], *r["ours"]["inputs_kept"]) for r in rows if r["ours"].get("inputs_kept") and
+          r["ours"]["inputs_kept"][1]]
+    verdict = ("no model converted by both" if not both else
+               f"{'met' if not worse else 'NOT met'} on {len(both) - len(worse)}/{len(both)}")
+    return [f"- Transposes ours <= tf2onnx's on every model both convert: {verdict}"
+            + (f"; more on {', '.join(worse)}" if worse else ""),
+            f"- ONNX input shape = TFLite input shape when already channels-first: "
+            f"{sum(k for k, _ in kept)}/{sum(n for _, n in kept)} inputs of {len(cf)} models"
+            + ("" if all(k == n for _, k, n in cf) else ": NOT met on " + ", ".join(m for m, k, n in cf if k != n))]
+
+
 def summary(data) -> str:
     head = [f"(peers' figures from the full run of {data['peers_from']})"] if data.get("peers_from") else []
-    return "\n".join(head + target_lines(data["models"]))
+    return "\n".join(head + target_lines(data["models"]) + layout_lines(data["models"]))
 
 
 def render(data) -> str:
@@ -152,7 +174,7 @@ def render(data) -> str:
              *([f"Peers not run (--no-peers): their figures are the full run's of {data['peers_from']}, so the "
                 "ratios compare this code with the peers measured then (on a shared machine the load differs).",
                 ""] if data.get("peers_from") else []),
-             "## Targets", "", *target_lines(rows), "",
+             "## Targets", "", *target_lines(rows), *layout_lines(rows), "",
              "## Summary: the models of 100 KB or more", "", *summary_table(rows), "",
              "## Conversion time", "",
              f"In-process: median of at least {data['runs']} runs (up to 50 or ~0.25 s for fast ones) in 3 alternating blocks of ours and each peer, each block after a warm-up, file to file (ours: read + convert without "

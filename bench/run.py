@@ -154,6 +154,10 @@ def runtime(row: dict, model: Path) -> None:
         path = Path(entry.pop("output"))
         entry["nodes"], entry["transposes"] = measure.node_counts(path)
         try:
+            entry["ort_transposes"] = measure.ort_optimized_transposes(path)
+        except Exception as e:
+            entry["ort_error"] = one_line(e)
+        try:
             if feeds is None:
                 raise RuntimeError("no inputs (LiteRT could not load the model)")
             runners[name] = measure.ort_runner(path, feeds)
@@ -179,6 +183,10 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
         row[name] = peer(name, timed[name], model, work, args.cli_runs, cli) if drivers else \
             {"ok": False, "error": "not run (--no-peers)"}
     runtime(row, model)
+    try:
+        row["ours"]["inputs_kept"] = measure.inputs_kept(model) if row["ours"].get("ok") else None
+    except Exception as e:
+        row["ours"]["inputs_kept_error"] = one_line(e)
     for f in work.iterdir():
         f.unlink()
     return row
