@@ -34,7 +34,7 @@ class Mode:
     writes: tuple[Perm, ...]                  # per output slot (-1 outputs get ())
     cost: int = 0                             # Transposes the op emits itself (a TFLite TRANSPOSE kept as one)
     kind: str = "meet"                        # conflict kind when an input is read in another layout
-    why: str = ""                             # why the outputs have their layout
+    why: str = ""                             # why the outputs have their layout ({layout}: the first's name)
 
 
 @dataclass
@@ -80,6 +80,8 @@ class Problem:
     keep_io_layout: bool = False
     modes: dict[int, list[Mode]] = field(default_factory=dict)
     cand: dict[int, list[Perm]] = field(default_factory=dict)
+    _free: dict = field(default_factory=dict, repr=False)
+    _demands: dict | None = field(default=None, repr=False)
 
     def rank(self, t: int) -> int:
         return self.sg.tensors[t].rank
@@ -92,7 +94,25 @@ class Problem:
 
     def free(self, t: int, have: Perm, want: Perm) -> bool:
         """Reading t (layout `have`) in `want` needs no Transpose."""
-        return have == want or L.reshapable(L.apply(self.sg.tensors[t].dims, have), L.compose(L.inverse(have), want))
+        if have == want:
+            return True
+        key = (t, have, want)
+        if key not in self._free:
+            dims = self.sg.tensors[t].dims
+            self._free[key] = L.reshapable(L.apply(dims, have), L.compose(L.inverse(have), want))
+        return self._free[key]
+
+    def demands(self, t: int) -> list[Perm]:
+        """Layouts t's consumers read it in whatever mode they take (a consumer with one way only)."""
+        if self._demands is None:
+            self._demands = {}
+            for oi, modes in self.modes.items():
+                op = self.sg.ops[oi]
+                for s, x in self.acts(op):
+                    ways = {w for m in modes for slot, w in m.reads if slot == s}
+                    if len(ways) == 1:
+                        self._demands.setdefault(x, []).append(next(iter(ways)))
+        return self._demands.get(t, [])
 
     def build(self) -> Problem:
         for t, (perm, _) in self.fixed.items():
@@ -149,11 +169,14 @@ class Problem:
             reads = tuple((s, tuple(want.get(s, L.identity(self.rank(t))))) for s, t in acts)
             writes = tuple(tuple(outs[k]) if k < len(outs) else L.identity(r) for k, r in enumerate(ranks))
             modes.append(Mode(reads, writes, kind="terminate" if cat is X else "meet",
-                              why=f"derived by {_label(op)} ({cat.value}): " + L.name(writes[0] if writes else None)))
+                              why=f"derived by {_label(op)} ({cat.value}): {{layout}}"))
         if cat is A:
             ident = Mode(ident.reads, ident.writes, kind="no-rule",
                          why=f"{_label(op)} has no rule for this layout: TFLite layout")
-        return list(dict.fromkeys(modes + [ident]))
+        unique = {}
+        for m in modes + [ident]:                        # the same layouts under another name are one mode
+            unique.setdefault((m.reads, m.writes, m.cost), m)
+        return list(unique.values())
 
     def _combos(self, acts) -> list[tuple[Perm, ...]]:
         lists = [self.candidates(t) for _, t in acts]
@@ -171,7 +194,7 @@ class Problem:
         for p in list(dict.fromkeys(options))[:MAX_CANDIDATES]:
             reads = tuple((s, p if self.rank(t) == r0 else L.identity(self.rank(t))) for s, t in acts)
             modes.append(Mode(reads, tuple(p if r == r0 else L.identity(r) for r in ranks),
-                              why=f"follows {_label(op)} (Transparent): {L.name(p)}"))
+                              why=f"follows {_label(op)} (Transparent): {{layout}}"))
         return modes
 
     def _transpose(self, op) -> list[Mode]:
@@ -192,7 +215,7 @@ class Problem:
                 cost = 0 if L.reshapable(L.apply(self.sg.tensors[x].dims, p), net) else 1
                 what = "Transpose" if cost else ("no node" if L.is_identity(net) else "a Reshape")
                 modes.append(Mode(((0, p),), (r,), cost=cost,
-                                  why=f"written by {_label(op)} (TRANSPOSE, {what} here): {L.name(r)}"))
+                                  why=f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"))
         modes.sort(key=lambda m: m.cost)
         return modes
 

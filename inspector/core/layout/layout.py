@@ -9,6 +9,7 @@ reads exactly what `name` writes, plus the words `channels-first` and `keep`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 Perm = tuple[int, ...]
@@ -144,7 +145,12 @@ def is_trivial(shape: Sequence[int], perm: Sequence[int]) -> bool:
 
 def name(perm: Sequence[int] | None, rank: int | None = None) -> str:
     """Layout(perm).name; 'as TFLite' for None."""
-    return "as TFLite" if perm is None else Layout(tuple(perm)).name
+    return "as TFLite" if perm is None else _name(tuple(perm))
+
+
+@lru_cache(maxsize=1024)
+def _name(perm: Perm) -> str:
+    return Layout(perm).name
 
 
 def parse(text: str, rank: int) -> Perm:

@@ -124,6 +124,7 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
                 plan.why[t] = f"constant, folded from {label(oi)} at conversion"
             continue
         m = choice[oi]
+        why = m.why.replace("{layout}", L.name(m.writes[0]) if m.writes and m.writes[0] else "as TFLite")
         category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
         for s, w in m.reads:
             t = op.inputs[s]
@@ -144,7 +145,7 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
                 continue
             natural = m.writes[slot]
             plan.produced[(oi, slot)] = natural
-            plan.perms[t], plan.why[t] = natural, m.why
+            plan.perms[t], plan.why[t] = natural, why
             if t in pins and pins[t] != natural:
                 need(oi, t, pins[t], "pin", f"{sg.tensors[t].name} pinned to {L.name(pins[t])}; {label(oi)} writes "
                      f"{L.name(natural)}")

@@ -1,6 +1,8 @@
 """Choosing one Mode per op (see assign.py): the greedy pass, the lower bound, and the exact search (HiGHS)."""
 from __future__ import annotations
 
+import itertools
+import math
 import time
 
 import numpy as np
@@ -10,6 +12,7 @@ from .assign import TIME_BUDGET, Mode, Optimality, Problem, nbytes
 from .layout import Perm
 
 Choice = dict[int, Mode]
+ENUMERATE = 64              # up to this many combinations of modes are tried one by one instead of an ILP
 
 
 def layouts(pb: Problem, choice: Choice) -> dict[int, Perm]:
@@ -58,7 +61,6 @@ def transposes(pb: Problem, choice: Choice) -> tuple[int, int]:
 def greedy(pb: Problem) -> Choice:
     """Ops in order, each taking the mode that adds fewest Transposes given what is decided so far, counting the
     consumers that can read its outputs in one layout only (one step of look-ahead); channels-first on a tie."""
-    consumers = pb.sg.consumers()
     lay = {t: p for t, (p, _) in pb.fixed.items()}
     done: set[tuple] = set()
     choice: Choice = {}
@@ -74,9 +76,7 @@ def greedy(pb: Problem) -> Choice:
                     continue
                 have = pb.pins.get(t, m.writes[slot])
                 ahead += t in pb.pins and not pb.free(t, m.writes[slot], have)
-                for ci in consumers.get(t, []):
-                    demand = {w for cm in pb.modes.get(ci, []) for s, w in cm.reads if pb.sg.ops[ci].inputs[s] == t}
-                    ahead += len(demand) == 1 and not pb.free(t, have, next(iter(demand)))
+                ahead += sum(not pb.free(t, have, w) for w in pb.demands(t))
                 ahead += t in pb.outputs_allowed and not pb.free(t, have, presented(pb, t, have))
             return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
 
@@ -120,11 +120,23 @@ def lower_bound(pb: Problem) -> int:
 def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optimality]:
     """The best choice found and what is proven about it. The ILP runs only when greedy misses the bound."""
     start = time.perf_counter()
+    if all(len(modes) == 1 for modes in pb.modes.values()):
+        only = {oi: modes[0] for oi, modes in pb.modes.items()}
+        count = transposes(pb, only)[0]
+        return only, Optimality(count, count, "every op has one way only")
     best = greedy(pb)
     count = transposes(pb, best)[0]
     bound = lower_bound(pb)
     if count <= bound:
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
+    free = [oi for oi, modes in pb.modes.items() if len(modes) > 1]
+    if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
+        for picks in itertools.product(*(pb.modes[oi] for oi in free)):
+            choice = {**best, **dict(zip(free, picks))}
+            if transposes(pb, choice) < transposes(pb, best):
+                best = choice
+        count = transposes(pb, best)[0]
+        return best, Optimality(count, count, "every choice tried")
     found = _ilp(pb, time_budget)
     if found is None:
         return best, Optimality(count, bound, "greedy plan; the ILP solver did not run")
