@@ -177,8 +177,8 @@ def ort_optimized_transposes(path: Path) -> int:
 
 def inputs_kept(model: Path) -> tuple[int, int]:
     """(inputs whose ONNX shape is their TFLite shape, inputs our planner found channels-first already)."""
-    from inspector.core.convert import convert
-    from inspector.core.tflite_reader import read_tflite
+    from inspector.core.emit.convert import convert
+    from inspector.core.io.tflite_reader import read_tflite
     result = convert(read_tflite(str(model)), check=False)
     sg = result.graph.main
     cf = [t for t, why in result.plan.io_rules.items() if t in sg.inputs and "already channels-first" in why]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from inspector.core.layout import layout as L
-from inspector.core.layout.propagation import Planner
+from inspector.core.emit.convert import planner
 from inspector.core.layout.solve import greedy, transposes
 from inspector.core.io.tflite_builder import ModelBuilder
 
@@ -26,7 +26,7 @@ def dims(value_info):
 
 
 def greedy_count(result):
-    pb = Planner.of(result.graph).problem
+    pb = planner(result.graph).problem
     return transposes(pb, greedy(pb))[0]
 
 
@@ -131,14 +131,13 @@ def test_pins_are_hard_and_what_if_matches_convert(tmp_path):
     b = torch_cnn()
     r = check(b, tmp_path)
     sg = r.graph.main
-    a = sg.tensor_by_name("a").index if hasattr(sg, "tensor_by_name") else next(t.index for t in sg.tensors
-                                                                              if t.name == "a")
-    planner = Planner.of(r.graph)
+    a = next(t.index for t in sg.tensors if t.name == "a")
+    asker = planner(r.graph)
     keep = L.identity(4)
-    asked = planner.transposes_if(a, keep)
+    asked = asker.transposes_if(a, keep)
     pinned = check(torch_cnn(), tmp_path, pins={"a": "keep"})
     assert pinned.plan.perms[a] == keep and pinned.transposes == asked.transposes >= 1
-    assert asked.proven and L.channels_first(4) in planner.candidates(a)
+    assert asked.proven and L.channels_first(4) in asker.candidates(a)
 
 
 def test_peephole_folds_chains_and_turns_size1_moves_into_reshapes():

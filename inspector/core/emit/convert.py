@@ -15,7 +15,7 @@ from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.layout.layout import Perm
 from .ops.registry import load_all
-from inspector.core.layout.propagation import plan_layouts
+from inspector.core.layout.propagation import Planner, plan_layouts
 from inspector.core.layout.plan import Category
 from .result import ConversionResult, ConversionTrace
 
@@ -87,6 +87,12 @@ def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
         if sorted(out[t]) != list(range(rank)):
             raise ConversionError(f"pin {sg.tensors[t].name}: {value} is not a permutation of {rank} axes")
     return out
+
+
+def planner(graph: Graph, pins=None, keep_io_layout: bool = False) -> Planner:
+    """The main subgraph's layout problem as convert() poses it, for "what if" questions (pins by name or index)."""
+    folded, constants = fold_constants(graph.main)
+    return Planner(graph.main, _op_table(), resolve_pins(graph.main, pins), keep_io_layout, folded, set(constants))
 
 
 def unsupported(sg: Subgraph, table, folded) -> list[str]:

@@ -172,19 +172,13 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
 class Planner:
     """One subgraph's layout problem, kept to answer "what if" without emitting ONNX: `transposes_if(t, perm)`
     re-solves with t pinned to perm (the Transposes the plan causes; emitters' own internal ones not counted),
-    `plan()` is what convert() would use. Build it from a Graph with `Planner.of(graph, pins)`."""
+    `plan()` is what convert() would use. `inspector.core.emit.convert.planner(graph, pins)` builds one for a Graph."""
 
     def __init__(self, sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
                  time_budget: float = TIME_BUDGET):
         self.args = (sg, table, dict(pins or {}), keep_io_layout, skip, constants)
         self.time_budget = time_budget
         self.problem = problem(*self.args)
-
-    @classmethod
-    def of(cls, graph, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False) -> Planner:
-        from inspector.core.emit.convert import _op_table, fold_constants    # convert imports this module
-        folded, constants = fold_constants(graph.main)
-        return cls(graph.main, _op_table(), pins, keep_io_layout, folded, set(constants))
 
     def plan(self) -> LayoutPlan:
         choice, optimality = solve(self.problem, self.time_budget)
