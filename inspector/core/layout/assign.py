@@ -220,14 +220,10 @@ class Problem:
         return modes
 
 
-def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: bool) -> tuple[Perm, str]:
-    """A graph input's layout and the rule that decided it: channels-first when its data reaches an Implicit op
-    through layout-carrying ops (a TFLite image is NHWC); as in TFLite when a TRANSPOSE on the way makes it NHWC
-    (it is channels-first already, as in PyTorch-origin models) or nothing layout-sensitive reads it."""
+def reaches_implicit(sg: Subgraph, t: int, table, consumers, skip=frozenset()):
+    """(the first Implicit op tensor t reaches through layout-carrying ops, the TRANSPOSE making it channels-last
+    met on the way): the walk stops at such a TRANSPOSE, beyond it t's data is channels-first already."""
     rank = sg.tensors[t].rank
-    ident = L.identity(rank)
-    if rank < 3:
-        return ident, "graph input of rank < 3: as in TFLite"
     seen, stack, via = set(), [t], None
     while stack:
         cur = stack.pop()
@@ -239,14 +235,28 @@ def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: b
             if oi in skip or rule is None:
                 continue
             if rule.category is I and any(op.inputs[s] == cur for s in rule.layout_inputs if s < len(op.inputs)):
-                if keep_io_layout:
-                    return ident, "graph input kept in the TFLite layout (--keep-io-layout)"
-                return L.channels_first(rank), f"graph input, image-like (reaches {_label(op)}): channels-first"
+                return op, via
             if op.opcode == "TRANSPOSE" and op.inputs[0] == cur and _makes_channels_last(sg, op):
                 via = via or op
                 continue
             if rule.category in (T, A):
                 stack.extend(o for o in op.outputs if o >= 0 and sg.tensors[o].rank == rank)
+    return None, via
+
+
+def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: bool) -> tuple[Perm, str]:
+    """A graph input's layout and the rule that decided it: channels-first when its data reaches an Implicit op
+    through layout-carrying ops (a TFLite image is NHWC); as in TFLite when a TRANSPOSE on the way makes it NHWC
+    (it is channels-first already, as in PyTorch-origin models) or nothing layout-sensitive reads it."""
+    rank = sg.tensors[t].rank
+    ident = L.identity(rank)
+    if rank < 3:
+        return ident, "graph input of rank < 3: as in TFLite"
+    reach, via = reaches_implicit(sg, t, table, consumers, skip)
+    if reach is not None:
+        if keep_io_layout:
+            return ident, "graph input kept in the TFLite layout (--keep-io-layout)"
+        return L.channels_first(rank), f"graph input, image-like (reaches {_label(reach)}): channels-first"
     if via is not None:
         return ident, f"graph input already channels-first ({_label(via)} makes it channels-last): as in TFLite"
     return ident, "graph input, no layout-sensitive op reaches it: as in TFLite"

@@ -14,34 +14,13 @@ decided by rule first (assign.input_layout); user pins are hard constraints.
 from __future__ import annotations
 
 from . import layout as L
-from inspector.core.ir.graph import Op, Subgraph
+from inspector.core.ir.graph import Subgraph
 from .assign import TIME_BUDGET, Optimality, Problem, image_output, input_layout
 from .layout import Perm
 from .plan import Category, Conflict, LayoutPlan
 from .solve import Choice, presented, solve
 
 I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Category.TERMINATE
-
-
-def reaches_implicit(sg: Subgraph, t: int, table, consumers, skip=frozenset()) -> Op | None:
-    """The first Implicit op that tensor t reaches through layout-carrying ops, or None."""
-    rank = sg.tensors[t].rank
-    seen, stack = set(), [t]
-    while stack:
-        cur = stack.pop()
-        if cur in seen:
-            continue
-        seen.add(cur)
-        for oi in consumers.get(cur, []):
-            op = sg.ops[oi]
-            rule = table.get(op.opcode)
-            if oi in skip or rule is None:
-                continue
-            if rule.category is I and any(op.inputs[s] == cur for s in rule.layout_inputs if s < len(op.inputs)):
-                return op
-            if rule.category in (T, A):
-                stack.extend(o for o in op.outputs if o >= 0 and sg.tensors[o].rank == rank)
-    return None
 
 
 def choose_layout(perms: list[Perm], pin: Perm | None, rank: int, demands: list[Perm] = ()) -> Perm:

@@ -127,7 +127,7 @@ def variable_layouts(sg) -> dict[int, tuple[int, ...]]:
     cached = _LAYOUTS                      # one tuple, read once: safe when worker threads convert in parallel
     if cached[0] is sg:                    # every READ/ASSIGN rule of one planning pass asks about the same subgraph
         return cached[1]
-    from inspector.core.layout.propagation import reaches_implicit
+    from inspector.core.layout.assign import reaches_implicit
     from .registry import OPS
     consumers = sg.consumers()
     out: dict[int, tuple[int, ...]] = {}
@@ -136,7 +136,7 @@ def variable_layouts(sg) -> dict[int, tuple[int, ...]]:
             continue
         t = o.outputs[0]
         rank = sg.tensors[t].rank
-        if rank >= 3 and reaches_implicit(sg, t, OPS, consumers):
+        if rank >= 3 and reaches_implicit(sg, t, OPS, consumers)[0]:
             out[o.inputs[0]] = L.channels_first(rank)
     _LAYOUTS = (sg, out)
     return out
