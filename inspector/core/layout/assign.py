@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +28,7 @@ MAX_COMBOS = 16               # input-layout combinations an Attribute rule is a
 TIME_BUDGET = 2.0             # seconds HiGHS may search one subgraph
 
 
-@dataclass(frozen=True)
-class Mode:
+class Mode(NamedTuple):                       # a tuple: made by the thousand, cheaply
     """One way to run an op: the layout each activation input is read in and each output is written in."""
     reads: tuple[tuple[int, Perm], ...]       # (input slot, layout)
     writes: tuple[Perm, ...]                  # per output slot (-1 outputs get ())
@@ -57,6 +57,18 @@ class Optimality:
         return f"{self.transposes} Transpose(s), {gap} ({self.method})"
 
 
+_ID: dict[int, Perm] = {}
+_CF: dict[int, Perm] = {}
+
+
+def _id(rank: int) -> Perm:
+    return _ID.get(rank) or _ID.setdefault(rank, L.identity(rank))
+
+
+def _cf(rank: int) -> Perm:
+    return _CF.get(rank) or _CF.setdefault(rank, L.channels_first(rank))
+
+
 def nbytes(sg: Subgraph, t: int) -> int:
     ten = sg.tensors[t]
     size = np.dtype(ten.dtype).itemsize if ten.dtype in np.sctypeDict else 4
@@ -81,6 +93,7 @@ class Problem:
     modes: dict[int, list[Mode]] = field(default_factory=dict)
     cand: dict[int, list[Perm]] = field(default_factory=dict)
     _free: dict = field(default_factory=dict, repr=False)
+    _bytes: dict = field(default_factory=dict, repr=False)
     _demands: dict | None = field(default=None, repr=False)
 
     def rank(self, t: int) -> int:
@@ -91,6 +104,11 @@ class Problem:
 
     def candidates(self, t: int) -> list[Perm]:
         return self.cand.get(t) or [L.identity(self.rank(t))]
+
+    def nbytes(self, t: int) -> int:
+        if t not in self._bytes:
+            self._bytes[t] = nbytes(self.sg, t)
+        return self._bytes[t]
 
     def free(self, t: int, have: Perm, want: Perm) -> bool:
         """Reading t (layout `have`) in `want` needs no Transpose."""
@@ -135,21 +153,23 @@ class Problem:
     def _modes(self, op) -> list[Mode]:
         rule = self.table.get(op.opcode)
         acts = self.acts(op)
-        ranks = [self.rank(t) if t >= 0 else 0 for t in op.outputs]
-        ident = Mode(tuple((s, L.identity(self.rank(t))) for s, t in acts), tuple(L.identity(r) for r in ranks),
-                     kind="no-rule" if rule is None else "terminate",
-                     why=f"{_label(op)} has no layout rule: TFLite layout" if rule is None
-                     else f"written by {_label(op)} (Terminate): TFLite layout")
-        if rule is None:
-            return [ident]
-        cat = rule.category
+        tensors = self.sg.tensors
+        ranks = [tensors[t].rank if t >= 0 else 0 for t in op.outputs]
+        cat = rule.category if rule is not None else None
         if cat is I:
-            reads = tuple((s, L.channels_first(self.rank(t)) if s in rule.layout_inputs else L.identity(self.rank(t)))
-                          for s, t in acts)
-            return [Mode(reads, tuple(L.channels_first(r) for r in ranks),
+            reads = tuple([(s, _cf(tensors[t].rank) if s in rule.layout_inputs else _id(tensors[t].rank))
+                           for s, t in acts])
+            return [Mode(reads, tuple([_cf(r) for r in ranks]),
                          why=f"written by {_label(op)} (Implicit): channels-first")]
         if cat is T:
             return self._transparent(op, acts, ranks)
+        ident = Mode(tuple([(s, _id(tensors[t].rank)) for s, t in acts]), tuple([_id(r) for r in ranks]),
+                     kind="no-rule" if cat is not X else "terminate",
+                     why=f"{_label(op)} has no layout rule: TFLite layout" if rule is None
+                     else f"{_label(op)} has no rule for this layout: TFLite layout" if cat is A
+                     else f"written by {_label(op)} (Terminate): TFLite layout")
+        if rule is None:
+            return [ident]
         if op.opcode == "TRANSPOSE":
             got = self._transpose(op)
             if got:
@@ -157,7 +177,8 @@ class Problem:
         if rule.rule is None:
             return [ident]
         out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
-        modes = []
+        unique = {}
+        kind, why = "terminate" if cat is X else "meet", f"derived by {_label(op)} ({cat.value}): {{layout}}"
         for combo in self._combos(acts):
             in_perms = [None] * len(op.inputs)
             for (s, _), p in zip(acts, combo):
@@ -166,20 +187,16 @@ class Problem:
             if got is None:
                 continue
             want, outs = got
-            reads = tuple((s, tuple(want.get(s, L.identity(self.rank(t))))) for s, t in acts)
-            writes = tuple(tuple(outs[k]) if k < len(outs) else L.identity(r) for k, r in enumerate(ranks))
-            modes.append(Mode(reads, writes, kind="terminate" if cat is X else "meet",
-                              why=f"derived by {_label(op)} ({cat.value}): {{layout}}"))
-        if cat is A:
-            ident = Mode(ident.reads, ident.writes, kind="no-rule",
-                         why=f"{_label(op)} has no rule for this layout: TFLite layout")
-        unique = {}
-        for m in modes + [ident]:                        # the same layouts under another name are one mode
-            unique.setdefault((m.reads, m.writes, m.cost), m)
+            reads = tuple([(s, tuple(want[s]) if s in want else _id(tensors[t].rank)) for s, t in acts])
+            writes = tuple([tuple(outs[k]) if k < len(outs) else _id(r) for k, r in enumerate(ranks)])
+            unique.setdefault((reads, writes), Mode(reads, writes, kind=kind, why=why))
+        unique.setdefault((ident.reads, ident.writes), ident)   # the same layouts under another name: one mode
         return list(unique.values())
 
     def _combos(self, acts) -> list[tuple[Perm, ...]]:
         lists = [self.candidates(t) for _, t in acts]
+        if len(lists) == 1:
+            return [(p,) for p in lists[0]]
         if math.prod(len(c) for c in lists) <= MAX_COMBOS:
             return list(itertools.product(*lists))
         first = lists[0]        # too many: every input in the first input's layout where it can be
@@ -202,7 +219,7 @@ class Problem:
         q_t = op.inputs[1] if len(op.inputs) > 1 else -1
         if q_t < 0 or self.sg.tensors[q_t].data is None or op.inputs[0] in self.constants:
             return []
-        q = tuple(int(v) for v in np.asarray(self.sg.tensors[q_t].data).reshape(-1))
+        q = tuple(np.asarray(self.sg.tensors[q_t].data).reshape(-1).tolist())
         x, y = op.inputs[0], op.outputs[0]
         if sorted(q) != list(range(self.rank(x))) or self.rank(y) != len(q):
             return []
@@ -287,5 +304,5 @@ def _makes_channels_last(sg: Subgraph, op) -> bool:
     q = sg.tensors[op.inputs[1]].data if len(op.inputs) > 1 and op.inputs[1] >= 0 else None
     if q is None:
         return False
-    q = tuple(int(v) for v in np.asarray(q).reshape(-1))
+    q = tuple(np.asarray(q).reshape(-1).tolist())
     return len(q) >= 3 and L.compose(q, L.channels_first(len(q))) == L.identity(len(q))

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from . import layout as L
-from .assign import TIME_BUDGET, Mode, Optimality, Problem, nbytes
+from .assign import TIME_BUDGET, Mode, Optimality, Problem
 from .layout import Perm
 
 Choice = dict[int, Mode]
@@ -33,8 +33,8 @@ def presented(pb: Problem, t: int, have: Perm) -> Perm:
     return next((a for a in allowed if pb.free(t, have, a)), allowed[0])
 
 
-def transposes(pb: Problem, choice: Choice) -> tuple[int, int]:
-    """(Transposes, bytes they move) of a complete choice."""
+def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
+    """(Transposes, bytes they move, Transposes inserted rather than a TFLite TRANSPOSE's own) of a choice."""
     lay = layouts(pb, choice)
     ops = pb.sg.ops
     pairs: dict[tuple, int] = {}
@@ -42,20 +42,20 @@ def transposes(pb: Problem, choice: Choice) -> tuple[int, int]:
     for oi, m in choice.items():
         op = ops[oi]
         if m.cost:
-            count, moved = count + m.cost, moved + nbytes(pb.sg, op.inputs[0])
+            count, moved = count + m.cost, moved + pb.nbytes(op.inputs[0])
         for s, want in m.reads:
             t = op.inputs[s]
             have = lay.get(t, L.identity(pb.rank(t)))
             if not pb.free(t, have, want):
-                pairs[(t, want)] = nbytes(pb.sg, t)
+                pairs[(t, want)] = pb.nbytes(t)
         for slot, t in enumerate(op.outputs):
             if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
-                pairs[(t, "pin")] = nbytes(pb.sg, t)
+                pairs[(t, "pin")] = pb.nbytes(t)
     for t in pb.outputs_allowed:
         have = lay.get(t, L.identity(pb.rank(t)))
         if not pb.free(t, have, presented(pb, t, have)):
-            pairs[(t, "out")] = nbytes(pb.sg, t)
-    return count + len(pairs), moved + sum(pairs.values())
+            pairs[(t, "out")] = pb.nbytes(t)
+    return count + len(pairs), moved + sum(pairs.values()), len(pairs)
 
 
 def greedy(pb: Problem) -> Choice:
@@ -120,23 +120,21 @@ def lower_bound(pb: Problem) -> int:
 def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optimality]:
     """The best choice found and what is proven about it. The ILP runs only when greedy misses the bound."""
     start = time.perf_counter()
-    if all(len(modes) == 1 for modes in pb.modes.values()):
-        only = {oi: modes[0] for oi, modes in pb.modes.items()}
-        count = transposes(pb, only)[0]
-        return only, Optimality(count, count, "every op has one way only")
+    free = [oi for oi, modes in pb.modes.items() if len(modes) > 1]
+    if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
+        best = {oi: modes[0] for oi, modes in pb.modes.items()}
+        score = transposes(pb, best)
+        for picks in itertools.product(*(pb.modes[oi] for oi in free)) if free else ():
+            choice = {**best, **dict(zip(free, picks))}
+            got = transposes(pb, choice)
+            if got < score:
+                best, score = choice, got
+        return best, Optimality(score[0], score[0], "every choice tried" if free else "every op has one way only")
     best = greedy(pb)
     count = transposes(pb, best)[0]
     bound = lower_bound(pb)
     if count <= bound:
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
-    free = [oi for oi, modes in pb.modes.items() if len(modes) > 1]
-    if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
-        for picks in itertools.product(*(pb.modes[oi] for oi in free)):
-            choice = {**best, **dict(zip(free, picks))}
-            if transposes(pb, choice) < transposes(pb, best):
-                best = choice
-        count = transposes(pb, best)[0]
-        return best, Optimality(count, count, "every choice tried")
     found = _ilp(pb, time_budget)
     if found is None:
         return best, Optimality(count, bound, "greedy plan; the ILP solver did not run")
@@ -168,17 +166,18 @@ def _ilp(pb: Problem, time_budget: float):
         return col[key]
 
     producers = sg.producers()
-    total = sum(nbytes(sg, t.index) for t in sg.tensors) * 8 + 1.0      # so bytes never outweigh one Transpose
+    total = sum(pb.nbytes(t.index) for t in sg.tensors) * 8 + 1.0      # so bytes never outweigh one Transpose
     weight = {}
 
     def w(t):
         if t not in weight:
-            weight[t] = 1.0 + nbytes(sg, t) / total
+            weight[t] = 1.0 + (pb.nbytes(t) + 1) / total    # + 1: an inserted Transpose is a node more
         return weight[t]
 
     rows: list[tuple[dict[int, float], float]] = []    # sum(coef * x) >= lower
     for oi, modes in pb.modes.items():
-        ys = [var(("y", oi, k), m.cost * w(sg.ops[oi].inputs[0]) if m.cost else 0.0) for k, m in enumerate(modes)]
+        own = 1.0 + pb.nbytes(sg.ops[oi].inputs[0]) / total if sg.ops[oi].inputs else 1.0
+        ys = [var(("y", oi, k), m.cost * own) for k, m in enumerate(modes)]
         rows.append(({y: 1.0 for y in ys}, 1.0))
         rows.append(({y: -1.0 for y in ys}, -1.0))
 
