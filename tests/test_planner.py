@@ -161,3 +161,32 @@ def test_peephole_folds_chains_and_turns_size1_moves_into_reshapes():
     onnx.checker.check_model(model, full_check=True)
     after = run_onnx(model, feed, [])
     assert all(np.array_equal(before[k], after[k]) for k in ("y", "z"))
+
+
+def test_linear_over_channels_of_a_channels_first_map_is_a_1x1_conv(tmp_path):
+    """ConvNeXt's block in litert-torch's form: depthwise conv, flatten H and W, Linear over channels, GELU,
+    Linear back, unflatten, residual add: the flatten carries channels-first and the Linears become 1x1 Convs."""
+    h, w, c, hidden = 6, 10, 4, 8
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    x = b.input("x", [1, 3, h, w])
+    y = conv(b, transpose(b, x, [1, h, w, 3], NCHW_TO_NHWC, "t0"), 3, c, h, w, "a")
+    flat = b.tensor("flat", [1, h * w, c])
+    b.op("RESHAPE", [y, b.const("s3", np.array([1, h * w, c], np.int32))], [flat])
+    up = b.tensor("up", [1, h * w, hidden])
+    b.op("FULLY_CONNECTED", [flat, b.const("w1", rng.uniform(-1, 1, (hidden, c)).astype(np.float32)),
+                             b.const("b1", rng.uniform(-1, 1, hidden).astype(np.float32))], [up],
+         {"keep_num_dims": True})
+    act = b.tensor("act", [1, h * w, hidden])
+    b.op("GELU", [up], [act])
+    down = b.tensor("down", [1, h * w, c])
+    b.op("FULLY_CONNECTED", [act, b.const("w2", rng.uniform(-1, 1, (c, hidden)).astype(np.float32)), None],
+         [down], {"keep_num_dims": True})
+    back = b.tensor("back", [1, h, w, c])
+    b.op("RESHAPE", [down, b.const("s4", np.array([1, h, w, c], np.int32))], [back])
+    res = b.tensor("res", [1, h, w, c])
+    b.op("ADD", [back, y], [res])
+    b.output(transpose(b, res, [1, c, h, w], NHWC_TO_NCHW, "t1"))
+    r = check(b, tmp_path)
+    assert r.transposes == 0 and r.plan.optimality.proven
+    assert sum(n.op_type == "Conv" for n in r.model.graph.node) == 3

@@ -50,7 +50,8 @@ def test_transposes_never_above_the_greedy_count(corpus, rel):
     assert result.transposes <= CEILING.get(rel, 0), [c.reason for c in result.plan.conflicts]
 
 TORCH_CNNS = ["torch/googlenet.tflite", "torch/mnasnet0_5.tflite", "torch/mobilenet_v2_w050.tflite",
-              "torch/regnet_y_400mf.tflite", "torch/siamese_two_inputs.tflite", "torch/kws_dwsep_conv1d.tflite"]
+              "torch/regnet_y_400mf.tflite", "torch/siamese_two_inputs.tflite", "torch/kws_dwsep_conv1d.tflite",
+              "torch/convnext_nano.tflite"]
 
 
 @pytest.mark.corpus

@@ -31,10 +31,35 @@ op("SOFTMAX", category=A, onnx="Softmax", rule=keep_layout)(_softmax("Softmax"))
 op("LOG_SOFTMAX", category=A, onnx="LogSoftmax", rule=keep_layout)(_softmax("LogSoftmax"))
 
 
-@op("FULLY_CONNECTED", category=X, onnx=("Gemm", "MatMul", "Reshape"))
+def fc_rule(op, sg, in_perms, out_pin):
+    """A float Dense over the last axis of a tensor that is channels-first is a 1x1 convolution: it reads and
+    writes channels-first (ConvNeXt's Linear layers between its depthwise convolutions)."""
+    x, w = sg.tensors[op.inputs[0]], sg.tensors[op.inputs[1]]
+    out = sg.tensors[op.outputs[0]]
+    r = x.rank
+    if (r < 3 or in_perms[0] != L.channels_first(r) or out.rank != r or not op.options.get("keep_num_dims")
+            or w.data is None or x.dtype != "float32" or w.dtype != "float32" or out.dtype != "float32"
+            or x.quantization is not None or out.quantization is not None):
+        return None
+    return {0: in_perms[0]}, [L.channels_first(r)]
+
+
+def _fc_as_conv(ctx, op) -> None:
+    """FULLY_CONNECTED read channels-first: Conv with the [units, K] weights as a [units, K, 1, ...] kernel."""
+    r = ctx.tensor(op.inputs[0]).rank
+    w = ctx.data(op.inputs[1]) if ctx.is_const(op.inputs[1]) else ctx.tensor(op.inputs[1]).data
+    kernel = ctx.const(w.reshape(w.shape + (1,) * (r - 2)), "fc_kernel")
+    bias = ctx.input(op, 2) if len(op.inputs) > 2 else ""
+    ctx.node("Conv", [ctx.input(op, 0), kernel] + ([bias] if bias else []), [ctx.fused(op, ctx.output(op))])
+
+
+@op("FULLY_CONNECTED", category=X, onnx=("Gemm", "MatMul", "Reshape", "Conv"), rule=fc_rule)
 def fully_connected(ctx, op):
     if hybrid.applies(ctx, op):
         return hybrid.fully_connected(ctx, op)
+    if ctx.plan.inputs.get((op.index, 0)) == L.channels_first(ctx.tensor(op.inputs[0]).rank) and \
+            ctx.tensor(op.inputs[0]).rank >= 3:
+        return _fc_as_conv(ctx, op)
     x_t, w_t = op.inputs[0], op.inputs[1]
     out_t = op.outputs[0]
     w_shape = ctx.shape(w_t)                          # [units, K]
