@@ -112,13 +112,13 @@ def test_context_menu_custom_permutation_and_clear_all(qtbot, window, model):
     assert not dlg.buttons.button(dlg.buttons.StandardButton.Ok).isEnabled()
     assert "permutation" in dlg.preview.text()
     dlg.field.setText("0,2,1,3")
-    assert dlg.preview.text().startswith("ONNX shape 1×5×7×2")        # y is [1, 7, 5, 2] in TFLite
+    assert dlg.preview.text().startswith("ONNX shape 1×4×7×2")        # y is [1, 7, 4, 2] in TFLite
     dlg.accept()
     settle(qtbot, w)
     assert s.pins == {"y": "0,2,1,3"}
     assert s.result.plan.pins[y] == (0, 2, 1, 3)
     out = next(vi for vi in s.result.model.graph.output if vi.name == "y")
-    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 5, 7, 2]
+    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 4, 7, 2]
     w.editor.pin("a", "keep")
     settle(qtbot, w)
     assert set(s.pins) == {"y", "a"}

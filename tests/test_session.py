@@ -18,16 +18,17 @@ RNG = np.random.default_rng(11)
 
 @pytest.fixture
 def model(tmp_path):
-    """conv -> reshape -> conv: two Transposes by default; pinning the first conv's output moves one."""
+    """conv -> reshape -> conv: two Transposes by default; pinning the first conv's output moves one. The Reshape
+    regroups [5, 7, 4] as [7, 4, 5], mixing channels into space, so it needs TFLite's memory order."""
     b = ModelBuilder()
     x = b.input("x", [1, 5, 7, 3])
     a = b.tensor("a", [1, 5, 7, 4])
     b.op("CONV_2D", [x, b.const("wa", RNG.standard_normal((4, 3, 2, 3)).astype(np.float32)), None], [a],
          {"padding": "SAME"})
-    r = b.tensor("r", [1, 7, 5, 4])
-    b.op("RESHAPE", [a, b.const("shape", np.array([1, 7, 5, 4], np.int32))], [r], {"new_shape": [1, 7, 5, 4]})
-    y = b.tensor("y", [1, 7, 5, 2])
-    b.op("CONV_2D", [r, b.const("wy", RNG.standard_normal((2, 3, 2, 4)).astype(np.float32)), None], [y],
+    r = b.tensor("r", [1, 7, 4, 5])
+    b.op("RESHAPE", [a, b.const("shape", np.array([1, 7, 4, 5], np.int32))], [r], {"new_shape": [1, 7, 4, 5]})
+    y = b.tensor("y", [1, 7, 4, 2])
+    b.op("CONV_2D", [r, b.const("wy", RNG.standard_normal((2, 3, 2, 5)).astype(np.float32)), None], [y],
          {"padding": "SAME"})
     b.output(y)
     path = tmp_path / "m.tflite"
