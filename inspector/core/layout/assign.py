@@ -146,8 +146,13 @@ class Problem:
                 if t in self.pins:
                     self.cand[t] = [self.pins[t]]
                     continue
-                seen = list(dict.fromkeys(m.writes[slot] for m in modes if len(m.writes[slot]) == self.rank(t)))
-                self.cand[t] = seen[:MAX_CANDIDATES] or [L.identity(self.rank(t))]
+                rank = self.sg.tensors[t].rank
+                if len(modes) == 1:
+                    w = modes[0].writes[slot]
+                    self.cand[t] = [w if len(w) == rank else _id(rank)]
+                    continue
+                seen = list(dict.fromkeys([m.writes[slot] for m in modes if len(m.writes[slot]) == rank]))
+                self.cand[t] = seen[:MAX_CANDIDATES] or [_id(rank)]
         return self
 
     def _modes(self, op) -> list[Mode]:

@@ -81,10 +81,10 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
     """The LayoutPlan of a choice: layouts, what each op reads and writes, and a Conflict for every Transpose."""
     sg, pins = pb.sg, pb.pins
     plan = LayoutPlan(pins=dict(pins), optimality=optimality)
-    rank = [len(t.shape) for t in sg.tensors]
+    tensors = sg.tensors
 
     def cur(t: int) -> Perm:
-        return plan.perms.get(t, L.identity(rank[t]))
+        return plan.perms.get(t) or L.identity(tensors[t].rank)
 
     def label(oi: int) -> str:
         return f"{sg.ops[oi].opcode}#{oi}"
@@ -133,7 +133,7 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
         have = cur(t)
         want = presented(pb, t, have)
         plan.outputs[t] = want
-        keep = pb.keep_io_layout and t not in pins and rank[t] >= 3
+        keep = pb.keep_io_layout and t not in pins and tensors[t].rank >= 3
         plan.io_rules.setdefault(t, "graph output kept in the TFLite layout (--keep-io-layout)" if keep
                                  else "graph output presented " + ("as TFLite" if L.is_identity(want)
                                                                    else f"as {L.name(want)}") +
@@ -143,8 +143,9 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
             reason = ("graph output kept in the TFLite layout (--keep-io-layout)" if keep
                       else f"graph output {sg.tensors[t].name} is {L.name(have)}; presented as TFLite's")
             need(None, t, want, "io", reason)
-    for t in range(len(sg.tensors)):
-        plan.why.setdefault(t, "constant" if t in pb.constants else "TFLite layout")
+    for t in range(len(tensors)):
+        if t not in plan.why:
+            plan.why[t] = "constant" if t in pb.constants else "TFLite layout"
     return plan
 
 
