@@ -190,3 +190,4 @@ def test_linear_over_channels_of_a_channels_first_map_is_a_1x1_conv(tmp_path):
     r = check(b, tmp_path)
     assert r.transposes == 0 and r.plan.optimality.proven
     assert sum(n.op_type == "Conv" for n in r.model.graph.node) == 3
+

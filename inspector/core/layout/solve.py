@@ -137,7 +137,7 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optima
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
     found = _ilp(pb, time_budget)
     if found is None:
-        return best, Optimality(count, bound, "greedy plan; the ILP solver did not run")
+        return best, Optimality(count, bound, f"greedy plan: the ILP found no plan within {time_budget:g} s")
     choice, dual, optimal = found
     if transposes(pb, choice) < transposes(pb, best):
         best = choice
@@ -249,5 +249,6 @@ def _ilp(pb: Problem, time_budget: float):
     for oi, modes in pb.modes.items():
         k = max(range(len(modes)), key=lambda k: values[col[("y", oi, k)]])
         choice[oi] = modes[k]
-    dual = h.getInfo().mip_dual_bound
-    return choice, int(np.ceil(dual - 1 + 1e-6)), status == highspy.HighsModelStatus.kOptimal
+    dual = h.getInfo().mip_dual_bound             # -inf when stopped before any bound
+    bound = int(np.ceil(dual - 1 + 1e-6)) if np.isfinite(dual) else 0
+    return choice, bound, status == highspy.HighsModelStatus.kOptimal
