@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from . import layout as L
 from inspector.core.ir.graph import Subgraph
-from .assign import TIME_BUDGET, Optimality, Problem, image_output, input_layout
+from .assign import TIME_BUDGET, Optimality, Problem
+from .io_rules import image_output, input_layout
 from .layout import Perm
 from .plan import Category, Conflict, LayoutPlan
 from .solve import Choice, presented, solve

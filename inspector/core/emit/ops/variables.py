@@ -127,7 +127,7 @@ def variable_layouts(sg) -> dict[int, tuple[int, ...]]:
     cached = _LAYOUTS                      # one tuple, read once: safe when worker threads convert in parallel
     if cached[0] is sg:                    # every READ/ASSIGN rule of one planning pass asks about the same subgraph
         return cached[1]
-    from inspector.core.layout.assign import reaches_implicit
+    from inspector.core.layout.io_rules import reaches_implicit
     from .registry import OPS
     consumers = sg.consumers()
     out: dict[int, tuple[int, ...]] = {}
