@@ -13,6 +13,7 @@ from . import peephole
 from .emitter import Emitter, onnx_dtype
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
+from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.layout import Perm
 from .ops.registry import load_all
 from inspector.core.layout.propagation import Planner, plan_layouts
@@ -123,6 +124,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         table = with_custom_nodes(graph, table)
     sg = graph.main
     check_arity(graph)
+    check_control_flow(graph)
     folded, constants = fold_constants(sg)
     missing = unsupported(sg, table, folded)
     for i, other in enumerate(graph.subgraphs[1:], 1):
