@@ -580,7 +580,7 @@ def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
     if buf[4:8] != b"TFL3":
         raise ModelLoadError(path, "not a TFLite file: the TFL3 identifier is missing")
     try:
-        return _Reader(buf, path).read()
+        graph = _Reader(buf, path).read()
     except _Bad as e:
         raise ModelLoadError(path, str(e)) from None
     except (IndexError, struct.error, TypeError):   # the flatbuffers runtime followed an offset out of the buffer
@@ -588,6 +588,31 @@ def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
                              ) from None
     except (ValueError, OverflowError, UnicodeDecodeError, MemoryError) as e:
         raise ModelLoadError(path, f"corrupt TFLite file ({type(e).__name__}: {e})") from None
+    _litert_verify(buf, path)
+    return graph
+
+
+FLATBUFFER_MAX = 2**31 - 1        # flatbuffers' verifier stops here; beyond it our own checks stand alone
+_OP_RESOLUTION = re.compile(r"find op|unresolved|custom op|Registration", re.I)
+
+
+def _litert_verify(buf: bytes, path: str) -> None:
+    """LiteRT's own flatbuffer verifier and model checks (building an interpreter resolves no kernels and
+    allocates no tensors: about a millisecond), when LiteRT is installed. A file it refuses is refused here with
+    its reason; before, `convert` wrote an ONNX file and `validate` then failed with a traceback."""
+    if len(buf) > FLATBUFFER_MAX:
+        return
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return
+    try:
+        Interpreter(model_content=buf,
+                    experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    except (ValueError, RuntimeError) as e:
+        reason = (str(e).strip().splitlines() or ["no reason given"])[0]
+        if not _OP_RESOLUTION.search(reason):     # a kernel this LiteRT build lacks is no fault of the file
+            raise ModelLoadError(path, f"LiteRT refuses this file: {reason}") from None
 
 
 def read_tflite(path: str | Path) -> Graph:
