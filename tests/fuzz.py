@@ -47,6 +47,8 @@ class _Worker:
             raise SystemExit(f"no corpus models under {corpus}")
         self.onx = fc.onnx_seeds(self.tfl)
         self.folder = fc.prepare_folder(Path(tempfile.mkdtemp(prefix="fuzz-", dir=tmp)))
+        import ai_edge_litert.interpreter  # noqa: F401  (the reader's verifier: mapped before the memory limit)
+        import inspector.cli.convert  # noqa: F401  (the attack cases run the CLI)
 
     def case(self, seed: int) -> tuple[str, str, bytes] | None:
         try:

@@ -87,8 +87,15 @@ def prepare_folder(folder: Path) -> Path:
 
 # -- cases ---------------------------------------------------------------------------------------------------------
 
+ATTACK_EVERY = 10             # every tenth case is an attack of tests/fuzz_attacks.py (special files, chains...)
+
+
 def make_case(seed: int, tfl: list, onx: list, folder: Path) -> tuple[str, str, bytes]:
     """(format, description, bytes) of case `seed`; a mutation the builder cannot write is drawn again."""
+    if seed % ATTACK_EVERY == ATTACK_EVERY - 1:
+        from .fuzz_attacks import make_attack
+        what, data = make_attack(random.Random(seed))
+        return "attack", what, data
     for attempt in range(8):
         try:
             return _make_case(random.Random(seed if attempt == 0 else f"{seed}/{attempt}"), tfl, onx, folder)
@@ -206,6 +213,9 @@ def _session(rng, g: Graph, data: bytes, folder: Path, stage: str) -> str:
 def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
     """The pipeline a user's file goes through; returns how far it got. Only InspectorError may escape."""
     rng = random.Random(seed ^ 0x5EED)
+    if fmt == "attack":
+        from .fuzz_attacks import run_attack
+        return run_attack(data, folder)
     if fmt == "tflite":
         from inspector.core.emit.convert import convert
         from inspector.core.metadata.denotation import annotate, check

@@ -39,6 +39,14 @@ def test_fuzz_slice_reaches_every_stage(slice_summary, outcome):
     assert slice_summary.outcomes[outcome] >= 5, dict(slice_summary.outcomes)
 
 
+@pytest.mark.parametrize("kind", ["while_chain", "external_data", "special_file", "session_value",
+                                  "option_value", "custom_op"])
+def test_fuzz_slice_runs_every_attack_class(slice_summary, kind):
+    """Every tenth case is an attack (tests/fuzz_attacks.py): each class ran, under the same watchdogs."""
+    ran = sum(n for k, n in slice_summary.outcomes.items() if k.startswith(f"attack:{kind}:"))
+    assert ran >= 5, dict(slice_summary.outcomes)
+
+
 def test_the_harness_reports_hangs_allocations_crashes_and_stray_exceptions(corpus, monkeypatch):
     monkeypatch.setenv("INSPECTOR_FUZZ_INJECT", "1:hang,2:alloc,3:crash,4:keyerror")
     s = fuzz.run(6, corpus, seed=0, workers=2, timeout=2.0)

@@ -57,6 +57,14 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def _resolve(p: Path) -> Path:
+    """Where a path leads; an input that is a symlink loop leads nowhere (its reader refuses it)."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return p.absolute()
+
+
 def _target(path: str | Path, shown: str) -> Path:
     """Where the bytes end up: a symlink is followed so the link itself survives the replace. WriteError for a
     loop, an over-long name, a folder or an existing file that is not a regular file (a FIFO or device would be
@@ -106,7 +114,7 @@ class OutputSet:
         for src in self._inputs:
             if may_replace is not None and src == Path(may_replace).expanduser():
                 continue
-            if target == src.resolve() or (ident is not None and ident == _identity(src)):
+            if target == _resolve(src) or (ident is not None and ident == _identity(src)):
                 raise WriteError(shown, f"it is the source model ({src}); choose another file name "
                                         f"(the source is never replaced{hint})")
         for other, other_shown in self._targets.items():
