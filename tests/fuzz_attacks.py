@@ -20,7 +20,8 @@ from pathlib import Path
 
 from .fuzz_structural import while_chain
 
-CLASSES = ("while_chain", "external_data", "special_file", "session_value", "option_value", "custom_op")
+CLASSES = ("while_chain", "external_data", "special_file", "session_value", "option_value", "custom_op",
+           "unverified")
 MEDIAPIPE = ["Convolution2DTransposeBias", "MaxPoolingWithArgmax2D", "MaxUnpooling2D", "TransformLandmarks",
              "TransformTensorBilinear", "Landmarks2TransformMatrix", "FlexAddV2", "", "\x1b[31m", "a" * 300]
 
@@ -51,7 +52,8 @@ def _spec_external_data(rng):
 
 def _spec_special_file(rng):
     return {"role": rng.choice(["model", "session", "output", "report"]),
-            "special": rng.choice(["fifo", "folder", "loop", "long", "dangling_dir", "dev_zero", "input", "output"])}
+            "special": rng.choice(["fifo", "folder", "loop", "long", "dangling_dir", "dev_zero", "device", "input",
+                                   "output"])}
 
 
 def _spec_session_value(rng):
@@ -69,6 +71,10 @@ def _spec_option_value(rng):
 def _spec_custom_op(rng):
     return {"code": rng.choice(MEDIAPIPE), "options": [rng.randrange(256) for _ in range(rng.choice([0, 1, 7, 64]))],
             "inputs": rng.choice([0, 1, 2, 3]), "rank": rng.choice([0, 1, 3, 4]), "allow": rng.random() < 0.6}
+
+
+def _spec_unverified(rng):
+    return {"position": rng.choice(["terminator", "random"]), "seed": rng.randrange(1 << 30)}
 
 
 def _deep(rng):
@@ -157,6 +163,11 @@ def _special(kind: str, path: Path) -> Path:
         return path.parent / "no-such-folder" / path.name
     elif kind == "dev_zero":
         path.symlink_to("/dev/zero")
+    elif kind == "device":              # our own character device (/dev/null's numbers): harmless if replaced
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        except OSError:                 # not root, or no CAP_MKNOD: a FIFO is the nearest special file
+            os.mkfifo(path)
     elif kind == "long":
         return path.with_name("x" * 300 + path.suffix)
     return path
@@ -197,6 +208,8 @@ def _setup_special_file(spec, case):
     elif special == "output":
         paths[role] = paths["report" if role != "report" else "output"]
     else:
+        if special == "dev_zero" and role in ("output", "report"):
+            special = "device"          # never a link to a real device as a target: a regression would replace it
         fresh = case / f"special{paths[role].suffix}"
         paths[role] = _special(special, fresh)
     argv = ["convert", str(paths["model"]), "-o", str(paths["output"]), "--report", str(paths["report"]),
@@ -232,6 +245,20 @@ def _setup_custom_op(spec, case):
     model.write_bytes(b.build())
     out = case / "c.onnx"
     return ["convert", str(model), "-o", str(out)] + (["--allow-custom"] if spec["allow"] else []), {out}
+
+
+def _setup_unverified(spec, case):
+    """A file only a verifier refuses: a string's closing zero overwritten, or one random byte changed."""
+    data = bytearray(_relu_model(case / "m.tflite").read_bytes())
+    if spec["position"] == "terminator":
+        data[data.index(b"y\x00\x00\x00") + 1] = ord("!")
+    else:
+        rng = random.Random(spec["seed"])
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    model = case / "m.tflite"
+    model.write_bytes(bytes(data))
+    out = case / "m.onnx"
+    return ["convert", str(model), "-o", str(out)], {out}
 
 
 def _cli(argv: list[str]) -> tuple[int, str]:

@@ -40,7 +40,7 @@ def test_fuzz_slice_reaches_every_stage(slice_summary, outcome):
 
 
 @pytest.mark.parametrize("kind", ["while_chain", "external_data", "special_file", "session_value",
-                                  "option_value", "custom_op"])
+                                  "option_value", "custom_op", "unverified"])
 def test_fuzz_slice_runs_every_attack_class(slice_summary, kind):
     """Every tenth case is an attack (tests/fuzz_attacks.py): each class ran, under the same watchdogs."""
     ran = sum(n for k, n in slice_summary.outcomes.items() if k.startswith(f"attack:{kind}:"))

@@ -58,5 +58,6 @@ def test_a_kernel_litert_lacks_is_no_reason_to_refuse_a_file():
     b.op("STABLEHLO_TRANSPOSE", [x], [y], {"permutation": [2, 1, 0]})
     b.output(y)
     with pytest.raises(ValueError, match="Didn't find op for builtin opcode 'STABLEHLO_TRANSPOSE'"):
-        Interpreter(model_content=b.build(), experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        Interpreter(model_content=b.build(),
+                    experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     assert [op.opcode for op in read_tflite_bytes(b.build()).main.ops] == ["STABLEHLO_TRANSPOSE"]
