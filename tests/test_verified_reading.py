@@ -11,21 +11,14 @@ from inspector.core.errors import ModelLoadError
 from inspector.core.tflite_builder import ModelBuilder
 from inspector.core.tflite_reader import read_tflite_bytes
 
+from .test_hostile import _named_model
+
 NAME = "input_unterminated"
-
-
-def _relu(name: str = NAME) -> bytes:
-    b = ModelBuilder()
-    x = b.input(name, [1, 3, 5, 7])
-    y = b.tensor("y", [1, 3, 5, 7])
-    b.op("RELU", [x], [y])
-    b.output(y)
-    return b.build()
 
 
 def _unterminated() -> bytes:
     """A flatbuffer string must end in a zero byte the length does not count; this one's is overwritten."""
-    data = bytearray(_relu())
+    data = bytearray(_named_model(NAME))
     data[data.index(NAME.encode() + b"\x00") + len(NAME)] = ord("!")
     return bytes(data)
 
@@ -36,7 +29,7 @@ def test_litert_refuses_the_file_itself():
 
 
 def test_the_reader_refuses_it_with_litert_s_reason():
-    assert read_tflite_bytes(_relu()).main.tensors[0].name == NAME       # the intact file reads
+    assert read_tflite_bytes(_named_model(NAME)).main.tensors[0].name == NAME       # the intact file reads
     with pytest.raises(ModelLoadError, match="LiteRT refuses this file: The model is not a valid Flatbuffer buffer"):
         read_tflite_bytes(_unterminated(), "m.tflite")
 
