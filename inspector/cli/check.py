@@ -1,33 +1,39 @@
-"""`check MODEL.onnx [--json]`: denotation findings (image metadata consistency, dimension denotations)."""
+"""`check MODEL.onnx [--target onnx|winml] [--json]`: metadata and denotation findings for a consumer."""
 from __future__ import annotations
 
 import json
 
-from inspector.core.metadata.denotation import check
+from inspector.core.metadata.lint import TARGETS, lint
 
 from ._metadata_args import load_onnx
 
 
 def add_parser(sub):
     p = sub.add_parser(
-        "check", help="verify an ONNX model's denotations and image metadata",
-        description="Propagate dimension denotations through the graph and report contradictions: an op that "
-                    "expects [DATA_BATCH, DATA_CHANNEL, DATA_FEATURE...] fed something else, inputs whose axes "
-                    "disagree, IMAGE tensors that do not match the Image.* metadata. Unknown denotations are not "
-                    "findings. Exit status: 0 when there are no findings, 1 when there are (or on an error).")
+        "check", help="verify an ONNX model's denotations and image metadata for a consumer",
+        description="Report what a consumer would ignore or mis-read (error) and what is legal but suspicious "
+                    "(warning): IMAGE tensors against the Image.* metadata, spellings, dimension denotations "
+                    "propagated through the graph. --target winml adds Windows ML's own rules (exact spelling, "
+                    "Gray8/Rgb8/Bgr8 only, no NominalRange_16_235, no Linear gamma, float32 NCHW images). "
+                    "Exit status: 0 when there is no error finding, 1 when there is one (or on an error).")
     p.add_argument("model", help="an ONNX model")
-    p.add_argument("--json", action="store_true", help='print {"findings": [{"node", "message"}]}')
+    p.add_argument("--target", choices=TARGETS, default="onnx", help="the consumer whose rules apply (default onnx)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"target", "findings": [{"code", "severity", "source", "node", "message", ...}]}')
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    findings = check(load_onnx(args.model))
+    findings = lint(load_onnx(args.model), args.target)
+    errors = sum(f.severity == "error" for f in findings)
     if args.json:
-        print(json.dumps({"findings": [f.to_dict() for f in findings]}, indent=2))
+        print(json.dumps({"target": args.target, "findings": [f.to_dict() for f in findings]}, indent=2))
     elif findings:
-        print(f"{args.model}: {len(findings)} finding(s)")
+        print(f"{args.model}: {errors} error(s), {len(findings) - errors} warning(s) for {args.target}")
         for f in findings:
-            print(f"  {f.message}")
+            print(f"  {f.severity}: {f.message} [{f.code}]")
+            if f.fix_text or f.manual:
+                print(f"    {'fix (edit --fix)' if f.fix_text else 'to decide'}: {f.fix_text or f.manual}")
     else:
-        print(f"{args.model}: no findings")
-    return 1 if findings else 0
+        print(f"{args.model}: no findings for {args.target}")
+    return 1 if errors else 0

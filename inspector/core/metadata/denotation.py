@@ -8,6 +8,7 @@ denotation is still checked after its first convolution. Only contradictions are
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from . import schema as ms
 from .edits import MetadataEdits, _value_infos, denote_io_from_layout  # noqa: F401 (re-exported)
@@ -22,11 +23,19 @@ class Finding:
     message: str
     kind: str = ""   # "format" | "mismatch" | "image" | "range" | "metadata"
     tensor: str = ""
+    code: str = ""           # stable rule code (metadata.lint.RULES), with its severity and source
+    severity: str = "warning"
+    source: str = ""
+    field: str = ""          # what the metadata editor shows it beside: "type:T", "dims:T" or an Image.* key
+    fix: Any = None          # MetadataEdits that fix it without changing what the model means, or None
+    fix_text: str = ""
+    manual: str = ""         # the choice left to the user when no fix is safe
 
     def to_dict(self) -> dict:
-        d = {"node": self.node, "message": self.message}
-        if self.tensor:
-            d["tensor"] = self.tensor
+        d = {"code": self.code, "severity": self.severity, "node": self.node, "message": self.message}
+        for key in ("tensor", "source", "fix_text", "manual"):
+            if getattr(self, key):
+                d["fix" if key == "fix_text" else key] = getattr(self, key)
         return d
 
 
@@ -40,8 +49,8 @@ def consistency_findings(model) -> list[Finding]:
     """IMAGE tensors vs their shape, their dimension denotations and the model's Image.* metadata."""
     state = MetadataEdits.from_model(model)
     image = {k: v for k, v in state.image.items() if v}
-    fmt_value = image.get(ms.PIXEL_FORMAT)
-    rng = image.get(ms.PIXEL_RANGE)
+    fmt_value = _canonical(ms.PIXEL_FORMAT, image.get(ms.PIXEL_FORMAT))
+    rng = _canonical(ms.PIXEL_RANGE, image.get(ms.PIXEL_RANGE))
     out: list[Finding] = []
     seen = set()
     for vi in _value_infos(model.graph):
@@ -50,43 +59,56 @@ def consistency_findings(model) -> list[Finding]:
         seen.add(vi.name)
         tt = vi.type.tensor_type
 
-        def add(kind, msg, name=vi.name):
-            out.append(Finding("", f"IMAGE tensor '{name}': {msg}", kind, name))
+        def add(kind, msg, code, name=vi.name, field=""):
+            out.append(Finding("", f"IMAGE tensor '{name}': {msg}", kind, name, code=code,
+                               field=field or f"dims:{name}"))
 
         dims = list(tt.shape.dim) if tt.HasField("shape") else None
         if dims is None or len(dims) != 4:
             add("image", "an image needs a 4-D tensor, this one has "
-                + ("no known shape" if dims is None else f"{len(dims)} axes"))
+                + ("no known shape" if dims is None else f"{len(dims)} axes"), "image-rank", field=f"type:{vi.name}")
         else:
             dens = [d.denotation.upper() for d in dims]
             if ms.DATA_CHANNEL not in dens:
                 add("image", f"dimension denotations {fmt(dens)} do not say which axis holds the channels "
-                             "(expected one DATA_CHANNEL)")
+                             "(expected one DATA_CHANNEL)", "image-channel-axis")
             elif fmt_value:
                 want = ms.PIXEL_FORMAT_CHANNELS.get(fmt_value)
                 c = dims[dens.index(ms.DATA_CHANNEL)]
                 if want and c.HasField("dim_value") and c.dim_value != want:
                     add("image", f"{ms.PIXEL_FORMAT}={fmt_value} means {want} channel(s), "
-                                 f"but its DATA_CHANNEL axis has {c.dim_value}")
+                                 f"but its DATA_CHANNEL axis has {c.dim_value}", "pixel-format-channels",
+                        field=ms.PIXEL_FORMAT)
         if rng in ms.EIGHT_BIT_RANGES and tt.elem_type in FLOAT_TYPES:
             lo, hi = rng.split("_")[1:3]
             add("range", f"{ms.PIXEL_RANGE}={rng} on a float input: consumers will feed unnormalised values "
-                         f"{lo}..{hi}; if the model expects normalised pixels, use Normalized_0_1 or Normalized_1_1")
+                         f"{lo}..{hi}; if the model expects normalised pixels, use Normalized_0_1 or Normalized_1_1",
+                "range-unnormalised-float", field=ms.PIXEL_RANGE)
         elif rng and rng.startswith("Normalized") and tt.elem_type in INT8_TYPES:
-            add("range", f"{ms.PIXEL_RANGE}={rng} on an 8-bit integer tensor, which cannot hold normalised values")
+            add("range", f"{ms.PIXEL_RANGE}={rng} on an 8-bit integer tensor, which cannot hold normalised values",
+                "range-normalised-int", field=ms.PIXEL_RANGE)
         if not image:
-            add("metadata", "no Image.* metadata (pixel format, gamma, range): consumers cannot prepare its pixels")
+            add("metadata", "no Image.* metadata (pixel format, gamma, range): consumers cannot prepare its pixels",
+                "image-no-metadata", field=ms.PIXEL_FORMAT)
     if image and not seen:
         out.append(Finding("", f"Image.* metadata ({', '.join(image)}) is set but no tensor is denoted IMAGE",
-                           "metadata"))
+                           "metadata", code="image-metadata-unused", field=next(iter(image))))
     return out
+
+
+def _canonical(key: str, value: str | None) -> str | None:
+    """The documented spelling of an Image.* value (the ONNX documents match case-insensitively), else as is."""
+    if value is None:
+        return None
+    return next((a for a in ms.IMAGE_KEYS[key] if a.lower() == value.strip().lower()), value)
 
 
 # -- dimension denotation propagation and verification -----------------------------------------------------------
 
-def check(model) -> list[Finding]:
-    """Every finding: image metadata consistency, then dimension denotation verification."""
-    return consistency_findings(model) + propagate(model)[1]
+def check(model, target: str = "onnx") -> list[Finding]:
+    """Every finding for a consumer target (see metadata.lint), errors first."""
+    from .lint import lint
+    return lint(model, target)
 
 
 def propagate(model) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:

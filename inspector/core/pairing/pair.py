@@ -388,9 +388,10 @@ def write_with_metadata(model: onnx.ModelProto, edits, path: str, protect=()) ->
     """Write the other converter's model with metadata edits only (denotations, metadata_props, doc string...):
     MetadataEdits never touches nodes, initializers or the I/O lists. Returns the edits' notes."""
     from inspector.core.io.atomic import write_atomic
+    from inspector.core.metadata.lint import gate
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    notes = edits.apply(out)
+    notes = edits.apply(out) + [f"warning: {f.message}" for f in gate(out)]
     try:
         onnx.checker.check_model(out)
         data = out.SerializeToString()

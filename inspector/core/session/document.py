@@ -120,11 +120,16 @@ class Session:
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`
-        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit."""
-        from inspector.core.io.atomic import write_atomic
+        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit.
+        Metadata errors (metadata.lint.gate) refuse the write; its warnings join the notes."""
         from inspector.core.emit.convert import check_model
+        from inspector.core.io.atomic import write_atomic
+        from inspector.core.metadata.lint import gate
         if self.result is None:
             self.convert()
+        for f in gate(self.result.model):
+            if f"warning: {f.message}" not in self.notes:
+                self.notes.append(f"warning: {f.message}")
         data = self.result.model.SerializeToString()          # serialised once, checked and written as is
         check_model(data)
         if out is not None:
