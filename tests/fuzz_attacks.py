@@ -39,7 +39,7 @@ def make_attack(rng: random.Random) -> tuple[str, bytes]:
 
 
 def _spec_while_chain(rng):
-    return {"depth": rng.choice([1, 2, 3, 5, 8, 9, 10, 12, 25, 30, 200, 1000]), "kind": rng.choice(["WHILE", "IF"]),
+    return {"depth": rng.choice([1, 2, 3, 5, 6, 9, 10, 12, 25, 30, 200, 1000]), "kind": rng.choice(["WHILE", "IF"]),
             "cycle": rng.random() < 0.2}
 
 
@@ -132,7 +132,7 @@ def _clear(case: Path) -> None:
 
 
 def _relu_model(path: Path) -> Path:
-    from inspector.core.tflite_builder import ModelBuilder
+    from inspector.core.io.tflite_builder import ModelBuilder
     b = ModelBuilder()
     x = b.input("x", [1, 3, 5, 7])
     y = b.tensor("y", [1, 3, 5, 7])
@@ -234,7 +234,7 @@ def _setup_option_value(spec, case):
 
 
 def _setup_custom_op(spec, case):
-    from inspector.core.tflite_builder import ModelBuilder
+    from inspector.core.io.tflite_builder import ModelBuilder
     b = ModelBuilder()
     shape = [1, 3, 5, 7][:spec["rank"]]
     ins = [b.input(f"x{k}", shape) for k in range(spec["inputs"])]

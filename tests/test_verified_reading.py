@@ -7,9 +7,9 @@ import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from inspector.cli import main
-from inspector.core.errors import ModelLoadError
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.tflite_reader import read_tflite_bytes
+from inspector.core.ir.errors import ModelLoadError
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
 
 from .test_hostile import _named_model
 
