@@ -103,7 +103,11 @@ class Problem:
         return [(s, t) for s, t in enumerate(op.inputs) if t >= 0 and t not in self.constants]
 
     def candidates(self, t: int) -> list[Perm]:
-        return self.cand.get(t) or [L.identity(self.rank(t))]
+        return self.cand.get(t) or [self.identity(t)]
+
+    def identity(self, t: int) -> Perm:
+        """Tensor t's TFLite layout."""
+        return _id(self.sg.tensors[t].rank)
 
     def nbytes(self, t: int) -> int:
         if t not in self._bytes:
@@ -228,13 +232,14 @@ class Problem:
         x, y = op.inputs[0], op.outputs[0]
         if sorted(q) != list(range(self.rank(x))) or self.rank(y) != len(q):
             return []
-        ins = self.candidates(x)
-        outs = [L.compose(L.inverse(q), p) for p in ins] + [L.identity(len(q)), L.channels_first(len(q))]
+        ins, q_inv, dims = self.candidates(x), L.inverse(q), self.sg.tensors[x].dims
+        outs = list(dict.fromkeys([L.compose(q_inv, p) for p in ins] + [_id(len(q)), _cf(len(q))]))
         modes = []
         for p in ins:
-            for r in list(dict.fromkeys(outs))[:MAX_CANDIDATES]:
-                net = L.compose(L.inverse(p), L.compose(q, r))
-                cost = 0 if L.reshapable(L.apply(self.sg.tensors[x].dims, p), net) else 1
+            p_inv, seen = L.inverse(p), L.apply(dims, p)
+            for r in outs[:MAX_CANDIDATES]:
+                net = L.compose(p_inv, L.compose(q, r))
+                cost = 0 if L.reshapable(seen, net) else 1
                 what = "Transpose" if cost else ("no node" if L.is_identity(net) else "a Reshape")
                 modes.append(Mode(((0, p),), (r,), cost=cost,
                                   why=f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"))

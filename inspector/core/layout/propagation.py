@@ -18,36 +18,18 @@ from inspector.core.ir.graph import Subgraph
 from .assign import TIME_BUDGET, Optimality, Problem
 from .io_rules import image_output, input_layout
 from .layout import Perm
-from .plan import Category, Conflict, LayoutPlan
+from .plan import Conflict, LayoutPlan
 from .solve import Choice, presented, solve
 
-I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Category.TERMINATE
 
-
-def choose_layout(perms: list[Perm], pin: Perm | None, rank: int, demands: list[Perm] = ()) -> Perm:
-    """The layout an op whose inputs must agree adopts: the pin, else the one costing fewest Transposes among its
-    inputs and the consumers that demand a fixed layout (one step of look-ahead), channels-first on a tie."""
+def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
+    """The layout an op whose inputs must agree adopts given its inputs' layouts: the pin, else the one most of
+    them have, channels-first on a tie (the planner weighs what its readers want)."""
     if pin is not None and len(pin) == rank:
         return pin
     if not perms:
         return L.identity(rank)
-    def cost(p):
-        return sum(q != p for q in perms) + sum(d != p for d in demands if len(d) == rank)
-    return min(dict.fromkeys(perms), key=lambda p: (cost(p), L.is_identity(p), perms.index(p)))
-
-
-def demands(sg: Subgraph, t: int, table, consumers) -> list[Perm]:
-    """Layouts that t's consumers insist on: channels-first for Implicit ops' activation inputs, TFLite's for
-    Terminate ops (unless going channels-first only moves size-1 axes); others adapt and say nothing."""
-    out = []
-    rank, dims = sg.tensors[t].rank, sg.tensors[t].dims
-    for oi in consumers.get(t, []):
-        op, rule = sg.ops[oi], table.get(sg.ops[oi].opcode)
-        if rule is None or (rule.category is X and not L.is_trivial(dims, L.channels_first(rank))):
-            out.append(L.identity(rank))
-        elif rule.category is I and any(op.inputs[s] == t for s in rule.layout_inputs if s < len(op.inputs)):
-            out.append(L.channels_first(sg.tensors[t].rank))
-    return out
+    return min(dict.fromkeys(perms), key=lambda p: (-perms.count(p), L.is_identity(p), perms.index(p)))
 
 
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,

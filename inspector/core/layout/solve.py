@@ -45,14 +45,14 @@ def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
             count, moved = count + m.cost, moved + pb.nbytes(op.inputs[0])
         for s, want in m.reads:
             t = op.inputs[s]
-            have = lay.get(t, L.identity(pb.rank(t)))
+            have = (lay.get(t) or pb.identity(t))
             if not pb.free(t, have, want):
                 pairs[(t, want)] = pb.nbytes(t)
         for slot, t in enumerate(op.outputs):
             if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
                 pairs[(t, "pin")] = pb.nbytes(t)
     for t in pb.outputs_allowed:
-        have = lay.get(t, L.identity(pb.rank(t)))
+        have = (lay.get(t) or pb.identity(t))
         if not pb.free(t, have, presented(pb, t, have)):
             pairs[(t, "out")] = pb.nbytes(t)
     return count + len(pairs), moved + sum(pairs.values()), len(pairs)
@@ -69,7 +69,7 @@ def greedy(pb: Problem) -> Choice:
 
         def price(m: Mode):
             new = {(op.inputs[s], w) for s, w in m.reads
-                   if not pb.free(op.inputs[s], lay.get(op.inputs[s], L.identity(pb.rank(op.inputs[s]))), w)}
+                   if not pb.free(op.inputs[s], (lay.get(op.inputs[s]) or pb.identity(op.inputs[s])), w)}
             ahead = 0
             for slot, t in enumerate(op.outputs):
                 if t < 0:
@@ -84,7 +84,7 @@ def greedy(pb: Problem) -> Choice:
         choice[oi] = best
         for s, w in best.reads:
             t = op.inputs[s]
-            if not pb.free(t, lay.get(t, L.identity(pb.rank(t))), w):
+            if not pb.free(t, (lay.get(t) or pb.identity(t)), w):
                 done.add((t, w))
         for slot, t in enumerate(op.outputs):
             if t >= 0:
@@ -124,7 +124,7 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optima
     if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
         best = {oi: modes[0] for oi, modes in pb.modes.items()}
         score = transposes(pb, best)
-        for picks in itertools.product(*(pb.modes[oi] for oi in free)) if free else ():
+        for picks in itertools.islice(itertools.product(*(pb.modes[oi] for oi in free)), 1, None):   # 1st: best
             choice = {**best, **dict(zip(free, picks))}
             got = transposes(pb, choice)
             if got < score:

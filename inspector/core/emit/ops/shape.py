@@ -7,7 +7,7 @@ import numpy as np
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
-from inspector.core.layout.propagation import choose_layout, demands
+from inspector.core.layout.propagation import choose_layout
 from .nn import keep_layout
 from .reduce import reduced_layout
 from .registry import A, T, X, op
@@ -130,9 +130,7 @@ def agree_rule(op, sg, in_perms, out_pin):
     perms = [p for p in in_perms if p is not None and len(p) == r]
     if len(perms) != sum(1 for p in in_perms if p is not None):
         return None
-    from .registry import OPS
-    t = op.outputs[0]                    # its own readers only: the whole consumer map per Concat was quadratic
-    chosen = choose_layout(perms, out_pin, r, demands(sg, t, OPS, {t: [o.index for o in sg.ops if t in o.inputs]}))
+    chosen = choose_layout(perms, out_pin, r)    # the planner asks once per combination of input layouts
     return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
 
 
