@@ -240,7 +240,7 @@ class Problem:
             for r in outs[:MAX_CANDIDATES]:
                 net = L.compose(p_inv, L.compose(q, r))
                 cost = 0 if L.reshapable(seen, net) else 1
-                what = "Transpose" if cost else ("no node" if L.is_identity(net) else "a Reshape")
+                what = "Transpose" if cost else ("an Identity" if L.is_identity(net) else "a Reshape")
                 modes.append(Mode(((0, p),), (r,), cost=cost,
                                   why=f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"))
         modes.sort(key=lambda m: m.cost)
