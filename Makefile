@@ -3,8 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus
-# Debian libraries Qt needs to run offscreen (measured on these machines).
+# Debian libraries Qt needs to run offscreen (measured on these machines), on a real X desktop (the xcb platform
+# plugin refuses to load without them), and what the tests use to start the real window under a virtual X server.
 QT_DEBS := libglib2.0-0 libgl1 libegl1 libxkbcommon0 libfontconfig1 libfreetype6 libdbus-1-3
+XCB_DEBS := libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-render-util0 libxcb-image0 \
+	libxcb-randr0 libxkbcommon-x11-0
+TEST_DEBS := xvfb xauth xdotool
+DEBS := $(QT_DEBS) $(XCB_DEBS) $(TEST_DEBS)
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint setup debs screenshots bench fuzz clean
@@ -18,13 +23,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# Installs missing Qt libraries only when running as root on Debian; otherwise says what is missing.
+# Installs missing Debian packages when running as root; otherwise prints the exact command and fails, so a window
+# that cannot start is reported here rather than as Qt's "no Qt platform plugin could be initialized".
 debs:
-	@missing=""; for p in $(QT_DEBS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	@command -v dpkg-query >/dev/null || { echo "note: not a Debian system; Qt needs the equivalents of: $(DEBS)"; exit 0; }; \
+	missing=""; for p in $(DEBS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Qt libraries:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else echo "warning: Qt needs these Debian packages:$$missing (run as root or install them)"; fi; \
+	  else echo "error: Qt needs these Debian packages; install them with:"; \
+	    echo "  sudo apt-get install -y$$missing"; exit 1; fi; \
 	fi
 
 run: $(STAMP)

@@ -76,3 +76,18 @@ class _NoSkipInCI:
         if rep.skipped and not hasattr(rep, "wasxfail"):
             rep.outcome = "failed"
             rep.longrepr = f"skipped in CI (not allowed): {rep.longrepr}"
+
+
+@pytest.fixture(scope="session")
+def xserver():
+    """A private Xvfb display for the whole run (tests/xserver.py); `xserver.env()` runs a child on it."""
+    from tests import xserver as xs
+    missing = xs.missing_tools()
+    if missing:
+        msg = f"real-desktop tests need {', '.join(missing)} (make debs installs them)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    server = xs.start()
+    yield server
+    server.stop()
