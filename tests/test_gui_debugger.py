@@ -2,21 +2,34 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor
 
-from inspector.gui.main_window import MainWindow
+from inspector.gui.main_window import ONNX, TFLITE
+from inspector.gui.palette import CONFLICT
+
+from .test_gui_edit import make_window, open_model, settle
 
 pytestmark = pytest.mark.gui
 
 
 @pytest.fixture
 def window(qtbot, tmp_path):
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    return w
+    return make_window(qtbot, tmp_path)
+
+
+def picture(w, which=ONNX):
+    """Everything a user sees of a pane's graph: node positions, routes, categories and markers by key."""
+    scene = w.scenes[which]
+    from inspector.gui.live_layout import edge_key
+    return ({it.node.key: (it.pos().x(), it.pos().y()) for it in scene.nodes},
+            {edge_key(scene.vg, it.index): it.points for it in scene.edges},
+            {it.node.key: (it.category, bool(it.marker)) for it in scene.nodes})
+
+
+def mid_conv_output(sg):
+    """A 4-D tensor in the middle of the graph made by a convolution: pinning it to TFLite's layout costs."""
+    ops = [op for op in sg.ops if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    return ops[len(ops) // 2].outputs[0]
 
 
 @pytest.mark.parametrize("width", [1600, 1280, 900])
@@ -36,3 +49,39 @@ def test_legend_wraps_and_every_entry_is_drawn(qtbot, window, width):
         assert abs(swatch.red() - colour.red()) + abs(swatch.green() - colour.green()) < 40, label   # drawn there
     if legend.sizeHint().width() > legend.width():
         assert rows > 1
+
+
+@pytest.mark.parametrize("name", ["keras/nasnetmobile_fp32.tflite", "torch/mobilenet_v2_w050.tflite"])
+def test_live_pin_keeps_the_picture_and_undo_restores_it(qtbot, window, corpus, name):
+    w = window
+    s = open_model(qtbot, w, corpus / name)
+    scene, view = w.scenes[ONNX], w.panes[ONNX].main_view
+    pos0, routes0, colours0 = picture(w)
+    tfl0 = picture(w, TFLITE)
+    before = s.result.transposes
+    t = mid_conv_output(s.graph.main)
+    assert w.editor.pin(w.editor.pin_name(t), "keep")
+    settle(qtbot, w)
+    assert s.result.transposes > before                              # the pin costs Transposes...
+    assert w.scenes[ONNX] is scene and w.panes[ONNX].main_view is view   # ...shown in the same scene
+    pos1, routes1, colours1 = picture(w)
+    added = set(pos1) - set(pos0)
+    assert added and all(scene.node_by_key[k].node.title == "Transpose" for k in added)
+    assert {k for k in added if colours1[k][0] == CONFLICT} == added   # new Transposes drawn as conflicts
+    kept = set(pos0) & set(pos1)
+    assert len(kept) >= len(pos0) - 2
+    assert all(pos1[k] == pos0[k] for k in kept)                      # unchanged nodes did not move
+    assert all(routes1[k] == routes0[k] for k in set(routes0) & set(routes1)
+               if k[0] in kept and k[1] in kept)
+    assert any(colours1[k] != colours0[k] for k in kept) or added     # the picture changed colour
+    assert picture(w, TFLITE)[0] == tfl0[0]                           # the TFLite side never moves
+    assert picture(w, TFLITE)[2] != tfl0[2]                           # but shows the conflict the pin made
+
+    w.editor.undo_action.trigger()
+    settle(qtbot, w)
+    assert s.result.transposes == before
+    assert picture(w) == (pos0, routes0, colours0)                    # exactly the picture from before
+    assert picture(w, TFLITE) == tfl0
+    w.editor.redo_action.trigger()
+    settle(qtbot, w)
+    assert picture(w)[0] == pos1

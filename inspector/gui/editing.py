@@ -23,6 +23,7 @@ from . import graph_layout, graph_model
 from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .document import Document
+from .live_layout import MAX_NEW_SHARE, Placement
 from .pair_editing import PIN_REASON, attach_pair, is_pair
 from .pin_menu import PinBar, install_context_menu
 
@@ -30,17 +31,18 @@ SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
 class RerunSignals(QObject):
-    done = Signal(object, object, object)        # ConversionResult, ONNX ViewGraph, Layout
+    done = Signal(object, object, object, bool)  # ConversionResult, ONNX ViewGraph, Layout, placed live
     failed = Signal(str, str)
 
 
 class RerunJob(QRunnable):
-    """Session.convert (without the full checker: export runs it) and the ONNX graph's layout, off the GUI thread;
-    for big models in the loader's child process (see rerun_child)."""
+    """Session.convert (without the full checker: export runs it) and the ONNX graph's placement, off the GUI
+    thread; for big models in the loader's child process (see rerun_child). With a Placement, nodes the graph
+    keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, placement: Placement | None = None):
         super().__init__()
-        self.session = session
+        self.session, self.placement = session, placement
         self.signals = RerunSignals()
         self.setAutoDelete(False)
 
@@ -54,15 +56,16 @@ class RerunJob(QRunnable):
                                              s.metadata.to_dict()).result()
                 if isinstance(outcome, str):
                     raise InspectorError(outcome)
-                result, notes, vg, layout = outcome
+                result, notes, vg = outcome
                 result.graph = s.graph
                 s.result, s.notes, s.validation = result, notes, None
-                self.signals.done.emit(result, vg, layout)
-                return
-            s.convert(check=False)
-            result = s.result
-            vg = graph_model.from_onnx(result.model)
-            self.signals.done.emit(result, vg, graph_layout.compute(vg))
+            else:
+                s.convert(check=False)
+                result = s.result
+                vg = graph_model.from_onnx(result.model)
+            p = self.placement
+            live = p is not None and p.new_share(vg) <= MAX_NEW_SHARE
+            self.signals.done.emit(result, vg, p.layout(vg) if live else graph_layout.compute(vg), live)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
         except Exception as e:   # a bug: the dialog carries the traceback
@@ -102,6 +105,7 @@ class Editor(QObject):
         self.last_change: Change | None = None
         self.last_menu = self.last_dialog = self.last_message = None
         self._job: RerunJob | None = None
+        self.placement: Placement | None = None
         self._pending = False
         self._applying = False
         self.stack.indexChanged.connect(self._edited)
@@ -205,6 +209,7 @@ class Editor(QObject):
         self.session, self.baseline, self.last_change = None, None, None
         self._pending = False
         self._job = None
+        self.placement = None
         self.stack.clear()
         self.banner.hide()
         self.pin_bar.show_tensors([])
@@ -335,10 +340,21 @@ class Editor(QObject):
             return
         self.validation.reset()
         self.window.statusBar().showMessage("Re-running propagation…")
-        job = self._job = RerunJob(self.session)
+        job = self._job = RerunJob(self.session, self._placement())
         job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
         job.signals.failed.connect(lambda *a: self._rerun_failed(job, *a))
         self.pool.start(job)
+
+    def _placement(self) -> Placement | None:
+        """Where the ONNX graph's nodes are now (kept across re-runs so undo puts them back)."""
+        from .main_window import ONNX
+        scene = self.window.scenes.get(ONNX)
+        if scene is None:
+            self.placement = None
+        elif self.placement is None or self.placement.scene is not scene:
+            self.placement = Placement(scene.vg, scene.layout)
+            self.placement.scene = scene
+        return self.placement
 
     def _next(self, job) -> bool:
         """True when this job's result is the latest wanted; otherwise starts the next run."""
@@ -351,7 +367,7 @@ class Editor(QObject):
             return False
         return True
 
-    def _rerun_done(self, job, result, vg, layout) -> None:
+    def _rerun_done(self, job, result, vg, layout, live: bool) -> None:
         if not self._next(job):
             return
         from .main_window import ONNX
@@ -364,7 +380,7 @@ class Editor(QObject):
         zoom = old.transform() if old is not None else None
         self._applying = True
         try:
-            w._onnx_ready(doc, vg, layout)
+            w._onnx_ready(doc, vg, layout, live)
         finally:
             self._applying = False
         w.splitter.setSizes(sizes)

@@ -192,6 +192,22 @@ def _value_shapes(g) -> dict[str, tuple]:
     return shapes
 
 
+# Ops whose output has their (first) input's shape: a converter's fused activations (Conv → Relu) leave the
+# value between them without value_info, and whole-model inference costs more than the rest of the view.
+_SAME_SHAPE = {"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSwish", "HardSigmoid", "Elu", "Selu", "Neg",
+               "Abs", "Identity", "Cast", "Exp", "Log", "Sqrt", "Floor", "Ceil", "Round", "Erf", "Softplus",
+               "PRelu", "QuantizeLinear", "DequantizeLinear", "Relu6"}
+
+
+def _same_shape_fill(g, shapes: dict) -> None:
+    for n in reversed(g.node):            # backwards: a Conv's output from the Relu after it
+        if n.op_type in _SAME_SHAPE and n.input and n.output and n.output[0] in shapes and n.input[0] not in shapes:
+            shapes[n.input[0]] = shapes[n.output[0]]
+    for n in g.node:
+        if n.op_type in _SAME_SHAPE and n.input and n.output and n.input[0] in shapes and n.output[0] not in shapes:
+            shapes[n.output[0]] = shapes[n.input[0]]
+
+
 def from_onnx(model, graph=None) -> ViewGraph:
     """An ONNX graph (the model's, or `graph`, a Loop/If body): nodes keyed by node name (or 'OpType#i'),
     initializers folded into consumers, values from outside the graph as input terminals."""
@@ -201,6 +217,7 @@ def from_onnx(model, graph=None) -> ViewGraph:
         g, shapes = graph, _value_shapes(graph)
     else:
         shapes = _value_shapes(model.graph)
+        _same_shape_fill(model.graph, shapes)
         outputs = [o for n in model.graph.node for o in n.output if o]
         if sum(o not in shapes for o in outputs) > len(outputs) // 10:
             try:    # a model saved without shapes; inference holds the GIL, so only when most are missing

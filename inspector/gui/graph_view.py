@@ -80,6 +80,50 @@ class GraphScene(QGraphicsScene):
             self.complete = True
             self.completed.emit()
 
+    def apply(self, vg: ViewGraph, layout: Layout) -> None:
+        """Show a re-converted graph in place: items whose node or edge key is in both graphs stay (relabelled,
+        moved only if the layout moved them), the others are removed or added. Colours follow with colour()."""
+        from .live_layout import edge_key
+        self.finish()
+        old_nodes = {it.node.key: it for it in self.nodes}
+        old_edges = {edge_key(self.vg, it.index): it for it in self.edges}
+        self.vg, self.layout = vg, layout
+        self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = [], [], {}, {}
+        for i, node in enumerate(vg.nodes):
+            item = old_nodes.pop(node.key, None)
+            if item is None or (item.node.width, item.node.height) != (node.width, node.height):
+                if item is not None:
+                    self.removeItem(item)
+                item = NodeItem(i, node, self.frame)
+                self.addItem(item)
+            elif item.node != node:
+                item.node, item._elided, item._fit_pt = node, None, 0.0     # new labels: re-elide on paint
+                item.update()
+            item.index = i
+            if item.pos() != QPointF(*layout.pos[i]):
+                item.setPos(*layout.pos[i])
+            self.nodes.append(item)
+            self.node_by_key[node.key] = item
+        for item in old_nodes.values():
+            self.removeItem(item)
+        for i, edge in enumerate(vg.edges):
+            item = old_edges.pop(edge_key(vg, i), None)
+            if item is None or item.points != layout.routes[i]:
+                if item is not None:
+                    self.removeItem(item)
+                item = EdgeItem(i, edge, layout.routes[i], self.frame)
+                self.addItem(item)
+            elif item.edge != edge:
+                item.edge = edge
+                item.update()
+            item.index = i
+            self.edges.append(item)
+            self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
+        for item in old_edges.values():
+            self.removeItem(item)
+        self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
+        self.version += 1
+
     def _step(self) -> None:
         self.populate(seconds=self.SLICE_S)
 

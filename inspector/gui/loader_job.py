@@ -27,7 +27,7 @@ def _executor():
         from concurrent.futures import ProcessPoolExecutor
         ctx = multiprocessing.get_context("forkserver")     # never fork a process that runs Qt threads
         ctx.set_forkserver_preload(["inspector.core.emit.convert", "inspector.gui.graph_model",
-                                    "inspector.gui.graph_layout"])
+                                    "inspector.gui.graph_layout", "inspector.gui.rerun_child"])
         _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
         atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
     return _EXECUTOR
@@ -40,7 +40,11 @@ def convert_and_lay_out(source):
         from inspector.core.emit.convert import convert
     except ImportError:
         return "the converter is not available in this build"
-    graph = read_tflite(source) if isinstance(source, str) else source
+    if isinstance(source, str):         # in the child: kept there for the re-runs after pins (rerun_child)
+        from .rerun_child import _graph
+        graph = _graph(source)
+    else:
+        graph = source
     try:
         result = convert(graph)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle

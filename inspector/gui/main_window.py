@@ -287,14 +287,16 @@ class MainWindow(QMainWindow):
         self.show_onnx.setChecked(True)
         self.panes[ONNX].setVisible(True)
 
-    def _onnx_ready(self, doc, vg, layout) -> None:
+    def _onnx_ready(self, doc, vg, layout, live: bool = False) -> None:
+        """The ONNX graph (converted, or re-converted after an edit: `live` updates the shown scene in place)."""
         self.doc = doc
         only_onnx = doc.graph is None
-        self._show(ONNX, vg, layout, f"ONNX ({vg.op_count} nodes)")
+        self._show(ONNX, vg, layout, f"ONNX ({vg.op_count} nodes)", live)
         self.panes[TFLITE].setVisible(not only_onnx)
         self.show_tflite.setChecked(not only_onnx)
-        half = max(self.splitter.width() // 2, 100)
-        self.splitter.setSizes([half, half])
+        if not live:
+            half = max(self.splitter.width() // 2, 100)
+            self.splitter.setSizes([half, half])
         self.conflicts.set_document(doc)
         self.conflicts_dock.setWindowTitle(f"Conflicts ({len(doc.conflicts())})")
         self._colour(TFLITE)                         # categories arrive with the conversion
@@ -328,7 +330,13 @@ class MainWindow(QMainWindow):
             return
         box.exec()
 
-    def _show(self, which: str, vg, layout, label: str) -> None:
+    def _show(self, which: str, vg, layout, label: str, live: bool = False) -> None:
+        scene, view = self.scenes.get(which), self.panes[which].main_view
+        if live and scene is not None and view is not None and view.scene() is scene:
+            scene.apply(vg, layout)             # same items, same view: only what changed is touched
+            self.panes[which].tabs.setTabText(0, label)
+            self._colour(which)
+            return
         scene = GraphScene(vg, layout)
         scene.selectionChanged.connect(lambda: self._selection_changed(which, scene))
         view = self._make_view(scene, which)

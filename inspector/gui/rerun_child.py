@@ -1,27 +1,41 @@
 """A re-run in the loader's forkserver child, for big models: the converter holds the GIL for seconds, which
 would freeze the window if it ran in a thread. Qt-free, so the child never imports Qt.
 
-The child reads the model again and replays the decisions through a Session of its own; the result comes back
-without its source graph (the window re-attaches its own).
+The child keeps the last model it read (keyed by path, size and mtime), so a pin after the first re-run reads
+nothing; it replays the decisions through a Session of its own. The result comes back without its source graph
+(the window re-attaches its own) and without a layout: the window places the graph where the last one was.
 """
 from __future__ import annotations
 
+import os
+
+_GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
+
+
+def _graph(path: str):
+    global _GRAPH
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if _GRAPH is None or _GRAPH[0] != key:
+        from inspector.core.io.loader import load_model
+        _GRAPH = (key, load_model(path))
+    return _GRAPH[1]
+
 
 def rerun(path: str, pins: dict, options: dict, metadata: dict):
-    """(ConversionResult without graph, notes, ONNX ViewGraph, Layout), or the error's message."""
+    """(ConversionResult without graph, notes, ONNX ViewGraph), or the error's message."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.document import Session
 
-    from . import graph_layout, graph_model
+    from . import graph_model
     try:
-        s = Session.open(path)
+        s = Session(path=path, graph=_graph(path))
         s.pins, s.metadata = dict(pins), MetadataEdits.from_dict(metadata)
         s.options.update(options)
         s.convert(check=False)
     except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
         return str(e)
     vg = graph_model.from_onnx(s.result.model)
-    layout = graph_layout.compute(vg)
     s.result.graph = None
-    return s.result, s.notes, vg, layout
+    return s.result, s.notes, vg

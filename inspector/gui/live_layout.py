@@ -1,0 +1,91 @@
+"""Placements that survive re-conversions: after a pin, nodes the new graph shares with the old (same key) keep
+their positions and edges their routes; only nodes that appear (inserted Transposes) are placed, on the edge they
+split. The user keeps their mental map of the graph, and nothing is laid out again.
+
+A Placement remembers every position and route it has ever handed out, so undoing a pin brings back exactly the
+picture from before it. Qt-free (runs in the re-run worker).
+"""
+from __future__ import annotations
+
+from typing import Hashable
+
+from .graph_layout import H_GAP, V_GAP, Layout
+from .graph_model import ViewGraph
+
+# Past this share of new nodes the old picture says little about the new graph: lay it out afresh.
+MAX_NEW_SHARE = 0.25
+
+
+def edge_key(vg: ViewGraph, i: int) -> tuple[Hashable, Hashable, Hashable]:
+    e = vg.edges[i]
+    return vg.nodes[e.src].key, vg.nodes[e.dst].key, e.tensor
+
+
+class Placement:
+    def __init__(self, vg: ViewGraph, layout: Layout):
+        self.pos: dict[Hashable, tuple[float, float]] = {n.key: layout.pos[i] for i, n in enumerate(vg.nodes)}
+        self.routes: dict[tuple, list[tuple[float, float]]] = {edge_key(vg, i): r for i, r in enumerate(layout.routes)}
+        self.width, self.height = layout.width, layout.height
+        self.scene = None               # the window's scene these positions belong to (set by the window)
+
+    def new_share(self, vg: ViewGraph) -> float:
+        return sum(n.key not in self.pos for n in vg.nodes) / max(len(vg.nodes), 1)
+
+    def layout(self, vg: ViewGraph) -> Layout:
+        """Positions for vg: remembered ones kept, new nodes put where the edge they split ran."""
+        fresh = [i for i, n in enumerate(vg.nodes) if n.key not in self.pos]
+        if fresh:
+            ins: list[list[int]] = [[] for _ in vg.nodes]
+            outs: list[list[int]] = [[] for _ in vg.nodes]
+            for e in vg.edges:
+                ins[e.dst].append(e.src)
+                outs[e.src].append(e.dst)
+            for i in fresh:                 # in graph order: a new node's new producer is placed before it
+                self.pos[vg.nodes[i].key] = self._place(vg, i, ins[i], outs[i])
+        pos = [self.pos[n.key] for n in vg.nodes]
+        routes = []
+        for i, e in enumerate(vg.edges):
+            key = edge_key(vg, i)
+            route = self.routes.get(key)
+            if route is None or not _ends_fit(route, pos[e.src], vg.nodes[e.src].height, pos[e.dst],
+                                               vg.nodes[e.dst].height):
+                route = self.routes[key] = _bend(pos[e.src], vg.nodes[e.src].height, pos[e.dst],
+                                                 vg.nodes[e.dst].height)
+            routes.append(route)
+        xs = [x + vg.nodes[i].width / 2 for i, (x, _) in enumerate(pos)] or [0.0]
+        ys = [y + vg.nodes[i].height / 2 for i, (_, y) in enumerate(pos)] or [0.0]
+        self.width, self.height = max(self.width, max(xs)), max(self.height, max(ys))
+        return Layout(pos, routes, self.width, self.height)
+
+    def _place(self, vg: ViewGraph, i: int, ins: list[int], outs: list[int]) -> tuple[float, float]:
+        srcs = [j for j in ins if vg.nodes[j].key in self.pos]
+        dsts = [j for j in outs if vg.nodes[j].key in self.pos]
+        me = vg.nodes[i]
+        if srcs and dsts:                   # in the gap above its (first) consumer, where the split edge ran
+            s, d = vg.nodes[srcs[0]], vg.nodes[dsts[0]]
+            (sx, sy), (dx, dy) = self.pos[s.key], self.pos[d.key]
+            top, bottom = sy + s.height / 2, dy - d.height / 2
+            if bottom - top < me.height:    # no room in the gap: beside the consumer
+                return dx + (d.width + me.width) / 2 + H_GAP / 2, dy
+            return dx, bottom - min(V_GAP, bottom - top) / 2
+        if srcs:
+            (sx, sy), s = self.pos[vg.nodes[srcs[0]].key], vg.nodes[srcs[0]]
+            return sx + me.width + H_GAP, sy + s.height / 2 + V_GAP + me.height / 2
+        if dsts:
+            (dx, dy), d = self.pos[vg.nodes[dsts[0]].key], vg.nodes[dsts[0]]
+            return dx + me.width + H_GAP, dy - d.height / 2 - V_GAP - me.height / 2
+        self.width += me.width + H_GAP      # unconnected to anything placed: a new column on the right
+        return self.width - me.width / 2, me.height / 2
+
+
+def _ends_fit(route, src_pos, src_h, dst_pos, dst_h) -> bool:
+    (x0, y0), (x1, y1) = route[0], route[-1]
+    return (abs(x0 - src_pos[0]) < 0.5 and abs(y0 - (src_pos[1] + src_h / 2)) < 0.5
+            and abs(x1 - dst_pos[0]) < 0.5 and abs(y1 - (dst_pos[1] - dst_h / 2)) < 0.5)
+
+
+def _bend(src_pos, src_h, dst_pos, dst_h) -> list[tuple[float, float]]:
+    (sx, sy), (dx, dy) = src_pos, dst_pos
+    a, b = sy + src_h / 2, dy - dst_h / 2
+    mid = (a + b) / 2
+    return [(sx, a), (sx, mid), (dx, mid), (dx, b)]
