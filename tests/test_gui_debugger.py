@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QColor
 
+from inspector.gui.live_layout import edge_keys
 from inspector.gui.main_window import ONNX, TFLITE
 from inspector.gui.palette import CONFLICT
 
@@ -20,9 +21,9 @@ def window(qtbot, tmp_path):
 def picture(w, which=ONNX):
     """Everything a user sees of a pane's graph: node positions, routes, categories and markers by key."""
     scene = w.scenes[which]
-    from inspector.gui.live_layout import edge_key
+    keys = edge_keys(scene.vg)
     return ({it.node.key: (it.pos().x(), it.pos().y()) for it in scene.nodes},
-            {edge_key(scene.vg, it.index): it.points for it in scene.edges},
+            {keys[it.index]: it.points for it in scene.edges},
             {it.node.key: (it.category, bool(it.marker)) for it in scene.nodes})
 
 

@@ -26,6 +26,7 @@ from .document import Document
 from .live_layout import MAX_NEW_SHARE, Placement
 from .pair_editing import PIN_REASON, attach_pair, is_pair
 from .pin_menu import PinBar, install_context_menu
+from .rerun_child import with_findings
 
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
@@ -61,11 +62,13 @@ class RerunJob(QRunnable):
                 s.result, s.notes, s.validation = result, notes, None
             else:
                 s.convert(check=False)
-                result = s.result
+                result = with_findings(s.result)
                 vg = graph_model.from_onnx(result.model)
             p = self.placement
             live = p is not None and p.new_share(vg) <= MAX_NEW_SHARE
-            self.signals.done.emit(result, vg, p.layout(vg) if live else graph_layout.compute(vg), live)
+            layout = p.layout(vg) if live else graph_layout.compute(vg)
+            layout.segments()                   # for the minimap, here rather than on the GUI thread
+            self.signals.done.emit(result, vg, layout, live)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
         except Exception as e:   # a bug: the dialog carries the traceback

@@ -36,6 +36,7 @@ class GraphScene(QGraphicsScene):
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})
+        self._fresh: set = set()                      # node items apply() made: colour() must paint them
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(layout.pos)]
@@ -83,10 +84,12 @@ class GraphScene(QGraphicsScene):
     def apply(self, vg: ViewGraph, layout: Layout) -> None:
         """Show a re-converted graph in place: items whose node or edge key is in both graphs stay (relabelled,
         moved only if the layout moved them), the others are removed or added. Colours follow with colour()."""
-        from .live_layout import edge_key
+        from .live_layout import edge_keys
         self.finish()
         old_nodes = {it.node.key: it for it in self.nodes}
-        old_edges = {edge_key(self.vg, it.index): it for it in self.edges}
+        keys = edge_keys(self.vg)
+        old_edges = {keys[it.index]: it for it in self.edges}
+        old_pos = self.layout.pos
         self.vg, self.layout = vg, layout
         self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = [], [], {}, {}
         for i, node in enumerate(vg.nodes):
@@ -95,19 +98,22 @@ class GraphScene(QGraphicsScene):
                 if item is not None:
                     self.removeItem(item)
                 item = NodeItem(i, node, self.frame)
-                self.addItem(item)
-            elif item.node != node:
-                item.node, item._elided, item._fit_pt = node, None, 0.0     # new labels: re-elide on paint
-                item.update()
-            item.index = i
-            if item.pos() != QPointF(*layout.pos[i]):
                 item.setPos(*layout.pos[i])
+                self.addItem(item)
+                self._fresh.add(item)
+            else:
+                if item.node != node:
+                    item.node, item._elided, item._fit_pt = node, None, 0.0     # new labels: re-elide on paint
+                    item.update()
+                if old_pos[item.index] != layout.pos[i]:
+                    item.setPos(*layout.pos[i])
+            item.index = i
             self.nodes.append(item)
             self.node_by_key[node.key] = item
         for item in old_nodes.values():
             self.removeItem(item)
-        for i, edge in enumerate(vg.edges):
-            item = old_edges.pop(edge_key(vg, i), None)
+        for i, (edge, key) in enumerate(zip(vg.edges, edge_keys(vg))):
+            item = old_edges.pop(key, None)
             if item is None or item.points != layout.routes[i]:
                 if item is not None:
                     self.removeItem(item)
@@ -150,10 +156,14 @@ class GraphScene(QGraphicsScene):
         Items created later take the same colours."""
         self._colours = (categories, markers, edge_conflicts)
         self.version += 1
-        for item in self.nodes:
-            self._colour_node(item, categories, markers)
+        fresh, self._fresh = self._fresh, set()
+        for item in self.nodes:         # after a pin most keep their colour: touch only what changed
+            k = item.node.key
+            if item in fresh or item.category != categories.get(k, UNKNOWN) or item.marker != markers.get(k, ""):
+                self._colour_node(item, categories, markers)
+        nodes = self.vg.nodes
         for e in self.edges:
-            e.set_conflict(edge_conflicts.get((e.edge.tensor, self.vg.nodes[e.edge.dst].key), ""))
+            e.set_conflict(edge_conflicts.get((e.edge.tensor, nodes[e.edge.dst].key), ""))
 
     def selected_keys(self) -> tuple[list[Hashable], list[Hashable]]:
         """(node keys, tensor keys) of the selection."""

@@ -16,15 +16,16 @@ from .graph_model import ViewGraph
 MAX_NEW_SHARE = 0.25
 
 
-def edge_key(vg: ViewGraph, i: int) -> tuple[Hashable, Hashable, Hashable]:
-    e = vg.edges[i]
-    return vg.nodes[e.src].key, vg.nodes[e.dst].key, e.tensor
+def edge_keys(vg: ViewGraph) -> list[tuple[Hashable, Hashable, Hashable]]:
+    """(producer key, consumer key, tensor) per edge: what names an edge across re-conversions."""
+    nodes = vg.nodes
+    return [(nodes[e.src].key, nodes[e.dst].key, e.tensor) for e in vg.edges]
 
 
 class Placement:
     def __init__(self, vg: ViewGraph, layout: Layout):
         self.pos: dict[Hashable, tuple[float, float]] = {n.key: layout.pos[i] for i, n in enumerate(vg.nodes)}
-        self.routes: dict[tuple, list[tuple[float, float]]] = {edge_key(vg, i): r for i, r in enumerate(layout.routes)}
+        self.routes: dict[tuple, list[tuple[float, float]]] = dict(zip(edge_keys(vg), layout.routes))
         self.width, self.height = layout.width, layout.height
         self.scene = None               # the window's scene these positions belong to (set by the window)
 
@@ -44,8 +45,7 @@ class Placement:
                 self.pos[vg.nodes[i].key] = self._place(vg, i, ins[i], outs[i])
         pos = [self.pos[n.key] for n in vg.nodes]
         routes = []
-        for i, e in enumerate(vg.edges):
-            key = edge_key(vg, i)
+        for e, key in zip(vg.edges, edge_keys(vg)):
             route = self.routes.get(key)
             if route is None or not _ends_fit(route, pos[e.src], vg.nodes[e.src].height, pos[e.dst],
                                                vg.nodes[e.dst].height):

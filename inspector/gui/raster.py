@@ -48,12 +48,15 @@ def node_arrays(scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if cached is not None and cached[0] == (scene.version, len(scene.nodes)):
         return cached[1]
     items = scene.nodes
-    cache: dict[int, tuple] = {}
-    colours = np.array([cache.setdefault(id(it.quick_fill), _rgba(it.quick_fill)) for it in items],
-                       np.uint8).reshape(-1, 4)
-    pos = np.asarray(scene.layout.pos, float).reshape(-1, 2)[[it.index for it in items]]
-    size = np.array([(it.node.width, it.node.height) for it in items], float).reshape(-1, 2)
-    arrays = (pos - size / 2, size, colours)
+    fills = [it.quick_fill for it in items]
+    rgba = {id(c): _rgba(c) for c in {id(c): c for c in fills}.values()}     # a handful of distinct colours
+    colours = np.array([rgba[id(c)] for c in fills], np.uint8).reshape(-1, 4)
+    geometry = getattr(scene, "_node_geometry", None)       # positions and sizes change only with the layout
+    if geometry is None or geometry[0] is not scene.layout or geometry[1] != len(items):
+        pos = np.asarray(scene.layout.pos, float).reshape(-1, 2)[[it.index for it in items]]
+        size = np.array([(it.node.width, it.node.height) for it in items], float).reshape(-1, 2)
+        geometry = scene._node_geometry = (scene.layout, len(items), pos - size / 2, size)
+    arrays = (geometry[2], geometry[3], colours)
     scene._node_arrays = ((scene.version, len(items)), arrays)
     return arrays
 

@@ -282,8 +282,9 @@ class MetadataEditor(QWidget):
         lay = QVBoxLayout(box)
         self.findings = QListWidget()
         self.findings.setWordWrap(True)
+        found = getattr(self.editor.session.result, "findings", None)   # computed off the GUI thread
         try:
-            found = check(model)
+            found = check(model) if found is None else found
         except Exception as e:     # the checker is advice: a failure is shown, never fatal
             found = []
             self.findings.addItem(f"checker failed: {e}")
