@@ -52,6 +52,19 @@ def synthetic(n_ops: int, path: Path, seed: int = 0) -> Path:
     return b.save(path)
 
 
+def fan_in(n_inputs: int, path: Path) -> Path:
+    """One ADD_N reading the graph input n_inputs times, then a RELU: the large fan-in the window bundles."""
+    from inspector.core.io.tflite_builder import ModelBuilder
+    b = ModelBuilder()
+    shape = [1, 3, 5, 2]
+    x = b.input("x", shape)
+    y, z = b.tensor("y", shape), b.tensor("z", shape)
+    b.op("ADD_N", [x] * n_inputs, [y])
+    b.op("RELU", [y], [z])
+    b.output(z)
+    return b.save(path)
+
+
 def run_case(model: str) -> dict:
     from PySide6.QtCore import QSettings, QTimer
 
@@ -150,6 +163,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--sizes", default="1000,3000,10000")
+    ap.add_argument("--fan-in", type=int, default=100_000, help="inputs of the ADD_N case (0: none)")
     ap.add_argument("--case", help=argparse.SUPPRESS)       # internal: run one case, print JSON
     args = ap.parse_args(argv)
     if args.case:
@@ -161,6 +175,8 @@ def main(argv=None) -> int:
         cases.append(str(nasnet))
     tmp = Path(tempfile.mkdtemp())
     cases += [str(synthetic(int(n), tmp / f"synthetic_{n}.tflite")) for n in args.sizes.split(",") if n]
+    if args.fan_in:
+        cases.append(str(fan_in(args.fan_in, tmp / f"add_n_{args.fan_in}.tflite")))
     rows = []
     for case in cases:
         out = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True)

@@ -86,3 +86,46 @@ def test_live_pin_keeps_the_picture_and_undo_restores_it(qtbot, window, corpus, 
     w.editor.redo_action.trigger()
     settle(qtbot, w)
     assert picture(w)[0] == pos1
+
+
+def fan_in_model(path, repeat: int, distinct: int):
+    """ADD_N over graph input x read `repeat` times plus `distinct` graph inputs of their own, then a RELU."""
+    from inspector.core.io.tflite_builder import ModelBuilder
+    b = ModelBuilder()
+    shape = [1, 3, 5, 2]
+    x = b.input("x", shape)
+    others = [b.input(f"u{i}", shape) for i in range(distinct)]
+    y, z = b.tensor("y", shape), b.tensor("z", shape)
+    b.op("ADD_N", [x] * repeat + others, [y])
+    b.op("RELU", [y], [z])
+    b.output(z)
+    return b.save(path)
+
+
+def test_an_op_with_100000_inputs_is_one_node_with_a_bundled_edge(qtbot, window, tmp_path):
+    """Issue 22, 13: an ADD_N of 100,000 inputs took 78 s to open with a 4.2 s stall (100,002 edge items)."""
+    from inspector.gui.raster import raster
+    w = window
+    s = open_model(qtbot, w, fan_in_model(tmp_path / "add_n.tflite", 100_000, 300))
+    assert s.result is not None
+    for which, title in ((TFLITE, "ADD_N"), (ONNX, "Sum")):
+        scene = w.scenes[which]
+        op = next(it for it in scene.nodes if it.node.title == title)
+        into = [e for e in scene.edges if e.edge.dst == op.index]
+        assert len(scene.nodes) == 4 and len(into) == 1         # x and the 300 inputs: one terminal, one edge
+        assert into[0].edge.count == 100_300 and "100300 inputs drawn as one edge" in into[0].toolTip()
+        terminal = scene.nodes[into[0].edge.src]
+        assert terminal.node.kind == "input" and terminal.node.title == "301 inputs"
+        r = scene.sceneRect()                                    # the minimap's picture shows the op's colour
+        image = raster(scene, (r.left(), r.top()), 0.5, int(r.width() * 0.5), int(r.height() * 0.5))
+        centre = (op.pos() - r.topLeft()) * 0.5
+        assert image.pixelColor(int(centre.x()), int(centre.y())).rgb() == op.quick_fill.rgb()
+
+
+def test_small_fan_in_keeps_one_edge_per_input(qtbot, window, tmp_path):
+    w = window
+    open_model(qtbot, w, fan_in_model(tmp_path / "add_n.tflite", 3, 4))
+    scene = w.scenes[TFLITE]
+    add_n = next(it for it in scene.nodes if it.node.title == "ADD_N")
+    assert sum(e.edge.dst == add_n.index for e in scene.edges) == 7
+    assert all(e.edge.count == 1 for e in scene.edges)

@@ -175,6 +175,8 @@ class EdgeItem(QGraphicsItem):
         self._bounds = QRectF(x0 - 8, y0 - 8, max(xs) - x0 + 136, max(ys) - y0 + 22)
         self._start, self._end = QPointF(*points[min(1, len(points) - 1)]), QPointF(*points[-1])  # label in the gap
         self.setFlag(QGraphicsItem.ItemIsSelectable)
+        if edge.count > 1:
+            self.setToolTip(f"{edge.count} inputs drawn as one edge")
 
     def path(self) -> QPainterPath:
         if self._path is None:
@@ -210,7 +212,7 @@ class EdgeItem(QGraphicsItem):
             painter.setPen(pen)
             painter.drawPath(self.path())
             return
-        pen = QPen(color, 2.6 if self.conflict else 1.2)
+        pen = QPen(color, 2.6 if self.conflict or self.edge.count > 1 else 1.2)     # a bundle is drawn heavy
         if self.conflict:
             pen.setStyle(Qt.DashLine)
         painter.setPen(pen)

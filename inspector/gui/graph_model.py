@@ -44,6 +44,7 @@ class Edge:
     tensor: Hashable              # TFLite tensor index or ONNX value name
     label: str                    # shape, shown when zoomed in
     first: bool = True            # first edge of its tensor: the one that draws the label
+    count: int = 1                # a bundle: this many inputs drawn as one edge (see bundle())
 
 
 @dataclass
@@ -114,6 +115,15 @@ def attr_lines(options: dict[str, Any]) -> list[str]:
     return lines
 
 
+MAX_CONST_LINES = 4
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """Folded constants past MAX_CONST_LINES as one "+N more" line: a node's height stays bounded."""
+    return lines if len(lines) <= MAX_CONST_LINES else lines[:MAX_CONST_LINES - 1] + [
+        f"+{len(lines) - MAX_CONST_LINES + 1} more constants"]
+
+
 def _const_line(opcode: str, slot: int, shape, dtype: str) -> str:
     name = _SLOT_NAMES.get(opcode, {}).get(slot, f"in{slot}")
     return f"{name} {shape_text(shape)} {dtype}"
@@ -151,8 +161,8 @@ def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
                   for slot, t in enumerate(op.inputs) if t >= 0 and tensors[t].is_constant]
         calls = [v for k, v in op.options.items() if k.endswith("subgraph_index") and isinstance(v, int)]
         names = " ".join(tensors[t].name for t in op.outputs if t >= 0)
-        op_node[op.index] = i = b.node(Node(("op", op.index), "op", op.opcode, attr_lines(op.options) + consts,
-                                            search=names, subgraphs=calls))
+        lines = attr_lines(op.options) + _capped(consts)
+        op_node[op.index] = i = b.node(Node(("op", op.index), "op", op.opcode, lines, search=names, subgraphs=calls))
         for t in op.outputs:
             if t >= 0:
                 producer[t] = i
@@ -170,7 +180,51 @@ def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
                               [shape_text(tensors[t].shape)], search=tensors[t].name))
             if t in producer:
                 b.edge(producer[t], out, t, shape_text(tensors[t].shape))
-    return b.g
+    return bundle(b.g)
+
+
+BUNDLE = 32       # from this many inputs of one op from one node (or from graph inputs read by it alone): one edge
+
+
+def bundle(g: ViewGraph) -> ViewGraph:
+    """Large fan-in drawn as one node with one edge: graph inputs that only feed one op become a single terminal
+    ("2000 inputs") when there are more than BUNDLE of them, and more than BUNDLE parallel edges between two
+    nodes (ADD_N of one tensor 100,000 times) become one edge labelled with their count."""
+    indeg: dict[int, int] = {}
+    for e in g.edges:
+        indeg[e.dst] = indeg.get(e.dst, 0) + 1
+    if not indeg or max(indeg.values()) <= BUNDLE:
+        return g
+    outs: dict[int, set[int]] = {}
+    for e in g.edges:
+        outs.setdefault(e.src, set()).add(e.dst)
+    private: dict[int, list[int]] = {}          # consumer -> input terminals that feed it alone
+    for i, n in enumerate(g.nodes):
+        if n.kind == "input" and len(outs.get(i, ())) == 1:
+            private.setdefault(next(iter(outs[i])), []).append(i)
+    merged: dict[int, int] = {}                 # terminal -> the terminal standing for its bundle
+    for dst, terms in private.items():
+        if len(terms) > BUNDLE:
+            head = g.nodes[terms[0]]
+            last = g.nodes[terms[-1]]
+            g.nodes[terms[0]] = Node(head.key, "input", f"{len(terms)} inputs", [f"{head.title} … {last.title}"],
+                                     search=" ".join(g.nodes[t].search for t in terms[:1000]))
+            merged.update((t, terms[0]) for t in terms)
+    groups: dict[tuple[int, int], list[Edge]] = {}
+    for e in g.edges:
+        groups.setdefault((merged.get(e.src, e.src), e.dst), []).append(e)
+    edges: list[Edge] = []
+    for (src, dst), es in groups.items():
+        if len(es) > BUNDLE:
+            n = sum(e.count for e in es)
+            edges.append(Edge(src, dst, es[0].tensor, f"{es[0].label} ×{n}".strip(), True, n))
+        else:
+            edges += [Edge(src, e.dst, e.tensor, e.label, e.first, e.count) for e in es]
+    keep = [i for i in range(len(g.nodes)) if merged.get(i, i) == i]
+    new_index = {old: k for k, old in enumerate(keep)}
+    g.nodes = [g.nodes[i] for i in keep]
+    g.edges = [Edge(new_index[e.src], new_index[e.dst], e.tensor, e.label, e.first, e.count) for e in edges]
+    return g
 
 
 def _nonempty(*lines: str) -> list[str]:
@@ -247,12 +301,13 @@ def from_onnx(model, graph=None) -> ViewGraph:
                 continue
             v = helper.get_attribute_value(a)
             attrs[a.name] = v.decode() if isinstance(v, bytes) else v
-        lines = attr_lines(attrs)
+        consts = []
         for slot, name in enumerate(n.input):
             if name in inits:
                 t = inits[name]
                 dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
-                lines.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
+                consts.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
+        lines = attr_lines(attrs) + _capped(consts)
         name = onnx_node_name(n, i)
         bodies = [a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
         idx = b.node(Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies))
@@ -275,4 +330,4 @@ def from_onnx(model, graph=None) -> ViewGraph:
             b.edge(producer[vi.name], out, vi.name, shape_text(shapes.get(vi.name)))
     b.g.tensor_names = {e.tensor: str(e.tensor) for e in b.g.edges}
     b.g.shapes = shapes
-    return b.g
+    return bundle(b.g)

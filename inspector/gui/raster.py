@@ -73,6 +73,10 @@ def _nodes(buf, scene, o, k) -> None:
     corner, extent, colours = corner[seen], extent[seen], colours[seen]
     if not len(corner):
         return
+    if len(corner) < int(extent[:, 0].max()) * int(extent[:, 1].max()):   # few big boxes: one slice each
+        for (x, y), (ew, eh), c in zip(corner.tolist(), extent.tolist(), colours):
+            buf[max(y, 0):max(y + eh, 0), max(x, 0):max(x + ew, 0)] = c
+        return
     for dy in range(int(extent[:, 1].max())):           # boxes are a few pixels here: loop over offsets
         for dx in range(int(extent[:, 0].max())):
             m = (dx < extent[:, 0]) & (dy < extent[:, 1])

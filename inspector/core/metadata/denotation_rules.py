@@ -61,7 +61,7 @@ class Propagator:
         self.dens: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in seeds.items()}
         self.findings: list[Finding] = []
         for i, node in enumerate(self.graph.node):
-            self.node = node
+            self.node, self.index = node, i
             self.label = node.name or f"{node.op_type}#{i}"
             outs = self.rule(node)
             for name, dens in zip(node.output, outs):
@@ -123,17 +123,27 @@ class Propagator:
             return None if v is None else [int(x) for x in np.ravel(v)]
         return []
 
+    def _distinct(self, node) -> list[str]:
+        """An elementwise op's inputs without repeats (merging one tensor twice changes nothing): a Sum reading one
+        value 100,000 times would otherwise cost 100,000 steps per run, and annotate runs once per graph input."""
+        cache = self.__dict__.setdefault("_distinct_inputs", {})
+        found = cache.get(self.index)
+        if found is None:
+            found = cache[self.index] = list(dict.fromkeys(node.input))
+        return found
+
     # -- rules -------------------------------------------------------------------------------------------------------
     def rule(self, node):
-        ins = [self.dens.get(i) if i else None for i in node.input]
         op = node.op_type
+        names = self._distinct(node) if op in ELEMENTWISE else node.input
+        ins = [self.dens.get(i) if i else None for i in names]
         x = ins[0] if ins else None
         if node.domain not in ("", "ai.onnx", "com.microsoft"):
             return []
         if op in FORMAT_OPS:
             return [self.format_op(x)] * (2 if op == "MaxPool" else 1)
         if op in ELEMENTWISE:
-            return [self.broadcast(node.input, ins)] * (2 if op == "Dropout" else 1)
+            return [self.broadcast(names, ins)] * (2 if op == "Dropout" else 1)
         if op in KEEP:
             return [x] * len(node.output)
         if op in CONCAT:
