@@ -129,3 +129,41 @@ def test_small_fan_in_keeps_one_edge_per_input(qtbot, window, tmp_path):
     add_n = next(it for it in scene.nodes if it.node.title == "ADD_N")
     assert sum(e.edge.dst == add_n.index for e in scene.edges) == 7
     assert all(e.edge.count == 1 for e in scene.edges)
+
+
+@pytest.mark.parametrize("name", ["keras/nasnetmobile_fp32.tflite", "torch/mobilenet_v2_w050.tflite"])
+def test_what_if_counts_equal_the_counts_after_applying(qtbot, window, corpus, name):
+    from inspector.gui.commands import AUTO, CHANNELS_FIRST, KEEP, pin_label
+    w = window
+    s = open_model(qtbot, w, corpus / name)
+    t = mid_conv_output(s.graph.main)
+    w.select(TFLITE, tensors=[t])
+    bar = w.editor.pin_bar
+    bar._fill()
+    shown = {}
+    for a in bar.menu.actions():
+        label = a.text().split("  —  ")
+        for choice in (AUTO, CHANNELS_FIRST, KEEP):
+            if label[0] == pin_label(choice):
+                assert len(label) == 2 and label[1].endswith("in the graph")
+                shown[choice] = (a, int(label[1].split()[0]))
+    assert set(shown) == {AUTO, CHANNELS_FIRST, KEEP}
+    assert len({n for _, n in shown.values()}) > 1                # the choices differ: the menu says by how much
+    for choice in (KEEP, CHANNELS_FIRST, AUTO):
+        w.select(TFLITE, tensors=[t])
+        bar._fill()
+        action = next(a for a in bar.menu.actions() if a.text().split("  —  ")[0] == pin_label(choice))
+        predicted = int(action.text().split("  —  ")[1].split()[0])
+        assert predicted == shown[choice][1]
+        action.trigger()
+        settle(qtbot, w)
+        assert s.result.plan.optimality.transposes == predicted, pin_label(choice)
+        assert s.result.transposes == predicted                   # and so many Transpose nodes in the ONNX graph
+
+
+def test_ambiguous_shapes_are_marked():
+    from inspector.gui.what_if import ambiguous
+    assert "H = W = C" in ambiguous((1, 8, 8, 8))
+    assert "C = 5 equals W" in ambiguous((1, 7, 5, 5))
+    assert "size-1 H, W" in ambiguous((1, 1, 1, 32))
+    assert ambiguous((1, 5, 7, 3)) == "" and ambiguous((2, 3)) == "" and ambiguous((1, None, 4, 4)) == ""

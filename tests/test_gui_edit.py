@@ -61,7 +61,7 @@ def conflict_nodes(w) -> set:
 
 
 def trigger(menu, text: str) -> None:
-    action = next(a for a in menu.actions() if a.text() == text)
+    action = next(a for a in menu.actions() if a.text().split("  —  ")[0] == text)   # after it: what-if cost
     assert action.isEnabled(), text
     action.trigger()
 

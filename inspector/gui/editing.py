@@ -109,6 +109,7 @@ class Editor(QObject):
         self.last_menu = self.last_dialog = self.last_message = None
         self._job: RerunJob | None = None
         self.placement: Placement | None = None
+        self._what_if: dict = {}
         self._pending = False
         self._applying = False
         self.stack.indexChanged.connect(self._edited)
@@ -213,6 +214,7 @@ class Editor(QObject):
         self._pending = False
         self._job = None
         self.placement = None
+        self._what_if = {}
         self.stack.clear()
         self.banner.hide()
         self.pin_bar.show_tensors([])
@@ -305,6 +307,20 @@ class Editor(QObject):
                 return False
         self.stack.push(PinLayout(self, tensor, layout))
         return True
+
+    def what_if(self, t: int, choices) -> dict:
+        """{pin choice: Transposes of the whole plan} for tensor t, from the solver (cached per set of pins)."""
+        from .what_if import costs
+        s = self.session
+        key = (t, tuple(choices), tuple(sorted(s.pins.items())), bool(s.options.get("keep_io_layout")))
+        if key not in self._what_if:
+            if len(self._what_if) > 256:
+                self._what_if.clear()
+            try:
+                self._what_if[key] = costs(s, t, choices)
+            except InspectorError:
+                self._what_if[key] = {}
+        return self._what_if[key]
 
     def clear_pins(self) -> None:
         if self.session is not None and self.session.pins:

@@ -1,7 +1,8 @@
 """Pinning from the graph: a tensor's (or op's outputs') context menu and the details panel's "Pin layout" bar.
 
 Choices: Auto (no pin), "NHWC → NCHW", "keep as is", or a custom permutation typed in a dialog that shows the
-resulting ONNX shape as you type and refuses what `layout.parse` refuses. Clear one pin or all.
+resulting ONNX shape as you type and refuses what `layout.parse` refuses. Clear one pin or all. Each choice shows
+the Transposes the whole graph would have under it (what_if), and a shape that hides the layout is flagged.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .commands import AUTO, KEEP, CHANNELS_FIRST, pin_label, short
 from .graph_items import EdgeItem, NodeItem
 from .graph_model import shape_text
 from .pair_editing import PIN_REASON, is_pair
+from .what_if import ambiguous
 
 
 def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
@@ -34,8 +36,14 @@ def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
         if len(tensors) == 1:
             target.addSection(f"Layout of {short(tensor.name or f'tensor {t}')}")
         current = s.pins.get(name)
+        why = ambiguous(tensor.shape)
+        if why:
+            target.addAction(f"⚠ ambiguous layout: {why}").setEnabled(False)
+        cost = editor.what_if(t, (AUTO, CHANNELS_FIRST, KEEP)) if len(tensors) == 1 else {}
         for layout in (AUTO, CHANNELS_FIRST, KEEP):
-            a = target.addAction(pin_label(layout), lambda n=name, v=layout: editor.pin(n, v))
+            text = pin_label(layout) + (f"  —  {_count(cost[layout])}" if layout in cost else "")
+            a = target.addAction(text, lambda n=name, v=layout: editor.pin(n, v))
+            a.setData(cost.get(layout))
             a.setCheckable(True)
             a.setChecked(current == layout)
             if layout == CHANNELS_FIRST and tensor.rank < 3:
@@ -47,6 +55,11 @@ def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
         target.addAction("Clear this pin", lambda n=name: editor.pin(n, None)).setEnabled(current is not None)
     menu.addSeparator()
     menu.addAction(f"Clear all pins ({len(s.pins)})", editor.clear_pins).setEnabled(bool(s.pins))
+
+
+def _count(n: int) -> str:
+    """What the whole graph's plan would have under a choice (the solver's count, nothing applied)."""
+    return f"{n} Transpose{'s' if n != 1 else ''} in the graph"
 
 
 def tensors_at(graph, item) -> list[int]:
