@@ -167,3 +167,32 @@ def test_ambiguous_shapes_are_marked():
     assert "C = 5 equals W" in ambiguous((1, 7, 5, 5))
     assert "size-1 H, W" in ambiguous((1, 1, 1, 32))
     assert ambiguous((1, 5, 7, 3)) == "" and ambiguous((2, 3)) == "" and ambiguous((1, None, 4, 4)) == ""
+
+
+def test_fix_applies_the_cheapest_pin_that_removes_the_conflict(qtbot, window, corpus):
+    from PySide6.QtWidgets import QMenu
+
+    from inspector.gui import fix_conflict
+    w = window
+    s = open_model(qtbot, w, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
+    fixed = 0
+    for c in list(s.result.plan.conflicts):
+        menu = QMenu()
+        fix_conflict.fill(menu, w.editor, c)
+        action = menu.actions()[0]
+        if not action.isEnabled():
+            continue
+        predicted = int(action.text().split("  —  ")[1].split()[0])
+        action.trigger()
+        settle(qtbot, w)
+        assert not any(d.tensor == c.tensor and d.op == c.op for d in s.result.plan.conflicts)
+        assert s.result.plan.optimality.transposes == predicted
+        fixed += 1
+        w.editor.stack.undo()
+        settle(qtbot, w)
+    assert fixed
+    # from the panel itself: a right-click on a row offers the same action
+    panel = w.conflicts
+    row = panel.topLevelItem(0)
+    panel.customContextMenuRequested.emit(panel.visualItemRect(row).center())
+    assert w.editor.last_menu is not None and w.editor.last_menu.actions()[0].text().startswith(("Fix:", "No single"))

@@ -126,6 +126,8 @@ class Editor(QObject):
         self.banner.discard.clicked.connect(self.discard_autosave)
         self.pin_bar = PinBar(self)
         w.details.layout().insertWidget(0, self.pin_bar)
+        from . import fix_conflict
+        fix_conflict.install(self, w.conflicts)
 
         self.metadata = MetadataEditor(self)
         self.validation = ValidationPanel(self)

@@ -37,6 +37,37 @@ def costs(session, t: int, choices) -> dict:
     return out
 
 
+def cheapest_fix(session, c) -> tuple[str, str, int] | None:
+    """(pin name, pin text, Transposes of the whole plan) of the cheapest pin that removes conflict c — on its
+    tensor or on its consumer's outputs, each to a layout the solver considers or to either standard one — or
+    None when no single pin does."""
+    sg = session.graph.main
+    if len(sg.ops) > MAX_OPS or c.subgraph:
+        return None
+    keep_io = bool(session.options.get("keep_io_layout"))
+    base = dict(session.pins)
+    p = planner(session.graph, base, keep_io_layout=keep_io)
+    tensors = [c.tensor] + ([t for t in sg.ops[c.op].outputs if t >= 0] if c.op is not None else [])
+    best = None
+    for t in tensors:
+        rank = sg.tensors[t].rank
+        perms = dict.fromkeys([*p.candidates(t), tuple(range(rank))]
+                              + ([(0, rank - 1, *range(1, rank - 1))] if rank >= 3 else []))
+        name = sg.tensors[t].name or str(t)
+        for perm in perms:
+            text = ",".join(map(str, perm))
+            try:
+                plan = planner(session.graph, {**base, name: text}, keep_io_layout=keep_io).plan()
+            except InspectorError:
+                continue
+            if any(d.tensor == c.tensor and d.op == c.op for d in plan.conflicts):
+                continue
+            n = plan.optimality.transposes
+            if best is None or n < best[2]:
+                best = (name, text, n)
+    return best
+
+
 def _resolves_to(sg, key: str, t: int) -> bool:
     try:
         return t in resolve_pins(sg, {key: "keep"})

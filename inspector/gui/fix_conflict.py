@@ -1,0 +1,39 @@
+"""The Conflicts list's "fix" action: right-click a conflict, and the cheapest single pin that removes it (found by
+the layout solver, what_if.cheapest_fix) is offered with the Transposes the graph would then have; choosing it
+pushes that pin like any other (undoable)."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMenu
+
+from .commands import short
+from .what_if import cheapest_fix
+
+
+def fix_action_text(fix) -> str:
+    name, text, n = fix
+    return f"Fix: pin {short(name, 40)} to {text}  —  {n} Transpose{'s' if n != 1 else ''} in the graph"
+
+
+def install(editor, panel) -> None:
+    panel.setContextMenuPolicy(Qt.CustomContextMenu)
+
+    def show(pos):
+        item = panel.itemAt(pos)
+        c = item.data(0, Qt.UserRole) if item is not None else None
+        if c is None or editor.session is None:
+            return
+        menu = QMenu(panel)
+        fill(menu, editor, c)
+        editor.last_menu = menu
+        menu.popup(panel.viewport().mapToGlobal(pos))
+    panel.customContextMenuRequested.connect(show)
+
+
+def fill(menu: QMenu, editor, c) -> None:
+    from .pair_editing import is_pair
+    fix = None if is_pair(editor.session) else cheapest_fix(editor.session, c)
+    if fix is None:
+        menu.addAction("No single pin removes this conflict").setEnabled(False)
+        return
+    menu.addAction(fix_action_text(fix), lambda: editor.pin(fix[0], fix[1]))
