@@ -22,6 +22,7 @@ class Document:
     onnx_shapes: dict[str, tuple] = field(default_factory=dict)     # value name -> shape (after shape inference)
     _names: dict[str, Any] = field(default_factory=dict, repr=False)
     _links: tuple | None = field(default=None, repr=False)
+    _cats: tuple | None = field(default=None, repr=False)
 
     @property
     def trace(self):
@@ -31,7 +32,10 @@ class Document:
     def tflite_categories(self) -> dict[Hashable, str]:
         if self.result is None:
             return {}
-        return {("op", i): getattr(c, "value", str(c)) for i, c in self.result.categories.items()}
+        if self._cats is None or self._cats[0] is not self.result:     # asked for by both panes on every recolour
+            self._cats = (self.result, {("op", i): getattr(c, "value", str(c))
+                                        for i, c in self.result.categories.items()})
+        return self._cats[1]
 
     def onnx_categories(self) -> dict[Hashable, str]:
         """Each ONNX node takes the category of the TFLite op it came from; inserted Transposes are conflicts."""

@@ -240,8 +240,9 @@ class Editor(QObject):
         self.stack.clear()
         s = Session(path=doc.path, graph=doc.graph)
         s.result = doc.result
-        try:            # the metadata pass the loader's conversion left out (denotations, TFLite metadata pre-fill)
-            s.notes = list(doc.result.warnings) + annotate(doc.result, s.metadata)
+        try:            # the metadata pass (denotations, TFLite metadata pre-fill): done by the loader, off this thread
+            loaded = getattr(doc.result, "load_notes", None)
+            s.notes = list(doc.result.warnings) + (loaded if loaded is not None else annotate(doc.result, s.metadata))
         except InspectorError as e:
             s.notes = [f"metadata pass failed: {e}"]
         self.session, self.baseline = s, doc.result.transposes

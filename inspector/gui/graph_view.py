@@ -23,7 +23,8 @@ MARGIN = 40
 class GraphScene(QGraphicsScene):
     """Items are created top-down in chunks: the first chunk covers where the view starts (the top), the rest is
     added from the event loop, so a 10k-node graph paints at once and the window stays responsive."""
-    FIRST_CHUNK, SLICE_S = 2000, 0.03           # items before the first paint; seconds per later slice
+    FIRST_CHUNK, SLICE_S = 600, 0.03            # items before the first paint (the top of the graph); seconds per
+                                                # later slice: each a short event-loop pause, never a stall
     completed = Signal()
 
     def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
