@@ -196,3 +196,20 @@ def test_fix_applies_the_cheapest_pin_that_removes_the_conflict(qtbot, window, c
     row = panel.topLevelItem(0)
     panel.customContextMenuRequested.emit(panel.visualItemRect(row).center())
     assert w.editor.last_menu is not None and w.editor.last_menu.actions()[0].text().startswith(("Fix:", "No single"))
+
+
+def test_placed_nodes_overlap_nothing():
+    from inspector.gui.graph_layout import Layout
+    from inspector.gui.graph_model import Edge, Node, ViewGraph
+    from inspector.gui.live_layout import Placement
+    a, b, c = (Node(k, "op", k.title()) for k in ("conv", "relu", "add"))
+    old = ViewGraph("onnx", [a, b, c], [Edge(0, 1, "x", ""), Edge(1, 2, "y", "")])
+    p = Placement(old, Layout([(100.0, 20.0), (100.0, 80.0), (300.0, 80.0)], [[(0, 0)], [(0, 0)]], 400.0, 100.0))
+    t = Node("relu/Transpose", "op", "Transpose", ["perm [0,3,1,2]"])
+    new = ViewGraph("onnx", [a, t, b, c], [Edge(0, 1, "x", ""), Edge(1, 2, "x_t", ""), Edge(2, 3, "y", "")])
+    lay = p.layout(new)
+    assert lay.pos[0] == (100.0, 20.0) and lay.pos[2] == (100.0, 80.0) and lay.pos[3] == (300.0, 80.0)
+    (tx, ty), boxes = lay.pos[1], [(x, y, n.width, n.height) for (x, y), n in zip(lay.pos, new.nodes)]
+    for (x, y, w, h) in boxes[:1] + boxes[2:]:              # the gap is too small: moved aside, onto nothing
+        assert abs(x - tx) >= (w + t.width) / 2 or abs(y - ty) >= (h + t.height) / 2
+    assert tx - t.width / 2 >= 0 and lay.width >= tx + t.width / 2

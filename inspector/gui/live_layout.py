@@ -41,8 +41,12 @@ class Placement:
             for e in vg.edges:
                 ins[e.dst].append(e.src)
                 outs[e.src].append(e.dst)
+            boxes = [(*self.pos[n.key], n.width, n.height) for n in vg.nodes if n.key in self.pos]
             for i in fresh:                 # in graph order: a new node's new producer is placed before it
-                self.pos[vg.nodes[i].key] = self._place(vg, i, ins[i], outs[i])
+                n = vg.nodes[i]
+                x, y = _clear(boxes, *self._place(vg, i, ins[i], outs[i]), n.width, n.height)
+                self.pos[n.key] = (x, y)
+                boxes.append((x, y, n.width, n.height))
         pos = [self.pos[n.key] for n in vg.nodes]
         routes = []
         for e, key in zip(vg.edges, edge_keys(vg)):
@@ -65,9 +69,7 @@ class Placement:
             s, d = vg.nodes[srcs[0]], vg.nodes[dsts[0]]
             (sx, sy), (dx, dy) = self.pos[s.key], self.pos[d.key]
             top, bottom = sy + s.height / 2, dy - d.height / 2
-            if bottom - top < me.height:    # no room in the gap: beside the consumer
-                return dx + (d.width + me.width) / 2 + H_GAP / 2, dy
-            return dx, bottom - min(V_GAP, bottom - top) / 2
+            return dx, bottom - min(V_GAP, bottom - top) / 2       # _clear moves it aside if it overlaps
         if srcs:
             (sx, sy), s = self.pos[vg.nodes[srcs[0]].key], vg.nodes[srcs[0]]
             return sx + me.width + H_GAP, sy + s.height / 2 + V_GAP + me.height / 2
@@ -76,6 +78,20 @@ class Placement:
             return dx + me.width + H_GAP, dy - d.height / 2 - V_GAP - me.height / 2
         self.width += me.width + H_GAP      # unconnected to anything placed: a new column on the right
         return self.width - me.width / 2, me.height / 2
+
+
+def _clear(boxes, x: float, y: float, w: float, h: float) -> tuple[float, float]:
+    """(x, y), or the nearest position sideways (alternating right and left, one slot at a time) where a w×h box
+    overlaps none of `boxes` (centre x, centre y, width, height)."""
+    near = [b for b in boxes if abs(b[1] - y) < (b[3] + h) / 2 + 4]         # only boxes in this band can collide
+    step = w + H_GAP / 2
+    for k in range(0, 2 * len(near) + 2):
+        cx = x + (k + 1) // 2 * step * (1 if k % 2 else -1)
+        if cx - w / 2 < 0:              # the scene starts at 0: never left of it
+            continue
+        if not any(abs(bx - cx) < (bw + w) / 2 + 4 for bx, _, bw, _ in near):
+            return cx, y
+    return x, y
 
 
 def _ends_fit(route, src_pos, src_h, dst_pos, dst_h) -> bool:
