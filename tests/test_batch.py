@@ -48,7 +48,7 @@ def test_folder_in_parallel_matches_one_by_one(folder, tmp_path, capsys):
         alone.parent.mkdir(exist_ok=True)
         assert main(["convert", str(row["model"]), "-o", str(alone), "--report", str(report)]) == 0
         single = json.loads(report.read_text())
-        assert row["ok"] and row["verdict"] == "pass"
+        assert row["ok"] and row["verdict"] == "ok"
         assert (row["nodes"], row["transposes"], row["conflicts"]) == \
             (single["nodes"], single["transposes"], len(single["conflicts"]))
         assert Path(row["output"]).read_bytes() == alone.read_bytes()
@@ -57,12 +57,12 @@ def test_folder_in_parallel_matches_one_by_one(folder, tmp_path, capsys):
 def test_crashing_and_hanging_workers_are_failed_rows(folder, tmp_path, monkeypatch, capsys):
     real = batch._convert_task
 
-    def task(model, output, args):
+    def task(model, output, *rest):
         if model.endswith("abs.float32.tflite"):
             os.kill(os.getpid(), signal.SIGKILL)
         if model.endswith("concat.float32.tflite"):
             time.sleep(60)
-        return real(model, output, args)
+        return real(model, output, *rest)
 
     monkeypatch.setattr(batch, "_convert_task", task)          # forked workers inherit the patch
     summary = tmp_path / "s.csv"
@@ -107,3 +107,25 @@ def test_progress_bar_on_a_terminal():
     p.close()
     text = stream.getvalue()
     assert "2/2" in text and "100%" in text and "[1/2]" not in text
+
+
+def test_validate_and_check_over_a_converted_folder(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["convert", str(folder), "-o", str(out) + "/", "--jobs", "2"]) == 0
+    (out / "concat.float32.onnx").unlink()                     # one conversion missing: one failed row
+    summary = tmp_path / "v.json"
+    assert main(["validate", str(folder), str(out), "--jobs", "2", "--summary", str(summary)]) == 1
+    rows = {Path(r["model"]).name: r for r in json.loads(summary.read_text())["models"]}
+    assert "no ONNX model at" in rows["concat.float32.tflite"]["error"]
+    for m in MODELS:
+        if "concat" not in m:
+            assert rows[Path(m).name]["ok"] and rows[Path(m).name]["verdict"] in ("ok", "suspicious")
+    capsys.readouterr()
+    bad = out / "bad.onnx"
+    bad.write_bytes(b"not an onnx model")
+    summary = tmp_path / "c.csv"
+    assert main(["check", str(out), "--target", "winml", "--summary", str(summary)]) == 1
+    text = summary.read_text()
+    assert text.count(",True,") == 3 and "bad.onnx" in text and "1 failed" in capsys.readouterr().out
+    assert main(["check", str(out / "abs.float32.onnx"), "--json"]) == 0     # one model: today's output
+    assert json.loads(capsys.readouterr().out)["findings"] == []

@@ -2,11 +2,8 @@
 process of its own, so one that crashes or hangs its worker is one failed row and the batch goes on."""
 from __future__ import annotations
 
-import csv
 import glob
-import io
 import json
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -28,7 +25,7 @@ class Row:
     nodes: int | None = None
     transposes: int | None = None
     conflicts: int | None = None
-    verdict: str = ""          # pass / fail with --validate, else empty
+    verdict: str = ""          # validation's ok / suspicious / fail, or check's finding counts
     seconds: float = 0.0
     error: str = ""
 
@@ -79,6 +76,8 @@ def _child(task: Callable[..., Row], args: tuple, conn) -> None:
 def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout: float,
             progress: Callable[[Row], None]) -> list[Row]:
     """Run task(*args) for each entry, at most `jobs` worker processes at a time; rows in input order."""
+    import multiprocessing as mp
+    import multiprocessing.connection
     ctx = mp.get_context("fork")                    # the parent has imported the converter: children start warm
     rows: list[Row | None] = [None] * len(jobs_args)
     pending = list(range(len(jobs_args)))[::-1]
@@ -176,6 +175,8 @@ def summary_bytes(rows: list[Row], path: str) -> bytes:
                             "converted": sum(r.ok for r in rows), "failed": sum(not r.ok for r in rows)},
                            indent=2) + "\n").encode()
     if path.lower().endswith(".csv"):
+        import csv
+        import io
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=COLUMNS)
         w.writeheader()
@@ -210,7 +211,41 @@ def is_batch(args) -> bool:
         or out.endswith(("/", os.sep)) or os.path.isdir(out)      # (os.path: an over-long name is no folder)
 
 
-def convert_many(args) -> int:
+def add_arguments(p, validate: bool = False) -> None:
+    """The options every batch command shares (convert, validate, check)."""
+    b = p.add_argument_group("batch mode (several models, a folder or a glob)")
+    b.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
+    if validate:
+        b.add_argument("--validate", action="store_true", help="validate each conversion against LiteRT")
+    b.add_argument("--summary", metavar="FILE.csv|.json", help="write the summary table to a file")
+    b.add_argument("--timeout", type=float, default=600, metavar="S",
+                   help="give up on a model after S seconds (default 600)")
+
+
+def run_batch(task: Callable[..., Row], jobs_args: list[tuple], args, inputs: list, outputs=(),
+              what: str = "converted") -> int:
+    """Check every target as one set (no output or summary may be an input, a special file or another target),
+    run the tasks in workers with progress, print the summary table and write --summary."""
+    from inspector.core.io.atomic import OutputSet
+    jobs = args.jobs or default_jobs()
+    if jobs < 1:
+        raise InspectorError("--jobs must be at least 1")
+    targets = OutputSet(inputs)
+    for o in outputs:
+        targets.add(o)
+    if args.summary:
+        summary_bytes([], args.summary)  # a bad suffix is refused before the run, not after it
+        targets.add(args.summary)
+    progress = Progress(len(jobs_args))
+    try:
+        rows = run_all(task, jobs_args, jobs, args.timeout, progress)
+    finally:
+        progress.close()
+    return finish(rows, args.summary, what, out=targets)
+
+
+def convert_many(args, prepare: Callable) -> int:
+    """`prepare(args, model)` gives the Session for one model with the command line's options (cli.convert's)."""
     for flag, what in (("pin", "--pin"), ("session", "--session"), ("report", "--report")):
         if getattr(args, flag):
             raise InspectorError(f"{what} names one model's tensors or file: convert that model on its own")
@@ -221,29 +256,13 @@ def convert_many(args) -> int:
     if outdir.exists() and not outdir.is_dir():
         raise InspectorError(f"-o {args.output}: with several models -o must be a folder")
     outdir.mkdir(parents=True, exist_ok=True)
-    jobs = args.jobs or default_jobs()
-    if jobs < 1:
-        raise InspectorError("--jobs must be at least 1")
     import inspector.core.session.document  # noqa: F401  (imported once here: forked workers start with it loaded)
     outputs = output_paths(models, outdir)
-    from inspector.core.io.atomic import OutputSet
-    targets = OutputSet(models)          # no output or summary may be a model, a special file or another target
-    for o in outputs:
-        targets.add(o)
-    if args.summary:
-        summary_bytes([], args.summary)  # a bad suffix is refused before the run, not after it
-        targets.add(args.summary)
-    progress = Progress(len(models))
-    try:
-        rows = run_all(_convert_task, [(str(m), str(o), args) for m, o in zip(models, outputs)], jobs,
-                       args.timeout, progress)
-    finally:
-        progress.close()
-    return finish(rows, args.summary, out=targets)
+    return run_batch(_convert_task, [(str(m), str(o), args, prepare) for m, o in zip(models, outputs)], args,
+                     models, outputs)
 
 
-def _convert_task(model: str, output: str, args) -> Row:
-    from inspector.cli.convert import prepare
+def _convert_task(model: str, output: str, args, prepare: Callable) -> Row:
     t0 = time.monotonic()
     row = Row(model=model, output=output)
     try:
@@ -255,13 +274,82 @@ def _convert_task(model: str, output: str, args) -> Row:
         row.nodes, row.transposes, row.conflicts = report["nodes"], report["transposes"], len(report["conflicts"])
         row.ok = True
         if args.validate:
+            from inspector.core.proof.validate import headline
             v = session.validate(intermediates=False)
-            row.verdict = "pass" if v.ok else "fail"
-            row.ok = bool(v.ok)
+            row.verdict, row.ok = v.verdict, bool(v.ok)
             if not v.ok:
-                worst = max(v.outputs, key=lambda e: e.max_rel, default=None)
-                row.error = f"validation failed at {worst.name}: max_rel {worst.max_rel:.3g}" if worst else \
-                    "validation failed"
+                row.error = headline(v)
+    except InspectorError as e:
+        row.error = str(e).splitlines()[0]
+    row.seconds = round(time.monotonic() - t0, 3)
+    return row
+
+
+# ---- validate MODELS… OUTDIR/ and check MODELS… ----------------------------------------------------------------
+def _many(items: list[str]) -> bool:
+    return len(items) > 1 or any(os.path.isdir(i) or (glob.has_magic(i) and not os.path.exists(i)) for i in items)
+
+
+def is_validate_batch(args) -> bool:
+    return _many([args.tflite]) or os.path.isdir(args.onnx)
+
+
+def validate_many(args) -> int:
+    """Each TFLite model against OUTDIR/NAME.onnx, the file `convert MODELS… -o OUTDIR/` wrote for it."""
+    if args.json:
+        raise InspectorError("--json describes one model: with several, use --summary FILE.json")
+    models = expand([args.tflite])
+    if not models:
+        raise InspectorError(f"no .tflite model found in {args.tflite}")
+    onnx = output_paths(models, Path(args.onnx))
+    import inspector.core.proof.validate  # noqa: F401  (forked workers start with it loaded)
+    return run_batch(_validate_task, [(str(m), str(o), args) for m, o in zip(models, onnx)], args, models + onnx,
+                     what="validated")
+
+
+def _validate_task(model: str, onnx: str, args) -> Row:
+    from inspector.core.io.loader import load_model
+    from inspector.core.proof.validate import headline, validate_files
+    t0 = time.monotonic()
+    row = Row(model=model, output=onnx)
+    try:
+        if not os.path.isfile(onnx):
+            raise InspectorError(f"no ONNX model at {onnx}")
+        v = validate_files(load_model(model), onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
+                           floor=None if args.no_floor else True)
+        row.verdict, row.ok = v.verdict, bool(v.ok)
+        row.error = "" if v.ok else headline(v)
+    except InspectorError as e:
+        row.error = str(e).splitlines()[0]
+    row.seconds = round(time.monotonic() - t0, 3)
+    return row
+
+
+def is_check_batch(args) -> bool:
+    return _many(args.model)
+
+
+def check_many(args) -> int:
+    if args.json:
+        raise InspectorError("--json describes one model: with several, use --summary FILE.json")
+    models = expand(args.model, suffixes=(".onnx",))
+    if not models:
+        raise InspectorError(f"no .onnx model found in {' '.join(args.model)}")
+    import inspector.core.metadata.lint  # noqa: F401  (forked workers start with it loaded)
+    return run_batch(_check_task, [(str(m), args.target) for m in models], args, models, what="without errors")
+
+
+def _check_task(model: str, target: str) -> Row:
+    from inspector.cli._metadata_args import load_onnx
+    from inspector.core.metadata.lint import lint
+    t0 = time.monotonic()
+    row = Row(model=model)
+    try:
+        findings = lint(load_onnx(model), target)
+        errors = [f for f in findings if f.severity == "error"]
+        row.ok = not errors
+        row.verdict = f"{len(errors)} error(s), {len(findings) - len(errors)} warning(s)"
+        row.error = f"{errors[0].message} [{errors[0].code}]" if errors else ""
     except InspectorError as e:
         row.error = str(e).splitlines()[0]
     row.seconds = round(time.monotonic() - t0, 3)

@@ -1,4 +1,4 @@
-"""`check MODEL.onnx [--target onnx|winml] [--json]`: metadata and denotation findings for a consumer."""
+"""`check MODEL.onnx… [--target onnx|winml] [--json]`: metadata and denotation findings for a consumer."""
 from __future__ import annotations
 
 import json
@@ -16,14 +16,20 @@ def add_parser(sub):
                     "propagated through the graph. --target winml adds Windows ML's own rules (exact spelling, "
                     "Gray8/Rgb8/Bgr8 only, no NominalRange_16_235, no Linear gamma, float32 NCHW images). "
                     "Exit status: 0 when there is no error finding, 1 when there is one (or on an error).")
-    p.add_argument("model", help="an ONNX model")
+    p.add_argument("model", nargs="+", help="an ONNX model; several, folders or globs check each (batch mode)")
     p.add_argument("--target", choices=TARGETS, default="onnx", help="the consumer whose rules apply (default onnx)")
     p.add_argument("--json", action="store_true",
                    help='print {"target", "findings": [{"code", "severity", "source", "node", "message", ...}]}')
+    from inspector.cli import batch
+    batch.add_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    from inspector.cli import batch
+    if batch.is_check_batch(args):
+        return batch.check_many(args)
+    args.model = args.model[0]
     findings = lint(load_onnx(args.model), args.target)
     errors = sum(f.severity == "error" for f in findings)
     if args.json:

@@ -34,12 +34,8 @@ def add_parser(sub):
                    help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it)")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
     add_metadata_arguments(p)
-    b = p.add_argument_group("batch mode (several models, a folder or a glob; -o OUTDIR/)")
-    b.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
-    b.add_argument("--validate", action="store_true", help="validate each conversion against LiteRT")
-    b.add_argument("--summary", metavar="FILE.csv|.json", help="write the summary table to a file")
-    b.add_argument("--timeout", type=float, default=600, metavar="S",
-                   help="give up on a model after S seconds (default 600)")
+    from inspector.cli import batch
+    batch.add_arguments(p, validate=True)
     p.set_defaults(run=run)
 
 
@@ -57,7 +53,7 @@ def run(args) -> int:
     from inspector.cli import batch
     from inspector.core.io.atomic import OutputSet
     if batch.is_batch(args):
-        return batch.convert_many(args)
+        return batch.convert_many(args, prepare)
     out = OutputSet([args.model, args.session])      # every target checked before any work; written all or none
     out.add(args.output, may_replace=args.model if args.force else None, hint=" unless you pass --force")
     if args.report:

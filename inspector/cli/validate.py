@@ -37,15 +37,20 @@ def add_parser(sub):
     p = sub.add_parser("validate", help="compare a TFLite model with an ONNX model numerically",
                        description="Verdicts: ok, suspicious (within tolerance, but far above the model's own "
                                    "noise floor), fail. Exit 0 when every output is ok, 1 otherwise.")
-    p.add_argument("tflite")
-    p.add_argument("onnx")
+    p.add_argument("tflite", help="a TFLite model; a folder or glob of them validates each (batch mode)")
+    p.add_argument("onnx", help="its ONNX model; in batch mode the folder `convert … -o OUTDIR/` wrote")
     add_common(p)
     p.add_argument("--no-floor", action="store_true",
                    help="measure the noise floor only where it could change a verdict (faster)")
+    from inspector.cli import batch
+    batch.add_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    from inspector.cli import batch
+    if batch.is_validate_batch(args):
+        return batch.validate_many(args)
     from inspector.core.io.loader import load_model
     from inspector.core.proof.validate import validate_files
     graph = load_model(args.tflite)
