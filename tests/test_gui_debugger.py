@@ -161,6 +161,22 @@ def test_what_if_counts_equal_the_counts_after_applying(qtbot, window, corpus, n
         assert s.result.transposes == predicted                   # and so many Transpose nodes in the ONNX graph
 
 
+def test_ambiguous_tensor_marked_in_the_pin_bar_and_menu(qtbot, window, tmp_path):
+    from inspector.core.io.tflite_builder import ModelBuilder
+    b = ModelBuilder()
+    x = b.input("x", [1, 4, 4, 4])                    # H = W = C: NHWC and NCHW look alike
+    y = b.tensor("y", [1, 4, 4, 4])
+    b.op("RELU", [x], [y])
+    b.output(y)
+    w = window
+    open_model(qtbot, w, b.save(tmp_path / "cube.tflite"))
+    w.select(TFLITE, tensors=[w.editor.session.graph.main.tensor_by_name("x").index])
+    bar = w.editor.pin_bar
+    assert bar.label.text().endswith("⚠") and "H = W = C = 4" in bar.label.toolTip()
+    bar._fill()
+    assert any(a.text().startswith("⚠ ambiguous layout: H = W = C") for a in bar.menu.actions())
+
+
 def test_ambiguous_shapes_are_marked():
     from inspector.gui.what_if import ambiguous
     assert "H = W = C" in ambiguous((1, 8, 8, 8))

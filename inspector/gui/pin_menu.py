@@ -124,12 +124,15 @@ class PinBar(QWidget):
             self.label.setToolTip(PIN_REASON)
             return
         sg = s.graph.main
-        parts = []
+        parts, warnings = [], []
         for t in self.tensors[:3]:
             pin = s.pins.get(self.editor.pin_name(t))
+            why = ambiguous(sg.tensors[t].shape)
             parts.append(f"{short(sg.tensors[t].name or f'tensor {t}', 32)}: "
-                         f"{'pinned ' + pin_label(pin) if pin else 'Auto'}")
+                         f"{'pinned ' + pin_label(pin) if pin else 'Auto'}{' ⚠' if why else ''}")
+            warnings += [f"{sg.tensors[t].name or t}: ambiguous layout, {why}"] if why else []
         self.label.setText("; ".join(parts) + (" …" if len(self.tensors) > 3 else ""))
+        self.label.setToolTip("\n".join(warnings))
 
     def _fill(self) -> None:
         self.menu.clear()
