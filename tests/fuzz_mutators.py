@@ -285,7 +285,7 @@ def s_io(rng, g):
 
 
 def s_opcode(rng, g):
-    from inspector.core.emit.ops.registry import load_all
+    from inspector.core.emit.ops.table import load_all
     sg = g.main
     op = _pick_op(rng, sg)
     if op is not None:

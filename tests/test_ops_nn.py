@@ -95,7 +95,7 @@ def covered_opcodes() -> set[str]:
 
 
 def test_every_registered_builtin_has_a_conformance_model():
-    from inspector.core.emit.ops.registry import load_all
+    from inspector.core.emit.ops.table import load_all
     table = load_all()
     def module(fn):
         return getattr(fn, "func", fn).__module__          # functools.partial emitters name their function's

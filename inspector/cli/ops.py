@@ -18,7 +18,7 @@ def add_parser(sub):
 
 
 def support_table(builtin_only: bool = False) -> list[dict]:
-    from inspector.core.emit.ops.registry import load_all
+    from inspector.core.emit.ops.table import load_all
     rows = []
     for name, rule in sorted(load_all().items()):
         builtin = name in BUILTINS

@@ -10,12 +10,12 @@ from inspector import __version__
 
 from inspector.core.layout import layout as L
 from . import peephole
-from .emitter import Emitter, onnx_dtype
+from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.layout import Perm
-from .ops.registry import load_all
+from .ops.table import load_all
 from inspector.core.layout.propagation import Planner, plan_layouts
 from inspector.core.layout.plan import Category
 from .result import ConversionResult, ConversionTrace
@@ -140,7 +140,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     except HOSTILE as e:
         raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
                               ) from None
-    em.graph, em.table = graph, table
+    em.graph, em.table, em.nested = graph, table, emit_subgraph
     em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
 
     inputs = []

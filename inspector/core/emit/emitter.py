@@ -11,9 +11,10 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from inspector.core.layout import layout as L
+from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Op, Subgraph
 from inspector.core.layout.layout import Perm
@@ -25,19 +26,6 @@ ACTIVATIONS = {"RELU": ("Relu", None), "RELU6": ("Clip", (0.0, 6.0)), "RELU_N1_T
 # LiteRT's kernels ignore these fused activations (measured on ADD and CONV_2D, reference and optimized): the
 # conversion follows the interpreter, and says so in the result's warnings.
 IGNORED_BY_LITERT = {"TANH", "SIGN_BIT"}
-
-
-_ONNX_DTYPES: dict[str, int] = {"string": TensorProto.STRING}
-
-
-def onnx_dtype(dtype: str) -> int:
-    code = _ONNX_DTYPES.get(dtype)
-    if code is None:
-        try:
-            code = _ONNX_DTYPES[dtype] = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-        except (TypeError, KeyError):
-            raise ConversionError(f"tensor type {dtype} has no ONNX equivalent") from None
-    return code
 
 
 _SPACES = re.compile(r"\s+")
@@ -139,6 +127,8 @@ class Emitter:
         self._taken: dict[str, int] = parent._taken if parent is not None else {}   # base -> last k fresh() gave
         self.graph = parent.graph if parent is not None else None     # the whole Graph (set by convert)
         self.table = parent.table if parent is not None else None     # the op table (set by convert)
+        # emits a nested TFLite subgraph (set by convert; op handlers call emit_subgraph, never convert)
+        self.nested = parent.nested if parent is not None else None
         self.subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = {}   # on the root: emitted subgraphs
         self.state = None                                # on the root: ops.variables.State, when used
         self._cache: dict[tuple, str] = {}
@@ -150,6 +140,11 @@ class Emitter:
         self.conflict_at = {(c.tensor, c.to_perm): c for c in plan.conflicts}
         from .ops.quant import QDQ
         self.q = QDQ(self)                               # quantized tensors: Q/DQ around float ops
+
+    def emit_subgraph(self, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], "Emitter"]:
+        """Plan and emit TFLite subgraph `index` (WHILE cond/body, IF branch, CALL_ONCE init) under this emitter:
+        its outputs' names and its emitter (see convert.emit_subgraph)."""
+        return self.nested(self, index, inputs, inline)
 
     # --- names -------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:

@@ -16,10 +16,9 @@ from .registry import X, op
 
 
 def _emit_subgraph(ctx, index, inputs, inline=False):
-    from ..convert import emit_subgraph              # convert imports the op table: import late
     if not 0 < index < len(ctx.graph.subgraphs):
         raise ConversionError(f"{ctx.op.opcode}#{ctx.op.index}: subgraph {index} does not exist")
-    return emit_subgraph(ctx, index, inputs, inline)
+    return ctx.emit_subgraph(index, inputs, inline)
 
 
 def scalar_bool(ctx, name: str, shape) -> str:

@@ -165,7 +165,7 @@ op("BITWISE_XOR", category=T, onnx="BitwiseXor")(_nary("BitwiseXor"))
 @op("RIGHT_SHIFT", category=T, onnx=("Cast", "Pow", "Div", "Floor"), notes="arithmetic shift (floor) for signed ints")
 def right_shift(ctx, op):
     # ONNX BitShift is for unsigned types only; x >> y == floor(x / 2^y) exactly in float64 for <= 32-bit ints.
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     x, y = (ctx.node("Cast", [v], 1, to=11)[0] for v in operands(ctx, op))
     q = ctx.node("Floor", ctx.node("Div", [x, ctx.node("Pow", [ctx.scalar(2.0, "float64"), y], 1)[0]], 1), 1)
     ctx.node("Cast", q, [ctx.output(op)], to=onnx_dtype(ctx.tensor(op.outputs[0]).dtype))
@@ -181,7 +181,7 @@ def zeros_like(ctx, op):
 @op("BUCKETIZE", category=T, onnx=("Unsqueeze", "LessOrEqual", "ReduceSum"))
 def bucketize(ctx, op):
     # bucket = how many boundaries are <= x (boundaries are sorted).
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     x = operands(ctx, op)[0]
     bounds = np.asarray(op.options.get("boundaries", []), ctx.tensor(op.inputs[0]).dtype)
     r = ctx.tensor(op.inputs[0]).rank

@@ -32,7 +32,6 @@ from __future__ import annotations
 import numpy as np
 
 from inspector.core.layout import layout as L
-from .registry import specialise
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 ONNX_FLOAT, ONNX_DOUBLE, UINT8, INT8, INT16 = 1, 11, 2, 3, 5
@@ -413,7 +412,3 @@ def sequential_mean(ctx, op) -> bool:
     m = ctx.node("Div", [s, ctx.scalar(float(count))], 1)[0]
     ctx.node("Reshape", [m, ctx.i64(out_shape)], [ctx.output(op)])
     return True
-
-
-from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
-specialise("MEAN", sequential_mean)

@@ -26,7 +26,7 @@ import numpy as np
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Quantization, Tensor
-from .registry import T, op, specialise
+from .registry import T, op
 
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -199,7 +199,7 @@ class QDQ:
         q = ten.quantization
         if self._native(ten.dtype):
             return em.node("QuantizeLinear", [x, *self._qparams(t, ten.dtype)], [out], **self._axis_attr(q, axis))[0]
-        from ..emitter import onnx_dtype
+        from inspector.core.ir.dtypes import onnx_dtype
         info = np.iinfo(ten.dtype)
         scale, zp = self._float_params(t, x, axis)
         r = em.node("Round", [em.node("Div", [x, scale], 1)[0]], 1)[0]
@@ -447,7 +447,7 @@ def to_double(em, x: str) -> str:
 
 def clamp_cast(em, y: str, lo: int, hi: int, out: str, dtype: str) -> str:
     """Integer-valued float64 -> the output's integer type, saturated to [lo, hi] (the fused activation)."""
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     y = em.node("Clip", [y, double_const(em, float(lo)), double_const(em, float(hi))], 1)[0]
     return em.node("Cast", [y], [out], to=onnx_dtype(dtype))[0]
 
@@ -589,8 +589,6 @@ def exact_mean(ctx, op) -> bool:
     return True
 
 
-from . import reduce as _reduce  # noqa: E402,F401  (MEAN registered first)
-specialise("MEAN", exact_mean)
 
 
 def exact_average_pool(ctx, op) -> bool:
@@ -603,7 +601,7 @@ def exact_average_pool(ctx, op) -> bool:
             and params(tx.quantization) is not None and params(tx.quantization) == params(ty.quantization)):
         return False
     from .conv import spatial_attrs
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     qdq._raw[op.index] = True
     o = op.options
     kernel = (o["filter_height"], o["filter_width"])
@@ -703,9 +701,3 @@ def _kernel_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
         return np.array(it.get_tensor(it.get_output_details()[0]["index"]))
     except (ValueError, RuntimeError, IndexError, KeyError):
         return None
-
-
-from . import elementwise as _elementwise, pool as _pool  # noqa: E402,F401
-specialise("AVERAGE_POOL_2D", exact_average_pool)
-for _name in LUT_OPS:
-    specialise(_name, exact_table)

@@ -8,6 +8,7 @@ from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.limits import check_built
 from .registry import A, X, op
+from .shape import const_ints, reduced_layout, static_dims
 
 
 def _axes(sg_or_ctx, op) -> list[int] | None:
@@ -18,17 +19,6 @@ def _axes(sg_or_ctx, op) -> list[int] | None:
     else:
         data = tensors[t].data
     return None if data is None else [int(a) for a in np.asarray(data).reshape(-1)]
-
-
-def reduced_layout(perm, axes, keep: bool):
-    """The output layout after reducing `axes` (TFLite numbering) of a tensor in layout `perm`."""
-    if keep:
-        return tuple(perm)
-    r = len(perm)
-    red = {a % r for a in axes}
-    remaining = [a for a in perm if a not in red]
-    order = sorted(remaining)
-    return tuple(order.index(a) for a in remaining)
 
 
 def reduce_rule(op, sg, in_perms, out_pin):
@@ -105,8 +95,7 @@ WINDOW_FUNCTIONS = {1: ("sum", "Add"), 3: ("min", "Min"), 4: ("max", "Max"), 5: 
 
 @op("REDUCE_WINDOW", category=X, onnx=("MaxPool", "Conv", "Transpose", "Reshape"), notes="ADD, MINIMUM, MAXIMUM, ALL, ANY; up to 3 windowed axes")
 def reduce_window(ctx, op):
-    from ..emitter import onnx_dtype
-    from .shape import const_ints, static_dims          # shape.py imports this module
+    from inspector.core.ir.dtypes import onnx_dtype
     fn = op.options.get("reduce_function", 0)
     if fn not in WINDOW_FUNCTIONS:
         raise ConversionError(f"REDUCE_WINDOW#{op.index}: reduce function {fn} (MUL or unset) has no ONNX pool")

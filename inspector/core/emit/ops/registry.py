@@ -1,6 +1,7 @@
 """The op table: for each TFLite op, its layout Category, its ONNX emitter, and (for Attribute ops) its layout rule.
 
-Op family modules register their ops with `@op(...)`; `OPS` is the table everything else reads.
+Op family modules register their ops with `@op(...)` into `OPS` (categories and layout rules are read from it);
+table.py assembles the complete table the emitter runs, with the kernels that take over an op where they apply.
 """
 from __future__ import annotations
 
@@ -39,21 +40,14 @@ def op(*names: str, category: Category, onnx: tuple[str, ...] | str = (), layout
     return deco
 
 
-def specialise(opcode: str, kernel) -> None:
-    """Let `kernel(ctx, op) -> bool` emit a registered op when it applies (quantized integer arithmetic, LiteRT's
-    summation order...); the op's own emitter runs when it returns False. The table keeps one row per op."""
-    rule = OPS[opcode]
+def with_kernels(rule: OpRule, kernels) -> OpRule:
+    """`rule` whose emitter first offers the op to each `kernel(ctx, op) -> bool` in turn (quantized integer
+    arithmetic, LiteRT's summation order...); the op's own emitter runs when every kernel declines."""
+    if not kernels:
+        return rule
     plain = rule.emit
 
     def emit(ctx, op):
-        if not kernel(ctx, op):
+        if not any(kernel(ctx, op) for kernel in kernels):
             plain(ctx, op)
-    OPS[opcode] = replace(rule, emit=emit)
-
-
-def load_all() -> dict[str, OpRule]:
-    """Import every op family module so the table is complete."""
-    from . import conv, elementwise, indexing, nn, pool, reduce, shape, signal, spatial  # noqa: F401
-    from . import control_flow, custom_mediapipe, sequence, variables  # noqa: F401
-    from . import quant  # noqa: F401
-    return OPS
+    return replace(rule, emit=emit)

@@ -9,7 +9,6 @@ from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
 from inspector.core.layout.propagation import choose_layout
 from .nn import keep_layout
-from .reduce import reduced_layout
 from .registry import A, T, X, op
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -45,9 +44,20 @@ def static_dims(ctx, op, t: int, batch: bool = False) -> list[int]:
     return [-1 if d < 0 else int(s) for d, s in zip(sig, ten.shape)]
 
 
+def reduced_layout(perm, axes, keep: bool):
+    """The output layout after reducing `axes` (TFLite numbering) of a tensor in layout `perm`."""
+    if keep:
+        return tuple(perm)
+    r = len(perm)
+    red = {a % r for a in axes}
+    remaining = [a for a in perm if a not in red]
+    order = sorted(remaining)
+    return tuple(order.index(a) for a in remaining)
+
+
 def cast_to(ctx, op, x: str, slot: int = 0) -> None:
     """Write x to output `slot`, cast to the output's dtype when it is not int64."""
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     dt = ctx.tensor(op.outputs[slot]).dtype
     if dt == "int64":
         ctx.node("Identity", [x], [ctx.output(op, slot)])
@@ -380,7 +390,7 @@ def tile(ctx, op):
 
 @op("CAST", category=T, onnx="Cast")
 def cast(ctx, op):
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     from .elementwise import operands
     ctx.node("Cast", [operands(ctx, op)[0]], [ctx.output(op)], to=onnx_dtype(ctx.tensor(op.outputs[0]).dtype))
 
@@ -415,7 +425,7 @@ def dilate(ctx, op):
 
 @op("BITCAST", category=T, onnx=("Cast", "Constant"), notes="constants, or integers of one width (two's complement)")
 def bitcast(ctx, op):
-    from ..emitter import onnx_dtype
+    from inspector.core.ir.dtypes import onnx_dtype
     src, dst = ctx.tensor(op.inputs[0]).dtype, ctx.tensor(op.outputs[0]).dtype
     if ctx.is_const(op.inputs[0]):
         data = np.ascontiguousarray(ctx.data(op.inputs[0])).view(dst).reshape(ctx.shape(op.outputs[0]))

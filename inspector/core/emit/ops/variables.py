@@ -17,7 +17,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 
 from inspector.core.layout import layout as L
-from ..emitter import onnx_dtype
+from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.limits import check_built
 from .registry import X, op
@@ -197,13 +197,12 @@ def assign_variable(ctx, op):
 
 @op("CALL_ONCE", category=X, notes="init subgraph's constant assignments become the state inputs' defaults")
 def call_once(ctx, op):
-    from ..convert import emit_subgraph
     state = State.of(ctx)
     index = op.options["init_subgraph_index"]
     if ctx.parent is not None:
         raise ConversionError(f"CALL_ONCE#{op.index}: only supported in the main subgraph")
     state.init_subgraph = f"CALL_ONCE init subgraph {index} ({ctx.graph.subgraphs[index].name})"
     try:
-        emit_subgraph(ctx, index, [], inline=True)
+        ctx.emit_subgraph(index, [], inline=True)
     finally:
         state.init_subgraph = None

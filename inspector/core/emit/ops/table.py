@@ -1,0 +1,23 @@
+"""The complete op table the emitter runs: every op family's registrations, with the kernels that take over an op
+where they apply. One place says which kernel wraps which op, in which order; nothing depends on import order."""
+from __future__ import annotations
+
+from . import (control_flow, conv, custom_mediapipe, elementwise, hybrid, indexing, nn, pool,  # noqa: F401
+               quant, reduce, sequence, shape, signal, spatial, variables)
+from .registry import OPS, OpRule, with_kernels
+
+# kernel(ctx, op) -> bool, tried in this order before the op's own emitter.
+KERNELS = {
+    "MEAN": (quant.exact_mean, hybrid.sequential_mean),         # --exact-int; float MEAN feeding hybrid ops
+    "AVERAGE_POOL_2D": (quant.exact_average_pool,),
+    **{name: (quant.exact_table,) for name in quant.LUT_OPS},   # --exact-int: LiteRT's int8 lookup tables
+}
+
+_TABLE: dict[str, OpRule] = {}
+
+
+def load_all() -> dict[str, OpRule]:
+    """Every registered op, its emitter wrapped with its kernels (built once)."""
+    if not _TABLE:
+        _TABLE.update({name: with_kernels(rule, KERNELS.get(name, ())) for name, rule in OPS.items()})
+    return _TABLE
