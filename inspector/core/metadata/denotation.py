@@ -7,40 +7,13 @@ denotation is still checked after its first convolution. Only contradictions are
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 
 from . import schema as ms
+from .findings import Finding, fmt
 from .edits import MetadataEdits, _value_infos, denote_io_from_layout  # noqa: F401 (re-exported)
 
 FLOAT_TYPES = {1, 10, 11, 16}   # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 INT8_TYPES = {2, 3}             # UINT8, INT8
-
-
-@dataclass
-class Finding:
-    node: str        # ONNX node name, or "" when the finding is about a tensor or the model
-    message: str
-    kind: str = ""   # "format" | "mismatch" | "image" | "range" | "metadata"
-    tensor: str = ""
-    code: str = ""           # stable rule code (metadata.lint.RULES), with its severity and source
-    severity: str = "warning"
-    source: str = ""
-    field: str = ""          # what the metadata editor shows it beside: "type:T", "dims:T" or an Image.* key
-    fix: Any = None          # MetadataEdits that fix it without changing what the model means, or None
-    fix_text: str = ""
-    manual: str = ""         # the choice left to the user when no fix is safe
-
-    def to_dict(self) -> dict:
-        d = {"code": self.code, "severity": self.severity, "node": self.node, "message": self.message}
-        for key in ("tensor", "source", "fix_text", "manual"):
-            if getattr(self, key):
-                d["fix" if key == "fix_text" else key] = getattr(self, key)
-        return d
-
-
-def fmt(dens) -> str:
-    return "[" + ", ".join(d or "?" for d in dens) + "]"
 
 
 # -- image metadata consistency -------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import schema as ms
-from .denotation import Finding, fmt
+from .findings import Finding, fmt
 
 B, C, F = ms.DATA_BATCH, ms.DATA_CHANNEL, ms.DATA_FEATURE
 
