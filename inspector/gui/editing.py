@@ -263,7 +263,7 @@ class Editor(QObject):
         self.sessionChanged.emit()
 
     def _hook_tflite_view(self) -> None:
-        from .main_window import TFLITE
+        from .graph_model import TFLITE
         view = self.window.panes[TFLITE].main_view
         scene = self.window.scenes.get(TFLITE)
         if view is None or scene is None:
@@ -392,7 +392,7 @@ class Editor(QObject):
     def _rerun_done(self, job, result, vg, layout, live: bool) -> None:
         if not self._next(job):
             return
-        from .main_window import ONNX
+        from .graph_model import ONNX
         w = self.window
         before = w.doc.result.transposes if w.doc is not None and w.doc.result is not None else None
         doc = Document(self.session.path, graph=self.session.graph, result=result, model=result.model,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
+TFLITE, ONNX = "tflite", "onnx"            # the two panes (and their graphs)
 TITLE_H, LINE_H, NODE_W, TERMINAL_W = 22, 14, 168, 120
 MAX_ATTR_LINES = 3
 

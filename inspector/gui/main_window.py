@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMai
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from . import export, graph_layout, graph_model
+from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
 from .loader_job import LoadJob
@@ -29,7 +30,6 @@ Ctrl+E  export ONNX;  Ctrl+S  save the session;  Ctrl+Z / Ctrl+Shift+Z  undo / r
 Ctrl+Alt+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
 right-click a TFLite tensor or op  pin its layout
 double-click a WHILE / IF op  open its subgraphs in tabs"""
-TFLITE, ONNX = "tflite", "onnx"
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
 
 

@@ -394,7 +394,7 @@ class MetadataEditor(QWidget):
         self._set_props()
 
     def _jump(self, item) -> None:
-        from ..main_window import ONNX
+        from ..graph_model import ONNX
         node, tensor = item.data(Qt.UserRole) or ("", "")
         w = self.editor.window
         if node:

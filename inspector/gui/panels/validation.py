@@ -258,7 +258,7 @@ class ValidationPanel(QWidget):
         self._busy(False)
 
     def show_validation(self, v) -> None:
-        from ..main_window import ONNX
+        from ..graph_model import ONNX
         self.validation = v
         errs = [e for e in v.outputs + v.intermediates]
         errs.sort(key=lambda e: (e.op if e.op is not None else 1 << 30))
@@ -304,12 +304,12 @@ class ValidationPanel(QWidget):
                 self.select_point(next((i for i in at if self.points[i][1] == bad.name), at[0]))
 
     def clear_overlay(self) -> None:
-        from ..main_window import ONNX
+        from ..graph_model import ONNX
         self.scale.hide()
         self.editor.window._colour(ONNX)
 
     def _clicked(self, _item, points, *_):
-        from ..main_window import TFLITE
+        from ..graph_model import TFLITE
         if not len(points):
             return
         op, _name = self.points[points[0].data()]
