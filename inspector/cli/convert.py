@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 
-from inspector.cli._metadata_args import add_metadata_arguments, edits_from_args
-from inspector.core.ir.errors import InspectorError, UnsupportedOpsError
+from inspector.cli._metadata_args import add_metadata_arguments
+from inspector.cli._session_args import prepare
+from inspector.core.ir.errors import UnsupportedOpsError
 
 
 def add_parser(sub):
@@ -39,16 +40,6 @@ def add_parser(sub):
     p.set_defaults(run=run)
 
 
-def parse_pins(items: list[str]) -> dict[str, str]:
-    pins = {}
-    for item in items:
-        name, sep, value = item.rpartition("=")
-        if not sep or not name:
-            raise InspectorError(f"--pin expects TENSOR=LAYOUT, got '{item}'")
-        pins[name] = value
-    return pins
-
-
 def run(args) -> int:
     from inspector.cli import batch
     from inspector.core.io.atomic import OutputSet
@@ -79,25 +70,6 @@ def run(args) -> int:
     for note in report["notes"]:
         print(f"  note: {note}")
     return 0
-
-
-def prepare(args, model: str):
-    """A Session for `model` with the command line's decisions and options applied."""
-    from inspector.core.session.document import Session
-    session = Session.open(model)
-    if args.session:
-        session.load_decisions(args.session)
-    for name, value in parse_pins(args.pin).items():
-        session.set_pin(name, value)
-    if args.keep_io_layout:
-        session.options["keep_io_layout"] = True
-    for flag in ("allow_custom", "float_io", "keep_fp16", "exact_int"):
-        if getattr(args, flag):
-            session.options[flag] = True
-    if args.opset is not None:
-        session.options["opset"] = args.opset
-    session.metadata = session.metadata.merged(edits_from_args(args))
-    return session
 
 
 def _json(data) -> bytes:
