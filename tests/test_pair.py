@@ -16,7 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from inspector.core.emit.convert import convert
 from inspector.core.pairing.pair import open_pair, write_with_metadata
-from inspector.core.pairing.mapping import fitting_perms, match, normalise
+from inspector.core.layout.fitting import fitting_perms
+from inspector.core.pairing.mapping import match, normalise
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite
 from inspector.core.proof.validate import validate

@@ -20,11 +20,9 @@ as unmatched.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 import onnx
@@ -32,6 +30,7 @@ from onnx import numpy_helper
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.graph import Graph
+from inspector.core.layout.fitting import fitting_perms
 from inspector.core.layout.layout import Perm
 from inspector.core.io.onnx_reader import DTYPES
 from inspector.core.emit.result import ConversionTrace
@@ -54,30 +53,6 @@ def normalise(name: str) -> str:
     while prev != name and name:
         prev, name = name, _SUFFIX.sub("", name)
     return name or prev or ""
-
-
-def fitting_perms(shape, dims) -> list[Perm]:
-    """Every layout (perm of the TFLite axes) in which `shape` reads as `dims` (-1 = any); identity and
-    channels-first first. Empty when none fits."""
-    if dims is None or len(dims) != len(shape):
-        return []
-    return list(_fitting(tuple(shape), tuple(dims)))
-
-
-@lru_cache(maxsize=4096)
-def _fitting(shape: tuple, dims: tuple) -> tuple[Perm, ...]:
-    known = sorted(d for d in dims if d >= 0)
-    if any(d not in shape for d in known) or (-1 not in dims and known != sorted(shape)):
-        return ()                                   # quick refusal: the sizes differ whatever the order
-    rank = len(shape)
-    first = [L.identity(rank), L.channels_first(rank)]
-    rest = itertools.permutations(range(rank)) if rank <= 6 else ()
-    out: list[Perm] = []
-    for p in itertools.chain(first, rest):
-        p = tuple(p)
-        if p not in out and all(d in (-1, s) for d, s in zip(dims, L.apply(shape, p))):
-            out.append(p)
-    return tuple(out)
 
 
 def fingerprint(data) -> bytes | None:
@@ -199,7 +174,7 @@ class _Matcher:
     def __init__(self, graph: Graph, model: onnx.ModelProto):
         from inspector.core.emit.convert import fold_constants
         from inspector.core.ir.errors import ConversionError
-        from inspector.core.emit.ops.registry import load_all
+        from inspector.core.emit.ops.table import load_all
         self.sg = sg = graph.main
         self.x = _Onnx(model)
         self.table = load_all()

@@ -16,7 +16,8 @@ import onnx
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import InspectorError, ModelLoadError
 from inspector.core.ir.graph import Graph
-from .mapping import Mapping, fitting_perms, match
+from inspector.core.layout.fitting import fitting_perms
+from .mapping import Mapping, match
 
 
 @dataclass

@@ -589,7 +589,7 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
     from inspector.core.emit import io_layout
     from inspector.core.ir.errors import ModelLoadError
     from inspector.core.io.onnx_reader import load_proto, read_onnx
-    from inspector.core.pairing.mapping import fitting_perms
+    from inspector.core.layout.fitting import fitting_perms
     from inspector.core.emit.result import ConversionResult, ConversionTrace
     from inspector.core.layout.plan import LayoutPlan
     read_onnx(onnx_path)                        # refuses hostile files (external data escaping the folder...)
