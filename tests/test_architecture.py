@@ -1,0 +1,28 @@
+"""The package tree is the architecture: no import cycles anywhere in `inspector` (function-level imports count,
+TYPE_CHECKING-only ones do not), and the core's top level holds its stage packages, not loose modules.
+The stage order itself is an import-linter `layers` contract (pyproject.toml, run by `make test`)."""
+import graphlib
+from pathlib import Path
+
+import grimp
+
+import inspector
+
+CORE = Path(inspector.__file__).parent / "core"
+
+
+def test_no_import_cycles():
+    graph = grimp.build_graph("inspector", exclude_type_checking_imports=True, cache_dir=None)
+    deps = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    # A module importing its own package (`from . import x` runs the package first) is not a cycle.
+    deps = {m: {d for d in ds if not m.startswith(d + ".")} for m, ds in deps.items()}
+    try:
+        graphlib.TopologicalSorter(deps).prepare()
+    except graphlib.CycleError as e:
+        raise AssertionError(f"import cycle: {' -> '.join(e.args[1])}") from None
+
+
+def test_core_is_laid_out_by_stage():
+    stages = {"ir", "io", "layout", "emit", "metadata", "proof", "pairing", "session"}
+    assert {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()} == stages
+    assert sorted(p.name for p in CORE.glob("*.py")) == ["__init__.py"]
