@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gui
 
 def _state(w):
     s = w.editor.session
-    return dict(s.pins), dict(s.options), s.metadata.to_dict(), w.doc.result.transposes, w.editor.stack.count()
+    return dict(s.pins), s.options, s.metadata.to_dict(), w.doc.result.transposes, w.editor.stack.count()
 
 
 @pytest.mark.parametrize("content", ["[]", "null", '"x"', '{"version": 1, "pins": {"y": "QQQQ"}}', "{"])

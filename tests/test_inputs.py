@@ -20,6 +20,7 @@ from inspector.core.ir.errors import ModelLoadError
 from inspector.core.io.inputs import SESSION_LIMIT
 from inspector.core.io.onnx_reader import load_proto, read_onnx
 from inspector.core.session.document import Session
+from inspector.core.session.pipeline import ConvertOptions
 from inspector.core.session.session_file import SessionError
 
 from .conftest import ROOT
@@ -103,7 +104,7 @@ def test_session_values_that_escaped_validation_are_refused(model, tmp_path, tex
     with pytest.raises(SessionError) as e:
         s.load_decisions(_session(tmp_path, text))
     assert words in str(e.value)
-    assert s.pins == {"x": "NHWC"} and s.options == {"keep_io_layout": False, "opset": 18}
+    assert s.pins == {"x": "NHWC"} and s.options == ConvertOptions()
 
 
 def test_every_problem_is_listed_and_nothing_applied(model, tmp_path, capsys):  # noqa: F811
@@ -124,4 +125,4 @@ def test_a_good_session_still_applies(model, tmp_path):  # noqa: F811
     path = _session(tmp_path, json.dumps({"version": 1, "pins": {"y": "keep"}, "options": {"opset": 19},
                                           "metadata": {"doc_string": "d"}}))
     assert s.load_decisions(path) == []
-    assert s.pins == {"y": "keep"} and s.options["opset"] == 19 and s.metadata.doc_string == "d"
+    assert s.pins == {"y": "keep"} and s.options.opset == 19 and s.metadata.doc_string == "d"

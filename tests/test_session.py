@@ -39,7 +39,7 @@ def model(tmp_path):
 def test_pin_rerun_and_change_summary(model):
     s = Session.open(model)
     events = []
-    s.subscribe(lambda name, payload: events.append(name))
+    s.subscribe(lambda event: events.append(type(event).__name__))
     first = s.convert()
     assert s.result.transposes == 2 and str(first) == "2 conflicts left"
     before = s.set_pin("y", "keep")
@@ -49,7 +49,7 @@ def test_pin_rerun_and_change_summary(model):
     assert str(change) == "1 Transpose added, 3 conflicts left"
     s.set_pin("y", before)                                     # undo = set the previous value back
     assert s.pins == {} and str(s.convert()) == "1 Transpose removed, 2 conflicts left"
-    assert events[:3] == ["converted", "pins", "converted"]
+    assert events[:3] == ["PlanChanged", "PinsChanged", "PlanChanged"]
 
 
 def test_bad_decisions_are_refused_before_they_are_stored(model):

@@ -19,17 +19,15 @@ def parse_pins(items: list[str]) -> dict[str, str]:
 def prepare(args, model: str):
     """A Session for `model` with the command line's decisions and options applied."""
     from inspector.core.session.document import Session
+    from inspector.core.session.pipeline import FLAGS
     session = Session.open(model)
     if args.session:
         session.load_decisions(args.session)
     for name, value in parse_pins(args.pin).items():
         session.set_pin(name, value)
-    if args.keep_io_layout:
-        session.options["keep_io_layout"] = True
-    for flag in ("allow_custom", "float_io", "keep_fp16", "exact_int"):
-        if getattr(args, flag):
-            session.options[flag] = True
+    chosen = {k: True for k in ("keep_io_layout",) + FLAGS if getattr(args, k)}
     if args.opset is not None:
-        session.options["opset"] = args.opset
+        chosen["opset"] = args.opset
+    session.set_options(session.options.updated(**chosen))
     session.metadata = session.metadata.merged(edits_from_args(args))
     return session

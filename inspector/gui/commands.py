@@ -82,15 +82,12 @@ class EditMetadata(SessionCommand):
 
 
 def decisions_of(session) -> tuple[dict, dict, dict]:
-    return dict(session.pins), session.metadata.to_dict(), dict(session.options)
+    return dict(session.pins), session.metadata.to_dict(), session.options.to_dict()
 
 
 def put_decisions(session, state: tuple[dict, dict, dict]) -> None:
     pins, metadata, options = state
-    session.pins = dict(pins)
-    session.metadata = MetadataEdits.from_dict(metadata)
-    session.options.update(options)
-    session.emit("loaded", None)
+    session.restore(pins, MetadataEdits.from_dict(metadata), options)
 
 
 class LoadDecisions(SessionCommand):

@@ -19,6 +19,7 @@ class Document:
     result: Any = None            # inspector.core.emit.result.ConversionResult once converted
     model: Any = None             # onnx.ModelProto: result.model, or the opened .onnx
     error: str = ""               # why the conversion failed, if it did
+    notes: list[str] = field(default_factory=list)                  # the pipeline's warnings and metadata notes
     onnx_shapes: dict[str, tuple] = field(default_factory=dict)     # value name -> shape (after shape inference)
     _names: dict[str, Any] = field(default_factory=dict, repr=False)
     _links: tuple | None = field(default=None, repr=False)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, Q
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.session.document import Change, Session
+from inspector.core.session.pipeline import run
 
 from . import graph_layout, graph_model
 from .autosave import Autosave
@@ -32,14 +33,15 @@ SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
 class RerunSignals(QObject):
-    done = Signal(object, object, object, bool)  # ConversionResult, ONNX ViewGraph, Layout, placed live
+    done = Signal(object, object, object, object, bool)  # ConversionResult, notes, ONNX ViewGraph, Layout, live
     failed = Signal(str, str)
 
 
 class RerunJob(QRunnable):
-    """Session.convert (without the full checker: export runs it) and the ONNX graph's placement, off the GUI
+    """The Session's pipeline (without the full checker: export runs it) and the ONNX graph's placement, off the GUI
     thread; for big models in the loader's child process (see rerun_child). With a Placement, nodes the graph
-    keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh."""
+    keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh.
+    The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
     def __init__(self, session: Session, placement: Placement | None = None):
         super().__init__()
@@ -53,22 +55,25 @@ class RerunJob(QRunnable):
         try:
             if len(s.graph.main.ops) >= LoadJob.PROCESS_OPS and not is_pair(s):   # a pair converts nothing
                 from .rerun_child import rerun
-                outcome = _executor().submit(rerun, s.path, dict(s.pins), dict(s.options),
+                outcome = _executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
                                              s.metadata.to_dict()).result()
                 if isinstance(outcome, str):
                     raise InspectorError(outcome)
                 result, notes, vg = outcome
                 result.graph = s.graph
-                s.result, s.notes, s.validation = result, notes, None
-            else:
+            elif is_pair(s):
                 s.convert(check=False)
-                result = with_findings(s.result)
+                result, notes = with_findings(s.result), s.notes
+                vg = graph_model.from_onnx(result.model)
+            else:
+                outcome = run(s.graph, s.pins, s.options, s.metadata, check=False)
+                result, notes = with_findings(outcome.result), outcome.notes
                 vg = graph_model.from_onnx(result.model)
             p = self.placement
             live = p is not None and p.new_share(vg) <= MAX_NEW_SHARE
             layout = p.layout(vg) if live else graph_layout.compute(vg)
             layout.segments()                   # for the minimap, here rather than on the GUI thread
-            self.signals.done.emit(result, vg, layout, live)
+            self.signals.done.emit(result, notes, vg, layout, live)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
         except Exception as e:   # a bug: the dialog carries the traceback
@@ -235,16 +240,10 @@ class Editor(QObject):
         if doc.result.options.get("pair") is not None:
             attach_pair(self, doc)
             return
-        from inspector.core.metadata.denotation import annotate
         self.session = None                  # no autosave while the stack is cleared
         self.stack.clear()
         s = Session(path=doc.path, graph=doc.graph)
-        s.result = doc.result
-        try:            # the metadata pass (denotations, TFLite metadata pre-fill): done by the loader, off this thread
-            loaded = getattr(doc.result, "load_notes", None)
-            s.notes = list(doc.result.warnings) + (loaded if loaded is not None else annotate(doc.result, s.metadata))
-        except InspectorError as e:
-            s.notes = [f"metadata pass failed: {e}"]
+        s.show(doc.result, doc.notes)        # the loader ran the whole pipeline, metadata pass included
         self.session, self.baseline = s, doc.result.transposes
         self._hook_tflite_view()
         saved = Path(s.default_session_path())
@@ -389,9 +388,13 @@ class Editor(QObject):
             return False
         return True
 
-    def _rerun_done(self, job, result, vg, layout, live: bool) -> None:
+    def _rerun_done(self, job, result, notes, vg, layout, live: bool) -> None:
         if not self._next(job):
             return
+        if is_pair(self.session):
+            self.session.result, self.session.notes, self.session.validation = result, notes, None
+        else:
+            self.session.show(result, notes)
         from .graph_model import ONNX
         w = self.window
         before = w.doc.result.transposes if w.doc is not None and w.doc.result is not None else None

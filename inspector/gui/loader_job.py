@@ -26,49 +26,36 @@ def _executor():
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         ctx = multiprocessing.get_context("forkserver")     # never fork a process that runs Qt threads
-        ctx.set_forkserver_preload(["inspector.core.emit.convert", "inspector.gui.graph_model",
-                                    "inspector.gui.graph_layout", "inspector.gui.rerun_child"])
+        ctx.set_forkserver_preload(["inspector.core.session.pipeline", "inspector.core.emit.convert",
+                                    "inspector.gui.graph_model", "inspector.gui.graph_layout",
+                                    "inspector.gui.rerun_child"])
         _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
         atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
     return _EXECUTOR
 
 
 def convert_and_lay_out(source):
-    """(ConversionResult, ONNX ViewGraph, Layout), or the conversion error's message. `source` is a Graph, or a
-    path when run in a child process (the result then comes back without its source graph)."""
-    try:
-        from inspector.core.emit.convert import convert
-    except ImportError:
-        return "the converter is not available in this build"
+    """(ConversionResult, notes, ONNX ViewGraph, Layout), or the conversion error's message. `source` is a Graph,
+    or a path when run in a child process (the result then comes back without its source graph). The pipeline
+    includes the metadata pass; the denotation findings are computed here too, off the GUI thread."""
+    from inspector.core.session.pipeline import run
+
+    from .rerun_child import with_findings
     if isinstance(source, str):         # in the child: kept there for the re-runs after pins (rerun_child)
         from .rerun_child import _graph
         graph = _graph(source)
     else:
         graph = source
     try:
-        result = convert(graph)
+        outcome = run(graph, metadata_failure_is_note=True)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    metadata_pass(result)
-    vg = graph_model.from_onnx(result.model)
+    with_findings(outcome.result)
+    vg = graph_model.from_onnx(outcome.result.model)
     layout = graph_layout.compute(vg)
     if isinstance(source, str):
-        result.graph = None
-    return result, vg, layout
-
-
-def metadata_pass(result) -> None:
-    """What the window's Session adds to a fresh conversion (denotations, TFLite metadata pre-fill: `load_notes`)
-    and the denotation findings, here off the GUI thread: 1.7 s on 10k ops there."""
-    from inspector.core.metadata.denotation import annotate
-    from inspector.core.metadata.edits import MetadataEdits
-
-    from .rerun_child import with_findings
-    try:
-        result.load_notes = annotate(result, MetadataEdits())
-    except InspectorError as e:
-        result.load_notes = [f"metadata pass failed: {e}"]
-    with_findings(result)
+        outcome.result.graph = None
+    return outcome.result, outcome.notes, vg, layout
 
 
 class JobSignals(QObject):
@@ -144,11 +131,11 @@ class LoadJob(QRunnable):
         if isinstance(outcome, str):
             self._emit(s.conversionFailed, outcome)
             return
-        result, vg, layout = outcome
+        result, notes, vg, layout = outcome
         if self.cancelled:
             return
         result.graph = graph
-        doc.result, doc.model, doc.onnx_shapes = result, result.model, dict(vg.shapes)
+        doc.result, doc.model, doc.notes, doc.onnx_shapes = result, result.model, notes, dict(vg.shapes)
         self._emit(s.onnxReady, doc, vg, layout)
 
     def _onnx(self, doc: Document) -> None:

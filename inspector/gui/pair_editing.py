@@ -15,6 +15,7 @@ import onnx
 
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.pairing.mapping import node_label
+from inspector.core.session.pipeline import ConvertOptions
 
 PIN_REASON = ("Pins steer our own conversion. A pair shows an ONNX model made elsewhere, which is never "
               "re-converted: only its metadata can be edited here.")
@@ -25,7 +26,7 @@ class PairSession:
 
     def __init__(self, doc):
         self.pair = doc.result.options["pair"]
-        self.pins, self.options = {}, {}                     # a pair has no pins and no conversion options
+        self.pins, self.options = {}, ConvertOptions()       # a pair has no pins and converts nothing
         self.path, self.graph = doc.path, doc.graph          # the TFLite side, as Document wants it
         self.other = self.pair.path                          # the file export starts from and protects
         self.base = doc.result

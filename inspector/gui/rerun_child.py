@@ -2,8 +2,8 @@
 would freeze the window if it ran in a thread. Qt-free, so the child never imports Qt.
 
 The child keeps the last model it read (keyed by path, size and mtime), so a pin after the first re-run reads
-nothing; it replays the decisions through a Session of its own. The result comes back without its source graph
-(the window re-attaches its own) and without a layout: the window places the graph where the last one was.
+nothing; it runs the same pipeline as the Session (session.pipeline). The result comes back without its source
+graph (the window re-attaches its own) and without a layout: the window places the graph where the last one was.
 """
 from __future__ import annotations
 
@@ -37,17 +37,15 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
     """(ConversionResult without graph, notes, ONNX ViewGraph), or the error's message."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
-    from inspector.core.session.document import Session
+    from inspector.core.session.pipeline import ConvertOptions, run
 
     from . import graph_model
     try:
-        s = Session(path=path, graph=_graph(path))
-        s.pins, s.metadata = dict(pins), MetadataEdits.from_dict(metadata)
-        s.options.update(options)
-        s.convert(check=False)
+        outcome = run(_graph(path), pins, ConvertOptions.from_dict(options), MetadataEdits.from_dict(metadata),
+                      check=False)
     except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    with_findings(s.result)
-    vg = graph_model.from_onnx(s.result.model)
-    s.result.graph = None
-    return s.result, s.notes, vg
+    with_findings(outcome.result)
+    vg = graph_model.from_onnx(outcome.result.model)
+    outcome.result.graph = None
+    return outcome.result, outcome.notes, vg

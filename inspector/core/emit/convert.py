@@ -414,4 +414,4 @@ def _protobuf_limit() -> int:
     return _CACHE["onnx_reader"].PROTOBUF_LIMIT          # read each time: tests lower it
 
 
-__all__ = ["convert", "check_model", "fold_constants", "onnx_dtype", "DEFAULT_OPSET"]
+__all__ = ["convert", "check_model", "fold_constants", "DEFAULT_OPSET"]

@@ -1,5 +1,5 @@
 """The Session: one document holding a model, the user's decisions (pins, metadata edits, options) and the
-latest results. The CLI and the window both drive it; views subscribe to its events. No Qt here.
+latest results. The CLI and the window both drive it; views subscribe to its events (events.py). No Qt here.
 
 Decisions are saved as JSON (`MODEL.inspector.json` beside the model by default) so what was decided in the
 window can be replayed headless (`convert --session FILE`).
@@ -12,13 +12,15 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from inspector.core.ir.errors import ConversionError, InspectorError
 from inspector.core.layout import layout as L
 from inspector.core.metadata.edits import MetadataEdits
-from .session_file import FLAGS, SESSION_VERSION
-
+from .events import (Event, Exported, MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
+                     ValidationDone)
+from .pipeline import ConvertOptions, run
+from .session_file import SESSION_VERSION
 
 
 @dataclass
@@ -45,25 +47,40 @@ class Session:
     graph: Any                                            # inspector.core.ir.graph.Graph
     pins: dict[str, str] = field(default_factory=dict)    # tensor name -> layout text (see layout.parse)
     metadata: MetadataEdits = field(default_factory=MetadataEdits)
-    options: dict[str, Any] = field(default_factory=lambda: {"keep_io_layout": False, "opset": 18})
+    options: ConvertOptions = field(default_factory=ConvertOptions)
     result: Any = None                                    # latest ConversionResult
     notes: list[str] = field(default_factory=list)
     validation: Any = None
     error: str = ""
-    _listeners: list[Callable[[str, Any], None]] = field(default_factory=list, repr=False)
+    _listeners: list[tuple[Callable[[Event], None], tuple[type, ...]]] = field(default_factory=list, repr=False)
 
     # --- life cycle ----------------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "Session":
+    def open(cls, path: str | os.PathLike, listeners: tuple[Callable[[Event], None], ...] = ()) -> "Session":
+        """Read the model; `listeners` (subscribed to every event) hear its ModelOpened."""
         from inspector.core.io.loader import load_model
-        return cls(path=str(path), graph=load_model(path))
+        session = cls(path=str(path), graph=load_model(path))
+        for fn in listeners:
+            session.subscribe(fn)
+        session.publish(ModelOpened(session.path))
+        return session
 
-    def subscribe(self, fn: Callable[[str, Any], None]) -> None:
-        self._listeners.append(fn)
+    # --- events (see events.py) ----------------------------------------------------------------------------
+    def subscribe(self, listener: Callable[[Event], None], *kinds: type) -> Callable[[], None]:
+        """Call `listener(event)` for each event of the given kinds (every event when none are given); returns
+        the function that unsubscribes it."""
+        entry = (listener, kinds)
+        self._listeners.append(entry)
 
-    def emit(self, event: str, payload: Any = None) -> None:
-        for fn in list(self._listeners):
-            fn(event, payload)
+        def unsubscribe() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+        return unsubscribe
+
+    def publish(self, event: Event) -> None:
+        for listener, kinds in list(self._listeners):
+            if not kinds or isinstance(event, kinds):
+                listener(event)
 
     @property
     def is_tflite(self) -> bool:
@@ -81,33 +98,44 @@ class Session:
             from inspector.core.emit.convert import resolve_pins
             resolve_pins(self.graph.main, {tensor: layout})      # validate now, not at the next run
             self.pins[tensor] = layout
-        self.emit("pins", dict(self.pins))
+        self.publish(PinsChanged(dict(self.pins)))
         return before
 
     def clear_pins(self) -> dict[str, str]:
         before, self.pins = dict(self.pins), {}
-        self.emit("pins", {})
+        self.publish(PinsChanged({}))
         return before
 
     def set_metadata(self, edits: MetadataEdits) -> MetadataEdits:
         edits.normalized()                                   # raises MetadataError listing allowed values
         before, self.metadata = self.metadata, edits
-        self.emit("metadata", edits)
+        self.publish(MetadataChanged(edits))
         return before
+
+    def set_options(self, options: ConvertOptions) -> ConvertOptions:
+        before, self.options = self.options, options
+        self.publish(OptionsChanged(options))
+        return before
+
+    def restore(self, pins: Mapping[str, str], metadata: MetadataEdits, options: Mapping[str, Any]) -> None:
+        """Put back a snapshot of the decisions (undo/redo of a loaded session file); `options` as to_dict gives."""
+        self.pins, self.metadata = dict(pins), metadata
+        self.options = self.options.updated(**options)
+        for event in (PinsChanged(dict(self.pins)), MetadataChanged(metadata), OptionsChanged(self.options)):
+            self.publish(event)
 
     # --- results -------------------------------------------------------------------------------------------
     def convert(self, check: bool = True):
         """Re-run propagation, emission and the metadata pass; returns the Change for the status line."""
-        from inspector.core.emit.convert import convert
-        from inspector.core.metadata.denotation import annotate
+        outcome = run(self.graph, self.pins, self.options, self.metadata, check=check)
+        return self.show(outcome.result, outcome.notes)
+
+    def show(self, result, notes: list[str]) -> Change:
+        """Take a conversion run elsewhere (the window's worker or child process) as this Session's result."""
         before = self.result.transposes if self.result is not None else None
-        result = convert(self.graph, pins=dict(self.pins), keep_io_layout=bool(self.options.get("keep_io_layout")),
-                         opset=int(self.options.get("opset", 18)), check=check,
-                         **{k: bool(self.options.get(k)) for k in FLAGS})
-        self.notes = list(result.warnings) + annotate(result, self.metadata)
-        self.result, self.validation, self.error = result, None, ""
+        self.result, self.notes, self.validation, self.error = result, list(notes), None, ""
         change = Change(before, result.transposes, len(result.plan.conflicts))
-        self.emit("converted", change)
+        self.publish(PlanChanged(result, change))
         return change
 
     def validate(self, **kwargs):
@@ -115,7 +143,7 @@ class Session:
         if self.result is None:
             self.convert()
         self.validation = validate(self.result, **kwargs)
-        self.emit("validated", self.validation)
+        self.publish(ValidationDone(self.validation))
         return self.validation
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
@@ -136,7 +164,7 @@ class Session:
             out.write(path, data)
         else:
             write_atomic(path, data, protect=[] if overwrite_source else [self.path])
-        self.emit("exported", path)
+        self.publish(Exported(path))
 
     def report(self) -> dict:
         r = self.result
@@ -154,7 +182,7 @@ class Session:
             "io_layouts": [{"tensor": sg.tensors[t].name, "layout": _io_name(r.plan.outputs.get(t, r.plan.perm(
                 t, sg.tensors[t].rank))), "rule": why} for t, why in r.plan.io_rules.items()],
             "unsupported": [],
-            "options": dict(self.options),
+            "options": self.options.to_dict(),
             "metadata": self.metadata.to_dict(),
             "notes": list(self.notes),
             "state": getattr(r, "state", None) or [],
@@ -164,7 +192,7 @@ class Session:
     # --- session files -------------------------------------------------------------------------------------
     def decisions(self) -> dict:
         return {"version": SESSION_VERSION, "model": os.path.basename(self.path), "model_sha256": _sha256(self.path),
-                "pins": dict(self.pins), "options": dict(self.options), "metadata": self.metadata.to_dict()}
+                "pins": dict(self.pins), "options": self.options.to_dict(), "metadata": self.metadata.to_dict()}
 
     def default_session_path(self) -> str:
         return str(Path(self.path).with_suffix("")) + ".inspector.json"
@@ -183,10 +211,7 @@ class Session:
         warnings = []
         if d.model_sha256 not in (None, _sha256(self.path)):
             warnings.append(f"{path} was saved for a different version of {d.model}")
-        self.pins = dict(d.pins)
-        self.options.update(d.options)
-        self.metadata = d.metadata
-        self.emit("loaded", path)
+        self.restore(d.pins, d.metadata, d.options)
         return warnings
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from inspector.core.ir.errors import InspectorError
 from inspector.core.io.inputs import SESSION_LIMIT, read_input
 from inspector.core.metadata.edits import MetadataEdits
+from .pipeline import FLAGS
 
 SESSION_VERSION = 1
-FLAGS = ("allow_custom", "float_io", "keep_fp16", "exact_int")      # boolean convert() options a session keeps
 OPTIONS = ("keep_io_layout", "opset") + FLAGS
 MAX_DEPTH = 16                    # a session is 4 levels deep; json's own parser recurses per level
 MAX_PROBLEMS = 20                 # listed in full up to here, then counted

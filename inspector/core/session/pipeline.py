@@ -1,0 +1,59 @@
+"""The one conversion pipeline: plan -> emit -> check -> metadata pass, for the CLI, the window and the window's
+child process alike (each reads the model its own way, then calls `run`)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
+
+FLAGS = ("allow_custom", "float_io", "keep_fp16", "exact_int")      # the boolean options; a session keeps set ones
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """How to convert, as the user chose it (CLI flags, the window, a session file)."""
+    keep_io_layout: bool = False        # keep TFLite's NHWC graph I/O
+    opset: int = 18                     # emit.convert.DEFAULT_OPSET (not imported: it loads the whole converter)
+    allow_custom: bool = False          # unknown custom ops as custom-domain nodes
+    float_io: bool = False              # quantized models: float32 graph I/O
+    keep_fp16: bool = False             # float16 weights stay float16 + Cast
+    exact_int: bool = False             # TFLite's integer arithmetic, bit for bit
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ConvertOptions":
+        """From a checked session file's or the window's options (unknown keys were refused there)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        """As session files store them: I/O layout and opset always, a flag only when set."""
+        return {"keep_io_layout": self.keep_io_layout, "opset": self.opset,
+                **{k: True for k in FLAGS if getattr(self, k)}}
+
+    def updated(self, **changes) -> "ConvertOptions":
+        return replace(self, **changes)
+
+
+@dataclass
+class Outcome:
+    result: Any                         # ConversionResult, its model with the metadata pass applied
+    notes: list[str]                    # the converter's warnings, then the metadata pass's notes
+
+
+def run(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = ConvertOptions(), metadata=None,
+        check: bool = True, metadata_failure_is_note: bool = False) -> Outcome:
+    """Convert `graph` with the user's pins and options (`check`: the full onnx checker; export runs it anyway),
+    then the metadata pass: denotations, TFLite metadata pre-fill, the user's `metadata` edits on top.
+    A metadata pass that fails raises, or with `metadata_failure_is_note` becomes a note (a model just opened:
+    nothing the user decided can be at fault)."""
+    from inspector.core.emit.convert import convert
+    from inspector.core.ir.errors import InspectorError
+    from inspector.core.metadata.denotation import annotate
+    from inspector.core.metadata.edits import MetadataEdits
+    result = convert(graph, pins=dict(pins or {}), check=check, **asdict(options))
+    try:
+        notes = list(result.warnings) + annotate(result, metadata if metadata is not None else MetadataEdits())
+    except InspectorError as e:
+        if not metadata_failure_is_note:
+            raise
+        notes = [f"metadata pass failed: {e}"]
+    return Outcome(result, notes)

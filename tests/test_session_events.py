@@ -1,0 +1,94 @@
+"""The Session's typed events and the one pipeline behind the CLI, the window's worker and its child process."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inspector.core.emit.convert import DEFAULT_OPSET
+from inspector.core.io.loader import load_model
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.session.document import Session
+from inspector.core.session.events import (MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
+                                           ValidationDone)
+from inspector.core.session.pipeline import ConvertOptions, run
+from inspector.gui.loader_job import convert_and_lay_out
+from inspector.gui.rerun_child import rerun
+from tests.test_session import model  # noqa: F401  (conv -> reshape -> conv, non-square)
+
+
+@pytest.fixture
+def runnable(tmp_path):
+    """A biased conv LiteRT can run ([1, 5, 7, 3] -> [1, 5, 7, 4])."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x, y = b.input("x", [1, 5, 7, 3]), b.tensor("y", [1, 5, 7, 4])
+    b.op("CONV_2D", [x, b.const("w", rng.standard_normal((4, 3, 2, 3)).astype(np.float32)),
+                     b.const("bias", rng.standard_normal(4).astype(np.float32))], [y], {"padding": "SAME"})
+    b.output(y)
+    path = tmp_path / "c.tflite"
+    path.write_bytes(b.build())
+    return path
+
+
+def kinds(events):
+    return [type(e).__name__ for e in events]
+
+
+def test_listeners_get_the_kinds_they_asked_for_until_they_unsubscribe(model):  # noqa: F811
+    every = []
+    s = Session.open(model, listeners=(every.append,))
+    plans = []
+    stop = s.subscribe(plans.append, PlanChanged)
+    s.convert()
+    s.set_pin("y", "keep")
+    change = s.convert()
+    assert kinds(every) == ["ModelOpened", "PlanChanged", "PinsChanged", "PlanChanged"]
+    assert every[0] == ModelOpened(str(model)) and every[2] == PinsChanged({"y": "keep"})
+    assert kinds(plans) == ["PlanChanged", "PlanChanged"]
+    assert plans[-1].result is s.result and plans[-1].change == change and change.transposes_after == 3
+    stop()
+    s.clear_pins()
+    s.convert()
+    assert len(plans) == 2 and kinds(every)[-2:] == ["PinsChanged", "PlanChanged"]
+
+
+def test_metadata_options_restore_and_validation_are_published(runnable):
+    s = Session.open(runnable)
+    seen = []
+    s.subscribe(seen.append, MetadataChanged, OptionsChanged, ValidationDone)
+    edits = MetadataEdits(doc_string="d")
+    s.set_metadata(edits)
+    s.set_options(s.options.updated(keep_io_layout=True))
+    s.restore({}, MetadataEdits(), {"keep_io_layout": False, "opset": 19})
+    v = s.validate()
+    assert kinds(seen) == ["MetadataChanged", "OptionsChanged", "MetadataChanged", "OptionsChanged",
+                           "ValidationDone"]
+    assert seen[0].metadata is edits and seen[1].options.keep_io_layout and seen[3].options.opset == 19
+    assert seen[-1].validation is v and v.ok
+
+
+def test_convert_options_round_trip_as_session_files_store_them():
+    assert ConvertOptions().opset == DEFAULT_OPSET
+    o = ConvertOptions(opset=20, exact_int=True)
+    assert o.to_dict() == {"keep_io_layout": False, "opset": 20, "exact_int": True}
+    assert ConvertOptions.from_dict(o.to_dict()) == o
+    with pytest.raises(AttributeError):
+        o.opset = 18                                   # frozen: a change is a new value (updated)
+
+
+def test_cli_window_and_child_process_run_the_same_pipeline(model):  # noqa: F811
+    """Same decisions -> same ONNX bytes and notes whichever entry point runs them."""
+    pins, options, edits = {"y": "keep"}, ConvertOptions(keep_io_layout=True), MetadataEdits(doc_string="d")
+    s = Session.open(model)
+    s.pins, s.options, s.metadata = dict(pins), options, edits
+    s.convert(check=False)
+    direct = run(load_model(model), pins, options, edits, check=False)
+    child, child_notes, _, _ = rerun(str(model), pins, options.to_dict(), edits.to_dict())
+    data = s.result.model.SerializeToString()
+    assert direct.result.model.SerializeToString() == data == child.model.SerializeToString()
+    assert direct.notes == s.notes == child_notes and any("denotation" in n for n in s.notes)
+    opened, notes, _, _ = convert_and_lay_out(load_model(model))           # the window opening the model
+    fresh = Session.open(model)
+    fresh.convert()
+    assert opened.model.SerializeToString() == fresh.result.model.SerializeToString() and notes == fresh.notes
