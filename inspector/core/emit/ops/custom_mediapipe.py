@@ -8,7 +8,7 @@ filter_w, filter_h, activation). Padding: 1 = SAME, 2 = VALID. Semantics follow 
 from __future__ import annotations
 
 import numpy as np
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.limits import check_built
@@ -16,7 +16,7 @@ from .registry import I, X, op
 
 PADDING = {1: "SAME", 2: "VALID"}
 ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH"}
-FLOAT, INT64 = 1, 7
+FLOAT, INT64 = TensorProto.FLOAT, TensorProto.INT64
 
 
 def struct_options(op, names: tuple[str, ...]) -> dict:

@@ -6,6 +6,7 @@ Lower-rank operands broadcast by numpy rules, so they are aligned to the output'
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from inspector.core.layout import layout as L
 from .registry import T, op
@@ -166,7 +167,7 @@ op("BITWISE_XOR", category=T, onnx="BitwiseXor")(_nary("BitwiseXor"))
 def right_shift(ctx, op):
     # ONNX BitShift is for unsigned types only; x >> y == floor(x / 2^y) exactly in float64 for <= 32-bit ints.
     from inspector.core.ir.dtypes import onnx_dtype
-    x, y = (ctx.node("Cast", [v], 1, to=11)[0] for v in operands(ctx, op))
+    x, y = (ctx.node("Cast", [v], 1, to=TensorProto.DOUBLE)[0] for v in operands(ctx, op))
     q = ctx.node("Floor", ctx.node("Div", [x, ctx.node("Pow", [ctx.scalar(2.0, "float64"), y], 1)[0]], 1), 1)
     ctx.node("Cast", q, [ctx.output(op)], to=onnx_dtype(ctx.tensor(op.outputs[0]).dtype))
 
@@ -190,5 +191,5 @@ def bucketize(ctx, op):
         return
     up = ctx.node("Unsqueeze", [x, ctx.i64([r], "axes")], 1)[0]
     le = ctx.node("LessOrEqual", [ctx.const(bounds, "boundaries"), up], 1)[0]
-    n = ctx.node("ReduceSum", [ctx.node("Cast", [le], 1, to=6)[0], ctx.i64([r], "axes")], 1, keepdims=0)[0]
+    n = ctx.node("ReduceSum", [ctx.node("Cast", [le], 1, to=TensorProto.INT32)[0], ctx.i64([r], "axes")], 1, keepdims=0)[0]
     ctx.node("Cast", [n], [ctx.output(op)], to=onnx_dtype(ctx.tensor(op.outputs[0]).dtype))

@@ -30,12 +30,13 @@ keeps weights under 1024 elements in float) are computed in the reference kernel
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from inspector.core.layout import layout as L
 
 HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
-ONNX_FLOAT, ONNX_DOUBLE, UINT8, INT8, INT16 = 1, 11, 2, 3, 5
-SEQUENTIAL = True                      # float convolutions feeding hybrid ops in TFLite's order (below)
+ONNX_FLOAT, ONNX_DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
+UINT8, INT8, INT16 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16
 EXACT_LIMIT = 1 << 24                  # float32 holds every integer up to here
 LANES = 8                              # LiteRT's vector loop quantizes 8 values a step; the rest one at a time
 HALF_EXACT = np.float32(0.5) - np.float32(2.0 ** -25)     # floor(v + this) is std::round for v >= 0
@@ -349,7 +350,7 @@ def _taps(ctx, x: str, channels: int, size, out, pads, strides, dilations):
 def sequential_conv(ctx, op, attrs) -> bool:
     """Float CONV_2D / DEPTHWISE_CONV_2D as TFLite's reference kernel sums it, when a hybrid op depends on it
     (see above); False: the plain Conv applies."""
-    if not SEQUENTIAL or "pads" not in attrs or not ctx.is_const(op.inputs[1]) or not feeds_hybrid(ctx, op):
+    if "pads" not in attrs or not ctx.is_const(op.inputs[1]) or not feeds_hybrid(ctx, op):
         return False
     depthwise, pads, strides = op.opcode == "DEPTHWISE_CONV_2D", attrs["pads"], attrs["strides"]
     dilations = attrs.get("dilations", [1, 1])
@@ -392,7 +393,7 @@ def sequential_mean(ctx, op) -> bool:
     """Float MEAN feeding a hybrid op as TFLite's reference kernel computes it: a sum in the input's TFLite order,
     one element at a time, then a division by the count. ReduceSum over a leading axis adds rows in order."""
     x_t, y_t = op.inputs[0], op.outputs[0]
-    if not (SEQUENTIAL and ctx.tensor(x_t).dtype == "float32" and ctx.is_const(op.inputs[1])
+    if not (ctx.tensor(x_t).dtype == "float32" and ctx.is_const(op.inputs[1])
             and not ctx.tensor(x_t).dynamic and feeds_hybrid(ctx, op)):
         return False
     shape = ctx.shape(x_t)

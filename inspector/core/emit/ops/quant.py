@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from onnx import TensorProto
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
@@ -31,7 +32,7 @@ from .registry import T, op
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
 NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
-ONNX_FLOAT, ONNX_DOUBLE = 1, 11
+ONNX_FLOAT, ONNX_DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
 
 # Ops whose emitters must see the stored integers: state and subgraph boundaries, reinterpretation.
 RAW_ALWAYS = frozenset({"READ_VARIABLE", "ASSIGN_VARIABLE", "VAR_HANDLE", "CALL_ONCE", "WHILE", "IF", "CAST",
@@ -371,7 +372,7 @@ def dequantize_op(ctx, op):
 # Mul and Mean run as TFLite runs them: integer-valued float operands (x - zero point; exact below 2^24), the
 # accumulator requantized in float64 with TFLite's multiplier and shift, clamped to the fused activation's range.
 # ONNX Runtime cannot fuse that into its integer kernels: the default stays QDQ.
-ONNX_INT32 = 6
+ONNX_INT32 = TensorProto.INT32
 EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL"})
 
 

@@ -3,6 +3,7 @@ layout is what remains of the input's (reducing H and W of NCHW leaves [N, C], t
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
@@ -39,9 +40,9 @@ def _reduce(onnx_type: str, via_bool: bool = False):
         x = ctx.input(op, 0)
         keep = 1 if op.options.get("keep_dims") else 0
         if via_bool:                     # ReduceMax/Min over bools: through int32 and back
-            x = ctx.node("Cast", [x], 1, to=6)[0]
+            x = ctx.node("Cast", [x], 1, to=TensorProto.INT32)[0]
             y = ctx.node(onnx_type, [x, ctx.i64(onnx_axes, "axes")], 1, keepdims=keep)[0]
-            ctx.node("Cast", [y], [ctx.output(op)], to=9)
+            ctx.node("Cast", [y], [ctx.output(op)], to=TensorProto.BOOL)
             return
         ctx.node(onnx_type, [x, ctx.i64(onnx_axes, "axes")], [ctx.output(op)], keepdims=keep)
     return emit
@@ -68,7 +69,7 @@ def _arg(onnx_type: str):
         p = ctx.plan.inputs.get((op.index, 0), L.identity(ctx.tensor(op.inputs[0]).rank))
         y = ctx.node(onnx_type, [ctx.input(op, 0)], 1, axis=L.axis_to_onnx(axes[0], p), keepdims=0)[0]
         if ctx.tensor(op.outputs[0]).dtype == "int32":
-            ctx.node("Cast", [y], [ctx.output(op)], to=6)
+            ctx.node("Cast", [y], [ctx.output(op)], to=TensorProto.INT32)
         else:
             ctx.node("Identity", [y], [ctx.output(op)])
     return emit

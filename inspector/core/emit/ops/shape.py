@@ -4,6 +4,7 @@ only moves size-1 axes (same memory order), so Conv -> Mean(keep) -> Reshape nee
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
@@ -13,7 +14,7 @@ from .registry import A, T, X, op
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
-ONNX_INT64 = 7
+ONNX_INT64 = TensorProto.INT64
 
 
 def in_perm(ctx, op, slot: int = 0):
