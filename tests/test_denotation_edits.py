@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 
 from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import MetadataError
-from inspector.core.metadata.edits import (MetadataEdits, denote_io_from_layout, layout_dim_denotations)
+from inspector.core.metadata.edits import MetadataEdits, layout_dim_denotations, layout_edits
 
 NCHW = ["DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE"]
 NHWC = ["DATA_BATCH", "DATA_FEATURE", "DATA_FEATURE", "DATA_CHANNEL"]
@@ -172,12 +172,13 @@ def test_layout_dim_denotations():
     assert layout_dim_denotations(2, (0, 1)) is None
 
 
-def test_denote_io_from_layout_nchw_and_nhwc():
+def test_layout_edits_denote_nchw_and_nhwc_io():
     m = small_model(shape=(1, 3, 5, 7))
     out = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 5, 7, 3])
     m.graph.node.append(helper.make_node("Transpose", ["y"], ["z"], perm=[0, 2, 3, 1]))
     m.graph.output.append(out)
-    notes = denote_io_from_layout(m, {"x": (0, 3, 1, 2), "z": (0, 1, 2, 3), "missing": (0, 1)})
+    edits, notes = layout_edits(m, {"x": (0, 3, 1, 2), "z": (0, 1, 2, 3), "missing": (0, 1)})
+    edits.apply(m)
     assert dims(m, "x") == NCHW and dims(m, "z") == NHWC and dims(m, "y") == ["", "", "", ""]
     assert any("missing" in n for n in notes)
     assert props(m) == {"keepme": "42"}

@@ -87,12 +87,6 @@ def test_row_spacing_keeps_order_and_minimum_gap_per_row():
     assert abs(x[:3].mean() - want[:3].mean()) < 0.5       # crowded ones spread around where they were
 
 
-def test_spacing_keeps_order_and_minimum_gap():
-    xs = graph_layout._spaced([0.0, 0.0, 0.2, 5.0, 5.1])
-    assert xs == sorted(xs) and all(b - a >= 1 - 1e-9 for a, b in zip(xs, xs[1:]))
-    assert graph_layout._spaced([0.0, 3.0]) == [0.0, 3.0]            # already spaced: unchanged
-
-
 def test_layout_cached_by_topology_not_colour():
     vg = random_dag(80, 7)
     first = graph_layout.compute(vg)

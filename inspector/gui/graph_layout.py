@@ -163,23 +163,3 @@ def _spaced_rows(row: np.ndarray, want: np.ndarray) -> np.ndarray:
     out = np.empty_like(w)
     out[order] = (fwd + bwd) / 2
     return out
-
-
-def _spaced(want: list[float]) -> list[float]:
-    """Positions as close as possible (least squares) to sorted `want` with neighbours at least 1 apart.
-
-    With y_i = x_i - i the constraint becomes y non-decreasing: isotonic regression by pool-adjacent-violators.
-    """
-    blocks: list[list[float]] = []          # [mean, count]
-    for i, w in enumerate(want):
-        blocks.append([w - i, 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            m2, c2 = blocks.pop()
-            m1, c1 = blocks.pop()
-            blocks.append([(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2])
-    out, i = [], 0
-    for m, c in blocks:
-        for _ in range(int(c)):
-            out.append(m + i)
-            i += 1
-    return out

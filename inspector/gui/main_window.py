@@ -365,10 +365,6 @@ class MainWindow(QMainWindow):
         return super().eventFilter(obj, event)
 
     # ---- colours -------------------------------------------------------------------------------------------
-    def recolour(self) -> None:
-        for which in self.scenes:
-            self._colour(which)
-
     def _colour(self, which: str) -> None:
         d, scene = self.doc, self.scenes.get(which)
         if d is None or scene is None:

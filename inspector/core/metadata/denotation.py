@@ -7,13 +7,15 @@ denotation is still checked after its first convolution. Only contradictions are
 """
 from __future__ import annotations
 
+from onnx import TensorProto
+
 
 from . import schema as ms
 from .findings import Finding, fmt
-from .edits import MetadataEdits, _value_infos, denote_io_from_layout  # noqa: F401 (re-exported)
+from .edits import MetadataEdits, _value_infos
 
-FLOAT_TYPES = {1, 10, 11, 16}   # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
-INT8_TYPES = {2, 3}             # UINT8, INT8
+FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16}
+INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
 
 
 # -- image metadata consistency -------------------------------------------------------------------------------------

@@ -231,18 +231,10 @@ def layout_dim_denotations(rank: int, perm: Sequence[int] | None) -> list[str] |
     return list(apply_perm(tflite, perm))
 
 
-def denote_io_from_layout(model, io_layouts: Mapping[str, Sequence[int] | None]) -> list[str]:
-    """Set dimension denotations on graph inputs/outputs from their layouts (perm relative to TFLite order).
-
-    perm (0, 3, 1, 2) means the ONNX tensor is NCHW: [DATA_BATCH, DATA_CHANNEL, DATA_FEATURE, DATA_FEATURE];
-    identity keeps NHWC: [DATA_BATCH, DATA_FEATURE, DATA_FEATURE, DATA_CHANNEL]. Returns notes.
-    """
-    edits, notes = layout_edits(model, io_layouts)
-    return notes + edits.apply(model)
-
-
 def layout_edits(model, io_layouts: Mapping[str, Sequence[int] | None]) -> tuple[MetadataEdits, list[str]]:
-    """The edits denote_io_from_layout applies, to merge with others before applying them all at once."""
+    """Dimension denotations for graph inputs/outputs from their layouts (perm relative to TFLite order), as
+    edits to merge with others before applying them all at once, and notes. perm (0, 3, 1, 2): the ONNX tensor is
+    NCHW, [DATA_BATCH, DATA_CHANNEL, DATA_FEATURE, DATA_FEATURE]; identity keeps NHWC."""
     io = {vi.name: vi for vi in list(model.graph.input) + list(model.graph.output)}
     edits, notes = MetadataEdits(), []
     for name, perm in io_layouts.items():
