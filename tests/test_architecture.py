@@ -26,3 +26,13 @@ def test_core_is_laid_out_by_stage():
     stages = {"ir", "io", "layout", "emit", "metadata", "proof", "pairing", "session"}
     assert {p.name for p in CORE.iterdir() if (p / "__init__.py").exists()} == stages
     assert sorted(p.name for p in CORE.glob("*.py")) == ["__init__.py"]
+
+
+def test_the_window_s_models_and_child_process_load_no_qt():
+    """The child process re-runs without Qt; the panes' document and graph model are plain data."""
+    import subprocess
+    import sys
+    code = ("import sys, inspector.gui.document, inspector.gui.graph_model, inspector.gui.rerun_child; "
+            "print(sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'pyqtgraph'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

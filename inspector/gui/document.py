@@ -1,6 +1,6 @@
 """The open model as the window sees it: source Graph, conversion result, ONNX model, and the trace between them.
 
-Qt-free, so the core's Session can replace it later. Pane keys: TFLite nodes are ("op", i), ("in", t), ("out", t)
+Qt-free (what the panes draw, derived from a ConversionResult); the document the user edits is the core's Session. Pane keys: TFLite nodes are ("op", i), ("in", t), ("out", t)
 and tensors are indices; ONNX nodes are node names, ("in", v), ("out", v) and tensors are value names.
 """
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from .graph_model import onnx_node_name
-from .palette import CONFLICT, UNKNOWN
+from .graph_model import CONFLICT, UNKNOWN, onnx_node_name
 
 
 @dataclass

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable
 
 TFLITE, ONNX = "tflite", "onnx"            # the two panes (and their graphs)
+CONFLICT, UNKNOWN = "conflict/inserted", "unknown"   # colour keys beside the layout categories
 TITLE_H, LINE_H, NODE_W, TERMINAL_W = 22, 14, 168, 120
 MAX_ATTR_LINES = 3
 

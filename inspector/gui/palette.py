@@ -9,8 +9,9 @@ from PySide6.QtGui import QColor
 
 from inspector.resources import PALETTE, path as resource
 
+from .graph_model import CONFLICT, UNKNOWN
+
 CATEGORIES = ("Implicit", "Transparent", "Attribute", "Terminate")
-CONFLICT, UNKNOWN = "conflict/inserted", "unknown"
 
 
 class Palette:
