@@ -87,7 +87,7 @@ def test_pair_metadata_edited_through_the_dock_and_exported(qtbot, tmp_path):
     # the ONNX pane shows the edited copy; their model as read is untouched
     shown = next(vi for vi in w.doc.model.graph.input if vi.name == "x")
     assert shown.type.denotation == "IMAGE" and s.pair.model.graph.input[0].type.denotation == ""
-    assert w.doc.result.options["pair"] is s.pair and set(w.doc.trace.inserted) >= {"extra_t1", "extra_t2"}
+    assert w.doc.result.pair is s.pair and set(w.doc.trace.inserted) >= {"extra_t1", "extra_t2"}
 
     # undo / redo through the stack: one command per accepted edit
     assert w.editor.stack.count() == 8

@@ -237,7 +237,7 @@ class Editor(QObject):
         if doc.graph is None or doc.result is None:
             self.detach()
             return
-        if doc.result.options.get("pair") is not None:
+        if doc.result.pair is not None:
             attach_pair(self, doc)
             return
         self.session = None                  # no autosave while the stack is cleared

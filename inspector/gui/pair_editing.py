@@ -25,7 +25,7 @@ class PairSession:
     """The user's metadata edits on the other model; `result` is the pair's ConversionResult with them applied."""
 
     def __init__(self, doc):
-        self.pair = doc.result.options["pair"]
+        self.pair = doc.result.pair
         self.pins, self.options = {}, ConvertOptions()       # a pair has no pins and converts nothing
         self.path, self.graph = doc.path, doc.graph          # the TFLite side, as Document wants it
         self.other = self.pair.path                          # the file export starts from and protects

@@ -27,5 +27,4 @@ class PairJob(LoadJob):
         if self.cancelled:
             return
         doc.result, doc.model = pair.as_result(), model
-        doc.result.options["pair"] = pair
         self._onnx(doc)

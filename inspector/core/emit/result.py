@@ -33,6 +33,7 @@ class ConversionResult:
     state: list[dict[str, Any]] = field(default_factory=list)
     # Each quantized tensor of the main subgraph: scale/zero_point lists, TFLite axis, axis in the ONNX layout.
     quantization: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pair: Any = None                # pairing.pair.Pair when this shows an ONNX model made elsewhere (as_result)
 
     @property
     def transposes(self) -> int:

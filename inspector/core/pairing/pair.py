@@ -87,7 +87,7 @@ class Pair:
                     self.mapping.inserted[n] = c
         cats = self.ours.categories if self.ours is not None else {}
         return ConversionResult(graph=self.graph, plan=plan, model=self.model, trace=self.mapping, categories=cats,
-                                options={"pair": self.path})
+                                pair=self)
 
     def to_json(self) -> dict:
         sg, m = self.graph.main, self.mapping
