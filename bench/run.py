@@ -211,6 +211,17 @@ def gui_figures(corpus: Path) -> dict | None:
             "error": (proc.stderr.strip().splitlines() or [""])[-1] if proc.returncode else ""}
 
 
+def commit() -> str:
+    """The commit measured, "+dirty" when inspector/ has uncommitted changes ("unknown" outside a git checkout)."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(HERE.parent), *a], capture_output=True, text=True)
+    head = git("rev-parse", "--short=12", "HEAD")
+    if head.returncode:
+        return "unknown"
+    dirty = git("status", "--porcelain", "--", "inspector").stdout.strip()
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
 def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -261,7 +272,7 @@ def main(argv=None) -> int:
         return 1
     data = {"command": "make bench" if args.models == "**/*.tflite" else
             f".venv/bin/python bench/run.py --corpus {args.corpus} --models '{args.models}'",
-            "machine": machine(), "runs": args.runs, "cli_runs": args.cli_runs,
+            "machine": machine(), "commit": commit(), "runs": args.runs, "cli_runs": args.cli_runs,
             "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": os.getloadavg()[0]}
     # A pip-installed package runs from bytecode compiled at install time (the peers' venv has it); an editable
     # checkout under PYTHONDONTWRITEBYTECODE would recompile every module on each CLI start instead.
