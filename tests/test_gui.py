@@ -313,8 +313,8 @@ def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatc
     from inspector.gui import loader_job
     monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)     # any model takes the child-process path
     calls = []
-    real = loader_job._executor
-    monkeypatch.setattr(loader_job, "_executor", lambda: calls.append(1) or real())
+    real = loader_job.executor
+    monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
     doc = open_model(qtbot, window, corpus / CONFLICT_MODEL)
     assert calls == [1]
     assert doc.result.graph is doc.graph                           # re-attached to the window's graph

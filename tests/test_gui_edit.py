@@ -410,8 +410,8 @@ def test_big_models_rerun_in_a_child_process(qtbot, window, model, monkeypatch):
     s = open_model(qtbot, w, model)
     monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)     # any model takes the child-process path
     calls = []
-    real = loader_job._executor
-    monkeypatch.setattr(loader_job, "_executor", lambda: calls.append(1) or real())
+    real = loader_job.executor
+    monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
     w.editor.pin("y", "keep")
     settle(qtbot, w)
     assert calls == [1] and s.result.graph is s.graph            # re-attached to the window's graph

@@ -15,7 +15,7 @@ import flatbuffers.number_types as N
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
 
-from inspector.core.io.tflite_reader import _fields as accessor_fields
+from inspector.core.io.tflite_reader import option_fields as accessor_fields
 from inspector.core.io.tflite_reader import _slot
 
 TARGET = Path(__file__).resolve().parent.parent / "inspector" / "core" / "io" / "tflite_schema.py"

@@ -50,12 +50,12 @@ class RerunJob(QRunnable):
         self.setAutoDelete(False)
 
     def run(self) -> None:
-        from .loader_job import LoadJob, _executor
+        from .loader_job import LoadJob, executor
         s = self.session
         try:
             if len(s.graph.main.ops) >= LoadJob.PROCESS_OPS and not is_pair(s):   # a pair converts nothing
                 from .rerun_child import rerun
-                outcome = _executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
+                outcome = executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
                                              s.metadata.to_dict()).result()
                 if isinstance(outcome, str):
                     raise InspectorError(outcome)

@@ -20,7 +20,7 @@ from .document import Document
 _EXECUTOR = None
 
 
-def _executor():
+def executor():
     global _EXECUTOR
     if _EXECUTOR is None:
         import multiprocessing
@@ -125,7 +125,7 @@ class LoadJob(QRunnable):
         graph, doc = shown
         self._emit(s.stage, "Converting to ONNX…")
         if len(graph.main.ops) >= self.PROCESS_OPS:
-            outcome = _executor().submit(convert_and_lay_out, self.path).result()
+            outcome = executor().submit(convert_and_lay_out, self.path).result()
         else:
             outcome = convert_and_lay_out(graph)
         if isinstance(outcome, str):

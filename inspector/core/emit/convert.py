@@ -159,10 +159,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         name = sg.tensors[t].name or f"output_{t}"
         if float_io and em.q.quantized_tensor(t):
             em.reserve(t, em.fresh(f"{name}_quantized"))
-            em._used.add(name)
+            em.claim(name)
         elif tuple(plan.outputs.get(t, perm := em.perm(t))) != tuple(perm):
             em.reserve(t, em.fresh(f"{name}_{L.name(perm)}"))
-            em._used.add(name)
+            em.claim(name)
         out_names[t] = name
 
     emit_ops(em, folded)
@@ -185,7 +185,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
 
     value_info = []
     io_names = {v.name for v in inputs + outputs}
-    for t, name in em._vname.items():
+    for t, name in em.named_values():
         if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
             value_info.append(em.value_info_for(t, name, em.perm(t)))
 

@@ -131,7 +131,7 @@ class Emitter:
         self.nested = parent.nested if parent is not None else None
         self.subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = {}   # on the root: emitted subgraphs
         self.state = None                                # on the root: ops.variables.State, when used
-        self._cache: dict[tuple, str] = {}
+        self.memo: dict[tuple, object] = {}             # what a handler made once: key -> ONNX name(s)
         self._vname: dict[int, str] = {}
         self._pending: list[tuple[str, str, str, str]] = []
         self.op: Op | None = None
@@ -170,15 +170,28 @@ class Emitter:
         """The ONNX name of activation tensor t in its planned layout."""
         if t not in self._vname:
             self._vname[t] = self.fresh(self.sg.tensors[t].name or f"t{t}")
-            self._note_value(t, self._vname[t])
+            self.note_value(t, self._vname[t])
         return self._vname[t]
 
     def reserve(self, t: int, name: str) -> None:
         self._vname[t] = name
         self._used.add(name)
-        self._note_value(t, name)
+        self.note_value(t, name)
 
-    def _note_value(self, t: int, name: str) -> None:
+    def claim(self, *names: str) -> None:
+        """Take `names` (graph I/O, state) so fresh() never returns them."""
+        self._used.update(names)
+
+    def named_values(self):
+        """(tensor, ONNX value name) for every activation emitted so far."""
+        return self._vname.items()
+
+    def defer(self, kind: str, src: str, dst: str, arg: str) -> None:
+        """Work flush() does once the op's own nodes are out (a Quantize of its output: kind "quantize")."""
+        self._pending.append((kind, src, dst, arg))
+
+    def note_value(self, t: int, name: str) -> None:
+        """Record in the trace that ONNX value `name` holds TFLite tensor t."""
         self.trace.tensor_values.setdefault(t, []).append(name)
         self.trace.value_tensor.setdefault(name, t)
 
@@ -216,11 +229,11 @@ class Emitter:
         """Tensor t's constant data, transposed by `perm` and/or reshaped, as one initializer per variant."""
         ck = ("const", t, tuple(perm) if perm is not None else None, tuple(shape) if shape is not None else None,
               str(dtype), key, self.q.const_key(t))
-        if ck in self._cache:
-            return self._cache[ck]
+        if ck in self.memo:
+            return self.memo[ck]
         special = self.q.const(t, perm, shape)          # quantized weights + DequantizeLinear, float16 + Cast
         if special is not None:
-            self._cache[ck] = special
+            self.memo[ck] = special
             return special
         arr = self.data(t)
         if shape is not None:
@@ -230,8 +243,8 @@ class Emitter:
         if dtype is not None:
             arr = arr.astype(dtype)
         name = self.const(arr, self.tensor(t).name or f"c{t}")
-        self._note_value(t, name)
-        self._cache[ck] = name
+        self.note_value(t, name)
+        self.memo[ck] = name
         return name
 
     def i64(self, values, base: str = "shape") -> str:
@@ -240,15 +253,15 @@ class Emitter:
         else:
             vals = tuple(int(v) for v in np.asarray(values).reshape(-1))
         ck = ("i64", vals)
-        if ck not in self._cache:
-            self._cache[ck] = self.const(np.array(vals, dtype=np.int64), base)
-        return self._cache[ck]
+        if ck not in self.memo:
+            self.memo[ck] = self.const(np.array(vals, dtype=np.int64), base)
+        return self.memo[ck]
 
     def scalar(self, value, dtype: str = "float32", base: str = "k") -> str:
         ck = ("scalar", float(value), dtype)
-        if ck not in self._cache:
-            self._cache[ck] = self.const(np.array(value, dtype=dtype), base)
-        return self._cache[ck]
+        if ck not in self.memo:
+            self.memo[ck] = self.const(np.array(value, dtype=dtype), base)
+        return self.memo[ck]
 
     # --- inputs in the layout an op reads ----------------------------------------------------------------
     def input(self, op: Op, slot: int, want: Perm | None = None) -> str:
@@ -271,8 +284,8 @@ class Emitter:
         if tuple(want) == tuple(have) and target is None:
             return self.value(t)
         ck = ("present", t, tuple(want))
-        if ck in self._cache:
-            return self._cache[ck]
+        if ck in self.memo:
+            return self.memo[ck]
         step = L.compose(L.inverse(have), want)
         src = self.value(t)
         out = target or self.fresh(f"{self.tensor(t).name}_{L.name(want)}")
@@ -287,8 +300,8 @@ class Emitter:
             if conflict is not None:
                 conflict.node = node
                 self.trace.inserted[node] = conflict
-        self._note_value(t, out)
-        self._cache[ck] = out
+        self.note_value(t, out)
+        self.memo[ck] = out
         return out
 
     def broadcast_input(self, op: Op, slot: int, out_rank: int, out_perm: Perm) -> str:
@@ -305,8 +318,8 @@ class Emitter:
         if L.is_identity(out_perm):
             return self.q.read(op, slot, self.value(t), self.perm(t))   # ONNX broadcasting aligns trailing axes
         ck = ("bcast", t, tuple(out_perm))
-        if ck in self._cache:
-            return self._cache[ck]
+        if ck in self.memo:
+            return self.memo[ck]
         x = self.input(op, slot, L.identity(r))
         if self.tensor(t).dynamic:
             up = self.node("Unsqueeze", [x, self.i64(range(out_rank - r), "axes")], 1)[0]
@@ -316,7 +329,7 @@ class Emitter:
             if not L.is_trivial(full, out_perm):
                 out = self.node("Transpose", [self.node("Reshape", [x, self.i64(full)], 1)[0]], 1,
                                 perm=list(out_perm))[0]
-        self._cache[ck] = out
+        self.memo[ck] = out
         return out
 
     # --- outputs -----------------------------------------------------------------------------------------

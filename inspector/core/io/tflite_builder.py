@@ -26,7 +26,7 @@ import numpy as np
 import tflite
 
 from inspector.core.ir.graph import Quantization
-from .tflite_reader import _ENUMS, _fields, TENSOR_TYPES
+from .tflite_reader import ENUMS, option_fields, TENSOR_TYPES
 
 _DTYPE_CODES = {name: code for code, name in TENSOR_TYPES.items()}
 _BUILTIN = {k: v for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
@@ -67,7 +67,7 @@ def _option_fields(class_name: str) -> dict[str, tuple[str, str, Any]]:
     """snake name -> (Camel accessor, kind, numpy dtype of a vector's elements); kind is scalar/string/vector."""
     cls = getattr(tflite, class_name)
     out = {}
-    for snake, acc, vec in _fields(cls):
+    for snake, acc, vec in option_fields(cls):
         src = inspect.getsource(getattr(cls, acc + ("AsNumpy" if vec else "")))
         if vec:
             flags = re.search(r"GetVectorAsNumpy\(flatbuffers\.number_types\.(\w+)Flags", src).group(1)
@@ -81,9 +81,9 @@ def _option_fields(class_name: str) -> dict[str, tuple[str, str, Any]]:
 
 def _scalar(key: str, value):
     if isinstance(value, str):
-        if key not in _ENUMS or not hasattr(_ENUMS[key], value):
+        if key not in ENUMS or not hasattr(ENUMS[key], value):
             raise ValueError(f"option {key}: unknown value {value!r}")
-        return getattr(_ENUMS[key], value)
+        return getattr(ENUMS[key], value)
     return value
 
 

@@ -55,9 +55,9 @@ _OP_N = max(_O_OPCODE, _O_INPUTS, _O_OUTPUTS, _O_KIND, _O_OPTIONS, _O_CUSTOM, _O
 
 
 def __getattr__(name: str):
-    """What the test-model builder shares with the reader's past (`_ENUMS`: the generated enum classes); it needs
+    """What the test-model builder shares with the reader's past (`ENUMS`: the generated enum classes); it needs
     the `tflite` package, so it is imported only when asked for."""
-    if name == "_ENUMS":
+    if name == "ENUMS":
         import tflite
         return {"padding": tflite.Padding, "fused_activation_function": tflite.ActivationFunctionType,
                 "mode": tflite.MirrorPadMode, "combiner": tflite.CombinerType, "type": tflite.LSHProjectionType,
@@ -82,7 +82,7 @@ def _slot(cls, accessor: str) -> int:
 
 
 @lru_cache(maxsize=None)
-def _fields(cls) -> tuple[tuple[str, str, bool], ...]:
+def option_fields(cls) -> tuple[tuple[str, str, bool], ...]:
     """(snake_name, accessor, is_vector) for every field of a `tflite` generated options class (the test-model
     builder's view; the reader itself uses tflite_schema.OPTIONS)."""
     import inspect

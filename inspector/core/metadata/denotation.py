@@ -12,7 +12,7 @@ from onnx import TensorProto
 
 from . import schema as ms
 from .findings import Finding, fmt
-from .edits import MetadataEdits, _value_infos
+from .edits import MetadataEdits, value_infos
 
 FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16}
 INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
@@ -28,7 +28,7 @@ def consistency_findings(model) -> list[Finding]:
     rng = _canonical(ms.PIXEL_RANGE, image.get(ms.PIXEL_RANGE))
     out: list[Finding] = []
     seen = set()
-    for vi in _value_infos(model.graph):
+    for vi in value_infos(model.graph):
         if vi.name in seen or vi.type.denotation.upper() != "IMAGE" or not vi.type.HasField("tensor_type"):
             continue
         seen.add(vi.name)

@@ -29,7 +29,7 @@ class MetadataEdits:
     def from_model(cls, model) -> "MetadataEdits":
         """The model's current state, as edits that would reproduce it."""
         e = cls(doc_string=model.doc_string, producer=model.producer_name, model_version=model.model_version)
-        for vi in _value_infos(model.graph):
+        for vi in value_infos(model.graph):
             if not vi.type.HasField("tensor_type"):
                 continue
             if vi.type.denotation:
@@ -180,7 +180,7 @@ class MetadataEdits:
         return notes
 
 
-def _value_infos(graph) -> Iterator:
+def value_infos(graph) -> Iterator:
     yield from graph.input
     yield from graph.output
     yield from graph.value_info
@@ -189,7 +189,7 @@ def _value_infos(graph) -> Iterator:
 def _infos_by_name(graph) -> dict[str, list]:
     """Every ValueInfoProto of a name (a name may be both an input and an output, or repeated in value_info)."""
     out: dict[str, list] = {}
-    for vi in _value_infos(graph):
+    for vi in value_infos(graph):
         out.setdefault(vi.name, []).append(vi)
     return out
 

@@ -287,8 +287,8 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     """Outputs as `validate` judges them (validate_files: same seeded inputs, I/O layouts read off the shapes),
     then every mapped tensor against LiteRT's preserved one, each in the layout its ONNX shape shows.
     `cancel` (a threading.Event) and `progress(msg, fraction)` serve the GUI's worker, as for validate()."""
-    from inspector.core.proof.validate import (RTOL, Cancelled, _compare, make_inputs, model_kind, run_onnx, run_tflite,
-                                               validate_files)
+    from inspector.core.proof.validate import (RTOL, Cancelled, compare_tensor, make_inputs, model_kind, run_onnx,
+                                               run_tflite, validate_files)
     from inspector.core.proof.validate import TensorError, judge
     graph, m, sg = pair.graph, pair.mapping, pair.graph.main
     if not pair.path:
@@ -337,7 +337,7 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
         if y is None:
             result.skipped.append(f"'{sg.tensors[t].name}': '{wanted[t]}' has no type ONNX Runtime could return")
             continue
-        e, perm = _best(sg, t, ref[t], y, rtol, m.layout(wanted[t]), _compare)
+        e, perm = _best(sg, t, ref[t], y, rtol, m.layout(wanted[t]), compare_tensor)
         result.tensors.append(TensorError(sg.tensors[t].name, t, wanted[t], *e[:4], t in sg.outputs,
                                           producers.get(t), ref[t].shape, *e[4:]))
         if perm is not None:

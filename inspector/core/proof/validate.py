@@ -260,7 +260,7 @@ def own_kernel_steps(graph: Graph, seed: int = 0) -> list[float | None]:
     sg = graph.main
     ref = run_tflite(graph, inputs, keep_all=False)
     default = run_tflite(graph, inputs, keep_all=False, resolver=OpResolverType.AUTO)
-    return [_compare(sg, t, ref[t], default[t], 0.0)[4] if t in ref and t in default else None for t in sg.outputs]
+    return [compare_tensor(sg, t, ref[t], default[t], 0.0)[4] if t in ref and t in default else None for t in sg.outputs]
 
 
 def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads: int = 1,
@@ -342,7 +342,7 @@ def compare_steps(ref: np.ndarray, got: np.ndarray, scale: float, zp: int):
     return max_abs, max_abs / max(rng, 1e-12), rng, ok, worst, within
 
 
-def _compare(sg, t, ref, got, rtol):
+def compare_tensor(sg, t, ref, got, rtol):
     """compare() for float and integer tensors, compare_steps() for quantized ones: (a, r, s, ok, steps, within)."""
     q = quant_step(sg, t)
     if q is not None:
@@ -456,7 +456,7 @@ def _compare_all(result, ref, got, rtol, intermediates, output_perms) -> Validat
         best = None
         for perm in output_perms.get(t) or [plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))]:
             yy = np.transpose(y, L.inverse(perm))
-            row = _compare(sg, t, ref[t], yy, rtol)
+            row = compare_tensor(sg, t, ref[t], yy, rtol)
             if best is None or row[3] and not best[0][3] or row[3] == best[0][3] and row[1] < best[0][1]:
                 best = (row, yy, perm)
             if row[3]:
@@ -472,7 +472,7 @@ def _compare_all(result, ref, got, rtol, intermediates, output_perms) -> Validat
             if not names or names[0] not in got or names[0] in out_names:
                 continue
             y = np.transpose(got[names[0]], L.inverse(plan.perm(t, sg.tensors[t].rank)))
-            a, r, s, ok, steps, within = _compare(sg, t, ref[t], y, rtol)
+            a, r, s, ok, steps, within = compare_tensor(sg, t, ref[t], y, rtol)
             mid_errs.append(TensorError(sg.tensors[t].name, t, names[0], a, r, s, ok, False, producers.get(t),
                                         ref[t].shape, steps, within))
     return Validation(out_errs, mid_errs, 0, rtol, diffs)

@@ -208,7 +208,7 @@ def _weights(ctx, op, perm, centred_max: int, halves_axis: int | None = None) ->
     names = []
     for a in parts:
         stored = ctx.const(np.ascontiguousarray(a), ctx.q.short(w_t) + "_int8")
-        ctx._note_value(w_t, stored)
+        ctx.note_value(w_t, stored)
         names.append(_f(ctx, stored))
     return names
 
@@ -309,15 +309,15 @@ def feeds_hybrid(ctx, op) -> bool:
     """Does an output of op reach a hybrid op's quantized input (through any ops)? One backward pass a subgraph
     (TFLite lists ops in execution order)."""
     key = ("feeds_hybrid",)
-    if key not in ctx._cache:
+    if key not in ctx.memo:
         tensors: set[int] = set()
         for o in reversed(ctx.sg.ops):
             if is_hybrid(ctx.q, o):
                 tensors.add(o.inputs[0])
             elif any(t in tensors for t in o.outputs):
                 tensors.update(i for i in o.inputs if i >= 0)
-        ctx._cache[key] = tensors
-    return any(t in ctx._cache[key] for t in op.outputs)
+        ctx.memo[key] = tensors
+    return any(t in ctx.memo[key] for t in op.outputs)
 
 
 def _taps(ctx, x: str, channels: int, size, out, pads, strides, dilations):

@@ -157,13 +157,13 @@ class QDQ:
         out an all-zero zero point (symmetric weights, biases); a QuantizeLinear's gives its output type."""
         em, q = self.em, self.em.sg.tensors[t].quantization
         shape = (-1,) if q.per_channel else ()
-        if ("qscale", t) not in em._cache:
-            em._cache[("qscale", t)] = em.const(q.scales.astype(np.float32).reshape(shape), f"{self.short(t)}_scale")
-        names = [em._cache[("qscale", t)]]
+        if ("qscale", t) not in em.memo:
+            em.memo[("qscale", t)] = em.const(q.scales.astype(np.float32).reshape(shape), f"{self.short(t)}_scale")
+        names = [em.memo[("qscale", t)]]
         if need_zp or np.any(q.zero_points):
-            if ("qzp", t) not in em._cache:
-                em._cache[("qzp", t)] = em.const(q.zero_points.astype(int_dtype).reshape(shape), f"{self.short(t)}_zp")
-            names.append(em._cache[("qzp", t)])
+            if ("qzp", t) not in em.memo:
+                em.memo[("qzp", t)] = em.const(q.zero_points.astype(int_dtype).reshape(shape), f"{self.short(t)}_zp")
+            names.append(em.memo[("qzp", t)])
         return names
 
     def short(self, t: int) -> str:
@@ -190,7 +190,7 @@ class QDQ:
             scale, zp = self._float_params(t, x, axis)
             f = em.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
             y = em.node("Mul", [em.node("Sub", [f, zp], 1)[0], scale], dst)[0]
-        em._note_value(t, y)
+        em.note_value(t, y)
         return y
 
     def quantize(self, t: int, x: str, out: str, axis: int | None = None) -> str:
@@ -212,7 +212,7 @@ class QDQ:
         em, ten = self.em, self.em.sg.tensors[t]
         q = ten.quantization
         key = ("fparams", t, axis)
-        if key not in em._cache:
+        if key not in em.memo:
             scales, zps = q.scales.astype(np.float32), q.zero_points.astype(np.float32)
             if q.per_channel:
                 shape = [1] * ten.rank
@@ -220,8 +220,8 @@ class QDQ:
                 scales, zps = scales.reshape(shape), zps.reshape(shape)
             else:
                 scales, zps = scales.reshape(()), zps.reshape(())
-            em._cache[key] = (em.const(scales, f"{self.short(t)}_scale"), em.const(zps, f"{self.short(t)}_zp"))
-        return em._cache[key]
+            em.memo[key] = (em.const(scales, f"{self.short(t)}_scale"), em.const(zps, f"{self.short(t)}_zp"))
+        return em.memo[key]
 
     # --- hooks the Emitter calls -------------------------------------------------------------------------
     def input(self, t: int, x: str, perm) -> str:
@@ -244,7 +244,7 @@ class QDQ:
         """The float value an op writes for quantized output `slot`; a QuantizeLinear into `dst` follows."""
         t = op.outputs[slot]
         tmp = self.em.fresh(f"{self.short(t)}_real")
-        self.em._pending.append(("quantize", tmp, dst, str(t)))
+        self.em.defer("quantize", tmp, dst, str(t))
         return tmp
 
     def flush(self, src: str, dst: str, arg: str) -> None:
@@ -296,11 +296,10 @@ class QDQ:
     def float_input(self, t: int, name: str):
         """Graph input `name` takes real values; a QuantizeLinear makes the integers the model works on."""
         em = self.em
-        em._used.add(name)
-        em._note_value(t, name)                   # first: validation feeds the graph input by this name
-        em._vname[t] = em.fresh(f"{name}_quantized")
-        em._note_value(t, em._vname[t])
-        self.quantize(t, name, em._vname[t], self._axis_in(t, em.perm(t)))
+        em.claim(name)
+        em.note_value(t, name)                   # first: validation feeds the graph input by this name
+        em.reserve(t, em.fresh(f"{name}_quantized"))
+        self.quantize(t, name, em.value(t), self._axis_in(t, em.perm(t)))
         return em.value_info_for(t, name, em.perm(t), dtype="float32")
 
     def float_output(self, t: int, name: str, want):
@@ -434,12 +433,12 @@ def double_const(em, value) -> str:
     multipliers and shifts: half the bytes)."""
     arr = np.asarray(value, np.float64)
     key = ("float64", arr.shape, arr.tobytes())
-    if key not in em._cache:
+    if key not in em.memo:
         if arr.ndim and np.array_equal(arr.astype(np.float32).astype(np.float64), arr):
-            em._cache[key] = em.node("Cast", [em.const(arr.astype(np.float32), "d")], 1, to=ONNX_DOUBLE)[0]
+            em.memo[key] = em.node("Cast", [em.const(arr.astype(np.float32), "d")], 1, to=ONNX_DOUBLE)[0]
         else:
-            em._cache[key] = em.const(arr, "d")
-    return em._cache[key]
+            em.memo[key] = em.const(arr, "d")
+    return em.memo[key]
 
 
 def to_double(em, x: str) -> str:

@@ -115,7 +115,7 @@ class State:
 
 def _reserve_input(ctx, name: str) -> str:
     src = STATE_IN + name
-    ctx.root._used.update({src, STATE_OUT + name})
+    ctx.root.claim(src, STATE_OUT + name)
     return src
 
 
