@@ -143,41 +143,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     em.graph, em.table, em.nested = graph, table, emit_subgraph
     em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
 
-    inputs = []
-    for t in sg.inputs:
-        if t in constants:
-            continue
-        name = sg.tensors[t].name or f"input_{t}"
-        if float_io and em.q.quantized_tensor(t):
-            inputs.append(em.q.float_input(t, name))
-            continue
-        em.reserve(t, name)
-        inputs.append(em.value_info_for(t, name, em.perm(t)))
-    # Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin.
-    out_names = {}
-    for t in sg.outputs:
-        name = sg.tensors[t].name or f"output_{t}"
-        if float_io and em.q.quantized_tensor(t):
-            em.reserve(t, em.fresh(f"{name}_quantized"))
-            em.claim(name)
-        elif tuple(plan.outputs.get(t, perm := em.perm(t))) != tuple(perm):
-            em.reserve(t, em.fresh(f"{name}_{L.name(perm)}"))
-            em.claim(name)
-        out_names[t] = name
-
+    inputs = _graph_inputs(em, constants, float_io)
+    out_names = _output_names(em, float_io)
     emit_ops(em, folded)
-
-    outputs = []
-    for t in sg.outputs:
-        want = plan.outputs.get(t, perm := em.perm(t))
-        if float_io and em.q.quantized_tensor(t):
-            outputs.append(em.q.float_output(t, out_names[t], want))
-        elif tuple(want) != tuple(perm):
-            em.present(t, want, target=out_names[t])
-        elif em.value(t) != out_names[t]:
-            em.node("Identity", [em.value(t)], [out_names[t]])
-        if not (float_io and em.q.quantized_tensor(t)):
-            outputs.append(em.value_info_for(t, out_names[t], want))
+    outputs = _graph_outputs(em, out_names, float_io)
     if em.state is not None:                        # resource variables: explicit state inputs/outputs
         state_in, state_out = em.state.finish(em)
         inputs += state_in
@@ -231,6 +200,53 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     if check:
         check_model(model)
     return result
+
+
+def _graph_inputs(em: Emitter, constants, float_io: bool) -> list:
+    """The main graph's inputs under their TFLite names (quantized ones as float32 with float_io)."""
+    sg, inputs = em.sg, []
+    for t in sg.inputs:
+        if t in constants:
+            continue
+        name = sg.tensors[t].name or f"input_{t}"
+        if float_io and em.q.quantized_tensor(t):
+            inputs.append(em.q.float_input(t, name))
+            continue
+        em.reserve(t, name)
+        inputs.append(em.value_info_for(t, name, em.perm(t)))
+    return inputs
+
+
+def _output_names(em: Emitter, float_io: bool) -> dict[int, str]:
+    """Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin (named
+    before emission, so no op takes the output's own name)."""
+    out_names = {}
+    for t in em.sg.outputs:
+        name = em.sg.tensors[t].name or f"output_{t}"
+        if float_io and em.q.quantized_tensor(t):
+            em.reserve(t, em.fresh(f"{name}_quantized"))
+            em.claim(name)
+        elif tuple(em.plan.outputs.get(t, perm := em.perm(t))) != tuple(perm):
+            em.reserve(t, em.fresh(f"{name}_{L.name(perm)}"))
+            em.claim(name)
+        out_names[t] = name
+    return out_names
+
+
+def _graph_outputs(em: Emitter, out_names: dict[int, str], float_io: bool) -> list:
+    """Each graph output in the layout it is presented in, under its TFLite name."""
+    outputs = []
+    for t in em.sg.outputs:
+        want = em.plan.outputs.get(t, perm := em.perm(t))
+        if float_io and em.q.quantized_tensor(t):
+            outputs.append(em.q.float_output(t, out_names[t], want))
+        elif tuple(want) != tuple(perm):
+            em.present(t, want, target=out_names[t])
+        elif em.value(t) != out_names[t]:
+            em.node("Identity", [em.value(t)], [out_names[t]])
+        if not (float_io and em.q.quantized_tensor(t)):
+            outputs.append(em.value_info_for(t, out_names[t], want))
+    return outputs
 
 
 def _byte_size(proto) -> int:
