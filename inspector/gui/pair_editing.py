@@ -54,8 +54,14 @@ class PairSession:
         self.notes, self.validation = [self._header()] + notes, None
 
     def validate(self, cancel=None, progress=None):
-        self.validation = self.pair.validate(cancel=cancel, progress=progress)
-        return self.validation
+        return self.validated(self.measure(cancel=cancel, progress=progress))
+
+    def measure(self, cancel=None, progress=None):
+        return self.pair.validate(cancel=cancel, progress=progress)
+
+    def validated(self, validation):
+        self.validation = validation
+        return validation
 
     def export(self, path: str, overwrite_source: bool = False) -> None:
         from inspector.core.pairing.pair import write_with_metadata

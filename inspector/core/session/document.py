@@ -139,12 +139,22 @@ class Session:
         return change
 
     def validate(self, **kwargs):
-        from inspector.core.proof.validate import validate
         if self.result is None:
             self.convert()
-        self.validation = validate(self.result, **kwargs)
-        self.publish(ValidationDone(self.validation))
-        return self.validation
+        return self.validated(self.measure(**kwargs))
+
+    def measure(self, **kwargs):
+        """Validate the current result without changing the Session (a worker thread may run this; the GUI thread
+        then hands the outcome to `validated`)."""
+        from inspector.core.proof.validate import validate
+        if self.result is None:
+            raise InspectorError("nothing converted yet")
+        return validate(self.result, **kwargs)
+
+    def validated(self, validation):
+        self.validation = validation
+        self.publish(ValidationDone(validation))
+        return validation
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`

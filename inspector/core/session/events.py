@@ -5,7 +5,8 @@
     unsubscribe()
 
 Listeners run synchronously, in subscription order, on the thread that changed the Session (the window changes
-it on the GUI thread only); an exception in a listener propagates to the code that made the change.
+it on the GUI thread only: its workers use pipeline.run and Session.measure, then Session.show and .validated);
+an exception in a listener propagates to the code that made the change.
 """
 from __future__ import annotations
 

@@ -134,8 +134,8 @@ class ValidateJob(QRunnable):
 
     def run(self) -> None:
         try:
-            v = self.session.validate(cancel=self.cancel,
-                                      progress=lambda msg, frac: self.signals.progress.emit(msg, frac))
+            v = self.session.measure(cancel=self.cancel,      # the Session takes it on the GUI thread (_done)
+                                     progress=lambda msg, frac: self.signals.progress.emit(msg, frac))
             self.signals.done.emit(v)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
@@ -242,6 +242,7 @@ class ValidationPanel(QWidget):
             return
         self.job = None
         self._busy(False)
+        job.session.validated(v)
         self.show_validation(v)
 
     # ---- showing -------------------------------------------------------------------------------------------
