@@ -218,7 +218,8 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
         return run_attack(data, folder)
     if fmt == "tflite":
         from inspector.core.emit.convert import convert
-        from inspector.core.metadata.denotation import annotate, check
+        from inspector.core.metadata.denotation import annotate
+        from inspector.core.metadata.lint import lint
         from inspector.core.io.onnx_reader import read_onnx_bytes
         from inspector.core.io.tflite_reader import read_tflite_bytes
         g = read_tflite_bytes(data, "fuzz.tflite")
@@ -231,12 +232,12 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
             stage = "edited"
         except InspectorError:
             stage = "edit-refused"
-        check(result.model)
+        lint(result.model)
         read_onnx_bytes(result.model.SerializeToString(), "converted.onnx")
         if rng.random() < 0.2:
             stage = _session(rng, g, data, folder, stage)
         return stage
-    from inspector.core.metadata.denotation import check
+    from inspector.core.metadata.lint import lint
     from inspector.core.io.onnx_reader import read_onnx
     path = folder / "model.onnx"
     path.write_bytes(data)
@@ -250,7 +251,7 @@ def run_case(fmt: str, data: bytes, seed: int, folder: Path) -> str:
         stage = "edited"
     except InspectorError:
         stage = "edit-refused"
-    check(model)
+    lint(model)
     return stage
 
 

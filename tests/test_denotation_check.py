@@ -6,7 +6,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core.metadata.denotation import check, consistency_findings, propagate
+from inspector.core.metadata.denotation import consistency_findings, propagate
+from inspector.core.metadata.lint import lint as check
 from inspector.core.metadata.edits import MetadataEdits
 
 B, C, F, T = "DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_TIME"

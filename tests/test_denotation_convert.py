@@ -5,7 +5,8 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.core.metadata.denotation import annotate, check, io_layouts
+from inspector.core.metadata.denotation import annotate, io_layouts
+from inspector.core.metadata.lint import lint as check
 from inspector.core.ir.errors import MetadataError
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.io.tflite_builder import ModelBuilder

@@ -25,9 +25,10 @@ def _graph(path: str):
 def with_findings(result):
     """The denotation findings the Metadata dock lists, computed here, off the GUI thread (1.8 s on 10k ops);
     kept on the result they describe as `findings`."""
-    from inspector.core.metadata.denotation import Finding, check
+    from inspector.core.metadata.findings import Finding
+    from inspector.core.metadata.lint import lint
     try:
-        result.findings = check(result.model)
+        result.findings = lint(result.model)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
         result.findings = [Finding("", f"checker failed: {e}")]
     return result

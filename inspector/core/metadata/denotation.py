@@ -80,12 +80,6 @@ def _canonical(key: str, value: str | None) -> str | None:
 
 # -- dimension denotation propagation and verification -----------------------------------------------------------
 
-def check(model, target: str = "onnx") -> list[Finding]:
-    """Every finding for a consumer target (see metadata.lint), errors first."""
-    from .lint import lint
-    return lint(model, target)
-
-
 def propagate(model) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
     """Dimension denotations of every value reachable from the graph inputs and format ops, and the findings.
 

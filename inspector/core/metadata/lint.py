@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from inspector.core.ir.errors import InspectorError
 
 from . import schema as ms
-from .denotation import Finding
-from .edits import MetadataEdits, _value_infos
+from .findings import Finding
+from .edits import MetadataEdits, value_infos
 
 TARGETS = ("onnx", "winml")
 META, DIMS, TYPES = "ONNX docs/MetadataProps.md", "ONNX docs/DimensionDenotation.md", "ONNX docs/TypeDenotation.md"
@@ -118,7 +118,7 @@ def fix(model, target: str = "onnx", rounds: int = 3) -> tuple[list[Finding], li
 
 def _image_infos(model) -> list:
     seen, out = set(), []
-    for vi in _value_infos(model.graph):
+    for vi in value_infos(model.graph):
         if vi.name not in seen and vi.type.denotation.upper() == "IMAGE" and vi.type.HasField("tensor_type"):
             seen.add(vi.name)
             out.append(vi)
@@ -171,7 +171,7 @@ def _spelling(model, target: str) -> list[Finding]:
             out.append(Finding("", f"'{key}={value}' is spelled '{ck}={cv}' in the ONNX documents: {why}",
                                "metadata", code=code, field=ck, fix=MetadataEdits(image={ck: cv}),
                                fix_text=f"write {ck}={cv}"))
-    for vi in _value_infos(model.graph):
+    for vi in value_infos(model.graph):
         d = vi.type.denotation
         if d and d != d.upper() and d.upper() in ms.TYPE_DENOTATIONS:
             out.append(Finding("", f"type denotation '{d}' of '{vi.name}' is spelled '{d.upper()}': {why}",

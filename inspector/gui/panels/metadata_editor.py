@@ -277,14 +277,14 @@ class MetadataEditor(QWidget):
         return box
 
     def _findings_group(self, model) -> QGroupBox:
-        from inspector.core.metadata.denotation import check
+        from inspector.core.metadata.lint import lint
         box = QGroupBox("Denotation findings")
         lay = QVBoxLayout(box)
         self.findings = QListWidget()
         self.findings.setWordWrap(True)
         found = getattr(self.editor.session.result, "findings", None)   # computed off the GUI thread
         try:
-            found = check(model) if found is None else found
+            found = lint(model) if found is None else found
         except Exception as e:     # the checker is advice: a failure is shown, never fatal
             found = []
             self.findings.addItem(f"checker failed: {e}")
