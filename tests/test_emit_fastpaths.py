@@ -56,7 +56,7 @@ def _emitter() -> Emitter:
 def test_fresh_names_take_the_smallest_free_suffix_even_after_outside_reservations():
     em = _emitter()
     assert [em.fresh("k") for _ in range(3)] == ["k", "k_2", "k_3"]
-    em._used.update({"k_4", "k_6"})                  # names reserved without fresh() (graph outputs do this)
+    em.claim("k_4", "k_6")                            # names reserved without fresh() (graph outputs do this)
     assert [em.fresh("k") for _ in range(3)] == ["k_5", "k_7", "k_8"]
     assert em.fresh("a b\tc") == "a_b_c" and em.fresh("") == "v"
 
