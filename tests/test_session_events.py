@@ -84,7 +84,7 @@ def test_cli_window_and_child_process_run_the_same_pipeline(model):  # noqa: F81
     s.pins, s.options, s.metadata = dict(pins), options, edits
     s.convert(check=False)
     direct = run(load_model(model), pins, options, edits, check=False)
-    child, child_notes, _, _ = rerun(str(model), pins, options.to_dict(), edits.to_dict())
+    child, child_notes, _ = rerun(str(model), pins, options.to_dict(), edits.to_dict())
     data = s.result.model.SerializeToString()
     assert direct.result.model.SerializeToString() == data == child.model.SerializeToString()
     assert direct.notes == s.notes == child_notes and any("denotation" in n for n in s.notes)

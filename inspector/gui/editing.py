@@ -314,7 +314,7 @@ class Editor(QObject):
         """{pin choice: Transposes of the whole plan} for tensor t, from the solver (cached per set of pins)."""
         from .what_if import costs
         s = self.session
-        key = (t, tuple(choices), tuple(sorted(s.pins.items())), bool(s.options.get("keep_io_layout")))
+        key = (t, tuple(choices), tuple(sorted(s.pins.items())), s.options.keep_io_layout)
         if key not in self._what_if:
             if len(self._what_if) > 256:
                 self._what_if.clear()
@@ -368,7 +368,7 @@ class Editor(QObject):
 
     def _placement(self) -> Placement | None:
         """Where the ONNX graph's nodes are now (kept across re-runs so undo puts them back)."""
-        from .main_window import ONNX
+        from .graph_model import ONNX
         scene = self.window.scenes.get(ONNX)
         if scene is None:
             self.placement = None

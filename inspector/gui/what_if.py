@@ -23,7 +23,7 @@ def costs(session, t: int, choices) -> dict:
     name = sg.tensors[t].name
     own = {k for k, _ in session.pins.items() if _resolves_to(sg, k, t)}
     others = {k: v for k, v in session.pins.items() if k not in own}
-    p = planner(session.graph, others, keep_io_layout=bool(session.options.get("keep_io_layout")))
+    p = planner(session.graph, others, keep_io_layout=session.options.keep_io_layout)
     out = {}
     for choice in choices:
         if choice is None:
@@ -44,7 +44,7 @@ def cheapest_fix(session, c) -> tuple[str, str, int] | None:
     sg = session.graph.main
     if len(sg.ops) > MAX_OPS or c.subgraph:
         return None
-    keep_io = bool(session.options.get("keep_io_layout"))
+    keep_io = session.options.keep_io_layout
     base = dict(session.pins)
     p = planner(session.graph, base, keep_io_layout=keep_io)
     tensors = [c.tensor] + ([t for t in sg.ops[c.op].outputs if t >= 0] if c.op is not None else [])
