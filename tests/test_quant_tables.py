@@ -9,9 +9,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from inspector.core.convert import convert
-from inspector.core.tflite_builder import ModelBuilder
-from inspector.core.validate import validate
+from inspector.core.emit.convert import convert
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.proof.validate import validate
 
 from .test_quant import bias_for, nodes, per_channel, save
 from .test_quant_seeds import every_int8, litert_and_onnx

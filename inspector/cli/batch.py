@@ -268,6 +268,8 @@ def _convert_task(model: str, output: str, args, prepare: Callable) -> Row:
     try:
         session = prepare(args, model)
         session.convert(check=False)
+        from inspector.core.proof.ort_check import check_session
+        check_session(session, skip=getattr(args, "no_ort_check", False))
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         session.export(output, overwrite_source=args.force)
         report = session.report()

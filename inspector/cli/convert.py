@@ -34,6 +34,8 @@ def add_parser(sub):
     p.add_argument("--exact-int", action="store_true",
                    help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it)")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
+    p.add_argument("--no-ort-check", action="store_true",
+                   help="skip loading and running the result in ONNX Runtime before it is written")
     add_metadata_arguments(p)
     from inspector.cli import batch
     batch.add_arguments(p, validate=True)
@@ -58,6 +60,8 @@ def run(args) -> int:
                 out.write(args.report, _json({"unsupported": e.ops, "transposes": None, "conflicts": [],
                                               "pins": dict(session.pins), "ok": False}))
         raise
+    from inspector.core.proof.ort_check import check_session
+    check_session(session, skip=args.no_ort_check)
     with out:
         session.export(args.output, overwrite_source=args.force, out=out)
         report = session.report()

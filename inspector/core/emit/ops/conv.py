@@ -1,6 +1,8 @@
 """Convolutions: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV (Implicit: NHWC activations become NCHW)."""
 from __future__ import annotations
 
+import numpy as np
+
 from inspector.core.ir.errors import ConversionError
 from . import hybrid
 from .registry import I, op
@@ -38,8 +40,22 @@ def spatial_attrs(ctx, op, x_tensor: int, kernel, strides, dilations) -> dict:
 
 
 def _bias(ctx, op, slot: int) -> list[str]:
-    b = ctx.input(op, slot)
+    b = bias_1d(ctx, op, slot)
     return [b] if b else []
+
+
+def bias_1d(ctx, op, slot: int) -> str:
+    """A bias as ONNX takes it, 1-D, whatever rank the file gave it (onnx2tf writes [1, 1, 1, C]: ONNX Runtime
+    refuses that in ConvTranspose, and an Add would broadcast it to the wrong rank); '' when absent."""
+    if slot >= len(op.inputs) or op.inputs[slot] < 0:
+        return ""
+    t = op.inputs[slot]
+    shape = ctx.shape(t)
+    if len(shape) == 1:
+        return ctx.input(op, slot)
+    if ctx.is_const(t):
+        return ctx.const_of(t, shape=(int(np.prod(shape)),))
+    return ctx.node("Reshape", [ctx.input(op, slot), ctx.i64([-1])], 1)[0]
 
 
 @op("CONV_2D", category=I, onnx="Conv")
@@ -110,7 +126,7 @@ def transpose_conv(ctx, op):
     pads, extra = transpose_conv_pads(ctx.shape(x)[1:3], out_shape[1:3], (kh, kw), strides)
     # Filter [O, KH, KW, I] -> ONNX [I, O, KH, KW].
     weight = ctx.input(op, 1, (3, 0, 1, 2))
-    bias = _bias(ctx, op, 3) if len(op.inputs) > 3 else []
+    bias = _bias(ctx, op, 3)
     ctx.node("ConvTranspose", [ctx.input(op, 2), weight] + bias, [ctx.fused(op, ctx.output(op))],
              kernel_shape=[kh, kw], strides=list(strides), pads=pads,
              output_padding=extra if any(extra) else None)

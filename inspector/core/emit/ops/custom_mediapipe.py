@@ -12,6 +12,7 @@ from onnx import TensorProto, numpy_helper
 
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.limits import check_built
+from .conv import bias_1d
 from .registry import I, X, op
 
 PADDING = {1: "SAME", 2: "VALID"}
@@ -57,7 +58,7 @@ def conv_transpose_bias(ctx, op):
         crops.append(max(0, k - (n - 1) % s - 1) if o["padding"] == "SAME" else 0)
     pads = [c // 2 for c in crops] + [c - c // 2 for c in crops]
     weight = ctx.input(op, 1, (3, 0, 1, 2))             # [O, KH, KW, I] -> [I, O, KH, KW]
-    ctx.node("ConvTranspose", [ctx.input(op, 0), weight, ctx.input(op, 2, (0,))], [ctx.output(op)],
+    ctx.node("ConvTranspose", [ctx.input(op, 0), weight, bias_1d(ctx, op, 2)], [ctx.output(op)],
              kernel_shape=[kh, kw], strides=[o["stride_h"], o["stride_w"]], pads=pads)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from inspector.core.layout import layout as L
 from . import hybrid
+from .conv import bias_1d
 from .registry import A, X, op
 
 
@@ -66,7 +67,7 @@ def fully_connected(ctx, op):
     k = w_shape[1]
     x = ctx.input(op, 0)
     x_rank = ctx.tensor(x_t).rank
-    bias = ctx.input(op, 2) if len(op.inputs) > 2 else ""   # index -1 = no bias (Keras Dense(use_bias=False))
+    bias = bias_1d(ctx, op, 2)                        # index -1 = no bias (Keras Dense(use_bias=False))
     out_rank = ctx.tensor(out_t).rank
     dst = ctx.fused(op, ctx.output(op))
     if x_rank != 2 and not (op.options.get("keep_num_dims") and out_rank == x_rank):

@@ -271,7 +271,9 @@ class QDQ:
         axis = None
         if q.per_channel:
             axis = q.axis
-            if shape is not None and tuple(shape) != tuple(data.shape):
+            if shape is not None and tuple(shape) == (data.size,) and data.shape[axis] == data.size:
+                axis = 0                         # a [1, 1, 1, C] bias flattened (conv.bias_1d)
+            elif shape is not None and tuple(shape) != tuple(data.shape):
                 extra = len(shape) - data.ndim
                 if extra < 0 or tuple(shape[extra:]) != tuple(data.shape):
                     raise ConversionError(f"{ten.name}: per-channel quantized constant reshaped to {list(shape)}")
