@@ -107,3 +107,58 @@ def test_convert_refuses_to_write_what_onnx_runtime_cannot_run(tmp_path, monkeyp
     err = capsys.readouterr().err
     assert not out.exists() and "ONNX Runtime cannot run" in err and "Traceback" not in err, err
     assert main(["convert", graph.path, "-o", str(out), "--no-ort-check"]) == 0 and out.exists()
+
+
+# --- 5: int16 activations through ops ONNX Runtime has no int16 kernel for ----------------------------------------
+@pytest.mark.parametrize("opset", [18, 21])
+def test_int16_pools_and_resizes_are_exact(tmp_path, opset):
+    """16x8: a CONV_2D, then MAX_POOL_2D and RESIZE_NEAREST_NEIGHBOR (no int16 MaxPool in ONNX, no int16 Resize in
+    ONNX Runtime) and a PADV2: computed through Dequantize/QuantizeLinear (or their arithmetic below opset 21),
+    exactly, so each equals LiteRT's integers wherever its input does."""
+    b = ModelBuilder()
+    sx = 1 / 4096
+    x = b.input("x", [1, 6, 10, 3], "int16", quant=(sx, 0))
+    wq, wquant = per_channel(RNG.uniform(-1, 1, (4, 3, 3, 3)), axis=0)
+    bq, bquant = bias_for(RNG.uniform(-1, 1, 4), sx, wquant["scales"], dtype="int64")
+    q = (1 / 2048, 0)
+    c = b.tensor("c", [1, 6, 10, 4], "int16", quant=q)
+    b.op("CONV_2D", [x, b.const("w", wq, quant=wquant), b.const("b", bq, quant=bquant)], [c], {"padding": "SAME"})
+    p = b.tensor("p", [1, 3, 4, 4], "int16", quant=q)
+    b.op("MAX_POOL_2D", [c], [p], {"padding": "SAME", "filter_height": 2, "filter_width": 3, "stride_h": 2,
+                                   "stride_w": 3})
+    r = b.tensor("r", [1, 6, 12, 4], "int16", quant=q)
+    b.op("RESIZE_NEAREST_NEIGHBOR", [p, b.const("size", np.array([6, 12], np.int32))], [r], {})
+    y = b.tensor("y", [1, 8, 13, 4], "int16", quant=q)
+    b.op("PADV2", [r, b.const("pads", np.array([[0, 0], [1, 1], [0, 1], [0, 0]], np.int32)),
+                   b.const("v", np.array([-7], np.int16), quant=q)], [y], {})
+    b.output(y)
+    result, v = run_and_validate(save(b, tmp_path), opset=opset)
+    steps = {e.name: e.steps for e in v.intermediates + v.outputs}
+    assert steps["c"] <= 1 and steps["p"] <= steps["c"] and steps["r"] <= steps["p"] and steps["y"] <= steps["r"]
+    assert {n.op_type for n in result.model.graph.node} >= {"MaxPool", "Resize"}
+
+
+# --- 7: --exact-int PRELU bit-exact ------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype, qx, qa, qo", [("int8", (0.05, -3), (0.004, -20), (0.03, 10)),
+                                               ("uint8", (0.04, 120), (0.003, 100), (0.05, 90))])
+def test_exact_int_prelu_is_bit_exact(tmp_path, dtype, qx, qa, qo):
+    """A channel-wise alpha [1, 1, C] broadcast over a non-square map, fed every 8-bit value: the negative side is
+    TFLite's (x - zp) * (alpha - zp_alpha) requantized with its own multiplier, where QDQ was one step off."""
+    from .test_quant_seeds import litert_and_onnx
+    b = ModelBuilder()
+    shape = [1, 8, 16, 6]
+    x = b.input("x", shape, dtype, quant=qx)
+    info = np.iinfo(dtype)
+    alpha = b.const("alpha", RNG.integers(info.min, info.max, (1, 1, 6), endpoint=True).astype(dtype), quant=qa)
+    y = b.tensor("y", shape, dtype, quant=qo)
+    b.op("PRELU", [x, alpha], [y], {})
+    b.output(y)
+    graph = save(b, tmp_path)
+    xs = np.resize(np.arange(info.min, info.max + 1, dtype=dtype), int(np.prod(shape)))
+    xs = RNG.permutation(xs).reshape(shape)
+    result = convert(graph, exact_int=True)
+    assert not [n for n in result.model.graph.node if n.op_type in ("PRelu", "QuantizeLinear")]
+    (ref,), (got,) = litert_and_onnx(graph, result, [xs])
+    np.testing.assert_array_equal(got, ref)
+    (_,), (qdq,) = litert_and_onnx(graph, convert(graph), [xs])
+    assert np.abs(qdq.astype(int) - ref).max() <= 1           # the default stays QDQ, within a step

@@ -42,6 +42,10 @@ RAW_IF_SAME = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRI
                          "GATHER_ND", "CONCATENATION", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "TILE", "MAX_POOL_2D",
                          "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "BROADCAST_TO", "REVERSE_V2", "BATCH_TO_SPACE_ND",
                          "SPACE_TO_BATCH_ND", "RESIZE_NEAREST_NEIGHBOR"})
+# ...but MaxPool, DepthToSpace, SpaceToDepth and Resize have no int16 kernel (in ONNX or in ONNX Runtime): int16
+# runs through DequantizeLinear and QuantizeLinear instead, still exact (an int16 times a float32 scale is within
+# 2^-9 of a step of itself, so QuantizeLinear rounds every value back, and max/min/selection keep order).
+NO_INT16 = frozenset({"MAX_POOL_2D", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "RESIZE_NEAREST_NEIGHBOR"})
 
 
 def quantized(t: Tensor) -> bool:
@@ -130,7 +134,7 @@ class QDQ:
             if p is None:
                 return False
             keys.add((ten.dtype, p))
-        return len(keys) == 1
+        return len(keys) == 1 and not (o.opcode in NO_INT16 and "int16" in {k[0] for k in keys})
 
     def quantized_tensor(self, t: int) -> bool:
         return t in self.q
@@ -772,3 +776,28 @@ def _litert_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
         return np.array(it.get_tensor(it.get_output_details()[0]["index"]))
     except (ValueError, RuntimeError, IndexError, KeyError):
         return None
+
+
+def exact_prelu(ctx, op) -> bool:
+    """PRELU on int8/uint8 as TFLite's kernel computes it: the centred input requantized by in/out scale where it
+    is >= 0, else its product with the centred alpha requantized by in*alpha/out, each with TFLite's fixed-point
+    multiply. (QDQ rounds x * alpha once in float: one step off at some ties.)"""
+    sg, qdq = ctx.sg, ctx.q
+    ts = [op.inputs[0], op.inputs[1], op.outputs[0]]
+    if not (qdq.exact and all(t in qdq.q and sg.tensors[t].dtype in ("int8", "uint8")
+                              and params(sg.tensors[t].quantization) is not None for t in ts)):
+        return False
+    (sx, zx), (sa, za), (so, zo) = (params(sg.tensors[t].quantization) for t in ts)
+    qdq._raw[op.index] = True                     # reads and writes the stored integers
+    ty = sg.tensors[ts[2]]
+    x = ctx.node("Sub", [ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_FLOAT)[0], ctx.scalar(float(zx))], 1)[0]
+    alpha = ctx.broadcast_input(op, 1, ty.rank, ctx.perm(ts[2]))
+    a = ctx.node("Sub", [ctx.node("Cast", [alpha], 1, to=ONNX_FLOAT)[0], ctx.scalar(float(za))], 1)[0]
+    q1, e1 = quantize_multiplier(np.float64(sx) / np.float64(so))
+    q2, e2 = quantize_multiplier(np.float64(sx) * np.float64(sa) / np.float64(so))
+    pos = fixed_point_multiply(ctx, to_double(ctx, x), np.array(q1), np.array(e1), zo, bound=255.0)
+    neg = fixed_point_multiply(ctx, to_double(ctx, ctx.node("Mul", [x, a], 1)[0]), np.array(q2), np.array(e2), zo,
+                               bound=255.0 * 255.0)
+    y = ctx.node("Where", [ctx.node("Less", [x, ctx.scalar(0.0)], 1)[0], neg, pos], 1)[0]
+    clamp_cast(ctx, y, *activation_range("NONE", so, zo, ty.dtype), ctx.output(op), ty.dtype)
+    return True

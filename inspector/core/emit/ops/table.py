@@ -10,7 +10,8 @@ from .registry import OPS, OpRule, with_kernels
 KERNELS = {
     "MEAN": (quant.exact_mean, hybrid.sequential_mean),         # --exact-int; float MEAN feeding hybrid ops
     "AVERAGE_POOL_2D": (quant.exact_average_pool,),
-    **{name: (quant.exact_table,) for name in quant.LUT_OPS},   # --exact-int: LiteRT's int8 lookup tables
+    "PRELU": (quant.exact_prelu,),                               # --exact-int
+    **{name: (quant.exact_table,) for name in quant.LUT_OPS},   # LiteRT's int8 lookup tables (see exact_table)
 }
 
 _TABLE: dict[str, OpRule] = {}
