@@ -162,3 +162,37 @@ def test_exact_int_prelu_is_bit_exact(tmp_path, dtype, qx, qa, qo):
     np.testing.assert_array_equal(got, ref)
     (_,), (qdq,) = litert_and_onnx(graph, convert(graph), [xs])
     assert np.abs(qdq.astype(int) - ref).max() <= 1           # the default stays QDQ, within a step
+
+
+# --- 4: STRIDED_SLICE with begin/end/strides computed at run time ------------------------------------------------
+def shape_minus(b, x, rank: int, minus, name: str):
+    """SHAPE(x) - minus: an int32 vector known only at run time."""
+    s = b.tensor(f"{name}_shape", [rank], "int32")
+    b.op("SHAPE", [x], [s], {"out_type": 2})
+    y = b.tensor(name, [rank], "int32")
+    b.op("SUB", [s, b.const(f"{name}_minus", np.array(minus, np.int32))], [y], {})
+    return y
+
+
+@pytest.mark.parametrize("masks, out_shape", [
+    ({"begin_mask": 0b1000, "end_mask": 0b0001}, [1, 3, 3, 3]),                  # x[:, 1:6:2, 2:9:3, :]
+    ({"shrink_axis_mask": 0b0001, "end_mask": 0b0100}, [3, 3, 3]),              # x[0, 1:6:2, 2::3, 0:3]
+    ({"shrink_axis_mask": 0b1001, "begin_mask": 0b0100}, [3, 3]),               # x[0, 1:6:2, :9:3, 0]
+])
+def test_strided_slice_with_run_time_operands(tmp_path, masks, out_shape):
+    """begin, end and strides all from SHAPE arithmetic on a non-square [1, 6, 10, 3] map, behind a CONV_2D (so
+    the slice reads a channels-first value), with begin/end/shrink masks."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 6, 10, 3], "float32")
+    c = b.tensor("c", [1, 6, 10, 3])
+    b.op("CONV_2D", [x, b.const("w", RNG.uniform(-1, 1, (3, 1, 1, 3)).astype(np.float32)),
+                     b.const("bias", np.zeros(3, np.float32))], [c], {"padding": "SAME"})
+    begin = shape_minus(b, c, 4, [1, 5, 8, 3], "begin")                   # [0, 1, 2, 0]
+    end = shape_minus(b, c, 4, [0, 0, 1, 0], "end")                       # [1, 6, 9, 3]
+    strides = shape_minus(b, c, 4, [0, 4, 7, 2], "strides")               # [1, 2, 3, 1]
+    y = b.tensor("y", out_shape)
+    b.op("STRIDED_SLICE", [c, begin, end, strides], [y], masks)
+    b.output(y)
+    result, _ = run_and_validate(save(b, tmp_path))
+    assert any(n.op_type == "Slice" and n.input[1] not in {i.name for i in result.model.graph.initializer}
+               for n in result.model.graph.node)                          # the starts are computed, not folded

@@ -1,7 +1,8 @@
 """Before a converted model is written: can ONNX Runtime load it and run it? The ONNX checker accepts graphs that
 ONNX Runtime refuses (a ConvTranspose bias of shape [1, 1, 1, C], a kernel missing for a type), and a file that
 cannot run is worse than none. Session creation with ONNX Runtime's default optimisations, then one run on zeros
-when the inputs are small (a run costs about what validation's does; session creation is most of the check)."""
+when the inputs are small and the graph has no Loop (zeros can make a WHILE condition hold for ever); session
+creation is most of the check's cost."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,14 +21,18 @@ def ort_check(model: onnx.ModelProto | bytes) -> str | None:
     """Raise ConversionError with ONNX Runtime's reason if it cannot load or run the model; a note (str) when only
     its graph optimiser refuses it (the model runs with optimisations off), else None."""
     import onnxruntime as ort
-    data = model if isinstance(model, bytes) else model.SerializeToString()
+    if isinstance(model, bytes):
+        data, model = model, onnx.load_from_string(model)
+    else:
+        data = model.SerializeToString()
+    run = not _has_loop(model.graph)
     note, failure = None, None
     for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         opts = ort.SessionOptions()
         opts.graph_optimization_level, opts.intra_op_num_threads, opts.log_severity_level = level, 1, 4
         try:
             sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-            feeds = _zeros(sess)
+            feeds = _zeros(sess) if run else None
             if feeds is not None:
                 sess.run(None, feeds)
             return note
@@ -42,6 +47,11 @@ def check_session(session, skip: bool = False) -> None:
     note = None if skip else ort_check(session.result.model)
     if note:
         session.notes.append(f"warning: {note}")
+
+
+def _has_loop(graph) -> bool:
+    return any(n.op_type in ("Loop", "Scan") or any(_has_loop(a.g) for a in n.attribute if a.type == a.GRAPH)
+               for n in graph.node)
 
 
 def _zeros(sess) -> dict | None:

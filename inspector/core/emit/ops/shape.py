@@ -217,10 +217,19 @@ def strided_slice_rule(op, sg, in_perms, out_pin):
 
 @op("STRIDED_SLICE", category=A, onnx=("Slice", "Squeeze"), rule=strided_slice_rule)
 def strided_slice(ctx, op):
+    sliced(ctx, op, ctx.input(op, 0), ctx.output(op), in_perm(ctx, op))
+
+
+def sliced(ctx, op, x: str, dst: str, p) -> None:
+    """STRIDED_SLICE or SLICE of value `x` (in layout p) into dst; complex pairs (ops/signal.py) come this way too,
+    their trailing real/imaginary axis untouched."""
+    if op.opcode == "SLICE":
+        return _slice(ctx, op, x, dst, p)
     o = op.options
     if o.get("ellipsis_mask") or o.get("new_axis_mask"):
         raise ConversionError(f"STRIDED_SLICE#{op.index}: ellipsis and new-axis masks are not supported")
-    p = in_perm(ctx, op)
+    if not all(ctx.is_const(op.inputs[s]) for s in (1, 2, 3) if s < len(op.inputs)):
+        return _strided_slice_at_run_time(ctx, op, x, dst)
     begin, end = (np.asarray(const_ints(ctx, op, s)) for s in (1, 2))
     strides = np.asarray(const_ints(ctx, op, 3)) if len(op.inputs) > 3 else np.ones_like(begin)
     starts, ends, axes, steps, squeeze = [], [], [], [], []
@@ -242,8 +251,6 @@ def strided_slice(ctx, op):
         ends.append(e)
         axes.append(L.axis_to_onnx(i, p))
         steps.append(st)
-    x = ctx.input(op, 0)
-    dst = ctx.output(op)
     if axes:
         x = ctx.node("Slice", [x, ctx.i64(starts, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes"),
                                ctx.i64(steps, "steps")], 1 if squeeze else [dst])[0]
@@ -253,20 +260,47 @@ def strided_slice(ctx, op):
         ctx.node("Identity", [x], [dst])
 
 
+def _strided_slice_at_run_time(ctx, op, x: str, dst: str) -> None:
+    """begin/end/strides computed in the graph (from SHAPE, say): the masks, which are static, become Where over
+    the run-time vectors, as the constant path applies them (the input is in TFLite's layout: the rule left it)."""
+    o = op.options
+    n = ctx.tensor(op.inputs[1]).shape[0]
+    bits = lambda name: np.array([_bits(o.get(name, 0), i) for i in range(n)])   # noqa: E731
+    shrink = bits("shrink_axis_mask")
+    i64 = lambda v: ctx.i64([v] * n)                                               # noqa: E731
+    where = lambda mask, a, b: ctx.node("Where", [ctx.const(mask, "mask"), a, b], 1)[0]   # noqa: E731
+    b, e = as_i64(ctx, op, 1), as_i64(ctx, op, 2)
+    st = as_i64(ctx, op, 3) if len(op.inputs) > 3 else i64(1)
+    up = ctx.node("Greater", [st, ctx.scalar(0, "int64")], 1)[0]
+    if o.get("offset"):
+        e = ctx.node("Add", [b, e], 1)[0]
+    starts = where(bits("begin_mask"), ctx.node("Where", [up, i64(0), i64(INT64_MAX)], 1)[0], b)
+    ends = where(bits("end_mask"), ctx.node("Where", [up, i64(INT64_MAX), i64(INT64_MIN)], 1)[0], e)
+    if shrink.any():                               # one element at `begin` (-1: the last one), stride 1
+        last = ctx.node("Equal", [b, ctx.scalar(-1, "int64")], 1)[0]
+        one = ctx.node("Where", [last, i64(INT64_MAX), ctx.node("Add", [b, ctx.scalar(1, "int64")], 1)[0]], 1)[0]
+        starts, ends, st = where(shrink, b, starts), where(shrink, one, ends), where(shrink, i64(1), st)
+    x = ctx.node("Slice", [x, starts, ends, ctx.i64(list(range(n)), "axes"), st], 1 if shrink.any() else [dst])[0]
+    if shrink.any():
+        ctx.node("Squeeze", [x, ctx.i64([i for i in range(n) if shrink[i]], "axes")], [dst])
+
+
 @op("SLICE", category=A, onnx="Slice", rule=const_operand_rule(1, 2))
 def slice_(ctx, op):
-    p = in_perm(ctx, op)
+    _slice(ctx, op, ctx.input(op, 0), ctx.output(op), in_perm(ctx, op))
+
+
+def _slice(ctx, op, x: str, dst: str, p) -> None:
     if not (ctx.is_const(op.inputs[1]) and ctx.is_const(op.inputs[2])):     # computed begin/size (loop bodies)
         b, n = as_i64(ctx, op, 1), as_i64(ctx, op, 2)
         ends = ctx.node("Where", [ctx.node("Less", [n, ctx.scalar(0, "int64")], 1)[0],
                                   ctx.scalar(INT64_MAX, "int64"), ctx.node("Add", [b, n], 1)[0]], 1)[0]
-        ctx.node("Slice", [ctx.input(op, 0), b, ends], [ctx.output(op)])
+        ctx.node("Slice", [x, b, ends], [dst])             # the first len(begin) axes: TFLite's layout
         return
     begin, size = (np.asarray(const_ints(ctx, op, s)) for s in (1, 2))
     ends = [INT64_MAX if int(n) < 0 else int(b) + int(n) for b, n in zip(begin, size)]
     axes = [L.axis_to_onnx(i, p) for i in range(len(begin))]
-    ctx.node("Slice", [ctx.input(op, 0), ctx.i64(begin, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes")],
-             [ctx.output(op)])
+    ctx.node("Slice", [x, ctx.i64(begin, "starts"), ctx.i64(ends, "ends"), ctx.i64(axes, "axes")], [dst])
 
 
 def split_rule(slot: int, axis_slot: int):
