@@ -196,3 +196,33 @@ def test_strided_slice_with_run_time_operands(tmp_path, masks, out_shape):
     result, _ = run_and_validate(save(b, tmp_path))
     assert any(n.op_type == "Slice" and n.input[1] not in {i.name for i in result.model.graph.initializer}
                for n in result.model.graph.node)                          # the starts are computed, not folded
+
+
+# --- 1: complex values through shape ops -------------------------------------------------------------------------
+def test_complex_values_through_shape_ops(tmp_path):
+    """RFFT2D [1, 8, 9] -> EXPAND_DIMS -> TRANSPOSE -> SQUEEZE -> STRIDED_SLICE -> RESHAPE, and SLICE ->
+    COMPLEX_ABS / REAL / IMAG: the complex tensor stays float pairs with the pair axis last. (LiteRT has no complex
+    CONCATENATION.)"""
+    b = ModelBuilder()
+    x = b.input("x", [1, 8, 16], "float32")
+    z = b.tensor("z", [1, 8, 9], "complex64")
+    b.op("RFFT2D", [x, b.const("fft_length", np.array([8, 16], np.int32))], [z])
+
+    def t(name, shape, opcode, ins, options=None):
+        y = b.tensor(name, shape, "complex64")
+        b.op(opcode, ins, [y], options or {})
+        return y
+    e = t("e", [1, 8, 9, 1], "EXPAND_DIMS", [z, b.const("axis", np.array(-1, np.int32))])
+    tr = t("tr", [1, 9, 8, 1], "TRANSPOSE", [e, b.const("perm", np.array([0, 2, 1, 3], np.int32))])
+    sq = t("sq", [1, 9, 8], "SQUEEZE", [tr], {"squeeze_dims": [3]})
+    ss = t("ss", [1, 4, 5], "STRIDED_SLICE", [sq, b.const("b", np.array([0, 1, 0], np.int32)),
+                                              b.const("e", np.array([1, 9, 5], np.int32)),
+                                              b.const("s", np.array([1, 2, 1], np.int32))])
+    sl = t("sl", [1, 4, 3], "SLICE", [sq, b.const("begin", np.array([0, 0, 2], np.int32)),
+                                      b.const("size", np.array([1, 4, 3], np.int32))])
+    rs = t("rs", [4, 5], "RESHAPE", [ss, b.const("shape", np.array([4, 5], np.int32))])
+    for name, src, shape in (("COMPLEX_ABS", rs, [4, 5]), ("REAL", rs, [4, 5]), ("IMAG", sl, [1, 4, 3])):
+        y = b.tensor(name.lower(), shape)
+        b.op(name, [src], [y])
+        b.output(y)
+    run_and_validate(save(b, tmp_path))

@@ -29,7 +29,7 @@ def complex_pair(ctx, op, slot: int) -> str:
         pairs[t] = ctx.const(np.stack([data.real, data.imag], axis=-1).astype(np.float32), "complex")
         return pairs[t]
     raise ConversionError(f"{op.opcode}#{op.index}: complex input {ctx.tensor(t).name} must come from RFFT2D "
-                          "or a constant (ONNX Runtime has no complex tensors)")
+                          "(through shape ops) or a constant (ONNX Runtime has no complex tensors)")
 
 
 def _dft(ctx, x: str, axis: int, onesided: int) -> str:
@@ -81,3 +81,48 @@ op("IMAG", category=X, onnx="Gather")(_part(1))
 def complex_abs(ctx, op):
     r = ctx.tensor(op.inputs[0]).rank
     ctx.node("ReduceL2", [complex_pair(ctx, op, 0), ctx.i64([r], "axes")], [ctx.output(op)], keepdims=0)
+
+
+def complex_operand(ctx, op) -> bool:
+    """Is this data-movement op moving a complex tensor? Then complex_shape_op emits it on the float pairs."""
+    return any(t >= 0 and ctx.tensor(t).dtype.startswith("complex") for t in list(op.inputs[:1]) + list(op.outputs))
+
+
+def complex_shape_op(ctx, op) -> bool:
+    """SQUEEZE, EXPAND_DIMS, RESHAPE, TRANSPOSE, SLICE, STRIDED_SLICE of a complex tensor (LiteRT has no complex
+    CONCATENATION), on its
+    float pairs [..., 2] in TFLite's layout: axes and shapes as TFLite's, the trailing real/imaginary axis kept
+    last. (A kernel: False for real tensors, whose emitter then runs.)"""
+    if not complex_operand(ctx, op):
+        return False
+    from .shape import const_ints, sliced
+    out_t = op.outputs[0]
+    if out_t in ctx.sg.outputs:
+        raise ConversionError(f"{op.opcode}#{op.index}: a complex graph output has no ONNX Runtime type; "
+                              "end the graph with REAL/IMAG/COMPLEX_ABS")
+    r = ctx.tensor(op.inputs[0]).rank
+    x, dst = complex_pair(ctx, op, 0), ctx.fresh(f"{ctx.tensor(out_t).name}_complex")
+    if op.opcode == "SQUEEZE":
+        dims = op.options.get("squeeze_dims") or [i for i, d in enumerate(ctx.shape(op.inputs[0])) if d == 1]
+        ctx.node("Squeeze", [x, ctx.i64(sorted(int(a) % r for a in dims), "axes")], [dst])
+    elif op.opcode == "EXPAND_DIMS":
+        a = const_ints(ctx, op, 1)[0]
+        ctx.node("Unsqueeze", [x, ctx.i64([a % (r + 1)], "axes")], [dst])
+    elif op.opcode == "RESHAPE":
+        sig = ctx.tensor(out_t).shape_signature or ctx.shape(out_t)
+        if sum(d < 0 for d in sig) <= 1:
+            shape = ctx.i64([int(d) if d >= 0 else -1 for d in sig] + [2])
+        else:                                       # several unknown dims: the run-time shape operand, + 2
+            shape = ctx.node("Concat", [ctx.node("Cast", [ctx.input(op, 1)], 1, to=7)[0], ctx.i64([2])], 1,
+                             axis=0)[0]
+        ctx.node("Reshape", [x, shape], [dst])
+    elif op.opcode == "TRANSPOSE":
+        perm = [int(a) % r for a in const_ints(ctx, op, 1)]
+        ctx.node("Transpose", [x], [dst], perm=perm + [r])
+    else:                                           # SLICE, STRIDED_SLICE: on TFLite's axes, pair axis untouched
+        sliced(ctx, op, x, dst, tuple(range(r)))
+    _pairs(ctx)[out_t] = dst
+    return True
+
+
+COMPLEX_SHAPE_OPS = ("SQUEEZE", "EXPAND_DIMS", "RESHAPE", "TRANSPOSE", "SLICE", "STRIDED_SLICE")

@@ -12,6 +12,7 @@ KERNELS = {
     "AVERAGE_POOL_2D": (quant.exact_average_pool,),
     "PRELU": (quant.exact_prelu,),                               # --exact-int
     **{name: (quant.exact_table,) for name in quant.LUT_OPS},   # LiteRT's int8 lookup tables (see exact_table)
+    **{name: (signal.complex_shape_op,) for name in signal.COMPLEX_SHAPE_OPS},   # complex tensors as float pairs
 }
 
 _TABLE: dict[str, OpRule] = {}
