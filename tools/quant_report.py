@@ -26,7 +26,8 @@ from float_drift import litert                      # tools/ is the script's dir
 
 SEEDS = (0, 1, 2, 3, 4)
 MODELS = ["keras/efficientnetb0_int8.tflite", "keras/mobilenetv2_int8.tflite", "keras/mobilenetv3small_int8.tflite",
-          "ops/mobilenet_v1_0.25_128_quant.tflite", "ops/conv.uint8.tflite", "realworld/alexa.tflite"]
+          "ops/mobilenet_v1_0.25_128_quant.tflite", "ops/conv.uint8.tflite", "realworld/alexa.tflite",
+          "onnx2tf/mobilenet_v2_w075_full_integer_quant.tflite", "onnx2tf/mnasnet0_75_full_integer_quant.tflite"]
 
 
 def cell(v) -> str:
