@@ -138,12 +138,11 @@ class Editor(QObject):
         self.validation = ValidationPanel(self)
         self.history = QUndoView(self.stack)
         self.history.setEmptyLabel("<opened model>")
-        self.metadata_dock = w._dock("Metadata", self.metadata, Qt.LeftDockWidgetArea)
+        # beside Details as tabs: one side column, so the graph panes keep two thirds of the window
+        self.metadata_dock = w._dock("Metadata", self.metadata, Qt.RightDockWidgetArea, tab_with=w.details_dock)
+        self.history_dock = w._dock("History", self.history, Qt.RightDockWidgetArea, tab_with=w.details_dock)
+        w.details_dock.raise_()
         self.validation_dock = w._dock("Validation", self.validation, Qt.BottomDockWidgetArea)
-        self.history_dock = w._dock("History", self.history, Qt.LeftDockWidgetArea)
-        w.splitDockWidget(self.metadata_dock, self.history_dock, Qt.Vertical)
-        w.resizeDocks([self.metadata_dock], [360], Qt.Horizontal)
-        w.resizeDocks([self.metadata_dock, self.history_dock], [700, 150], Qt.Vertical)
         w.resizeDocks([self.validation_dock], [260], Qt.Vertical)
         self.validation_dock.hide()
 
@@ -256,7 +255,7 @@ class Editor(QObject):
             except InspectorError as e:
                 self.window.error("Cannot load the session file", str(e))
         self._offer_autosave()
-        self.metadata.refresh()
+        self.metadata.refresh(force=True)
         self.validation.reset()
         self._enable()
         self.sessionChanged.emit()
@@ -395,23 +394,15 @@ class Editor(QObject):
             self.session.result, self.session.notes, self.session.validation = result, notes, None
         else:
             self.session.show(result, notes)
-        from .graph_model import ONNX
         w = self.window
         before = w.doc.result.transposes if w.doc is not None and w.doc.result is not None else None
         doc = Document(self.session.path, graph=self.session.graph, result=result, model=result.model,
                        onnx_shapes=dict(vg.shapes))
-        sizes = w.splitter.sizes()
-        old = w.panes[ONNX].main_view
-        zoom = old.transform() if old is not None else None
         self._applying = True
         try:
-            w._onnx_ready(doc, vg, layout, live)
+            w.show_rerun(doc, vg, layout, live)
         finally:
             self._applying = False
-        w.splitter.setSizes(sizes)
-        new = w.panes[ONNX].main_view
-        if zoom is not None and new is not None and zoom.m11() >= 0.3:
-            new.setTransform(zoom)
         self.last_change = change = Change(before, result.transposes, len(result.plan.conflicts))
         w.statusBar().showMessage(str(change) if not is_pair(self.session) else
                                   f"Metadata edits applied to {Path(self.session.other).name}; its graph is "

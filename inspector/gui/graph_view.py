@@ -9,7 +9,7 @@ from typing import Hashable
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
-from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import QApplication, QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
 from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Layout
@@ -197,8 +197,13 @@ class GraphScene(QGraphicsScene):
 
 
 class GraphView(QGraphicsView):
+    """Until the user zooms or pans, the view keeps its opening placement through resizes: panes and docks settle
+    their sizes after the graph is first shown, and a placement computed for the old size would show empty space."""
     nodeActivated = Signal(object)          # NodeItem double-clicked
     zoomChanged = Signal()
+    MIN_ZOOM, MAX_ZOOM = 0.01, 4.0
+    MAX_FIT = 1.25                          # a tiny graph opens at about its natural size, not blown up
+    READABLE = 0.25                         # below this scale the opening view shows the top of the graph instead
 
     def __init__(self, scene: GraphScene | None = None, parent=None):
         super().__init__(parent)
@@ -212,6 +217,9 @@ class GraphView(QGraphicsView):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._overview_key = self._overview_image = None
+        self.auto = False                   # True while the opening placement stands (re-applied on resize)
+        # re-applied from the event loop: inside resizeEvent the scroll ranges are still the old size's
+        self._replace = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.auto and self.initial())
         self.minimap = Minimap(self)
         self.horizontalScrollBar().valueChanged.connect(self.minimap.sync)
         self.verticalScrollBar().valueChanged.connect(self.minimap.sync)
@@ -251,46 +259,70 @@ class GraphView(QGraphicsView):
         p.end()
 
     def zoom(self, factor: float) -> None:
+        self.auto = False
         scale = self.transform().m11()
-        factor = max(0.01 / scale, min(factor, 4.0 / scale))     # keep within 1 %..400 %
+        factor = max(self.MIN_ZOOM / scale, min(factor, self.MAX_ZOOM / scale))
         self.scale(factor, factor)
         self.zoomChanged.emit()
         self.minimap.sync()
 
     def fit(self) -> None:
-        if self.scene() is not None:
-            self.fitInView(self.scene().sceneRect(), Qt.KeepAspectRatio)
+        """The whole graph, centred, at no more than MAX_FIT."""
+        scene = self.scene()
+        if scene is not None:
+            r, vp = scene.sceneRect(), self.viewport().rect()
+            k = min(vp.width() / max(r.width(), 1), vp.height() / max(r.height(), 1), self.MAX_FIT)
+            self.resetTransform()
+            self.scale(max(k, self.MIN_ZOOM), max(k, self.MIN_ZOOM))
+            self.centerOn(r.center())
             self.zoomChanged.emit()
             self.minimap.sync()
 
     def initial(self) -> None:
-        """Fit when the whole graph is still legible; otherwise start readable at the top, like a document."""
+        """Fit when the whole graph is still legible; otherwise start readable at the top, like a document.
+        Kept through resizes until the user moves the view."""
         scene = self.scene()
         if scene is None:
             return
+        self.auto = True
         r, vp = scene.sceneRect(), self.viewport().rect()
-        if min(vp.width() / max(r.width(), 1), vp.height() / max(r.height(), 1)) >= 0.25:
+        if min(vp.width() / max(r.width(), 1), vp.height() / max(r.height(), 1)) >= self.READABLE:
             self.fit()
             return
         self.resetTransform()
         self.scale(0.8, 0.8)
-        top = min((it.pos().y() for it in scene.nodes[:50]), default=r.top())
-        first = min(scene.nodes[:50], key=lambda it: it.pos().y()) if scene.nodes else None
+        first = self.start_item()
+        top = first.pos().y() if first is not None else r.top()
         x = first.pos().x() if first is not None else r.center().x()
         self.centerOn(x, top + vp.height() / 2 / 0.8 - 40)
         self.zoomChanged.emit()
         self.minimap.sync()
 
+    def start_item(self):
+        """The node a big graph opens on: the topmost of the first ones created."""
+        nodes = self.scene().nodes[:50] if self.scene() is not None else []
+        return min(nodes, key=lambda it: it.pos().y()) if nodes else None
+
     def reveal(self, rect: QRectF) -> None:
         """Centre on rect, zooming in to a readable scale if the view is zoomed far out."""
         if rect.isEmpty():
             return
+        self.auto = False
         if self.transform().m11() < 0.6:
             self.resetTransform()
             self.scale(0.9, 0.9)
             self.zoomChanged.emit()
         self.centerOn(rect.center())
         self.minimap.sync()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        if self.auto and (dx or dy) and self.dragMode() and QApplication.mouseButtons() & Qt.LeftButton:
+            self.auto = False                  # the user drags the view: their placement from now on
+        super().scrollContentsBy(dx, dy)
+
+    def keyPressEvent(self, event):
+        self.auto = False
+        super().keyPressEvent(event)
 
     def wheelEvent(self, event):
         d = event.angleDelta().y()
@@ -306,13 +338,16 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
+        if self.auto:
+            self._replace.start()
         self.minimap.place()
         self.minimap.sync()
 
 
 class Minimap(QWidget):
-    """An overview in the view's corner: a cached picture of the whole scene and the visible area on top."""
-    SIZE = 180
+    """An overview in the view's corner: a cached picture of the whole scene and the visible area on top. At most
+    SIZE px, and a small part of the pane (AREA of it, WIDTH and HEIGHT of its sides), so it never hides the graph."""
+    SIZE, AREA, WIDTH, HEIGHT = 180, 0.12, 0.3, 0.5
 
     def __init__(self, view: GraphView):
         super().__init__(view)
@@ -338,9 +373,13 @@ class Minimap(QWidget):
         if scene is None:
             return
         r = scene.sceneRect()
-        k = self.SIZE / max(r.width(), r.height(), 1)
-        w, h = max(int(r.width() * k), 24), max(int(r.height() * k), 24)
         vp = self.view.viewport().geometry()
+        rw, rh = max(r.width(), 1), max(r.height(), 1)
+        k = min(self.SIZE / max(rw, rh), self.WIDTH * vp.width() / rw, self.HEIGHT * vp.height() / rh,
+                (self.AREA * vp.width() * vp.height() / (rw * rh)) ** 0.5)
+        w, h = max(int(rw * k), 12), max(int(rh * k), 12)
+        if (w, h) != (self.width(), self.height()) and self.image is not None:
+            self.invalidate()                      # its picture was drawn for the old size
         self.setGeometry(vp.right() - w - 10, vp.bottom() - h - 10, w, h)
         self.raise_()
 
@@ -374,6 +413,7 @@ class Minimap(QWidget):
         p.end()
 
     def _goto(self, pos) -> None:
+        self.view.auto = False
         k, r = self._k()
         self.view.centerOn(QPointF(r.left() + pos.x() / k, r.top() + pos.y() / k))
         self.update()

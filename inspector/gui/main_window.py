@@ -21,6 +21,8 @@ from .panels.details import DetailsPanel
 from .start_page import StartPage
 
 MAX_RECENT = 8
+DOCK_WIDTH, DOCK_MAX_WIDTH = 380, 560      # px: the side docks' initial and largest width
+LAYOUT_VERSION = 2                         # bumped when the docks change: an older saved layout is not restored
 SHORTCUTS = """Ctrl+O  open a model (or drop a file on the window)
 F  fit the graph to the window;  Ctrl+0  actual size
 Ctrl+=  /  Ctrl+-  /  mouse wheel  zoom;  drag  pan
@@ -42,7 +44,9 @@ class Pane(QStackedWidget):
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
         self.placeholder.setStyleSheet("color:#555; font-size:13px; padding:20px")
         self.tabs = QTabWidget(tabsClosable=True, documentMode=True)
-        self.tabs.setElideMode(Qt.ElideMiddle)
+        self.tabs.setElideMode(Qt.ElideMiddle)      # long subgraph names: elided, whole in the tooltip
+        self.tabs.tabBar().setExpanding(False)
+        self.tabs.setUsesScrollButtons(True)
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.addWidget(self.placeholder)
         self.addWidget(self.tabs)
@@ -61,11 +65,15 @@ class Pane(QStackedWidget):
         return self.tabs.widget(0) if self.tabs.count() else None
 
     def set_main(self, view: GraphView, label: str) -> None:
+        old = self.main_view
+        if old is not None:                          # the replacement starts at the size it will have
+            view.setGeometry(old.geometry())
         while self.tabs.count():
             w = self.tabs.widget(0)
             self.tabs.removeTab(0)
             w.deleteLater()
         self.tabs.addTab(view, label)
+        self.tabs.setTabToolTip(0, label)
         self.tabs.tabBar().setTabButton(0, self.tabs.tabBar().ButtonPosition.RightSide, None)
         self.setCurrentWidget(self.tabs)
 
@@ -90,6 +98,8 @@ class MainWindow(QMainWindow):
         self._build()
         from .editing import Editor          # pins, metadata, undo, session files, export, validation
         self.editor = Editor(self)
+        self.default_layout = self.saveState(LAYOUT_VERSION)
+        self._restore_layout()
 
     # ---- construction --------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -123,8 +133,6 @@ class MainWindow(QMainWindow):
         self.details_dock = self._dock("Details", self.details, Qt.RightDockWidgetArea)
         self.conflicts_dock = self._dock("Conflicts", self.conflicts, Qt.RightDockWidgetArea)
         self.splitDockWidget(self.details_dock, self.conflicts_dock, Qt.Vertical)
-        self.resizeDocks([self.details_dock], [380], Qt.Horizontal)
-        self.resizeDocks([self.details_dock, self.conflicts_dock], [640, 220], Qt.Vertical)
 
         self.progress = QProgressBar(maximumWidth=160, textVisible=False)
         self.progress.setRange(0, 0)
@@ -134,15 +142,43 @@ class MainWindow(QMainWindow):
         self._busy(False)
         self._menus()
 
-    def _dock(self, title: str, widget, area) -> QDockWidget:
+    def _dock(self, title: str, widget, area, tab_with: QDockWidget | None = None) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(title)
         dock.setWidget(widget)
+        if area in (Qt.LeftDockWidgetArea, Qt.RightDockWidgetArea):
+            dock.setMaximumWidth(DOCK_MAX_WIDTH)
         self.addDockWidget(area, dock)
+        if tab_with is not None:
+            self.tabifyDockWidget(tab_with, dock)
         return dock
 
-    def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
+    def size_docks(self) -> None:
+        """The side docks take at most a third of the window: the graph panes keep two thirds."""
+        side = [d for d in self.findChildren(QDockWidget) if self.dockWidgetArea(d) == Qt.RightDockWidgetArea
+                and not d.isHidden()]
+        if side:
+            self.resizeDocks(side[:1], [min(DOCK_WIDTH, self.width() * 2 // 7)], Qt.Horizontal)
+        self.resizeDocks([self.details_dock, self.conflicts_dock], [600, 220], Qt.Vertical)
+
+    def _restore_layout(self) -> None:
+        geometry, state = self.settings.value("window/geometry"), self.settings.value("window/state")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is None or not self.restoreState(state, LAYOUT_VERSION):
+            self.size_docks()
+
+    def reset_layout(self) -> None:
+        self.restoreState(self.default_layout, LAYOUT_VERSION)
+        self.size_docks()
+
+    def _action(self, menu, text, slot, shortcut=None, checkable=False, pane_key=False) -> QAction:
+        """pane_key: a single-key shortcut, active only while a graph pane has focus (never eats typed text)."""
         a = QAction(text, self, checkable=checkable)
+        if pane_key:
+            a.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            for pane in self.panes.values():
+                pane.addAction(a)
         if isinstance(shortcut, list):       # the same key twice would make the shortcut ambiguous: dead
             keys = list(dict.fromkeys(QKeySequence(k).toString() for k in shortcut))
             a.setShortcuts([QKeySequence(k) for k in keys])
@@ -176,10 +212,11 @@ class MainWindow(QMainWindow):
         self.show_onnx.setChecked(True)
         v.addAction(self.details_dock.toggleViewAction())
         v.addAction(self.conflicts_dock.toggleViewAction())
-        self.show_minimap = self._action(v, "Minimap", self._toggle_minimap, "M", checkable=True)
+        self.show_minimap = self._action(v, "Minimap", self._toggle_minimap, "M", checkable=True, pane_key=True)
         self.show_minimap.setChecked(True)
+        self._action(v, "Reset Layout", self.reset_layout)
         v.addSeparator()
-        self._action(v, "&Fit to window", lambda: self._view_do("fit"), "F")
+        self._action(v, "&Fit to window", lambda: self._view_do("fit"), "F", pane_key=True)
         self._action(v, "Zoom &in", lambda: self._view_do("in"), ["Ctrl+=", QKeySequence.ZoomIn])
         self._action(v, "Zoom &out", lambda: self._view_do("out"), ["Ctrl+-", QKeySequence.ZoomOut])
         self._action(v, "Actual size", lambda: self._view_do("1:1"), "Ctrl+0")
@@ -233,12 +270,13 @@ class MainWindow(QMainWindow):
                 return
         self.cancel()
         self.stack.setCurrentWidget(self.workspace)
-        self._add_recent(path)
         self.doc = None
         self.editor.detach()
         self.scenes.clear()
         self.details.clear()
         self.conflicts.set_document(None)
+        self.conflicts_dock.setWindowTitle("Conflicts")
+        self._reset_search()                          # matches of the previous model point at nothing now
         self.setWindowTitle(f"{Path(path).name} — Layout Inspector")
         self.panes[TFLITE].message("Reading…")
         self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
@@ -253,6 +291,8 @@ class MainWindow(QMainWindow):
         job.signals.conversionFailed.connect(lambda *a: job is self.job and self._conversion_failed(*a))
         job.signals.failed.connect(lambda *a: job is self.job and self._failed(*a))
         job.signals.done.connect(lambda: self._job_done(job))
+        for ready in (job.signals.tfliteReady, job.signals.onnxReady):     # only what opened goes to Recent
+            ready.connect(lambda *a: job is self.job and self._add_recent(path))
         self._busy(True)
         self.pool.start(job)
 
@@ -303,6 +343,47 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(self._summary(), 10000)
         self.editor.attach(doc)
 
+    def show_rerun(self, doc, vg, layout, live: bool = False) -> None:
+        """A re-run's result: the ONNX graph (updated in place when `live`, else new) keeps the selection (by
+        node/value name) and the viewport, and every view shows the new plan."""
+        keep = self._view_state(ONNX)
+        sizes = self.splitter.sizes()
+        self._onnx_ready(doc, vg, layout, live)
+        self.splitter.setSizes(sizes)
+        self._restore_view(ONNX, keep)
+        self.refresh_details()
+
+    def _view_state(self, which: str):
+        view, scene = self.panes[which].main_view, self.scenes.get(which)
+        if view is None or scene is None:
+            return None
+        centre = view.mapToScene(view.viewport().rect().center())
+        return scene.selected_keys(), view.transform(), centre, view.auto
+
+    def _restore_view(self, which: str, state) -> None:
+        view, scene = self.panes[which].main_view, self.scenes.get(which)
+        if state is None or view is None or scene is None:
+            return
+        (nodes, tensors), transform, centre, auto = state
+        if not auto:                                 # the user's own zoom and place, not a fresh fit
+            view.auto = False
+            view.setTransform(transform)
+            view.centerOn(centre)
+            view.minimap.sync()
+        self._syncing = True
+        try:
+            scene.select(nodes, tensors)
+        finally:
+            self._syncing = False
+
+    def refresh_details(self) -> None:
+        """Details of the current selection, from the current document (after a re-run, pin or undo)."""
+        scene = self.scenes.get(self.active)
+        if scene is None:
+            self.details.clear()
+            return
+        self._show_details(self.active, *scene.selected_keys())
+
     def _summary(self) -> str:
         d = self.doc
         if d.result is None:
@@ -315,6 +396,8 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Conversion failed: {message.splitlines()[0]}", 10000)
 
     def _failed(self, message: str, details: str) -> None:
+        self.statusBar().clearMessage()               # not "Reading model…" forever
+        self.setWindowTitle("Layout Inspector")
         for pane in self.panes.values():
             if pane.main_view is None or pane.currentWidget() is pane.placeholder:
                 pane.message("Could not open the model.")
@@ -420,7 +503,9 @@ class MainWindow(QMainWindow):
             if which == TFLITE:
                 scene.selectionChanged.connect(lambda s=scene, g=subgraph: self._subgraph_selected(s, g))
             view = self._make_view(scene, which)
-            tabs.setCurrentIndex(tabs.addTab(view, label))
+            i = tabs.addTab(view, label)
+            tabs.setTabToolTip(i, label)
+            tabs.setCurrentIndex(i)
             view.initial()
 
     def _bodies(self, which: str, item):
@@ -621,6 +706,8 @@ class MainWindow(QMainWindow):
             self.open_path(files[0])
 
     def closeEvent(self, event):
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
         self.cancel()
         self.editor.close()
         super().closeEvent(event)

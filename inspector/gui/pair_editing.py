@@ -123,7 +123,7 @@ def attach_pair(editor, doc) -> None:
     editor.baseline, editor.last_change = doc.result.transposes, None
     editor.banner.hide()
     editor._hook_tflite_view()
-    editor.metadata.refresh()
+    editor.metadata.refresh(force=True)
     editor.validation.reset()
     editor._enable()
     editor.sessionChanged.emit()

@@ -7,8 +7,8 @@ the Transposes the whole graph would have under it (what_if), and a shape that h
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QMenu, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from inspector.core.layout import layout as L
 
@@ -99,6 +99,7 @@ class PinBar(QWidget):
         self.editor = editor
         self.tensors: list[int] = []
         self.label = QLabel()
+        self.label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # long names never widen the dock
         self.button = QToolButton(text="Pin layout", popupMode=QToolButton.InstantPopup)
         self.button.setToolButtonStyle(Qt.ToolButtonTextOnly)
         self.menu = QMenu(self)
@@ -132,7 +133,7 @@ class PinBar(QWidget):
                          f"{'pinned ' + pin_label(pin) if pin else 'Auto'}{' ⚠' if why else ''}")
             warnings += [f"{sg.tensors[t].name or t}: ambiguous layout, {why}"] if why else []
         self.label.setText("; ".join(parts) + (" …" if len(self.tensors) > 3 else ""))
-        self.label.setToolTip("\n".join(warnings))
+        self.label.setToolTip("\n".join(parts + warnings))
 
     def _fill(self) -> None:
         self.menu.clear()

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
+
+
+NO_TRANSPOSE = "no Transpose"
+WIDEST = (70, 170, 130)                                  # px for kind, tensor → consumer, inserted Transpose
 
 
 class ConflictsPanel(QTreeWidget):
@@ -10,9 +14,14 @@ class ConflictsPanel(QTreeWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setHeaderLabels(["kind", "tensor → consumer", "inserted Transpose", "reason"])   # reason stretches
+        self.setHeaderLabels(["kind", "tensor → consumer", "inserted Transpose", "reason"])
+        header = self.header()                         # the reason is shown second and takes the room left
+        header.moveSection(3, 1)
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(3, QHeaderView.Stretch)
         self.setRootIsDecorated(False)
-        self.setUniformRowHeights(True)
+        self.setWordWrap(True)                         # long reasons wrap instead of running off-screen
+        self.setUniformRowHeights(False)
         self.setAlternatingRowColors(True)
         self.itemClicked.connect(self._activate)
         self.itemActivated.connect(self._activate)
@@ -34,11 +43,15 @@ class ConflictsPanel(QTreeWidget):
             node = c.node or node_of.get(id(c), "")
             tensor = sg.tensors[c.tensor].name if 0 <= c.tensor < len(sg.tensors) else str(c.tensor)
             where = f"{sg.ops[c.op].opcode}#{c.op}" if c.op is not None else "graph output"
-            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", node or "—", c.reason])
+            # a conflict whose layouts differ only in size-1 axes is fixed by a Reshape, or by nothing at all
+            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", node or NO_TRANSPOSE, c.reason])
+            item.setToolTip(1, f"{tensor} → {where}")
+            item.setToolTip(2, node or "no Transpose was inserted for this conflict")
             item.setToolTip(3, c.reason)
             item.setData(0, Qt.UserRole, c)
             item.setData(1, Qt.UserRole, node)
             rows.append(item)
         self.addTopLevelItems(rows)
-        for col in range(3):
+        for col, most in enumerate(WIDEST):            # sized to contents, capped: the reason stays on screen
             self.resizeColumnToContents(col)
+            self.setColumnWidth(col, min(self.columnWidth(col), most))

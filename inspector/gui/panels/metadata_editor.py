@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 from PySide6.QtCore import QRegularExpression, Qt, Signal
 from PySide6.QtGui import QRegularExpressionValidator, QValidator
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+import shiboken6
+from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QPushButton, QScrollArea, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -101,10 +102,30 @@ class MetadataEditor(QWidget):
         self.types: dict[str, ChoiceCombo] = {}
         self.dims: dict[str, list[ChoiceCombo]] = {}
         self.image: dict[str, ChoiceCombo] = {}
+        self.stale = False
+        self.own_edit = False           # the next re-run comes from this editor's own commit (the user is typing)
+        QApplication.instance().focusChanged.connect(self._focus_moved)
         self.refresh()
 
+    def editing(self) -> bool:
+        """A field of this editor has the keyboard: rebuilding now would drop what the user is typing (a committed
+        field moves the focus on to the next one, whose re-run then lands mid-typing)."""
+        f = QApplication.focusWidget()
+        return f is not None and self.isAncestorOf(f) and isinstance(f, (QLineEdit, QComboBox, QTableWidget))
+
+    def _focus_moved(self, _old, _new) -> None:
+        if self.stale and shiboken6.isValid(self) and not self.editing():
+            self.refresh()
+
     # ---- building ------------------------------------------------------------------------------------------
-    def refresh(self) -> None:
+    def refresh(self, force: bool = False) -> None:
+        """Rebuild from the session. After the user's own commit, while they type on in another of its fields, once
+        the focus leaves it; any other change (undo, pins, another model) at once."""
+        own, self.own_edit = self.own_edit, False
+        if own and not force and self.editing() and self.editor.session is not None:
+            self.stale = True
+            return
+        self.stale = False
         s = self.editor.session
         pos = self.scroll.verticalScrollBar().value()
         body = QWidget()
@@ -303,8 +324,10 @@ class MetadataEditor(QWidget):
     # ---- edits ---------------------------------------------------------------------------------------------
     def _push(self, over: MetadataEdits, text: str) -> bool:
         s = self.editor.session
+        self.own_edit = True
         err = self.editor.edit_metadata(s.metadata.merged(over), text)
         if err:
+            self.own_edit = False
             self.hint.setText(html.escape(err))
             self.hint.show()
             return False

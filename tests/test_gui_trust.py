@@ -1,0 +1,265 @@
+"""A window you can trust: what it shows is the current state of the current model, nothing typed is lost, and
+the panes keep a sensible geometry. Each test is named after the behaviour it guards (issue 21)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QApplication
+
+from inspector.core.tflite_builder import ModelBuilder
+from inspector.gui.main_window import ONNX, TFLITE, MainWindow
+
+from .test_gui_edit import make_window, open_model, settle
+from .test_session import model  # noqa: F401  (conv -> reshape -> conv, input x [1, 5, 7, 3])
+
+pytestmark = pytest.mark.gui
+RNG = np.random.default_rng(21)
+TYPED = "FMfm metadata"
+LONG = "model/block_" + "very_long_scope_name_" * 12 + "conv"
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    return make_window(qtbot, tmp_path)
+
+
+def chain(tmp_path, name: str = "chain.tflite", n: int = 3, long_names: bool = False):
+    """x [1, 5, 7, 3] -> n CONV_2D (4 channels) -> MEAN over H, W: non-square, all converted without Transposes."""
+    b = ModelBuilder()
+    t = b.input("x", [1, 5, 7, 3])
+    cin = 3
+    for i in range(n):
+        out = b.tensor(f"{LONG}_{i}" if long_names else f"c{i}", [1, 5, 7, 4])
+        w = b.const(f"w{i}", RNG.standard_normal((4, 3, 2, cin)).astype(np.float32))
+        b.op("CONV_2D", [t, w, b.const(f"b{i}", np.zeros(4, np.float32))], [out],
+             {"padding": "SAME", "fused_activation_function": "RELU"})
+        t, cin = out, 4
+    y = b.tensor("y", [1, 4])
+    b.op("MEAN", [t, b.const("axes", np.array([1, 2], np.int32))], [y], {"keep_dims": False})
+    b.output(y)
+    return b.save(tmp_path / name)
+
+
+def visible(view):
+    return view.mapToScene(view.viewport().rect()).boundingRect()
+
+
+# ---- what is shown is the current document ---------------------------------------------------------------------
+def test_graph_panes_keep_their_opening_view_while_the_panes_settle(qtbot, window, corpus):
+    """NASNet's TFLite pane was blank on first open: the view was placed for a size the pane no longer had."""
+    w = window
+    open_model(qtbot, w, corpus / "keras/nasnetmobile_fp32.tflite")
+    total = sum(w.splitter.sizes())
+    for sizes in ([total * 2 // 3, total // 3], [total // 4, total * 3 // 4]):
+        w.splitter.setSizes(sizes)
+        qtbot.wait(50)
+        for which in (TFLITE, ONNX):
+            view = w.panes[which].main_view
+            assert visible(view).contains(view.start_item().sceneBoundingRect().center()), (which, sizes)
+
+
+def test_tiny_graph_opens_whole_centred_and_not_blown_up(qtbot, window, tmp_path):
+    w = window
+    open_model(qtbot, w, chain(tmp_path, n=1))
+    for which in (TFLITE, ONNX):
+        view, scene = w.panes[which].main_view, w.scenes[which]
+        assert view.transform().m11() <= view.MAX_FIT
+        shown = visible(view)
+        for it in scene.nodes:
+            assert shown.contains(it.sceneBoundingRect()), (which, it.node.title)
+
+
+def test_details_follow_a_pin_and_its_undo(qtbot, window, model):
+    w = window
+    s = open_model(qtbot, w, model)
+    a = s.graph.main.tensor_by_name("a").index
+    w.select(TFLITE, tensors=[a])
+    assert "layout" in w.details.html() and "pinned" not in w.details.html()
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    assert "pinned by the user" in w.details.html()             # without clicking anything
+    w.editor.stack.undo()
+    settle(qtbot, w)
+    assert "pinned" not in w.details.html()
+
+
+def test_rerun_keeps_the_onnx_selection_and_viewport(qtbot, window, model):
+    w = window
+    s = open_model(qtbot, w, model)
+    view = w.panes[ONNX].main_view
+    name = next(n for n in w.doc.trace.op_nodes[2])
+    w.select(ONNX, nodes=[name])
+    view.zoom(1.6)
+    view.centerOn(w.scenes[ONNX].node_by_key[name].sceneBoundingRect().center())
+    centre, scale = visible(view).center(), view.transform().m11()
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    assert s.pins == {"a": "keep"}
+    view = w.panes[ONNX].main_view
+    assert w.scenes[ONNX].selected_keys()[0] == [name]
+    assert view.transform().m11() == pytest.approx(scale)
+    after = visible(view).center()
+    assert abs(after.x() - centre.x()) < 2 and abs(after.y() - centre.y()) < 2
+
+
+def test_opening_another_model_clears_search_results(qtbot, window, model, tmp_path):
+    w = window
+    open_model(qtbot, w, model)
+    w.search_field.setText("conv")
+    w.search_step(+1)
+    assert "of" in w.search_status.text()
+    open_model(qtbot, w, chain(tmp_path, "other.tflite", n=2))
+    assert w.search_status.text().strip() == "" and w._matches == []
+    w.search_step(+1)
+    for which, kind, key in w._matches:                         # every match is in the model now open
+        scene = w.scenes[which]
+        assert key in (scene.node_by_key if kind == "node" else scene.edges_by_tensor)
+
+
+def test_opening_another_model_clears_the_validation_plot(qtbot, window, model, tmp_path):
+    w = window
+    open_model(qtbot, w, chain(tmp_path))
+    panel = w.editor.validation
+    w.editor.validate_action.trigger()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    assert len(panel.scatter.points()) > 0 and panel.scale.isVisible(), panel.status.text()
+    panel.select_point(0)
+    open_model(qtbot, w, model)
+    assert len(panel.scatter.points()) == 0 and len(panel.mark.points()) == 0
+    assert panel.hist.getPlotItem().listDataItems() == [] and not panel.scale.isVisible()
+    assert panel.validation is None and "OK" not in panel.status.text()
+
+
+def test_a_file_that_fails_to_open_is_not_recent_and_the_status_clears(qtbot, window, model, tmp_path):
+    w = window
+    open_model(qtbot, w, model)
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"\x00\x00\x00\x00TFL3" + b"\xff" * 40)
+    w.open_path(str(bad))
+    qtbot.waitUntil(lambda: w.idle and hasattr(w, "last_error"), timeout=10_000)
+    assert "bad.tflite" in w.last_error
+    assert not any(p.endswith("bad.tflite") for p in w.recent())
+    assert w.recent()[0].endswith("m.tflite")
+    assert "Reading" not in w.statusBar().currentMessage()
+
+
+# ---- input never lost ---------------------------------------------------------------------------------------
+def type_keys(qtbot, widget, text: str) -> None:
+    """Real key events, as a user types them (through the window's shortcut map)."""
+    widget.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is widget, timeout=2000)
+    qtbot.keyClicks(widget, text)
+
+
+def test_typed_text_reaches_every_text_field(qtbot, window, model):
+    w = window
+    open_model(qtbot, w, model)
+    minimap, view = w.show_minimap.isChecked(), w.panes[TFLITE].main_view
+    scale = view.transform().m11()
+    type_keys(qtbot, w.search_field, TYPED)
+    assert w.search_field.text() == TYPED
+    ed = w.editor.metadata
+    w.editor.metadata_dock.raise_()
+    for field in (ed.doc_string, ed.producer):
+        field.clear()
+        type_keys(qtbot, field, TYPED)
+        assert field.text() == TYPED
+    ed._add_row()                                     # a metadata_props key, then its value
+    qtbot.keyClicks(QApplication.focusWidget(), "note")
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Tab)     # commits the key: a re-run starts
+    settle(qtbot, w)                                  # the user is slower than the re-run
+    for key in TYPED:                                 # keys go where the keyboard focus is, else to the window
+        qtbot.keyClicks(QApplication.focusWidget() or w, key)
+    qtbot.keyClick(QApplication.focusWidget() or w, Qt.Key_Return)
+    qtbot.wait(50)                                    # the cell editor commits from the event loop
+    settle(qtbot, w)
+    s = w.editor.session
+    assert s.metadata.props == {"note": TYPED}
+    assert s.metadata.doc_string == TYPED and s.metadata.producer == TYPED
+    assert w.show_minimap.isChecked() == minimap and view.transform().m11() == pytest.approx(scale)
+
+
+def test_single_key_shortcuts_act_in_a_graph_pane(qtbot, window, model):
+    w = window
+    open_model(qtbot, w, model)
+    view = w.panes[TFLITE].main_view
+    view.zoom(3.0)
+    before = w.show_minimap.isChecked()
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus, timeout=2000)
+    qtbot.keyClick(view, Qt.Key_M)
+    assert w.show_minimap.isChecked() != before
+    qtbot.keyClick(view, Qt.Key_F)
+    assert visible(view).contains(w.scenes[TFLITE].itemsBoundingRect())
+
+
+# ---- geometry ---------------------------------------------------------------------------------------------
+def test_details_never_squeeze_the_graph_panes(qtbot, tmp_path):
+    w = make_window(qtbot, tmp_path)
+    w.resize(1280, 800)
+    path = chain(tmp_path, n=3, long_names=True)
+    open_model(qtbot, w, path)
+    qtbot.wait(50)
+    panes = sum(w.splitter.sizes())
+    assert panes >= 1280 * 2 // 3
+    sg = w.doc.graph.main
+    w.select(TFLITE, nodes=[("op", 1)])                      # long tensor names, several attributes
+    w.select(TFLITE, tensors=[op for op in sg.ops[1].outputs])
+    w.select(TFLITE, nodes=[("op", i) for i in range(len(sg.ops))])      # the pin bar lists several tensors
+    qtbot.wait(50)
+    assert sum(w.splitter.sizes()) >= panes - 2
+
+
+def test_minimap_stays_small_and_can_be_hidden(qtbot, window, corpus):
+    w = window
+    w.resize(900, 700)
+    open_model(qtbot, w, corpus / "keras/nasnetmobile_fp32.tflite")
+    qtbot.wait(300)
+    view = w.panes[TFLITE].main_view
+    mm, vp = view.minimap, view.viewport()
+    assert mm.isVisible()
+    assert mm.width() * mm.height() <= 0.15 * vp.width() * vp.height()
+    w.show_minimap.trigger()
+    assert not mm.isVisible()
+
+
+def test_window_layout_is_remembered_and_can_be_reset(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    w.show()
+    w.editor.history_dock.hide()
+    w.close()
+    again = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
+    qtbot.addWidget(again)
+    again.show()
+    assert again.editor.history_dock.isHidden()
+    reset = next(a for m in again.menuBar().actions() if m.menu() for a in m.menu().actions()
+                 if a.text().replace("&", "") == "Reset Layout")
+    reset.trigger()
+    assert not again.editor.history_dock.isHidden()
+
+
+def test_subgraph_tabs_carry_their_whole_title(qtbot, window, corpus):
+    w = window
+    open_model(qtbot, w, corpus / "keras/custom_lstm_text_fp32.tflite")
+    item = next(it for it in w.scenes[TFLITE].nodes if it.node.title == "WHILE")
+    w._open_subgraphs(TFLITE, item)
+    tabs = w.panes[TFLITE].tabs
+    assert tabs.count() > 1
+    for i in range(tabs.count()):
+        assert tabs.tabToolTip(i) == tabs.tabText(i) != ""
+
+
+def test_conflict_rows_show_their_reason_and_meet_rows_say_whether_a_transpose_was_added(qtbot, window, corpus):
+    w = window
+    open_model(qtbot, w, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
+    table = w.conflicts
+    assert table.wordWrap()
+    reason = table.header().sectionPosition(3)
+    assert reason < table.viewport().width() // 2            # the reason starts on screen
+    for i in range(table.topLevelItemCount()):
+        item = table.topLevelItem(i)
+        c = item.data(0, Qt.UserRole)
+        assert item.text(2) == (item.data(1, Qt.UserRole) or "no Transpose"), c.kind
