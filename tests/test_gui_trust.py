@@ -53,10 +53,11 @@ def test_graph_panes_keep_their_opening_view_while_the_panes_settle(qtbot, windo
     total = sum(w.splitter.sizes())
     for sizes in ([total * 2 // 3, total // 3], [total // 4, total * 3 // 4]):
         w.splitter.setSizes(sizes)
-        qtbot.wait(50)
-        for which in (TFLITE, ONNX):
-            view = w.panes[which].main_view
-            assert visible(view).contains(view.start_item().sceneBoundingRect().center()), (which, sizes)
+
+        def placed() -> bool:
+            return all(visible(v).contains(v.start_item().sceneBoundingRect().center())
+                       for v in (w.panes[TFLITE].main_view, w.panes[ONNX].main_view))
+        qtbot.waitUntil(placed, timeout=5000)
 
 
 def test_tiny_graph_opens_whole_centred_and_not_blown_up(qtbot, window, tmp_path):
