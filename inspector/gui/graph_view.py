@@ -9,7 +9,7 @@ from typing import Hashable
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
-from PySide6.QtWidgets import QApplication, QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
 from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Layout
@@ -315,10 +315,10 @@ class GraphView(QGraphicsView):
         self.centerOn(rect.center())
         self.minimap.sync()
 
-    def scrollContentsBy(self, dx: int, dy: int) -> None:
-        if self.auto and (dx or dy) and self.dragMode() and QApplication.mouseButtons() & Qt.LeftButton:
+    def mouseMoveEvent(self, event):
+        if event.buttons() & Qt.LeftButton:
             self.auto = False                  # the user drags the view: their placement from now on
-        super().scrollContentsBy(dx, dy)
+        super().mouseMoveEvent(event)
 
     def keyPressEvent(self, event):
         self.auto = False
