@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication
 
-from inspector.core.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.gui.main_window import ONNX, TFLITE, MainWindow
 
 from .test_gui_edit import make_window, open_model, settle

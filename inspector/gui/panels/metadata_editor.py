@@ -406,6 +406,7 @@ class MetadataEditor(QWidget):
         self.table.setItem(r, 0, QTableWidgetItem(""))
         self.table.setItem(r, 1, QTableWidgetItem(""))
         self.table.blockSignals(False)
+        self.table.setCurrentCell(r, 0)               # Tab then moves on to this row's value
         self.table.editItem(self.table.item(r, 0))
 
     def _remove_rows(self) -> None:
