@@ -1,6 +1,6 @@
 """GUI timings (a benchmark, not a test): open -> first paint, layout, frame times, UI stalls, peak memory.
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/gui_bench.py --corpus ../shared/corpus
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/gui_bench.py --corpus ../shared/corpus [--sizes ''] [--large-mib 256]
 
 Each case runs in its own process so peak memory (ru_maxrss) belongs to that case alone. Synthetic cases are
 .tflite files built in code: a chain of CONV_2D / ADD / RELU / AVERAGE_POOL_2D ops with skip connections.
@@ -63,6 +63,73 @@ def fan_in(n_inputs: int, path: Path) -> Path:
     b.op("RELU", [y], [z])
     b.output(z)
     return b.save(path)
+
+
+def large_weight(path: Path, mib: int = 256) -> Path:
+    """One FULLY_CONNECTED whose weight is `mib` MiB of float32 ([4·n, n] with 16·n² bytes = mib MiB)."""
+    from inspector.core.io.tflite_builder import ModelBuilder
+    n = int((mib * 2**20 / 16) ** 0.5)
+    b = ModelBuilder()
+    x = b.input("x", [1, n])
+    w = b.const("fc/weights", np.random.default_rng(0).standard_normal((4 * n, n), dtype=np.float32))
+    y = b.tensor("y", [1, 4 * n])
+    b.op("FULLY_CONNECTED", [x, w, b.const("fc/bias", np.zeros(4 * n, np.float32))], [y])
+    b.output(y)
+    return b.save(path)
+
+
+class Gaps:
+    """The longest gap between 5 ms timer ticks while `fn` runs and until `done()`: how long the event loop
+    was blocked (what a user feels as a frozen window)."""
+
+    def __init__(self, app):
+        from PySide6.QtCore import QTimer
+        self.app, self.ticks = app, []
+        self.timer = QTimer(interval=5, timeout=lambda: self.ticks.append(time.perf_counter()))
+
+    def measure(self, fn, done, timeout: float = 600.0) -> tuple[float, float]:
+        """(seconds until done, longest gap in ms)."""
+        self.ticks = [time.perf_counter()]
+        self.timer.start()
+        t0 = self.ticks[0]
+        fn()
+        while not done() and time.perf_counter() - t0 < timeout:
+            self.app.processEvents()
+            time.sleep(0.001)
+        end = time.perf_counter() + 0.2                 # results arriving just after done() count too
+        while time.perf_counter() < end:
+            self.app.processEvents()
+            time.sleep(0.001)
+        self.timer.stop()
+        t1 = time.perf_counter()
+        return t1 - t0 - 0.2, max(b - a for a, b in zip(self.ticks, self.ticks[1:] + [t1])) * 1000
+
+
+def run_large(model: str) -> dict:
+    """Open, click the FULLY_CONNECTED (its 256 MiB weight's histogram), export: the longest event-loop gap of each."""
+    from PySide6.QtCore import QSettings
+
+    from inspector.gui.app import application
+    from inspector.gui.export_onnx import export_dialog
+    from inspector.gui.main_window import ONNX, TFLITE, MainWindow
+    app = application()
+    tmp = Path(tempfile.mkdtemp())
+    w = MainWindow(QSettings(str(tmp / "s.ini"), QSettings.IniFormat))
+    w.resize(1600, 1000)
+    w.show()
+    app.processEvents()
+    gaps = Gaps(app)
+    out = {"model": Path(model).name, "mib": Path(model).stat().st_size / 2**20}
+    out["open_s"], out["open_gap_ms"] = gaps.measure(
+        lambda: w.open_path(model),
+        lambda: w.idle and ONNX in w.scenes and w.editor.session is not None and w.editor.idle)
+    out["click_s"], out["click_gap_ms"] = gaps.measure(
+        lambda: w.select(TFLITE, nodes=[("op", 0)]), lambda: True)
+    target = tmp / "large.onnx"
+    out["export_s"], out["export_gap_ms"] = gaps.measure(
+        lambda: export_dialog(w.editor, str(target)), lambda: not w.editor.exporting)
+    out["exported"] = target.is_file()
+    return out
 
 
 def run_case(model: str) -> dict:
@@ -164,10 +231,15 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--sizes", default="1000,3000,10000")
     ap.add_argument("--fan-in", type=int, default=100_000, help="inputs of the ADD_N case (0: none)")
+    ap.add_argument("--large-mib", type=int, default=256, help="the large-weight model's weight (0: skip it)")
     ap.add_argument("--case", help=argparse.SUPPRESS)       # internal: run one case, print JSON
+    ap.add_argument("--large", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.case:
         print(json.dumps(run_case(args.case)))
+        return 0
+    if args.large:
+        print(json.dumps(run_large(args.large)))
         return 0
     cases = []
     nasnet = Path(args.corpus) / "keras" / "nasnetmobile_fp32.tflite"
@@ -200,6 +272,21 @@ def main(argv=None) -> int:
         if "pin_s" in r:
             print(f"| {r['model']} | {r['transposes']} | {r['pin_s'] * 1000:.0f} ms | {r['pin_stall_ms']:.0f} ms | "
                   f"{r['undo_s'] * 1000:.0f} ms | {r['undo_stall_ms']:.0f} ms |")
+    if args.large_mib:
+        large = large_weight(tmp / f"fc_{args.large_mib}mib.tflite", args.large_mib)
+        out = subprocess.run([sys.executable, __file__, "--large", str(large)], capture_output=True, text=True)
+        line = next((x for x in out.stdout.splitlines() if x.startswith("{")), None)
+        if line is None:
+            print(f"{large}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+            return 1
+        r = json.loads(line)
+        print(f"\nLongest event-loop gap with one {r['mib']:.0f} MiB weight (target ≤ 100 ms):\n")
+        print("| step | done after | longest gap |\n|---|---:|---:|")
+        for step in ("open", "click", "export"):
+            print(f"| {step} | {r[step + '_s']:.2f} s | {r[step + '_gap_ms']:.0f} ms |")
+        if not r["exported"]:
+            print("export wrote no file", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -264,3 +264,67 @@ def test_conflict_rows_show_their_reason_and_meet_rows_say_whether_a_transpose_w
         item = table.topLevelItem(i)
         c = item.data(0, Qt.UserRole)
         assert item.text(2) == (item.data(1, Qt.UserRole) or "no Transpose"), c.kind
+
+
+# ---- no work on the UI thread that grows with the model ----------------------------------------------------
+def test_large_tensor_histogram_reads_a_bounded_sample(qtbot, window, tmp_path):
+    from inspector.gui.panels.details import SAMPLE
+    b = ModelBuilder()
+    x = b.input("x", [1, 300])
+    y = b.tensor("y", [1, 1200])
+    weights = RNG.standard_normal((1200, 300)).astype(np.float32)       # 360,000 values > SAMPLE
+    b.op("FULLY_CONNECTED", [x, b.const("fc/weights", weights), b.const("fc/bias", np.zeros(1200, np.float32))], [y])
+    b.output(y)
+    w = window
+    open_model(qtbot, w, b.save(tmp_path / "fc.tflite"))
+    w.select(TFLITE, nodes=[("op", 0)])
+    plot = w.details.plot
+    assert plot.isVisible()
+    counts = plot.getPlotItem().listDataItems()[0].yData
+    assert 0 < sum(counts) <= SAMPLE < weights.size
+    assert f"{weights.size} values (histogram of {int(sum(counts))} evenly spaced)" in plot.getPlotItem().titleLabel.text
+
+
+# ---- export -------------------------------------------------------------------------------------------------
+def test_export_suggests_the_last_export_folder_or_home(qtbot, window, model, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from inspector.gui import export_onnx
+    asked = []
+    out = tmp_path / "exports"
+    out.mkdir()
+
+    def dialog(_parent, _title, start, _filter):
+        asked.append(start)
+        return str(out / "m.onnx"), ""
+    monkeypatch.setattr(export_onnx.QFileDialog, "getSaveFileName", dialog)
+    w = window
+    open_model(qtbot, w, model)
+    assert export_onnx.export_dialog(w.editor) is not None
+    assert Path(asked[0]).parent == Path.home()              # not the model's own (maybe read-only) folder
+    assert export_onnx.export_dialog(w.editor) is not None
+    assert Path(asked[1]).parent == out
+
+
+def test_export_write_failure_is_one_sentence(qtbot, window, model, tmp_path):
+    from inspector.gui.export_onnx import export_dialog
+    w = window
+    open_model(qtbot, w, model)
+    assert export_dialog(w.editor, str(tmp_path / "missing" / "m.onnx")) is None
+    assert "\n" not in w.last_error and "Traceback" not in w.last_error and "missing" in w.last_error
+
+
+def test_big_model_exports_in_the_child_process_with_the_same_bytes(qtbot, window, model, tmp_path, monkeypatch):
+    from inspector.gui import export_onnx
+    w = window
+    open_model(qtbot, w, model)
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    here = tmp_path / "here.onnx"
+    assert export_onnx.export_dialog(w.editor, str(here)) is not None
+    monkeypatch.setattr(export_onnx, "BIG_BYTES", 0)          # every model counts as big
+    child = tmp_path / "child.onnx"
+    assert export_onnx.export_dialog(w.editor, str(child)) is None and w.editor.exporting
+    qtbot.waitUntil(lambda: not w.editor.exporting, timeout=120_000)
+    assert child.read_bytes() == here.read_bytes()
+    assert (tmp_path / "child.report.json").is_file()

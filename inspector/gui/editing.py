@@ -115,6 +115,7 @@ class Editor(QObject):
         self._job: RerunJob | None = None
         self.placement: Placement | None = None
         self._what_if: dict = {}
+        self.export_job = None               # a big model's export running in the child process
         self._pending = False
         self._applying = False
         self.stack.indexChanged.connect(self._edited)
@@ -348,6 +349,10 @@ class Editor(QObject):
             self.window.statusBar().showMessage(f"Autosave failed: {e}", 8000)
 
     # ---- re-running ----------------------------------------------------------------------------------------
+    @property
+    def exporting(self) -> bool:
+        return self.export_job is not None
+
     @property
     def idle(self) -> bool:
         return self._job is None and not self._pending

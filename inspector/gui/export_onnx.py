@@ -9,11 +9,15 @@ import json
 import os
 from pathlib import Path
 
+from PySide6.QtCore import QObject, QRunnable, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from inspector.core.io.atomic import write_atomic
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
+
+
+BIG_BYTES = 64 << 20
 
 
 def report_path(path: str) -> str:
@@ -48,6 +52,21 @@ def same_file(a: str, b: str) -> bool:
         return Path(a).resolve() == Path(b).resolve()
 
 
+def start_folder(w) -> str:
+    """Where the save dialog opens: the last export's folder if still writable, else the home folder (never the
+    model's own folder, which may be a read-only corpus)."""
+    last = w.settings.value("export/folder", "")
+    return last if last and os.path.isdir(last) and os.access(last, os.W_OK) else str(Path.home())
+
+
+def big(s) -> bool:
+    """Models this big export in the loader's child process: serialising and checking hold the GIL for seconds."""
+    try:
+        return not hasattr(s, "other") and os.path.getsize(s.path) >= BIG_BYTES
+    except OSError:
+        return False
+
+
 def export(editor, path: str, overwrite_source: bool = False) -> dict:
     """Write the ONNX model and its report; returns the change summary. InspectorError on any failure."""
     editor.wait()
@@ -55,6 +74,11 @@ def export(editor, path: str, overwrite_source: bool = False) -> dict:
     if s is None or s.result is None:
         raise InspectorError("nothing to export: open and convert a TFLite model first")
     s.export(path, overwrite_source=overwrite_source)
+    return write_report(editor, path)
+
+
+def write_report(editor, path: str) -> dict:
+    s = editor.session
     c = changes(editor)
     report = dict(s.report(), changes=c, exported=str(path))
     write_atomic(report_path(path), (json.dumps(report, indent=2, default=str) + "\n").encode(), protect=[s.path])
@@ -69,7 +93,8 @@ def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
         return None
     source = getattr(s, "other", s.path)        # a pair exports the other ONNX model, edited
     if path is None:
-        start = str(Path(source).with_suffix(".edited.onnx" if source != s.path else ".onnx"))
+        name = Path(source).with_suffix(".edited.onnx" if source != s.path else ".onnx").name
+        start = str(Path(start_folder(w)) / name)
         path, _ = QFileDialog.getSaveFileName(w, "Export ONNX", start, "ONNX (*.onnx)")
         if not path:
             return None
@@ -86,13 +111,65 @@ def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
             w.statusBar().showMessage("Export cancelled: the source model was not replaced", 8000)
             return None
         overwrite = True
+    if big(s):
+        export_in_child(editor, path, overwrite)
+        return None
     try:
         c = export(editor, path, overwrite_source=overwrite)
     except InspectorError as e:
         w.error("Export failed", str(e))
         return None
+    return exported(editor, path, c)
+
+
+def exported(editor, path: str, c: dict) -> dict:
+    w = editor.window
+    w.settings.setValue("export/folder", str(Path(path).resolve().parent))
     text = summary_text(c)
     w.statusBar().showMessage(f"Exported {path}: {c['transposes']['exported']} Transposes, {len(c['pins'])} pins",
                               10000)
     editor.inform("Exported", f"Wrote {path}\nand its report {Path(report_path(path)).name}.\n\n{text}")
     return c
+
+
+class ExportSignals(QObject):
+    done = Signal(str)                 # "" or the error message
+
+
+class ExportJob(QRunnable):
+    """A big model's export in the loader's child process (see rerun_child.export); this thread only waits."""
+
+    def __init__(self, session, path: str, overwrite: bool):
+        super().__init__()
+        self.args = (session.path, dict(session.pins), session.options.to_dict(), session.metadata.to_dict(), path,
+                     overwrite)
+        self.signals = ExportSignals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        from .loader_job import executor
+        from .rerun_child import export
+        try:
+            self.signals.done.emit(executor().submit(export, *self.args).result() or "")
+        except Exception as e:     # the child died: still one sentence for the user
+            self.signals.done.emit(f"the export process failed ({type(e).__name__}: {e})")
+
+
+def export_in_child(editor, path: str, overwrite: bool) -> None:
+    editor.wait()
+    w = editor.window
+    job = editor.export_job = ExportJob(editor.session, path, overwrite)
+    w.statusBar().showMessage(f"Exporting {path}…")
+
+    def done(error: str) -> None:
+        editor.export_job = None
+        if error:
+            w.statusBar().clearMessage()
+            w.error("Export failed", error)
+            return
+        try:
+            exported(editor, path, write_report(editor, path))
+        except InspectorError as e:
+            w.error("Export failed", str(e))
+    job.signals.done.connect(done)
+    editor.pool.start(job)

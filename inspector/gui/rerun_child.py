@@ -50,3 +50,19 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
     vg = graph_model.from_onnx(outcome.result.model)
     outcome.result.graph = None
     return outcome.result, outcome.notes, vg
+
+
+def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:
+    """Convert with the window's decisions, check and write `out` (Session.export); None, or the error's message."""
+    from inspector.core.ir.errors import InspectorError
+    from inspector.core.metadata.edits import MetadataEdits
+    from inspector.core.session.document import Session
+    from inspector.core.session.pipeline import ConvertOptions
+    try:
+        s = Session(path=path, graph=_graph(path), pins=dict(pins), metadata=MetadataEdits.from_dict(metadata),
+                    options=ConvertOptions.from_dict(options))
+        s.convert(check=False)
+        s.export(out, overwrite_source=overwrite)
+    except InspectorError as e:
+        return str(e)
+    return None

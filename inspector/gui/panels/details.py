@@ -18,6 +18,15 @@ from inspector.core.layout import layout as L
 from ..graph_model import shape_text
 
 MAX_LINKS = 12
+SAMPLE = 1 << 18          # values a histogram reads at most: bigger tensors are sampled evenly (no UI freeze)
+
+
+def sampled(data) -> tuple[np.ndarray, int]:
+    """(at most SAMPLE evenly spaced values as float64, the tensor's size), without copying the tensor."""
+    a = np.asarray(data)
+    flat = a.reshape(-1) if a.flags.c_contiguous else a.ravel()
+    step = max(1, -(-flat.size // SAMPLE))
+    return flat[::step].astype(np.float64), flat.size
 
 
 def link(kind: str, key, text: str) -> str:
@@ -50,6 +59,19 @@ def _quant(q) -> str:
             f"zero points in [{int(z.min())}, {int(z.max())}]")
 
 
+def initializer_values(doc, init):
+    """An ONNX initializer's values. A large one converted from a TFLite constant of the same size is read from
+    that tensor (the same values, maybe permuted: the same histogram) rather than copied out of the protobuf."""
+    from onnx import numpy_helper
+    size = int(np.prod(init.dims)) if init.dims else 1
+    t = doc.trace.value_tensor.get(init.name) if doc.trace is not None and size > SAMPLE else None
+    if t is not None and doc.graph is not None:
+        data = doc.graph.main.tensors[t].data
+        if data is not None and np.size(data) == size:
+            return data
+    return numpy_helper.to_array(init)
+
+
 class DetailsPanel(QWidget):
     linkActivated = Signal(str)
 
@@ -79,7 +101,7 @@ class DetailsPanel(QWidget):
         if data is None or np.size(data) < 2 or not np.issubdtype(np.asarray(data).dtype, np.number):
             self.plot.hide()
             return
-        values = np.asarray(data, dtype=np.float64).ravel()
+        values, total = sampled(data)
         values = values[np.isfinite(values)]
         if values.size < 2:
             self.plot.hide()
@@ -88,7 +110,8 @@ class DetailsPanel(QWidget):
         self.plot.clear()
         self.plot.plot(edges, counts, stepMode="center", fillLevel=0, brush=(0, 114, 178, 150),
                        pen=pg.mkPen((0, 0, 0), width=1))
-        self.plot.setTitle(html.escape(f"{title}: {values.size} values"), size="8pt")
+        note = f" (histogram of {values.size} evenly spaced)" if values.size < total else ""
+        self.plot.setTitle(html.escape(f"{title}: {total} values{note}"), size="8pt")
         self.plot.show()
 
     # ---- TFLite --------------------------------------------------------------------------------------------
@@ -159,7 +182,7 @@ class DetailsPanel(QWidget):
 
     # ---- ONNX ----------------------------------------------------------------------------------------------
     def show_onnx_node(self, doc, name: str) -> None:
-        from onnx import helper, numpy_helper
+        from onnx import helper
         node = doc.onnx_nodes().get(name)
         if node is None:
             self.clear()
@@ -190,10 +213,9 @@ class DetailsPanel(QWidget):
         self.text.setHtml(f"<h3>{html.escape(node.op_type)}</h3>" + _rows(rows))
         consts = [inits[v] for v in node.input if v in inits]
         consts.sort(key=lambda t: -int(np.prod(t.dims)) if t.dims else 0)
-        self.histogram(numpy_helper.to_array(consts[0]) if consts else None, consts[0].name[-40:] if consts else "")
+        self.histogram(initializer_values(doc, consts[0]) if consts else None, consts[0].name[-40:] if consts else "")
 
     def show_onnx_value(self, doc, value: str) -> None:
-        from onnx import numpy_helper
         shapes, inits = doc.onnx_shapes, doc.onnx_initializers()
         producer, consumers = doc.onnx_links()
         rows = [("name", html.escape(value)), ("shape", shape_text(shapes.get(value)) or "unknown")]
@@ -206,5 +228,5 @@ class DetailsPanel(QWidget):
             t = doc.trace.value_tensor[value]
             rows.append(("TFLite tensor", link("tfl-tensor", t, _short(doc.graph.main.tensors[t].name, 48))))
         self.text.setHtml("<h3>Value</h3>" + _rows(rows))
-        self.histogram(numpy_helper.to_array(inits[value]) if value in inits else None, "values")
+        self.histogram(initializer_values(doc, inits[value]) if value in inits else None, "values")
 
