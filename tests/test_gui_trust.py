@@ -328,3 +328,31 @@ def test_big_model_exports_in_the_child_process_with_the_same_bytes(qtbot, windo
     qtbot.waitUntil(lambda: not w.editor.exporting, timeout=120_000)
     assert child.read_bytes() == here.read_bytes()
     assert (tmp_path / "child.report.json").is_file()
+
+
+def test_big_weights_stay_in_the_child_yet_details_validation_and_export_work(qtbot, window, tmp_path, monkeypatch):
+    from inspector.cli import main as cli
+    from inspector.gui import export_onnx, loader_job
+    monkeypatch.setattr(loader_job, "PROCESS_BYTES", 0)      # every file counts as big: converted in the child
+    b = ModelBuilder()
+    x = b.input("x", [1, 400])
+    y = b.tensor("y", [1, 700])
+    weights = RNG.standard_normal((700, 400)).astype(np.float32)           # 1.12 MB: left out of the window's copy
+    b.op("FULLY_CONNECTED", [x, b.const("fc/weights", weights), b.const("fc/bias", np.ones(700, np.float32))], [y])
+    b.output(y)
+    path = b.save(tmp_path / "fc.tflite")
+    w = window
+    open_model(qtbot, w, path)
+    assert getattr(w.doc.result, "weights_left_out", False)
+    assert max(len(t.raw_data) for t in w.doc.model.graph.initializer) < weights.nbytes
+    w.select(TFLITE, nodes=[("op", 0)])                          # the histogram reads the TFLite constant
+    assert sum(w.details.plot.getPlotItem().listDataItems()[0].yData) > 0
+    panel = w.editor.validation
+    w.editor.validate_action.trigger()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    assert panel.validation is not None and panel.validation.ok, panel.status.text()
+    out = tmp_path / "window.onnx"
+    export_onnx.export_dialog(w.editor, str(out))
+    qtbot.waitUntil(lambda: not w.editor.exporting, timeout=120_000)
+    assert cli(["convert", str(path), "-o", str(tmp_path / "cli.onnx")]) == 0
+    assert out.read_bytes() == (tmp_path / "cli.onnx").read_bytes()

@@ -50,10 +50,10 @@ class RerunJob(QRunnable):
         self.setAutoDelete(False)
 
     def run(self) -> None:
-        from .loader_job import LoadJob, executor
+        from .loader_job import executor, in_child
         s = self.session
         try:
-            if len(s.graph.main.ops) >= LoadJob.PROCESS_OPS and not is_pair(s):   # a pair converts nothing
+            if in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
                 from .rerun_child import rerun
                 outcome = executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
                                              s.metadata.to_dict()).result()

@@ -16,8 +16,10 @@ from inspector.core.io.atomic import write_atomic
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
 
+from .loader_job import PROCESS_BYTES
 
-BIG_BYTES = 64 << 20
+
+BIG_BYTES = PROCESS_BYTES
 
 
 def report_path(path: str) -> str:
@@ -60,11 +62,15 @@ def start_folder(w) -> str:
 
 
 def big(s) -> bool:
-    """Models this big export in the loader's child process: serialising and checking hold the GIL for seconds."""
-    try:
-        return not hasattr(s, "other") and os.path.getsize(s.path) >= BIG_BYTES
-    except OSError:
+    """Big models export in the loader's child process: serialising and checking hold the GIL for seconds (and
+    the window's copy of the result has its weights left out, see loader_job.leave_out_weights)."""
+    if hasattr(s, "other") or s.result is None:
         return False
+    try:
+        size = os.path.getsize(s.path)
+    except OSError:
+        size = 0
+    return size >= BIG_BYTES or getattr(s.result, "weights_left_out", False)
 
 
 def export(editor, path: str, overwrite_source: bool = False) -> dict:

@@ -5,6 +5,7 @@ Python cannot interrupt a running conversion: cancel marks the job stale and its
 from __future__ import annotations
 
 import atexit
+import os
 import traceback
 
 from PySide6.QtCore import QObject, QRunnable, Signal
@@ -15,6 +16,7 @@ from inspector.core.io.tflite_reader import read_tflite
 
 from . import graph_layout, graph_model
 from .document import Document
+from .rerun_child import leave_out_weights
 
 
 _EXECUTOR = None
@@ -32,6 +34,18 @@ def executor():
         _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
         atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
     return _EXECUTOR
+
+
+PROCESS_BYTES = 64 << 20      # a file this big converts in the child too: its weights' copies hold the GIL
+
+
+def in_child(path: str, graph) -> bool:
+    """Convert (and re-run) in the forkserver child rather than a thread of the window's process."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    return len(graph.main.ops) >= LoadJob.PROCESS_OPS or size >= PROCESS_BYTES
 
 
 def convert_and_lay_out(source):
@@ -55,6 +69,7 @@ def convert_and_lay_out(source):
     layout = graph_layout.compute(vg)
     if isinstance(source, str):
         outcome.result.graph = None
+        leave_out_weights(outcome.result)
     return outcome.result, outcome.notes, vg, layout
 
 
@@ -124,7 +139,7 @@ class LoadJob(QRunnable):
             return
         graph, doc = shown
         self._emit(s.stage, "Converting to ONNX…")
-        if len(graph.main.ops) >= self.PROCESS_OPS:
+        if in_child(self.path, graph):
             outcome = executor().submit(convert_and_lay_out, self.path).result()
         else:
             outcome = convert_and_lay_out(graph)

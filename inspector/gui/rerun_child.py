@@ -3,7 +3,9 @@ would freeze the window if it ran in a thread. Qt-free, so the child never impor
 
 The child keeps the last model it read (keyed by path, size and mtime), so a pin after the first re-run reads
 nothing; it runs the same pipeline as the Session (session.pipeline). The result comes back without its source
-graph (the window re-attaches its own) and without a layout: the window places the graph where the last one was.
+graph (the window re-attaches its own), without a layout (the window places the graph where the last one was) and
+without the data of big weights; big models also export here (export): their weights are never serialised in the
+window's process.
 """
 from __future__ import annotations
 
@@ -31,6 +33,19 @@ def with_findings(result):
         result.findings = lint(result.model)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
         result.findings = [Finding("", f"checker failed: {e}")]
+
+
+STRIP_BYTES = 1 << 20         # weights this big come back from the child as name, type and dims only
+
+
+def leave_out_weights(result):
+    """Clear the data of initializers over STRIP_BYTES (as the denotation pass's shape view does): parsing them back
+    in the window's process would hold the GIL for as long as copying them. `weights_left_out` tells export and
+    validation to convert again (in the child, or in their worker)."""
+    for t in result.model.graph.initializer:
+        if t.HasField("raw_data") and len(t.raw_data) > STRIP_BYTES:
+            t.ClearField("raw_data")
+            result.weights_left_out = True
     return result
 
 
@@ -49,7 +64,7 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
     with_findings(outcome.result)
     vg = graph_model.from_onnx(outcome.result.model)
     outcome.result.graph = None
-    return outcome.result, outcome.notes, vg
+    return leave_out_weights(outcome.result), outcome.notes, vg
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:

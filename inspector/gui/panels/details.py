@@ -69,6 +69,9 @@ def initializer_values(doc, init):
         data = doc.graph.main.tensors[t].data
         if data is not None and np.size(data) == size:
             return data
+    if size > 1 and not init.HasField("raw_data") and not any(
+            len(getattr(init, f)) for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")):
+        return None               # left out of the window's copy (converted in the child process)
     return numpy_helper.to_array(init)
 
 

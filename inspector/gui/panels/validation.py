@@ -134,8 +134,15 @@ class ValidateJob(QRunnable):
 
     def run(self) -> None:
         try:
-            v = self.session.measure(cancel=self.cancel,      # the Session takes it on the GUI thread (_done)
-                                     progress=lambda msg, frac: self.signals.progress.emit(msg, frac))
+            result = self.session.result
+            if getattr(result, "weights_left_out", False):   # converted in the child: convert with the weights
+                from inspector.core.session.pipeline import run
+                self.signals.progress.emit("converting with the weights…", 0.0)
+                s = self.session
+                result = run(s.graph, s.pins, s.options, s.metadata, check=False).result
+            from inspector.core.proof.validate import validate
+            v = validate(result, cancel=self.cancel,            # the Session takes it on the GUI thread (_done)
+                         progress=lambda msg, frac: self.signals.progress.emit(msg, frac))
             self.signals.done.emit(v)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
