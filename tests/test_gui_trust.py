@@ -356,3 +356,27 @@ def test_big_weights_stay_in_the_child_yet_details_validation_and_export_work(qt
     qtbot.waitUntil(lambda: not w.editor.exporting, timeout=120_000)
     assert cli(["convert", str(path), "-o", str(tmp_path / "cli.onnx")]) == 0
     assert out.read_bytes() == (tmp_path / "cli.onnx").read_bytes()
+
+
+def test_float16_graph_is_drawn_in_a_straight_column(qtbot, window, tmp_path):
+    """float16 weights reach each op through a DEQUANTIZE: drawn as nodes they pushed the column sideways."""
+    b = ModelBuilder()
+    t, cin = b.input("x", [1, 5, 7, 3]), 3
+    n = 4
+    for i in range(n):
+        half = b.const(f"w{i}/fp16", RNG.standard_normal((4, 3, 2, cin)).astype(np.float16))
+        w = b.tensor(f"w{i}", [4, 3, 2, cin])
+        b.op("DEQUANTIZE", [half], [w])
+        out = b.tensor(f"c{i}", [1, 5, 7, 4])
+        b.op("CONV_2D", [t, w, b.const(f"b{i}", np.zeros(4, np.float32))], [out], {"padding": "SAME"})
+        t, cin = out, 4
+    b.output(t)
+    w = window
+    open_model(qtbot, w, b.save(tmp_path / "fp16.tflite"))
+    scene = w.scenes[TFLITE]
+    convs = [it for it in scene.nodes if it.node.title == "CONV_2D"]
+    assert len(convs) == n and len({round(it.pos().x()) for it in convs}) == 1
+    assert all(any(line.endswith("float16") for line in it.node.lines) for it in convs)
+    dequantize = next(i for i, op in enumerate(w.doc.graph.main.ops) if op.opcode == "DEQUANTIZE")
+    w.select(TFLITE, nodes=[("op", dequantize)])                # selects the op it is drawn in
+    assert scene.selected_keys()[0] == [("op", dequantize + 1)]

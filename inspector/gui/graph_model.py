@@ -57,6 +57,7 @@ class ViewGraph:
     tensor_names: dict[Hashable, str] = field(default_factory=dict)
     subgraph: int = 0
     shapes: dict[Hashable, tuple] = field(default_factory=dict)   # ONNX value -> shape (after inference)
+    folded: dict[Hashable, Hashable] = field(default_factory=dict)   # op key drawn inside its consumer -> consumer's
 
     def index(self) -> dict[Hashable, int]:
         return {n.key: i for i, n in enumerate(self.nodes)}
@@ -147,10 +148,22 @@ class _Builder:
 
 
 def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
-    """One node per op, one terminal per graph input/output, one edge per (tensor, consumer)."""
+    """One node per op, one terminal per graph input/output, one edge per (tensor, consumer). A DEQUANTIZE of a
+    constant (float16 or int8 weights) is drawn as its consumer's constant, like the conversion folds it: as nodes
+    of their own they pushed every column aside and the graph ran diagonally."""
     sg = graph.subgraphs[subgraph]
     b = _Builder("tflite", subgraph)
     tensors = sg.tensors
+    outputs = set(sg.outputs)
+    dequantized = {op.outputs[0]: op for op in sg.ops
+                   if op.opcode == "DEQUANTIZE" and len(op.inputs) == 1 and op.inputs[0] >= 0 and op.outputs
+                   and tensors[op.inputs[0]].is_constant and op.outputs[0] not in outputs}
+
+    def constant(t: int) -> bool:
+        return tensors[t].is_constant or t in dequantized
+
+    def dtype(t: int) -> str:
+        return tensors[dequantized[t].inputs[0]].dtype if t in dequantized else tensors[t].dtype
     b.g.tensor_names = {t.index: t.name for t in tensors}
     producer: dict[int, int] = {}
     for t in sg.inputs:
@@ -158,9 +171,14 @@ def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
             producer[t] = b.node(Node(("in", t), "input", tensors[t].name or f"input {t}",
                                       [shape_text(tensors[t].shape)], search=tensors[t].name))
     op_node: dict[int, int] = {}
-    for op in sg.ops:
-        consts = [_const_line(op.opcode, slot, tensors[t].shape, tensors[t].dtype)
-                  for slot, t in enumerate(op.inputs) if t >= 0 and tensors[t].is_constant]
+    drawn = [op for op in sg.ops if not (op.outputs and op.outputs[0] in dequantized
+                                         and dequantized[op.outputs[0]] is op)]
+    for op in drawn:
+        consts = [_const_line(op.opcode, slot, tensors[t].shape, dtype(t))
+                  for slot, t in enumerate(op.inputs) if t >= 0 and constant(t)]
+        for t in op.inputs:
+            if t in dequantized:
+                b.g.folded[("op", dequantized[t].index)] = ("op", op.index)
         calls = [v for k, v in op.options.items() if k.endswith("subgraph_index") and isinstance(v, int)]
         names = " ".join(tensors[t].name for t in op.outputs if t >= 0)
         lines = attr_lines(op.options) + _capped(consts)
@@ -168,9 +186,9 @@ def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
         for t in op.outputs:
             if t >= 0:
                 producer[t] = i
-    for op in sg.ops:
+    for op in drawn:
         for t in op.inputs:
-            if t < 0 or tensors[t].is_constant:
+            if t < 0 or constant(t):
                 continue
             if t not in producer:           # variable or otherwise unproduced tensor: make it a terminal
                 producer[t] = b.node(Node(("in", t), "input", tensors[t].name or f"tensor {t}",

@@ -183,7 +183,7 @@ class GraphScene(QGraphicsScene):
         self.clearSelection()
         rect = QRectF()
         for k in node_keys:
-            it = self.node_by_key.get(k)
+            it = self.node_by_key.get(k) or self.node_by_key.get(self.vg.folded.get(k))
             if it is not None:
                 it.setSelected(True)
                 rect = rect.united(it.sceneBoundingRect())
