@@ -259,7 +259,8 @@ def test_conflict_rows_show_their_reason_and_meet_rows_say_whether_a_transpose_w
     table = w.conflicts
     assert table.wordWrap()
     reason = table.header().sectionPosition(3)
-    assert reason < table.viewport().width() // 2            # the reason starts on screen
+    assert reason < table.viewport().width() // 2            # the reason starts on screen, and is the widest
+    assert table.columnWidth(3) >= max(table.columnWidth(c) for c in range(3))
     for i in range(table.topLevelItemCount()):
         item = table.topLevelItem(i)
         c = item.data(0, Qt.UserRole)

@@ -365,7 +365,8 @@ class Minimap(QWidget):
     def sync(self) -> None:
         scene = self.view.scene()
         vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
-        self.setVisible(bool(self.enabled and scene is not None and not vis.contains(scene.sceneRect())))
+        whole = scene.sceneRect().adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN) if scene is not None else None
+        self.setVisible(bool(self.enabled and scene is not None and not vis.contains(whole)))
         self.update()
 
     def place(self) -> None:

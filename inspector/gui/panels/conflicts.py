@@ -6,7 +6,7 @@ from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 
 
 NO_TRANSPOSE = "no Transpose"
-WIDEST = (70, 170, 130)                                  # px for kind, tensor → consumer, inserted Transpose
+WIDEST = (64, 100, 90)                                   # px for kind, tensor → consumer, inserted Transpose
 
 
 class ConflictsPanel(QTreeWidget):
@@ -20,7 +20,7 @@ class ConflictsPanel(QTreeWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(3, QHeaderView.Stretch)
         self.setRootIsDecorated(False)
-        self.setWordWrap(True)                         # long reasons wrap instead of running off-screen
+        self.setWordWrap(True)                         # (the whole reason is in each row's tooltip)
         self.setUniformRowHeights(False)
         self.setAlternatingRowColors(True)
         self.itemClicked.connect(self._activate)
