@@ -24,7 +24,7 @@ MAX_RECENT = 8
 DOCK_WIDTH, DOCK_MAX_WIDTH = 380, 560      # px: the side docks' initial and largest width
 LAYOUT_VERSION = 2                         # bumped when the docks change: an older saved layout is not restored
 SHORTCUTS = """Ctrl+O  open a model (or drop a file on the window)
-F  fit the graph to the window;  Ctrl+0  actual size
+F  fit the graph to the window (F and M act in a graph pane);  Ctrl+0  actual size
 Ctrl+=  /  Ctrl+-  /  mouse wheel  zoom;  drag  pan
 Ctrl+F  search;  Enter / F3  next match;  Shift+F3  previous
 Ctrl+1 / Ctrl+2  show or hide the TFLite / ONNX graph;  M  minimap
