@@ -134,15 +134,16 @@ class ValidateJob(QRunnable):
 
     def run(self) -> None:
         try:
-            result = self.session.result
-            if getattr(result, "weights_left_out", False):   # converted in the child: convert with the weights
+            progress = lambda msg, frac: self.signals.progress.emit(msg, frac)   # noqa: E731
+            s = self.session
+            if getattr(s.result, "weights_left_out", False):   # converted in the child: again, with the weights
+                from inspector.core.proof.validate import validate
                 from inspector.core.session.pipeline import run
-                self.signals.progress.emit("converting with the weights…", 0.0)
-                s = self.session
-                result = run(s.graph, s.pins, s.options, s.metadata, check=False).result
-            from inspector.core.proof.validate import validate
-            v = validate(result, cancel=self.cancel,            # the Session takes it on the GUI thread (_done)
-                         progress=lambda msg, frac: self.signals.progress.emit(msg, frac))
+                progress("converting with the weights…", 0.0)
+                v = validate(run(s.graph, s.pins, s.options, s.metadata, check=False).result, cancel=self.cancel,
+                             progress=progress)
+            else:                                                # the Session takes it on the GUI thread (_done)
+                v = s.measure(cancel=self.cancel, progress=progress)
             self.signals.done.emit(v)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
