@@ -1,2 +1,2 @@
 """Layout Inspector: TFLite to ONNX conversion you can see, fix and prove."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -196,7 +196,7 @@ def _session(rng, g: Graph, data: bytes, folder: Path, stage: str) -> str:
     model.write_bytes(data)
     junk = [None, 5, "x", [], {}, True, 2**70, -1, "NCHW", [0, 3, 1, 2], {"a": "b"}]
     names = [t.name for t in g.main.tensors] or ["x"]
-    doc = {"version": rng.choice([SESSION_VERSION] * 4 + [2, "1", None]),
+    doc = {"version": rng.choice([SESSION_VERSION] * 4 + [3, "1", None]),
            "model": rng.choice(CONTROL_NAMES), "model_sha256": rng.choice(junk),
            "pins": rng.choice([{rng.choice(names): rng.choice(junk)}, rng.choice(junk), {}]),
            "options": rng.choice([{rng.choice(["opset", "keep_io_layout", "float_io", "bogus"]): rng.choice(junk)},

@@ -97,6 +97,23 @@ def test_session_from_another_model_version_warns(model, tmp_path):
         Session.open(model).load_decisions(saved)
 
 
+def test_version_1_session_pins_keep_their_old_meaning(model, tmp_path, capsys):
+    """Version 1 wrote "NHWC" for "convert to channels-first"; since version 2 "NHWC" names the ONNX axes (keep)."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"version": 1, "model": "m.tflite", "pins": {"y": "NHWC"}}))
+    old = Session.open(model)
+    old.load_decisions(str(path))
+    old.convert()
+    assert old.pins == {"y": "channels-first"} and old.result.transposes == 2
+    path.write_text(json.dumps({"version": 2, "model": "m.tflite", "pins": {"y": "NHWC"}}))
+    new = Session.open(model)
+    new.load_decisions(str(path))
+    new.convert()
+    assert new.pins == {"y": "NHWC"} and new.result.transposes == 3
+    assert main(["convert", str(model), "-o", str(tmp_path / "o.onnx"), "--pin", "y=NHWC"]) == 0
+    assert "y=channels-first converts it" in capsys.readouterr().err
+
+
 def test_export_never_replaces_the_source(model):
     s = Session.open(model)
     with pytest.raises(InspectorError, match="source model"):

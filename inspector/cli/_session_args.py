@@ -2,6 +2,8 @@
 `convert` and its batch mode alike."""
 from __future__ import annotations
 
+import sys
+
 from inspector.cli._metadata_args import edits_from_args
 from inspector.core.ir.errors import InspectorError
 
@@ -24,6 +26,9 @@ def prepare(args, model: str):
     if args.session:
         session.load_decisions(args.session)
     for name, value in parse_pins(args.pin).items():
+        if value.strip().lower() in ("nhwc", "nwc", "ndhwc"):       # meant the opposite before session version 2
+            print(f"note: --pin {name}={value} keeps TFLite's order (letters name the ONNX axes); "
+                  f"{name}=channels-first converts it", file=sys.stderr)
         session.set_pin(name, value)
     chosen = {k: True for k in ("keep_io_layout",) + FLAGS if getattr(args, k)}
     if args.opset is not None:

@@ -20,7 +20,11 @@ from inspector.core.io.inputs import SESSION_LIMIT, read_input
 from inspector.core.metadata.edits import MetadataEdits
 from .pipeline import FLAGS
 
-SESSION_VERSION = 1
+SESSION_VERSION = 2
+# Version 1 files spelled "convert to channels-first" as the TFLite letters ("NHWC"); since version 2 letters name
+# the ONNX axes, so "NHWC" keeps TFLite's order. A version 1 file is read with its old meaning, never the new one.
+V1_CHANNELS_FIRST = ("nhwc", "nwc", "ndhwc", "channels-last", "to-nchw", "nchw-convert")
+V1_KEEP = ("none",)
 OPTIONS = ("keep_io_layout", "opset") + FLAGS
 MAX_DEPTH = 16                    # a session is 4 levels deep; json's own parser recurses per level
 MAX_PROBLEMS = 20                 # listed in full up to here, then counted
@@ -85,9 +89,10 @@ def check(data: dict, graph, path: str) -> Decisions:
     """Every entry of a parsed session checked against `graph`; SessionError listing all problems."""
     from inspector.core.emit.convert import MAX_OPSET, MIN_OPSET, resolve_pins
     problems: list[str] = []
-    if data.get("version") != SESSION_VERSION:
-        raise SessionError(path, [f"not a session file of version {SESSION_VERSION} "
-                                  f"(version {data.get('version')!r:.40})"])
+    version = data.get("version")
+    if version not in (1, SESSION_VERSION) or isinstance(version, bool):
+        raise SessionError(path, [f"not a session file of version 1 or {SESSION_VERSION} "
+                                  f"(version {version!r:.40})"])
     out = Decisions()
     for key in ("model", "model_sha256", "model_path"):
         if data.get(key) is not None and not isinstance(data[key], str):
@@ -105,6 +110,8 @@ def check(data: dict, graph, path: str) -> Decisions:
         if not isinstance(layout, str):
             problems.append(f"pin {name!r:.60}: the layout must be text, not {type(layout).__name__}")
             continue
+        if version == 1:
+            layout = v1_pin(layout)
         try:
             resolve_pins(graph.main, {name: layout})
             out.pins[name] = layout
@@ -138,3 +145,9 @@ def check(data: dict, graph, path: str) -> Decisions:
 
 def read_decisions(path: str, graph) -> Decisions:
     return check(parse(path), graph, path)
+
+
+def v1_pin(text: str) -> str:
+    """A version 1 pin in today's words (see SESSION_VERSION)."""
+    low = text.strip().lower()
+    return "channels-first" if low in V1_CHANNELS_FIRST else "keep" if low in V1_KEEP else text
