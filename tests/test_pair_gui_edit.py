@@ -181,7 +181,7 @@ def test_pair_validation_selects_and_colours_the_wrong_softmax(qtbot, tmp_path):
 def test_pair_validation_of_the_faithful_model_selects_nothing(qtbot, tmp_path):
     w, _, _ = open_pair(qtbot, tmp_path, softmax_axis=1)
     panel, v = validate(qtbot, w)
-    assert v.ok and v.first_bad() is None and panel.status.text().startswith("OK")
+    assert v.ok and v.first_bad() is None and panel.status.text().startswith("ok: ")
     assert w.scenes[TFLITE].selected_keys() == ([], [])
     nodes = w.scenes[ONNX].node_by_key
     assert all(nodes[n].fill.name() != NOT_COMPARED.name() for n in ("conv1", "pool", "concat", "softmax"))

@@ -551,8 +551,12 @@ def headline(v: Validation) -> str:
     if not v.outputs:
         return "fail: the outputs could not be compared"
     stepped = [e for e in v.outputs if e.steps is not None]
-    floated = [e for e in v.outputs if e.steps is None]
+    floated = [e for e in v.outputs if e.steps is None and e.limit is not None]
+    exact = [e for e in v.outputs if e.steps is None and e.limit is None]
     parts = []
+    if exact:
+        worst = max(e.max_abs for e in exact)
+        parts.append(f"integer outputs {'equal' if worst == 0 else f'differ by up to {worst:g}'}")
     if floated:
         w = max(floated, key=lambda e: e.max_rel if np.isfinite(e.max_rel) else np.inf)
         floor = f", floor {w.floor / w.scale:.2g}" if w.floor is not None and w.scale else ""

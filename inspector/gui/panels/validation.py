@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from inspector.core.ir.errors import InspectorError
+from inspector.core.proof.validate import headline
 
 # log10 of the relative error, from "agrees to float precision" to "wrong"; YlOrRd-like ramp: light = good,
 # so node titles stay readable in dark text.
@@ -289,13 +290,12 @@ class ValidationPanel(QWidget):
             self.hist.plot(edges, counts, stepMode="center", fillLevel=0, brush=(0, 114, 178, 150),
                            pen=pg.mkPen("#000", width=1))
         bad = v.first_bad()
-        worst = max((e.max_rel for e in v.outputs), default=0.0)
         w = self.editor.window
         doc, scene = w.doc, w.scenes.get(ONNX)
         op = (f" {doc.graph.main.ops[bad.op].label}" if bad and bad.op is not None and doc is not None
               and doc.graph is not None else "")
-        self.status.setText(("OK" if v.ok else "MISMATCH") + f": {len(v.outputs)} output(s), worst relative error "
-                            f"{worst:.3g} (tolerance {v.rtol:g}); {len(v.intermediates)} intermediate tensors"
+        # The headline states the verdict and the measure that decided it (error vs tolerance and floor, or steps).
+        self.status.setText(headline(v) + f"; {len(v.intermediates)} intermediate tensors"
                             + (f"; first bad: {bad.name} (op {bad.op}{op})" if bad else "")
                             + "".join(f"; {n}" for n in getattr(v, "notes", [])))
         self.status.setStyleSheet("" if v.ok else "color:#b00")

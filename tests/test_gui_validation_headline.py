@@ -1,0 +1,42 @@
+"""The validation headline states the verdict and the measure it was decided by; the number it shows agrees with
+the verdict (never "OK" beside a relative error of 1)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from .test_gui_edit import make_window, open_model  # noqa: E402
+
+
+def _validate(qtbot, w):
+    panel = w.editor.validation
+    w.editor.validate_action.trigger()
+    qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
+    return panel, panel.validation
+
+
+def test_float_headline_shows_the_error_the_verdict_was_decided_by(qtbot, tmp_path, corpus):
+    w = make_window(qtbot, tmp_path)
+    open_model(qtbot, w, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
+    panel, v = _validate(qtbot, w)
+    text = panel.status.text()
+    m = re.match(r"(ok|suspicious|fail): worst error (\S+) of the output's scale \(tolerance (\S+?)[,)]", text)
+    assert m, text
+    assert m.group(1) == v.verdict == "ok"
+    worst, tol = float(m.group(2)), float(m.group(3))
+    assert worst == pytest.approx(max(e.max_rel for e in v.outputs), rel=0.05) and worst <= tol == v.rtol
+    assert "OK" not in text and "MISMATCH" not in text
+
+
+def test_quantized_headline_is_in_quantization_steps(qtbot, tmp_path, corpus):
+    w = make_window(qtbot, tmp_path)
+    open_model(qtbot, w, corpus / "ops/conv.uint8.tflite")
+    panel, v = _validate(qtbot, w)
+    text = panel.status.text()
+    m = re.match(r"(ok|fail): worst (\S+) quantization steps, (\S+)% within 2 \(rule", text)
+    assert m, text
+    assert m.group(1) == v.verdict and float(m.group(2)) == max(e.steps for e in v.outputs)
+    assert "relative error" not in text
