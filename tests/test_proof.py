@@ -130,3 +130,51 @@ def test_small_real_error_on_a_well_conditioned_net_is_not_ok(tmp_path, shift, v
     (e,) = v.outputs
     assert e.verdict == verdict and v.ok == (verdict == "ok"), (e.max_rel, e.floor, e.limit)
     assert e.floor is not None and e.floor < 1e-5 * e.scale          # well-conditioned: a quiet floor
+
+
+# -- what LiteRT cannot run ----------------------------------------------------------------------------------
+def _landmarks_model() -> bytes:
+    """x [1, 7, 3] -> MUL -> ADD -> Landmarks2TransformMatrix (a MediaPipe op LiteRT has no kernel for)."""
+    from flatbuffers import flexbuffers
+    opts = {"subset_idxs": [0, 3, 5, 6, 2], "left_rotation_idx": 2, "right_rotation_idx": 4,
+            "target_rotation_radians": 0.3, "output_height": 48, "output_width": 64, "scale_x": 1.5, "scale_y": 1.25}
+    b = ModelBuilder()
+    x = b.input("lm", (1, 7, 3))
+    m, a, y = b.tensor("scaled", (1, 7, 3)), b.tensor("shifted", (1, 7, 3)), b.tensor("matrix", (1, 4, 4))
+    b.op("MUL", [x, b.const("k", np.full((1, 1, 3), 50, np.float32))], [m])
+    b.op("ADD", [m, b.const("c", np.full((1, 1, 3), 50, np.float32))], [a])
+    b.custom_op("Landmarks2TransformMatrix", [a], [y], bytes(flexbuffers.Dumps(opts)), version=2)
+    b.output(y)
+    return b.build()
+
+
+def test_custom_op_litert_cannot_run_is_named_and_what_precedes_it_compared(tmp_path, capsys):
+    graph = _save(tmp_path, "lm.tflite", _landmarks_model())
+    result = convert(graph)
+    v = validate(result)
+    assert [e.name for e in v.intermediates] == ["scaled", "shifted"] and all(e.ok for e in v.intermediates)
+    assert not v.ok and v.verdict == "fail"
+    assert len(v.notes) == 1 and "Landmarks2TransformMatrix" in v.notes[0] and "cut before op 2" in v.notes[0]
+    onnx.save(result.model, tmp_path / "lm.onnx")
+    code = cli(["validate", str(tmp_path / "lm.tflite"), str(tmp_path / "lm.onnx")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.strip() == "error: LiteRT cannot run the model: custom op Landmarks2TransformMatrix has no kernel in LiteRT"
+
+
+def test_litert_refusing_bad_kernel_parameters_is_one_error_line(tmp_path, capsys):
+    """A RESHAPE whose new shape does not hold its input's elements: LiteRT refuses it while preparing."""
+    b = ModelBuilder()
+    x = b.input("x", (1, 4, 6))
+    y = b.tensor("y", (5, 5))
+    b.op("RESHAPE", [x, b.const("shape", np.asarray([5, 5], np.int32))], [y], {"new_shape": [5, 5]})
+    b.output(y)
+    (tmp_path / "bad.tflite").write_bytes(b.build())
+    onnx.save(onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["x"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 6])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [5, 5])])), tmp_path / "bad.onnx")
+    code = cli(["validate", str(tmp_path / "bad.tflite"), str(tmp_path / "bad.onnx")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: LiteRT cannot run the model: RESHAPE (op 0): ") and "24 != 25" in err

@@ -73,7 +73,9 @@ def report(v) -> list[str]:
     lines = []
     for e in v.outputs:
         line = f"{e.verdict or ('ok' if e.ok else 'fail'):<10} {e.name}: "
-        if e.steps is not None:
+        if e.scale == 0 and not e.max_abs < float("inf"):
+            line += "not compared"
+        elif e.steps is not None:
             line += f"{e.steps:g} quantization steps max, {100 * e.within:.2f}% within 2"
             if e.floor is not None:
                 line += f"; LiteRT's default kernels {e.floor:g} steps, {100 * e.floor_within:.2f}% within 2"

@@ -198,10 +198,10 @@ def _refusal(e: Exception) -> LiteRTRefusal:
     custom = re.search(r"unresolved custom op: ([^\s.]+)", text)
     if custom:
         return LiteRTRefusal(f"custom op {custom.group(1)} has no kernel in LiteRT", custom.group(1))
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     op = re.search(r"Node number (\d+) \((\w+)\)", text)
-    reason = next((ln for ln in lines if "failed to prepare" not in ln and not ln.startswith("Node number")),
-                  lines[0] if lines else type(e).__name__)
+    text = re.sub(r"Node number \d+ \(\w+\) failed to (prepare|invoke)\.?", "\n", text)
+    lines = [re.sub(r"^\S+\.(h|cc)(:\d+)?\s*", "", ln.strip()) for ln in text.splitlines() if ln.strip()]
+    reason = next((ln for ln in lines if ln), type(e).__name__)
     return LiteRTRefusal(f"{op.group(2)} (op {op.group(1)}): {reason}" if op else reason, op.group(2) if op else "")
 
 
@@ -400,10 +400,15 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
         if progress is not None:
             progress(msg, frac)
 
+    notes = []
     if _reference is None:
         inputs = checked_inputs(graph, seed, batch, intermediates)
         step("running TFLite", 0.1)
-        ref = run_tflite(graph, inputs, keep_all=intermediates)
+        try:
+            ref = run_tflite(graph, inputs, keep_all=intermediates)
+        except LiteRTRefusal as e:
+            ref, note = _reference_before(graph, inputs, e)
+            notes.append(note)
     else:
         inputs, ref = _reference
     step("running ONNX Runtime", 0.4)
@@ -412,12 +417,29 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     got = run_onnx(result.model, feeds, extra)
     step("comparing", 0.6)
     v = _compare_all(result, ref, got, rtol, intermediates, _output_perms or {})
-    v.seed = seed
+    v.seed, v.notes = seed, notes
     judge(result.graph, v.outputs + v.intermediates, inputs, ref, rtol, seed, floor, intermediates,
           lambda: (got, run_onnx(result.model, feeds, optimise=bool(extra))),
           lambda: step("measuring the noise floor", 0.7))
     step("done", 1.0)
     return v
+
+
+def _reference_before(graph: Graph, inputs, refusal: LiteRTRefusal) -> tuple[dict, str]:
+    """LiteRT's values of every tensor before the op it cannot run (the reference cut there), and a note saying
+    so; the refusal itself when there is nothing before that op or the cut model cannot be written."""
+    from .cut import cut_before, first_op
+    k = first_op(graph, refusal.op) if refusal.op else None
+    if not k:
+        raise refusal
+    try:
+        data = cut_before(graph, k)
+    except (ValueError, KeyError, TypeError):   # what the builder cannot write (sparse constants...)
+        raise refusal from None
+    made = {t for op in graph.main.ops[:k] for t in op.outputs}
+    ref = {t: x for t, x in run_tflite(graph, inputs, model_bytes=data, keep_all=True).items() if t in made}
+    return ref, (f"{refusal.reason}: the reference is cut before op {k} ({refusal.op}); {len(ref)} tensors "
+                 "before it compared, the outputs not")
 
 
 def _feeds(result: ConversionResult, inputs: list[np.ndarray]) -> dict:
@@ -512,7 +534,10 @@ def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs) -> None:
     except LiteRTRefusal:
         pass
     if any(x.dtype.kind == "f" for x in inputs):
-        runs.append(run_tflite(graph, noise.perturbed(inputs, seed), keep_all=keep_all))
+        try:
+            runs.append(run_tflite(graph, noise.perturbed(inputs, seed), keep_all=keep_all))
+        except LiteRTRefusal:   # a reference cut before an op LiteRT cannot run: no floor beyond the cut
+            pass
     got, other = {}, {}
     if onnx_runs is not None and any(e.is_output for e in rows):
         try:
