@@ -178,3 +178,25 @@ def test_litert_refusing_bad_kernel_parameters_is_one_error_line(tmp_path, capsy
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert err.startswith("error: LiteRT cannot run the model: RESHAPE (op 0): ") and "24 != 25" in err
+
+
+# -- Model Explorer ------------------------------------------------------------------------------------------
+def test_model_explorer_node_data_carries_each_tensors_error_for_both_graphs(tmp_path, capsys):
+    from inspector.core.proof.node_data import graph_data
+    graph = _save(tmp_path, "m.tflite", _convs((1, 7, 5, 6), 3, 1.0, 4))
+    result = convert(graph)
+    onnx.save(result.model, tmp_path / "m.onnx")
+    code = cli(["validate", str(tmp_path / "m.tflite"), str(tmp_path / "m.onnx"), "--model-explorer",
+                str(tmp_path / "me")])
+    assert code == 0 and "Model Explorer node data for" in capsys.readouterr().out
+    tfl, onx, mapping = (json.loads((tmp_path / "me" / f).read_text())
+                         for f in ("tflite.json", "onnx.json", "mapping.json"))
+    names = {t.name for t in graph.main.tensors}
+    assert set(tfl["results"]) == {"conv0", "conv1", "conv2"} <= names
+    assert set(onx["results"]) <= {v for n in mapping["tensors"].values() for v in n}
+    assert all(-12 <= r["value"] < -4 for r in tfl["results"].values())      # log10 of a float32-level error
+    assert [g["stop"] for g in tfl["gradient"]][0] == 0 and tfl["gradient"][-1]["stop"] == 1
+    assert mapping["tensors"]["conv2"] and all(mapping["ops"].values())
+    # generic: any value per node, explicit colours where given
+    data = graph_data({"a": "NCHW", "b": "NHWC"}, colours={"a": "#00ff00"})
+    assert data == {"results": {"a": {"value": "NCHW", "bgColor": "#00ff00"}, "b": {"value": "NHWC"}}}

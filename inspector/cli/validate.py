@@ -42,6 +42,9 @@ def add_parser(sub):
     add_common(p)
     p.add_argument("--no-floor", action="store_true",
                    help="measure the noise floor only where it could change a verdict (faster)")
+    p.add_argument("--model-explorer", metavar="DIR",
+                   help="also write Google Model Explorer node data (each tensor's error, both graphs) and the "
+                        "tensor/op mapping into DIR")
     from inspector.cli import batch
     batch.add_arguments(p)
     p.set_defaults(run=run)
@@ -58,6 +61,15 @@ def run(args) -> int:
         raise InspectorError(f"{args.tflite}: the first model must be TFLite")
     v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
                        floor=None if args.no_floor else True)
+    if args.model_explorer:
+        from inspector.core.pairing.pair import open_pair
+        from inspector.core.proof.node_data import write_validation
+        pair = open_pair(args.tflite, args.onnx)    # maps every tensor, so each one's error has a place
+        pv = pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol)
+        written = write_validation(args.model_explorer, graph, pv.tensors, pair.mapping.tensor_values,
+                                   pair.mapping.op_nodes)
+        v.notes.append(f"Model Explorer node data for {len(pv.tensors)} tensors: "
+                       + ", ".join(str(p) for p in written))
     if args.json:
         out = v.to_json()
         out.pop("intermediates", None)
