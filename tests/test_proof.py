@@ -200,3 +200,21 @@ def test_model_explorer_node_data_carries_each_tensors_error_for_both_graphs(tmp
     # generic: any value per node, explicit colours where given
     data = graph_data({"a": "NCHW", "b": "NHWC"}, colours={"a": "#00ff00"})
     assert data == {"results": {"a": {"value": "NCHW", "bgColor": "#00ff00"}, "b": {"value": "NHWC"}}}
+
+
+# -- streaming -----------------------------------------------------------------------------------------------
+def test_steps_feed_the_state_back_and_compare_each_call(tmp_path, capsys):
+    """A buffer and a counter in resource variables: LiteRT keeps them across calls in one interpreter; the ONNX
+    model gets state_out:* back as state:*. Without that feedback the counter is wrong from the second step."""
+    from inspector.core.proof.validate import validate_steps
+
+    from .test_control_flow import state_model
+    graph = _save(tmp_path, "s.tflite", state_model())
+    result = convert(graph)
+    steps = validate_steps(result, 4)
+    assert [v.verdict for v in steps] == ["ok"] * 4 and [v.seed for v in steps] == [0, 1, 2, 3]
+    result.state = []                                  # no feedback: every call starts from the initial state
+    assert [v.verdict for v in validate_steps(result, 3)] == ["ok", "fail", "fail"]
+    onnx.save(convert(graph).model, tmp_path / "s.onnx")
+    assert cli(["validate", str(tmp_path / "s.tflite"), str(tmp_path / "s.onnx"), "--steps", "3"]) == 0
+    assert [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines()] == ["step 1", "step 2", "step 3"]

@@ -42,6 +42,8 @@ def add_parser(sub):
     add_common(p)
     p.add_argument("--no-floor", action="store_true",
                    help="measure the noise floor only where it could change a verdict (faster)")
+    p.add_argument("--steps", type=batch_arg, default=1, metavar="N",
+                   help="streaming models: N calls, each step's state_out:* fed back as state:* (1..4096)")
     p.add_argument("--model-explorer", metavar="DIR",
                    help="also write Google Model Explorer node data (each tensor's error, both graphs) and the "
                         "tensor/op mapping into DIR")
@@ -59,6 +61,8 @@ def run(args) -> int:
     graph = load_model(args.tflite)
     if graph.format != "tflite":
         raise InspectorError(f"{args.tflite}: the first model must be TFLite")
+    if args.steps > 1:
+        return run_steps(args, graph)
     v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
                        floor=None if args.no_floor else True)
     if args.model_explorer:
@@ -77,6 +81,19 @@ def run(args) -> int:
     else:
         print("\n".join(report(v)))
     return 0 if v.ok else 1
+
+
+def run_steps(args, graph) -> int:
+    """One line per step (its headline), or --json {"steps": [...], "ok"}; exit 0 when every step is ok."""
+    from inspector.core.proof.validate import headline, validate_file_steps
+    steps = validate_file_steps(graph, args.onnx, args.steps, seed=args.seed, rtol=args.rtol)
+    ok = all(v.ok for v in steps)
+    if args.json:
+        print(json.dumps({"steps": [v.to_json() for v in steps], "ok": ok}, indent=2))
+    else:
+        for k, v in enumerate(steps):
+            print(f"step {k + 1}: {headline(v)}")
+    return 0 if ok else 1
 
 
 def report(v) -> list[str]:
