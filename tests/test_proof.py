@@ -159,7 +159,8 @@ def test_custom_op_litert_cannot_run_is_named_and_what_precedes_it_compared(tmp_
     code = cli(["validate", str(tmp_path / "lm.tflite"), str(tmp_path / "lm.onnx")])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
-    assert err.strip() == "error: LiteRT cannot run the model: custom op Landmarks2TransformMatrix has no kernel in LiteRT"
+    assert err.strip() == ("error: LiteRT cannot run the model: custom op Landmarks2TransformMatrix has no kernel "
+                           "in LiteRT")
 
 
 def test_litert_refusing_bad_kernel_parameters_is_one_error_line(tmp_path, capsys):
@@ -206,7 +207,7 @@ def test_model_explorer_node_data_carries_each_tensors_error_for_both_graphs(tmp
 def test_steps_feed_the_state_back_and_compare_each_call(tmp_path, capsys):
     """A buffer and a counter in resource variables: LiteRT keeps them across calls in one interpreter; the ONNX
     model gets state_out:* back as state:*. Without that feedback the counter is wrong from the second step."""
-    from inspector.core.proof.validate import validate_steps
+    from inspector.core.proof.steps import validate_steps
 
     from .test_control_flow import state_model
     graph = _save(tmp_path, "s.tflite", state_model())

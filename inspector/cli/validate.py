@@ -85,7 +85,8 @@ def run(args) -> int:
 
 def run_steps(args, graph) -> int:
     """One line per step (its headline), or --json {"steps": [...], "ok"}; exit 0 when every step is ok."""
-    from inspector.core.proof.validate import headline, validate_file_steps
+    from inspector.core.proof.steps import validate_file_steps
+    from inspector.core.proof.validate import headline
     steps = validate_file_steps(graph, args.onnx, args.steps, seed=args.seed, rtol=args.rtol)
     ok = all(v.ok for v in steps)
     if args.json:
