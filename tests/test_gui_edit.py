@@ -369,15 +369,16 @@ def test_quick_edits_coalesce_and_the_window_shows_the_last_state(qtbot, window,
     assert len(w.scenes[ONNX].nodes) == len(fresh.model.graph.node) + 2          # + input and output terminals
 
 
-def test_an_onnx_file_has_no_session(qtbot, window, model, tmp_path):
+def test_an_onnx_file_alone_edits_metadata_only(qtbot, window, model, tmp_path):
+    from inspector.core.session.onnx_session import OnnxSession
     w = window
     s = open_model(qtbot, w, model)
     s.export(str(tmp_path / "m.onnx"))
     w.open_path(str(tmp_path / "m.onnx"))
-    qtbot.waitUntil(lambda: w.idle and ONNX in w.scenes, timeout=60_000)
-    assert w.editor.session is None
-    assert not w.editor.export_action.isEnabled() and not w.editor.validate_action.isEnabled()
-    assert not w.editor.pin("y", "keep")
+    qtbot.waitUntil(lambda: w.idle and isinstance(w.editor.session, OnnxSession), timeout=60_000)
+    assert w.editor.export_action.isEnabled() and w.editor.save_action.isEnabled()
+    assert not w.editor.validate_action.isEnabled() and not w.editor.clear_pins_action.isEnabled()
+    assert not w.editor.pin("y", "keep") and w.editor.session.pins == {}
 
 
 def test_prefill_from_tflite_metadata_says_where_it_came_from(qtbot, window, corpus):

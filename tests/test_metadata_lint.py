@@ -11,6 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 from inspector.cli import main
 from inspector.core.metadata.lint import RULES, fix, lint
 from inspector.core.io.tflite_builder import ModelBuilder
+from tests.conftest import corpus_files
 
 B, C, F = "DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE"
 NCHW, NHWC = [B, C, F, F], [B, F, F, C]
@@ -71,6 +72,7 @@ def without_metadata(m) -> bytes:
         for d in vi.type.tensor_type.shape.dim:
             d.denotation = ""
     del m.metadata_props[:]
+    m.doc_string = ""
     return m.SerializeToString()
 
 
@@ -165,3 +167,35 @@ def test_convert_refuses_metadata_with_an_error_and_writes_nothing(tmp_path, cap
     code, out, err = run(capsys, "convert", src, "-o", out_path, "--denote", "pixels=IMAGE", "--pixel-format", "Rgb8",
                          "--pixel-range", "NominalRange_0_255")
     assert code == 0 and out_path.exists() and "warning: IMAGE tensor 'pixels'" in out    # warnings: written, shown
+
+
+def first_of_each_folder() -> list[str]:
+    seen = {}
+    for f in corpus_files("*/*.tflite"):
+        seen.setdefault(f.split("/")[0], f)
+    return list(seen.values())
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", first_of_each_folder())
+def test_an_onnx_made_by_the_project_edited_alone_keeps_every_node(corpus, rel, tmp_path):
+    """What the window's Export does for an .onnx opened alone (OnnxSession): metadata edits, nothing else."""
+    from inspector.core.session.onnx_session import OnnxSession
+    from inspector.core.session.document import Session
+    made = tmp_path / "made.onnx"
+    s = Session.open(corpus / rel)
+    s.export(str(made))
+    original = onnx.load(made)
+    alone = OnnxSession.of(str(made), original)
+    first = original.graph.input[0].name
+    alone.set_metadata(alone.metadata.merged(type(alone.metadata)(
+        types={first: "TENSOR"}, props={"model_author": "me"}, doc_string="edited alone")))
+    alone.convert()
+    alone.target = "winml"
+    out = tmp_path / "edited.onnx"
+    alone.export(str(out))
+    edited = onnx.load(out)
+    assert edited.graph.input[0].type.denotation == "TENSOR" and edited.doc_string == "edited alone"
+    assert {p.key: p.value for p in edited.metadata_props}["model_author"] == "me"
+    assert without_metadata(edited) == without_metadata(original)
+    assert made.read_bytes() == original.SerializeToString()

@@ -38,10 +38,15 @@ class Document:
         return self._cats[1]
 
     def onnx_categories(self) -> dict[Hashable, str]:
-        """Each ONNX node takes the category of the TFLite op it came from; inserted Transposes are conflicts."""
+        """Each ONNX node takes the category of the TFLite op it came from; inserted Transposes are conflicts. An
+        ONNX model opened alone is coloured by the categories its op types imply."""
         tr = self.trace
         if tr is None:
-            return {}
+            if self.model is None:
+                return {}
+            from inspector.core.layout.onnx_categories import onnx_categories
+            nodes = self.model.graph.node
+            return {onnx_node_name(nodes[i], i): c for i, c in onnx_categories(self.model).items()}
         cats = self.tflite_categories()
         out = {name: cats.get(("op", op), UNKNOWN) for name, op in tr.node_op.items()}
         for name in self.inserted():

@@ -25,6 +25,7 @@ from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .document import Document
 from .live_layout import MAX_NEW_SHARE, Placement
+from .onnx_editing import REASON as ONNX_REASON, attach_onnx, is_onnx_alone
 from .pair_editing import PIN_REASON, attach_pair, is_pair
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import with_findings
@@ -53,7 +54,7 @@ class RerunJob(QRunnable):
         from .loader_job import executor, in_child
         s = self.session
         try:
-            if in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
+            if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
                 from .rerun_child import rerun
                 outcome = executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
                                              s.metadata.to_dict()).result()
@@ -61,7 +62,7 @@ class RerunJob(QRunnable):
                     raise InspectorError(outcome)
                 result, notes, vg = outcome
                 result.graph = s.graph
-            elif is_pair(s):
+            elif is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
                 s.convert(check=False)
                 result, notes = with_findings(s.result), s.notes
                 vg = graph_model.from_onnx(result.model)
@@ -178,8 +179,9 @@ class Editor(QObject):
         file_menu.insertSeparator(before)
 
         self.validate_action = self._act(None, "&Validate", self.validate, "Ctrl+R")
-        self.validate_action.setToolTip("Run the TFLite model and the ONNX model on the same inputs and "
-                                        "compare every tensor (Ctrl+R)")
+        self.validate_tip = ("Run the TFLite model and the ONNX model on the same inputs and compare every tensor "
+                             "(Ctrl+R)")
+        self.validate_action.setToolTip(self.validate_tip)
         tb = QToolBar("Edit", objectName="edit")
         w.addToolBar(tb)
         undo = self._act(None, "Undo", self.stack.undo)          # short labels: the menu's say what
@@ -212,6 +214,10 @@ class Editor(QObject):
         for a in (self.save_action, self.save_as_action, self.open_session_action, self.clear_pins_action):
             a.setEnabled(on and not pair)
         self.clear_pins_action.setToolTip(PIN_REASON if pair else "")
+        alone = is_onnx_alone(self.session)   # metadata edits, session files and export
+        for a in (self.validate_action, self.clear_pins_action):
+            a.setEnabled(a.isEnabled() and not alone)
+        self.validate_action.setToolTip(ONNX_REASON if alone else self.validate_tip)
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
     def detach(self) -> None:
@@ -233,6 +239,9 @@ class Editor(QObject):
     def attach(self, doc) -> None:
         """The window shows a freshly converted model: make it a Session (not for ONNX files or pairs)."""
         if self._applying:
+            return
+        if doc.graph is None and doc.model is not None:
+            attach_onnx(self, doc)
             return
         if doc.graph is None or doc.result is None:
             self.detach()
@@ -297,8 +306,8 @@ class Editor(QObject):
         """Push a PinLayout; a pin the converter would refuse is reported and not pushed."""
         if self.session is None or self.session.pins.get(tensor) == (layout if layout != "auto" else None):
             return False
-        if is_pair(self.session):
-            self.window.statusBar().showMessage(PIN_REASON, 8000)
+        if is_pair(self.session) or is_onnx_alone(self.session):
+            self.window.statusBar().showMessage(PIN_REASON if is_pair(self.session) else ONNX_REASON, 8000)
             return False
         from inspector.core.emit.convert import resolve_pins
         if layout is not None:
@@ -401,17 +410,18 @@ class Editor(QObject):
             self.session.show(result, notes)
         w = self.window
         before = w.doc.result.transposes if w.doc is not None and w.doc.result is not None else None
-        doc = Document(self.session.path, graph=self.session.graph, result=result, model=result.model,
-                       onnx_shapes=dict(vg.shapes))
+        alone = is_onnx_alone(self.session)
+        doc = Document(self.session.path, graph=self.session.graph, result=None if alone else result,
+                       model=result.model, onnx_shapes=dict(vg.shapes))
         self._applying = True
         try:
             w.show_rerun(doc, vg, layout, live)
         finally:
             self._applying = False
         self.last_change = change = Change(before, result.transposes, len(result.plan.conflicts))
-        w.statusBar().showMessage(str(change) if not is_pair(self.session) else
-                                  f"Metadata edits applied to {Path(self.session.other).name}; its graph is "
-                                  "unchanged", 15000)
+        edited = Path(getattr(self.session, "other", self.session.path)).name
+        w.statusBar().showMessage(str(change) if not (is_pair(self.session) or alone) else
+                                  f"Metadata edits applied to {edited}; its graph is unchanged", 15000)
         self.pin_bar.show_tensors(self.pin_bar.tensors)
         self.metadata.refresh()
         self.changed.emit(change)

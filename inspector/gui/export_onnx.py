@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from inspector.core.io.atomic import write_atomic
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.metadata.lint import MetadataCheckError
 
 from .loader_job import PROCESS_BYTES
 
@@ -64,7 +65,7 @@ def start_folder(w) -> str:
 def big(s) -> bool:
     """Big models export in the loader's child process: serialising and checking hold the GIL for seconds (and
     the window's copy of the result has its weights left out, see loader_job.leave_out_weights)."""
-    if hasattr(s, "other") or s.result is None:
+    if hasattr(s, "other") or s.graph is None or s.result is None:      # a pair or an ONNX alone: in place
         return False
     try:
         size = os.path.getsize(s.path)
@@ -91,15 +92,17 @@ def write_report(editor, path: str) -> dict:
     return c
 
 
-def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
+def export_dialog(editor, path: str | None = None, confirm=None, on_errors=None) -> dict | None:
     """Ask where (unless `path`), confirm before replacing the source (`confirm` answers instead of a dialog),
-    export, and show the summary; errors go to a dialog."""
+    export, and show the summary; errors go to a dialog. Metadata errors refuse the export: a dialog lists them
+    and offers their safe fixes (`on_errors(error)` answers True to fix and export, False to cancel)."""
     w, s = editor.window, editor.session
     if s is None:
         return None
     source = getattr(s, "other", s.path)        # a pair exports the other ONNX model, edited
+    edited = source != s.path or s.graph is None   # an ONNX model (a pair's, or opened alone) with edits
     if path is None:
-        name = Path(source).with_suffix(".edited.onnx" if source != s.path else ".onnx").name
+        name = Path(source).with_suffix(".edited.onnx" if edited else ".onnx").name
         start = str(Path(start_folder(w)) / name)
         path, _ = QFileDialog.getSaveFileName(w, "Export ONNX", start, "ONNX (*.onnx)")
         if not path:
@@ -107,8 +110,8 @@ def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
     overwrite = False
     if same_file(path, source) or Path(path).resolve() == Path(source).resolve():
         question = (f"{path} is the TFLite model this export comes from. Replace it with the ONNX model? The "
-                    "TFLite file will be lost." if source == s.path else
-                    f"{path} is the ONNX model this pair was opened with. Replace it with the edited copy? Its "
+                    "TFLite file will be lost." if not edited else
+                    f"{path} is the ONNX model you opened. Replace it with the edited copy? Its "
                     "current metadata will be lost (nodes and initializers stay the same).")
         ask = confirm or (lambda: QMessageBox.warning(
             w, "Replace the source model?", question, QMessageBox.Yes | QMessageBox.Cancel,
@@ -121,7 +124,13 @@ def export_dialog(editor, path: str | None = None, confirm=None) -> dict | None:
         export_in_child(editor, path, overwrite)
         return None
     try:
-        c = export(editor, path, overwrite_source=overwrite)
+        try:
+            c = export(editor, path, overwrite_source=overwrite)
+        except MetadataCheckError as e:
+            if not (on_errors or (lambda err: ask_to_fix(w, err)))(e) or not fix_for_export(editor, e):
+                w.statusBar().showMessage("Export cancelled: the metadata has errors (see the Metadata dock)", 10000)
+                return None
+            c = export(editor, path, overwrite_source=overwrite)
     except InspectorError as e:
         w.error("Export failed", str(e))
         return None
@@ -179,3 +188,29 @@ def export_in_child(editor, path: str, overwrite: bool) -> None:
             w.error("Export failed", str(e))
     job.signals.done.connect(done)
     editor.pool.start(job)
+def ask_to_fix(w, error: MetadataCheckError) -> bool:
+    """The refusal, with every finding; True when the user chooses to apply the safe fixes and export."""
+    errors = [f for f in error.findings if f.severity == "error"]
+    fixable = [f for f in errors if f.fix is not None]
+    lines = [f"• {f.message}" + (f"\n    fix: {f.fix_text}" if f.fix_text else f"\n    to decide: {f.manual}"
+                                   if f.manual else "") for f in errors]
+    text = (f"The model's metadata has {len(errors)} error(s) for {error.target}: a consumer would ignore or "
+            f"mis-read it, so it was not exported.\n\n" + "\n".join(lines))
+    w.last_error = text
+    box = QMessageBox(QMessageBox.Warning, "Metadata errors", text, QMessageBox.Cancel, w)
+    fix = box.addButton("Apply safe fixes and export", QMessageBox.AcceptRole) if len(fixable) == len(errors) else None
+    if os.environ.get("QT_QPA_PLATFORM") == "offscreen":      # tests and screenshots: never block
+        return False
+    box.exec()
+    return fix is not None and box.clickedButton() is fix
+
+
+def fix_for_export(editor, error: MetadataCheckError) -> bool:
+    """Apply the safe fixes of the findings as one undoable edit and wait for the re-run; False when some error
+    has no safe fix."""
+    errors = [f for f in error.findings if f.severity == "error"]
+    if any(f.fix is None for f in errors):
+        return False
+    editor.metadata.apply_fixes([f for f in error.findings if f.fix is not None])
+    editor.wait()
+    return True

@@ -32,6 +32,7 @@ class PairSession:
         self.base = doc.result
         self.metadata = MetadataEdits()
         self.validation = None
+        self.target = "onnx"                                 # the metadata rules export enforces
         self.result = self.base
         self.notes = [self._header()]
 
@@ -66,7 +67,7 @@ class PairSession:
     def export(self, path: str, overwrite_source: bool = False) -> None:
         from inspector.core.pairing.pair import write_with_metadata
         protect = [self.path] + ([] if overwrite_source else [self.other])
-        write_with_metadata(self.pair.model, self.metadata, path, protect=protect)
+        write_with_metadata(self.pair.model, self.metadata, path, protect=protect, target=self.target)
 
     def report(self) -> dict:
         model = self.result.model

@@ -385,14 +385,14 @@ def _typed(model):
 
 
 # -- metadata ------------------------------------------------------------------------------------------------
-def write_with_metadata(model: onnx.ModelProto, edits, path: str, protect=()) -> list[str]:
+def write_with_metadata(model: onnx.ModelProto, edits, path: str, protect=(), target: str = "onnx") -> list[str]:
     """Write the other converter's model with metadata edits only (denotations, metadata_props, doc string...):
     MetadataEdits never touches nodes, initializers or the I/O lists. Returns the edits' notes."""
     from inspector.core.io.atomic import write_atomic
     from inspector.core.metadata.lint import gate
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    notes = edits.apply(out) + [f"warning: {f.message}" for f in gate(out)]
+    notes = edits.apply(out) + [f"warning: {f.message}" for f in gate(out, target)]
     try:
         onnx.checker.check_model(out)
         data = out.SerializeToString()

@@ -52,6 +52,7 @@ class Session:
     notes: list[str] = field(default_factory=list)
     validation: Any = None
     error: str = ""
+    target: str = "onnx"                                  # the consumer whose metadata rules export enforces
     _listeners: list[tuple[Callable[[Event], None], tuple[type, ...]]] = field(default_factory=list, repr=False)
 
     # --- life cycle ----------------------------------------------------------------------------------------
@@ -165,7 +166,7 @@ class Session:
         from inspector.core.metadata.lint import gate
         if self.result is None:
             self.convert()
-        for f in gate(self.result.model):
+        for f in gate(self.result.model, self.target):
             if f"warning: {f.message}" not in self.notes:
                 self.notes.append(f"warning: {f.message}")
         data = self.result.model.SerializeToString()          # serialised once, checked and written as is

@@ -23,6 +23,7 @@ from inspector.core.ir.errors import MetadataError
 from inspector.core.metadata.edits import MetadataEdits
 
 NONE = "—"
+TARGET_LABELS = {"onnx": "ONNX (the documents' rules)", "winml": "Windows ML"}
 
 
 class ChoiceValidator(QValidator):
@@ -105,6 +106,8 @@ class MetadataEditor(QWidget):
         self.stale = False
         self.own_edit = False           # the next re-run comes from this editor's own commit (the user is typing)
         QApplication.instance().focusChanged.connect(self._focus_moved)
+        self.fix_buttons: dict[str, list[QPushButton]] = {}      # field -> its findings' one-click fixes
+        self.found: list = []
         self.refresh()
 
     def editing(self) -> bool:
@@ -130,15 +133,18 @@ class MetadataEditor(QWidget):
         pos = self.scroll.verticalScrollBar().value()
         body = QWidget()
         form = QVBoxLayout(body)
-        self.types, self.dims, self.image = {}, {}, {}
+        self.types, self.dims, self.image, self.fix_buttons = {}, {}, {}, {}
         if s is None or s.result is None:
-            form.addWidget(QLabel("Open a TFLite model to edit the metadata of its ONNX conversion.", wordWrap=True))
+            form.addWidget(QLabel("Open a TFLite model to edit the metadata of its ONNX conversion, or an ONNX "
+                                  "model to edit its own.", wordWrap=True))
             form.addStretch(1)
             self.scroll.setWidget(body)
             return
         model = s.result.model
         self.state = MetadataEdits.from_model(model)
         self.sources = self._sources()
+        self.found = self._lint(model)
+        form.addWidget(self._target_row())
         form.addWidget(self._io_group(model))
         form.addWidget(self._image_group())
         form.addWidget(self._props_group())
@@ -218,6 +224,7 @@ class MetadataEditor(QWidget):
             row.addWidget(t, 1)
             lay.addLayout(row)
             lay.addWidget(self._source_label(name))
+            self._add_field_findings(lay, f"type:{name}")
             if dims:
                 row = QGridLayout()
                 row.setColumnStretch(1, 1)
@@ -233,6 +240,7 @@ class MetadataEditor(QWidget):
                 self.dims[name] = combos
                 lay.addLayout(row)
                 lay.addWidget(self._source_label(f"dims:{name}"))
+                self._add_field_findings(lay, f"dims:{name}")
         return box
 
     def _image_group(self) -> QGroupBox:
@@ -250,6 +258,7 @@ class MetadataEditor(QWidget):
             col = QVBoxLayout()
             col.addWidget(c)
             col.addWidget(self._source_label(key))
+            self._add_field_findings(col, key)
             lay.addRow(key.split(".", 1)[1], col)
         self.image_box = box
         return box
@@ -297,25 +306,84 @@ class MetadataEditor(QWidget):
             lay.addRow(label, col)
         return box
 
-    def _findings_group(self, model) -> QGroupBox:
+    def _lint(self, model) -> list:
+        """The target's findings; dimension propagation's come from the re-run's worker when it computed them."""
         from inspector.core.metadata.lint import lint
-        box = QGroupBox("Denotation findings")
+        target = getattr(self.editor.session, "target", "onnx")
+        done = getattr(self.editor.session.result, "findings", None)      # the onnx target's, off the GUI thread
+        try:
+            if done is None:
+                return lint(model, target)
+            if target == "onnx":
+                return done
+            return lint(model, target, dims=False) + [f for f in done if f.code.startswith("dims-")]
+        except Exception as e:     # the checker is advice: a failure is shown, never fatal
+            from inspector.core.metadata.findings import Finding
+            return [Finding("", f"checker failed: {e}", code="", severity="warning")]
+
+    def _target_row(self) -> QWidget:
+        from inspector.core.metadata.lint import TARGETS
+        row = QWidget()
+        lay = QHBoxLayout(row)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(QLabel("Check for"))
+        self.target = QComboBox()
+        self.target.addItems([TARGET_LABELS[t] for t in TARGETS])
+        self.target.setCurrentIndex(TARGETS.index(getattr(self.editor.session, "target", "onnx")))
+        self.target.setToolTip("the consumer whose metadata rules the checks and Export apply")
+        self.target.activated.connect(lambda i: self._set_target(TARGETS[i]))
+        lay.addWidget(self.target, 1)
+        fixable = [f for f in self.found if f.fix is not None]
+        self.fix_all = QPushButton(f"Fix {len(fixable)} safely", enabled=bool(fixable),
+                                   toolTip="apply every fix that cannot change what the model means")
+        self.fix_all.clicked.connect(lambda: self.apply_fixes(fixable))
+        lay.addWidget(self.fix_all)
+        return row
+
+    def _set_target(self, target: str) -> None:
+        self.editor.session.target = target
+        self.refresh()
+
+    def _add_field_findings(self, lay, key: str) -> None:
+        """The findings about one field, under it: severity, message, and a Fix button where a fix is safe."""
+        for f in (f for f in self.found if f.field == key):
+            row = QHBoxLayout()
+            label = QLabel(f"{'✖' if f.severity == 'error' else '⚠'} {f.message}"
+                           + (f" — {f.manual}" if f.manual else ""), wordWrap=True, textFormat=Qt.PlainText)
+            label.setStyleSheet("color:#b00; font-size:11px" if f.severity == "error" else
+                                "color:#8a5a00; font-size:11px")
+            label.setToolTip(f"{f.code}: {f.source}")
+            row.addWidget(label, 1)
+            if f.fix is not None:
+                b = QPushButton("Fix", toolTip=f.fix_text)
+                b.clicked.connect(lambda _=False, f=f: self.apply_fixes([f]))
+                self.fix_buttons.setdefault(key, []).append(b)
+                row.addWidget(b)
+            lay.addLayout(row)
+
+    def apply_fixes(self, findings) -> bool:
+        """One undoable edit applying these findings' safe fixes."""
+        over = MetadataEdits()
+        for f in findings:
+            if f.fix is not None:
+                over = over.merged(f.fix)
+        text = "Fix " + (findings[0].fix_text if len(findings) == 1 else f"{len(findings)} metadata findings")
+        return not over.is_empty() and self._push(over, text[:60])
+
+    def _findings_group(self, model) -> QGroupBox:
+        box = QGroupBox("Metadata findings")
         lay = QVBoxLayout(box)
         self.findings = QListWidget()
         self.findings.setWordWrap(True)
-        found = getattr(self.editor.session.result, "findings", None)   # computed off the GUI thread
-        try:
-            found = lint(model) if found is None else found
-        except Exception as e:     # the checker is advice: a failure is shown, never fatal
-            found = []
-            self.findings.addItem(f"checker failed: {e}")
-        for f in found:
-            item = QListWidgetItem(("⚑ " if f.node else "") + f.message)
+        for f in self.found:
+            mark = "✖ " if f.severity == "error" else "⚠ "
+            item = QListWidgetItem(mark + f.message + (f" [{f.code}]" if f.code else ""))
             item.setData(Qt.UserRole, (f.node, f.tensor))
-            item.setToolTip("click to show it in the ONNX graph" if f.node or f.tensor else f.message)
+            item.setToolTip((f"fix: {f.fix_text}" if f.fix_text else f.manual or f.message)
+                            + (f"\nrule: {f.source}" if f.source else ""))
             self.findings.addItem(item)
-        if not found:
-            self.findings.addItem("no findings: denotations and image metadata agree with the graph")
+        if not self.found:
+            self.findings.addItem("no findings: denotations and image metadata agree with the graph and the target")
         self.findings.itemClicked.connect(self._jump)
         self.findings.setMaximumHeight(150)
         lay.addWidget(self.findings)

@@ -1,0 +1,106 @@
+"""OnnxSession: an ONNX model opened alone (made by tf2onnx, onnx2tf, PyTorch's exporter or by us), whose
+denotations and metadata are edited like a conversion's, and nothing else.
+
+It stands where a Session does (the window's undo commands, Metadata dock, session files, autosave and Export
+read the same attributes). There is no TFLite model, so no pins, conversion options or validation: `convert`
+applies the metadata edits to a copy of the model as read, and `export` writes that copy through the same
+checks as any other export (metadata gate, onnx.checker, atomic write), nodes and initializers untouched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import onnx
+
+from inspector.core.ir.errors import InspectorError
+from inspector.core.metadata.edits import MetadataEdits
+from .document import Change, Session
+from .events import Exported
+
+
+@dataclass
+class OnnxSession(Session):
+    model: Any = None                                     # the onnx.ModelProto as read; never changed
+
+    @classmethod
+    def of(cls, path: str, model) -> "OnnxSession":
+        s = cls(path=str(path), graph=None, model=model)
+        s.convert()
+        return s
+
+    @property
+    def is_tflite(self) -> bool:
+        return False
+
+    def set_pin(self, tensor: str, layout: str | None) -> str | None:
+        raise InspectorError("pins steer a TFLite conversion: an ONNX model opened alone has none")
+
+    def convert(self, check: bool = False) -> Change:
+        """The model with the metadata edits applied (a copy); MetadataError when they do not fit it. Like a pair's,
+        it publishes nothing: the window's worker runs it and the GUI thread then `show`s the result."""
+        model = onnx.ModelProto()
+        model.CopyFrom(self.model)
+        notes = self.metadata.apply(model)
+        transposes = sum(n.op_type == "Transpose" for n in model.graph.node)
+        before = self.result.transposes if self.result is not None else None
+        self.result = SimpleNamespace(model=model, transposes=transposes, plan=SimpleNamespace(conflicts=[]),
+                                      trace=None, warnings=[], options={})
+        self.notes, self.validation = [self.header()] + notes, None
+        return Change(before, transposes, 0)
+
+    def header(self) -> str:
+        return (f"These are the denotations and metadata of {Path(self.path).name}. Export writes that model with "
+                "these edits only: its nodes and initializers stay as they are.")
+
+    def validate(self, **kwargs):
+        raise InspectorError("an ONNX model opened alone has no TFLite model to be validated against")
+
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
+        from inspector.core.pairing.pair import write_with_metadata
+        self.notes += [n for n in write_with_metadata(self.model, self.metadata, path, target=self.target,
+                                                      protect=[] if overwrite_source else [self.path])
+                       if n not in self.notes]
+        self.publish(Exported(path))
+
+    def report(self) -> dict:
+        model = self.result.model
+        return {"model": self.path, "graph": "unchanged (metadata edits only)", "transposes": self.result.transposes,
+                "nodes": len(model.graph.node), "conflicts": [], "pins": {}, "metadata": self.metadata.to_dict(),
+                "notes": list(self.notes[1:])}
+
+    def metadata_sources(self) -> dict[str, str]:
+        """Field -> where the value shown comes from: the file (edited fields are marked by the dock)."""
+        from inspector.core.metadata import schema as ms
+        src = f"from {Path(self.path).name}"
+        found = MetadataEdits.from_model(self.model)
+        out = {k: src for k in found.types}
+        out.update({f"dims:{k}": src for k in found.dims})
+        out.update({ms.image_key(k) or k: src for k in found.image})
+        for name in ("doc_string", "producer", "model_version"):
+            if getattr(found, name):
+                out[name] = src
+        return out
+
+    def load_decisions(self, path: str) -> list[str]:
+        """A session file saved for this model: its metadata edits (pins and options have no meaning here)."""
+        from .session_file import SessionError, check, parse
+        data = parse(path)
+        if data.get("pins"):
+            raise SessionError(path, ["pins steer a TFLite conversion: an ONNX model opened alone has none"])
+        d = check({**data, "options": {}}, None, path)
+        d.metadata.apply(_copy(self.model))              # every tensor it names must be in this model
+        warnings = []
+        from .document import _sha256
+        if d.model_sha256 not in (None, _sha256(self.path)):
+            warnings.append(f"{path} was saved for a different version of {d.model}")
+        self.restore({}, d.metadata, {})
+        return warnings
+
+
+def _copy(model):
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    return out
