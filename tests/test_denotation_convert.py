@@ -132,3 +132,33 @@ def test_every_converted_corpus_model_is_denoted_without_findings(corpus, name):
     for vi in r.model.graph.input:          # state inputs added for variables are not TFLite inputs: no layout
         if vi.name in layouts and len(layouts[vi.name]) == 4 and not any("contradicts" in n for n in notes):
             assert "DATA_CHANNEL" in dims(vi), (vi.name, notes)
+
+
+def test_unmatched_normalization_is_kept_in_metadata_props_and_every_field_says_where_it_went():
+    """ImageNet's per-channel mean/std matches no Image.NominalPixelRange: the values go to a documented key."""
+    import json
+
+    from inspector.core.metadata.schema import NORMALIZATION_KEY
+    from tests.test_tflite_metadata import RGB
+    b = ModelBuilder()
+    x = b.input("rgb", [1, 6, 10, 3])
+    w = b.const("w", np.random.default_rng(0).normal(size=(4, 3, 3, 3)).astype(np.float32))
+    y = b.tensor("y", [1, 6, 10, 4])
+    b.op("CONV_2D", [x, w, b.const("bias", np.zeros(4, np.float32))], [y], {"padding": "SAME"})
+    b.output(y)
+    mean, std = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
+    b.add_metadata("TFLITE_METADATA", metadata_buffer([image(RGB, mean, std)], [{"name": "y"}], author="me",
+                                                      name="net"))
+    r = convert(read_tflite_bytes(b.build(), "imagenet.tflite"))
+    notes = annotate(r)
+    props = {p.key: p.value for p in r.model.metadata_props}
+    kept = json.loads(props[NORMALIZATION_KEY])
+    assert list(kept) == [r.model.graph.input[0].name] and np.allclose(kept["rgb"]["mean"], mean, atol=1e-4)
+    assert np.allclose(kept["rgb"]["std"], std, atol=1e-4) and "Image.NominalPixelRange" not in props
+    assert any(NORMALIZATION_KEY in n and "per-channel" in n for n in notes)
+    became = {m["onnx"]: m["tflite"] for m in r.metadata_mapping}
+    assert became == {"doc_string": "name, description", "metadata_props model_author": "author",
+                      "type denotation of 'rgb'": "input 'rgb' content ImageProperties",
+                      "Image.BitmapPixelFormat": "input 'rgb' colour space RGB",
+                      NORMALIZATION_KEY: "input 'rgb' NormalizationOptions"}
+    assert [f for f in check(r.model, "winml") if f.severity == "error"] == []

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.core.metadata.tflite import edits_from_metadata, parse_metadata, read_tflite_metadata
+from inspector.core.metadata.schema import NORMALIZATION_KEY
+from inspector.core.metadata.tflite import edits_from_metadata, field_mapping, parse_metadata, read_tflite_metadata
 from inspector.core.io.tflite_reader import read_tflite
 
 RGB, GRAYSCALE = 1, 2
@@ -141,7 +142,11 @@ def test_normalization_to_pixel_range(mean, std, dtype, want):
 def test_other_normalizations_give_no_range_and_a_note(mean, std, words):
     meta = parse_metadata(metadata_buffer([image(RGB, mean, std)]), [("in", "float32")])
     assert "Image.NominalPixelRange" not in meta.image
-    assert any(words in n for n in meta.notes), meta.notes
+    assert any(words in n and NORMALIZATION_KEY in n for n in meta.notes), meta.notes
+    assert meta.normalization == {"in": {"mean": [round(m, 6) for m in np.float32(mean).tolist()],
+                                         "std": [round(s, 6) for s in np.float32(std).tolist()]}}
+    (kept,) = [m for m in field_mapping(meta) if m["onnx"] == NORMALIZATION_KEY]
+    assert kept["tflite"] == "input 'in' NormalizationOptions" and "NominalPixelRange" in kept["why"]
 
 
 def test_grayscale_unknown_colour_and_feature_content():

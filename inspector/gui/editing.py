@@ -255,6 +255,16 @@ class Editor(QObject):
         s.show(doc.result, doc.notes)        # the loader ran the whole pipeline, metadata pass included
         self.session, self.baseline = s, doc.result.transposes
         self._hook_tflite_view()
+        self.load_saved_session()
+        self._offer_autosave()
+        self.metadata.refresh(force=True)
+        self.validation.reset()
+        self._enable()
+        self.sessionChanged.emit()
+
+    def load_saved_session(self) -> None:
+        """The session file saved beside the model (MODEL.inspector.json), applied when there is one."""
+        s = self.session
         saved = Path(s.default_session_path())
         if saved.is_file():
             try:
@@ -264,11 +274,6 @@ class Editor(QObject):
                                                     + (f" ({'; '.join(warnings)})" if warnings else ""), 8000)
             except InspectorError as e:
                 self.window.error("Cannot load the session file", str(e))
-        self._offer_autosave()
-        self.metadata.refresh(force=True)
-        self.validation.reset()
-        self._enable()
-        self.sessionChanged.emit()
 
     def _hook_tflite_view(self) -> None:
         from .graph_model import TFLITE

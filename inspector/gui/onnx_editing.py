@@ -2,9 +2,6 @@
 undo commands, Metadata dock, session files, autosave and Export as a conversion; pins and validation are off."""
 from __future__ import annotations
 
-from pathlib import Path
-
-from inspector.core.ir.errors import InspectorError
 from inspector.core.session.onnx_session import OnnxSession
 
 REASON = ("Pins and validation need a TFLite model. An ONNX model opened alone is never converted: only its "
@@ -21,17 +18,9 @@ def attach_onnx(editor, doc) -> None:
     editor.stack.clear()
     s = OnnxSession.of(doc.path, doc.model)
     editor.session, editor.baseline, editor.last_change = s, s.result.transposes, None
-    saved = Path(s.default_session_path())
-    if saved.is_file():
-        try:
-            warnings = s.load_decisions(str(saved))
-            editor.rerun()
-            editor.window.statusBar().showMessage(f"Loaded session {saved.name}"
-                                                  + (f" ({'; '.join(warnings)})" if warnings else ""), 8000)
-        except InspectorError as e:
-            editor.window.error("Cannot load the session file", str(e))
+    editor.load_saved_session()
     editor._offer_autosave()
-    editor.metadata.refresh()
+    editor.metadata.refresh(force=True)
     editor.validation.reset()
     editor._enable()
     editor.sessionChanged.emit()

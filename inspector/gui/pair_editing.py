@@ -78,16 +78,8 @@ class PairSession:
     # ---- what the Metadata and Validation docks ask a pair for ------------------------------------------------
     def metadata_sources(self) -> dict[str, str]:
         """Field -> where the value shown comes from: the other file (edited fields are marked by the dock)."""
-        from inspector.core.metadata import schema as ms
-        src = f"from {Path(self.other).name}"
-        found = MetadataEdits.from_model(self.pair.model)
-        out = {k: src for k in found.types}
-        out.update({f"dims:{k}": src for k in found.dims})
-        out.update({ms.image_key(k) or k: src for k in found.image})
-        for name in ("doc_string", "producer", "model_version"):
-            if getattr(found, name):
-                out[name] = src
-        return out
+        from inspector.core.session.onnx_session import file_sources
+        return file_sources(self.pair.model, self.other)
 
     def node_errors(self, v) -> dict[str, float]:
         return node_errors(v, self.pair.mapping, self.pair.model)

@@ -34,6 +34,8 @@ class ConversionResult:
     # Each quantized tensor of the main subgraph: scale/zero_point lists, TFLite axis, axis in the ONNX layout.
     quantization: dict[int, dict[str, Any]] = field(default_factory=dict)
     pair: Any = None                # pairing.pair.Pair when this shows an ONNX model made elsewhere (as_result)
+    # What each TFLite metadata field became in the ONNX model (metadata.tflite.field_mapping), by the metadata pass.
+    metadata_mapping: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def transposes(self) -> int:

@@ -173,12 +173,27 @@ def annotate(result, edits: MetadataEdits | None = None) -> list[str]:
         meta = read_tflite_metadata(result.graph)
         prefill = edits_from_metadata(meta)
     if meta is not None:
+        import json
+
+        from .tflite import field_mapping
         prefill.types = {io[t][0]: v for t, v in prefill.types.items() if t in io}
+        kept = {io[t][0]: v for t, v in meta.normalization.items() if t in io}
+        if kept:
+            prefill.props[ms.NORMALIZATION_KEY] = json.dumps(kept)
+        result.metadata_mapping = [_renamed(m, io) for m in field_mapping(meta)]
         notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
                   for t, v in meta.types.items() if t in io]
         notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
         notes += meta.notes + meta.warnings
     return notes + dims.merged(prefill).merged(edits or MetadataEdits()).apply(result.model)
+
+
+def _renamed(entry: dict, io) -> dict:
+    """A field mapping entry with the TFLite tensor names it quotes replaced by their ONNX graph names."""
+    onnx_field = entry["onnx"]
+    for t, (name, _perm) in io.items():
+        onnx_field = onnx_field.replace(f"'{t}'", f"'{name}'")
+    return {**entry, "onnx": onnx_field}
 
 
 def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:

@@ -28,8 +28,11 @@ IMAGE_KEYS: dict[str, tuple[str, ...]] = {
 PIXEL_FORMAT_CHANNELS = {"Gray8": 1, "Rgb8": 3, "Bgr8": 3, "Rgba8": 4, "Bgra8": 4}
 EIGHT_BIT_RANGES = ("NominalRange_0_255", "NominalRange_16_235")
 
-# Free-form keys the ONNX IR document recommends; kept without a warning.
-KNOWN_KEYS = ("model_author", "model_license")
+# Where TFLite NormalizationOptions that no Image.NominalPixelRange describes are kept, as JSON
+# {"<input name>": {"mean": [...], "std": [...]}} (per channel when the TFLite metadata gives one value per channel).
+NORMALIZATION_KEY = "layout_inspector.normalization"
+# Free-form keys the ONNX IR document recommends, and ours; kept without a warning.
+KNOWN_KEYS = ("model_author", "model_license", NORMALIZATION_KEY)
 
 # Spellings accepted for "no denotation on this axis" in a --dims list.
 NO_DENOTATION = ("", "?", "-", "none")

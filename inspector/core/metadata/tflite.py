@@ -116,6 +116,10 @@ class TfliteMetadata:
     sources: dict[str, str] = field(default_factory=dict)   # tensor or Image.* key -> where the hint came from
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # tensor -> {"mean": [...], "std": [...]} where no Image.NominalPixelRange describes them (NORMALIZATION_KEY)
+    normalization: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    # what each TFLite metadata field became: {"tflite": field, "onnx": field or "", "value": ..., "why": ...}
+    mapping: list[dict] = field(default_factory=list)
 
 
 def read_tflite_metadata(graph) -> TfliteMetadata | None:
@@ -191,6 +195,8 @@ def _hints(meta: TfliteMetadata, t: TensorInfo, dtype: str) -> None:
     where = f"TFLite metadata: input '{t.tensor}'"
     meta.types[t.tensor] = "IMAGE"
     meta.sources[t.tensor] = f"{where} has image content"
+    meta.mapping.append({"tflite": f"input '{t.tensor}' content ImageProperties",
+                         "onnx": f"type denotation of '{t.tensor}'", "value": "IMAGE"})
     fmt = {"RGB": "Rgb8", "GRAYSCALE": "Gray8"}.get(t.color_space)
     if fmt is None:
         meta.notes.append(f"{where}: colour space {t.color_space or 'not given'}, so no {ms.PIXEL_FORMAT}")
@@ -204,16 +210,26 @@ def _hints(meta: TfliteMetadata, t: TensorInfo, dtype: str) -> None:
              f"{where} is uint8 (its {norm} is folded into the quantization)")
         return
     if len(set(t.mean)) != 1 or len(set(t.std)) != 1:
-        meta.notes.append(f"{where}: per-channel {norm} has no Image.NominalPixelRange equivalent")
+        meta.notes.append(f"{where}: per-channel {norm} has no {ms.PIXEL_RANGE} equivalent; the values are kept "
+                          f"in metadata_props '{ms.NORMALIZATION_KEY}'")
+        _keep_normalization(meta, t, norm)
         return
     m, s = t.mean[0], t.std[0]
     rng = next((r for (rm, rs), r in RANGES.items() if abs(m - rm) < 1e-3 and abs(s - rs) < 1e-3), None)
     if rng is None or dtype not in ("", "float32", "float16"):
         lo, hi = (0 - m) / s if s else 0, (255 - m) / s if s else 0
         meta.notes.append(f"{where}: {norm} maps pixels 0..255 to {lo:g}..{hi:g}, which no "
-                          f"{ms.PIXEL_RANGE} value describes")
+                          f"{ms.PIXEL_RANGE} value describes; the values are kept in metadata_props "
+                          f"'{ms.NORMALIZATION_KEY}'")
+        _keep_normalization(meta, t, norm)
         return
     _set(meta, ms.PIXEL_RANGE, rng, f"{where} {norm}")
+
+
+def _keep_normalization(meta: TfliteMetadata, t: TensorInfo, norm: str) -> None:
+    meta.normalization[t.tensor] = {"mean": list(t.mean), "std": list(t.std)}
+    meta.mapping.append({"tflite": f"input '{t.tensor}' NormalizationOptions", "onnx": ms.NORMALIZATION_KEY,
+                         "value": norm, "why": f"no {ms.PIXEL_RANGE} value describes it"})
 
 
 def _set(meta: TfliteMetadata, key: str, value: str, source: str) -> None:
@@ -224,6 +240,7 @@ def _set(meta: TfliteMetadata, key: str, value: str, source: str) -> None:
         return
     meta.image.setdefault(key, value)
     meta.sources.setdefault(key, source)
+    meta.mapping.append({"tflite": source.removeprefix("TFLite metadata: "), "onnx": key, "value": value})
 
 
 def _num(values: list[float]) -> str:
@@ -246,3 +263,21 @@ def edits_from_metadata(meta: TfliteMetadata | None) -> MetadataEdits:
     if meta.license:
         e.props["model_license"] = meta.license
     return e
+
+
+def field_mapping(meta: TfliteMetadata) -> list[dict]:
+    """Which TFLite metadata field became which ONNX metadata (and which became none, with why)."""
+    out = [{"tflite": "name, description", "onnx": "doc_string",
+            "value": " - ".join(x for x in (meta.name, meta.description) if x)}] if meta.name or meta.description else []
+    out += [{"tflite": f, "onnx": k, "value": v} for f, k, v in (("author", "metadata_props model_author", meta.author),
+                                                                ("license", "metadata_props model_license",
+                                                                 meta.license)) if v]
+    out += meta.mapping
+    if meta.version:
+        out.append({"tflite": "version", "onnx": "", "value": meta.version,
+                    "why": "ONNX model_version is an integer; not guessed from text"})
+    for t in meta.inputs + meta.outputs:
+        if t.files or t.min or t.max:
+            out.append({"tflite": f"tensor '{t.tensor or t.name}' associated files / stats", "onnx": "",
+                        "value": ", ".join(t.files) or f"min {t.min} max {t.max}", "why": "no ONNX field holds them"})
+    return out

@@ -198,6 +198,7 @@ class Session:
             "notes": list(self.notes),
             "state": getattr(r, "state", None) or [],
             "quantization": {sg.tensors[t].name: q for t, q in (getattr(r, "quantization", None) or {}).items()},
+            "metadata_mapping": list(getattr(r, "metadata_mapping", None) or []),
         }
 
     # --- session files -------------------------------------------------------------------------------------

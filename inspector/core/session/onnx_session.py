@@ -73,16 +73,7 @@ class OnnxSession(Session):
 
     def metadata_sources(self) -> dict[str, str]:
         """Field -> where the value shown comes from: the file (edited fields are marked by the dock)."""
-        from inspector.core.metadata import schema as ms
-        src = f"from {Path(self.path).name}"
-        found = MetadataEdits.from_model(self.model)
-        out = {k: src for k in found.types}
-        out.update({f"dims:{k}": src for k in found.dims})
-        out.update({ms.image_key(k) or k: src for k in found.image})
-        for name in ("doc_string", "producer", "model_version"):
-            if getattr(found, name):
-                out[name] = src
-        return out
+        return file_sources(self.model, self.path)
 
     def load_decisions(self, path: str) -> list[str]:
         """A session file saved for this model: its metadata edits (pins and options have no meaning here)."""
@@ -103,4 +94,18 @@ class OnnxSession(Session):
 def _copy(model):
     out = onnx.ModelProto()
     out.CopyFrom(model)
+    return out
+
+
+def file_sources(model, path: str) -> dict[str, str]:
+    """Metadata field -> "from FILE" for every field `model` (read from `path`) sets."""
+    from inspector.core.metadata import schema as ms
+    src = f"from {Path(path).name}"
+    found = MetadataEdits.from_model(model)
+    out = {k: src for k in found.types}
+    out.update({f"dims:{k}": src for k in found.dims})
+    out.update({ms.image_key(k) or k: src for k in found.image})
+    for name in ("doc_string", "producer", "model_version"):
+        if getattr(found, name):
+            out[name] = src
     return out
