@@ -44,7 +44,7 @@ class Document:
         if tr is None:
             if self.model is None:
                 return {}
-            from inspector.core.layout.onnx_categories import onnx_categories
+            from inspector.core.metadata.onnx_categories import onnx_categories
             nodes = self.model.graph.node
             return {onnx_node_name(nodes[i], i): c for i, c in onnx_categories(self.model).items()}
         cats = self.tflite_categories()

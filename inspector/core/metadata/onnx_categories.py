@@ -2,7 +2,7 @@
 TFLite op a node came from): its denotation rule tells how it treats its input's axes."""
 from __future__ import annotations
 
-from inspector.core.metadata.denotation_rules import CONCAT, ELEMENTWISE, FORMAT_OPS, KEEP, REDUCE, RESIZE
+from .denotation_rules import CONCAT, ELEMENTWISE, FORMAT_OPS, KEEP, REDUCE, RESIZE
 
 # Ops that read an axis, permutation or slice attribute: they carry a layout but must be told where its axes are.
 AXIS_OPS = KEEP | CONCAT | REDUCE | {"Transpose", "Gather", "Softmax", "LogSoftmax", "Hardmax", "CumSum", "Shape",
