@@ -162,3 +162,25 @@ def test_unmatched_normalization_is_kept_in_metadata_props_and_every_field_says_
                       "Image.BitmapPixelFormat": "input 'rgb' colour space RGB",
                       NORMALIZATION_KEY: "input 'rgb' NormalizationOptions"}
     assert [f for f in check(r.model, "winml") if f.severity == "error"] == []
+
+
+def test_channels_first_input_is_denoted_as_the_graph_reads_it():
+    """A PyTorch-origin input [1, 3, H, W] keeps its shape (a TRANSPOSE inside makes it NHWC for the conv): its
+    dimension denotations are [BATCH, CHANNEL, FEATURE, FEATURE], not the NHWC reading the graph contradicts."""
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    x = b.input("x", [1, 3, 5, 7])
+    xt = b.tensor("xt", [1, 5, 7, 3])
+    b.op("TRANSPOSE", [x, b.const("perm", np.array([0, 2, 3, 1], np.int32))], [xt])
+    y = b.tensor("y", [1, 5, 7, 4])
+    b.op("CONV_2D", [xt, b.const("w", rng.standard_normal((4, 3, 3, 3)).astype(np.float32)), None], [y],
+         {"padding": "SAME"})
+    b.output(y)
+    result = convert(read_tflite_bytes(b.build()))
+    notes = annotate(result)
+    x_in = result.model.graph.input[0]
+    assert [d.dim_value for d in x_in.type.tensor_type.shape.dim] == [1, 3, 5, 7]
+    assert dims(x_in) == ["DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE"]
+    assert not any("contradicts" in n for n in notes)
+    assert any("reads it channels-first" in n for n in notes)
+    assert not [f for f in check(result.model) if f.severity == "error"]

@@ -196,6 +196,14 @@ def _renamed(entry: dict, io) -> dict:
     return {**entry, "onnx": onnx_field}
 
 
+def _channels_first_reading(d: list[str]) -> list[str] | None:
+    """[batch, spatial..., channel] read the other way round: [batch, channel, spatial...]; None otherwise."""
+    from .schema import DATA_CHANNEL
+    if len(d) >= 3 and d[-1] == DATA_CHANNEL and DATA_CHANNEL not in d[:-1]:
+        return [d[0], DATA_CHANNEL] + d[1:-1]
+    return None
+
+
 def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
     """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
     from .denotation_rules import Propagator
@@ -205,14 +213,24 @@ def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
     accepted: dict[str, list[str]] = {}
     before = {f.message for f in prop.run(accepted)[1]}
     for name, d in guessed.dims.items():
-        after = prop.run({**accepted, name: d})[1]
-        new = [f.message for f in after if f.message not in before]
-        if new:
-            notes = [n for n in notes if not n.startswith(f"'{name}':")]
-            notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({new[0]}); "
-                         "dimension denotations not set")
+        first = None
+        for cand in (d, _channels_first_reading(d)):
+            if cand is None:
+                continue
+            after = prop.run({**accepted, name: cand})[1]
+            new = [f.message for f in after if f.message not in before]
+            first = first or new
+            if not new:
+                accepted[name], before = cand, {f.message for f in after}
+                if cand is not d:          # e.g. a PyTorch-origin input, [1, 3, H, W] in TFLite already
+                    notes = [n for n in notes if not n.startswith(f"'{name}':")]
+                    notes.append(f"'{name}': dimension denotations {fmt(cand)}: the graph reads it channels-first "
+                                 "(its TFLite shape already is)")
+                break
         else:
-            accepted[name], before = d, {f.message for f in after}
+            notes = [n for n in notes if not n.startswith(f"'{name}':")]
+            notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({first[0]}); "
+                         "dimension denotations not set")
     dens, _ = prop.run(accepted)
     out = MetadataEdits(dims=dict(accepted))
     for vi in model.graph.output:
