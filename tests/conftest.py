@@ -91,3 +91,13 @@ def xserver():
     server = xs.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _automatic_gc_between_tests():
+    """A window turns Python's automatic collector off for its lifetime (inspector/gui/gc_guard.py); the tests
+    after a GUI test must not run without it."""
+    yield
+    import sys
+    if "inspector.gui.gc_guard" in sys.modules:
+        sys.modules["inspector.gui.gc_guard"].uninstall()

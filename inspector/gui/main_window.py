@@ -11,7 +11,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
-from . import export, graph_layout, graph_model
+from . import export, gc_guard, graph_layout, graph_model
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
@@ -81,6 +81,7 @@ class Pane(QStackedWidget):
 class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None, convert: bool = True):
         super().__init__()
+        gc_guard.install()              # collections on this thread only (see gc_guard)
         self.settings = settings or QSettings("layout-inspector", "layout-inspector")
         self.convert = convert
         self.doc = None

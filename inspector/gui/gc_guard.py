@@ -1,0 +1,49 @@
+"""Cyclic garbage collection on the GUI thread only.
+
+Python starts a collection in whichever thread happens to allocate past the threshold. When that is a worker
+(the loader reading a model), the collection can finalize Qt wrappers that belong to the GUI thread, and Qt
+crashes (seen: a segfault "Garbage-collecting" inside the TFLite reader on a loader thread). So the automatic
+collector is off while the window runs and a timer on the GUI thread collects as the thresholds would.
+Child processes (forkserver) start with their own, enabled collector.
+"""
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+INTERVAL_MS = 250
+
+
+class MainThreadGC(QObject):
+    def __init__(self, parent: QObject):
+        super().__init__(parent)
+        self.threshold = gc.get_threshold()
+        gc.disable()
+        self.timer = QTimer(self, interval=INTERVAL_MS, timeout=self.check)
+        self.timer.start()
+
+    def check(self) -> None:
+        c0, c1, c2 = gc.get_count()
+        t0, t1, t2 = self.threshold
+        if c0 > t0:
+            gc.collect(2 if c2 > t2 else 1 if c1 > t1 else 0)
+
+
+def install() -> None:
+    """Once per QApplication (the guard lives as its child)."""
+    app = QApplication.instance()
+    if app is not None and app.findChild(MainThreadGC) is None:
+        MainThreadGC(app)
+
+
+def uninstall() -> None:
+    """Back to Python's automatic collector (tests, between windows)."""
+    app = QApplication.instance()
+    guard = app.findChild(MainThreadGC) if app is not None else None
+    if guard is not None:
+        guard.timer.stop()
+        guard.setParent(None)
+        guard.deleteLater()
+    gc.enable()
