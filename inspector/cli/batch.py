@@ -138,6 +138,7 @@ class Progress:
         self.bar = None
         if self.stream.isatty():
             from tqdm import tqdm
+            tqdm.monitor_interval = 0       # no monitor thread: one bar, updated from this thread only
             self.bar = tqdm(total=total, unit="model", file=self.stream, dynamic_ncols=True)
 
     def __call__(self, row: Row) -> None:
