@@ -6,23 +6,21 @@ import re
 
 import pytest
 
-pytest.importorskip("pytestqt")
-
-from .test_gui_edit import make_window, open_model  # noqa: E402
+from .test_gui_edit import make_window, open_model
 
 
-def _validate(qtbot, w):
+def _validated(qtbot, tmp_path, model):
+    """The validation panel's headline and result after opening `model` and validating it in the window."""
+    w = make_window(qtbot, tmp_path)
+    open_model(qtbot, w, model)
     panel = w.editor.validation
     w.editor.validate_action.trigger()
     qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
-    return panel, panel.validation
+    return panel.status.text(), panel.validation
 
 
 def test_float_headline_shows_the_error_the_verdict_was_decided_by(qtbot, tmp_path, corpus):
-    w = make_window(qtbot, tmp_path)
-    open_model(qtbot, w, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
-    panel, v = _validate(qtbot, w)
-    text = panel.status.text()
+    text, v = _validated(qtbot, tmp_path, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
     m = re.match(r"(ok|suspicious|fail): worst error (\S+) of the output's scale \(tolerance (\S+?)[,)]", text)
     assert m, text
     assert m.group(1) == v.verdict == "ok"
@@ -32,10 +30,7 @@ def test_float_headline_shows_the_error_the_verdict_was_decided_by(qtbot, tmp_pa
 
 
 def test_quantized_headline_is_in_quantization_steps(qtbot, tmp_path, corpus):
-    w = make_window(qtbot, tmp_path)
-    open_model(qtbot, w, corpus / "ops/conv.uint8.tflite")
-    panel, v = _validate(qtbot, w)
-    text = panel.status.text()
+    text, v = _validated(qtbot, tmp_path, corpus / "ops/conv.uint8.tflite")
     m = re.match(r"(ok|fail): worst (\S+) quantization steps, (\S+)% within 2 \(rule", text)
     assert m, text
     assert m.group(1) == v.verdict and float(m.group(2)) == max(e.steps for e in v.outputs)
