@@ -1,8 +1,8 @@
 """The window's editing side: one Session per opened TFLite model, changed only through undo commands.
 
-After each command the Session re-runs propagation, emission and the metadata pass in a worker; the ONNX pane,
-colours, conflicts and panels then show the new result and the status line says what changed. The editor also
-owns the Edit menu (Undo/Redo, history), session files, autosave, Export ONNX and the Validate action.
+After each command the Session re-runs propagation, emission and the metadata pass in a worker; the result is
+handed to the Session on the GUI thread (Session.show), whose PlanChanged redraws every view (gui/views.py). The
+editor also owns the Edit menu (Undo/Redo, history), session files, autosave, Export ONNX and the Validate action.
 """
 from __future__ import annotations
 
@@ -17,16 +17,17 @@ from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, Q
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
-from inspector.core.session.document import Change, Session
+from inspector.core.session.document import Session
+from inspector.core.session.events import ModelOpened, PinsChanged, PlanChanged
+from inspector.core.session.onnx_session import OnnxSession
 from inspector.core.session.pipeline import run
 
 from . import graph_layout, graph_model
 from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
-from .document import Document
 from .live_layout import MAX_NEW_SHARE, Placement
-from .onnx_editing import REASON as ONNX_REASON, attach_onnx, is_onnx_alone
-from .pair_editing import PIN_REASON, attach_pair, is_pair
+from .onnx_editing import REASON as ONNX_REASON, is_onnx_alone
+from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import with_findings
 
@@ -99,9 +100,6 @@ class Banner(QFrame):
 
 
 class Editor(QObject):
-    changed = Signal(object)          # Change, after a re-run is shown
-    sessionChanged = Signal()         # a session attached or detached
-
     def __init__(self, window, autosave: Autosave | None = None):
         super().__init__(window)
         self.window = window
@@ -111,16 +109,17 @@ class Editor(QObject):
         self.pool.setMaxThreadCount(1)
         self.autosave = autosave or Autosave()
         self.baseline: int | None = None     # Transposes of the first conversion, for the export summary
-        self.last_change: Change | None = None
         self.last_menu = self.last_dialog = self.last_message = None
         self._job: RerunJob | None = None
         self.placement: Placement | None = None
         self._what_if: dict = {}
         self.export_job = None               # a big model's export running in the child process
         self._pending = False
-        self._applying = False
         self.stack.indexChanged.connect(self._edited)
         self._install()
+        views = window.views
+        views.subscribe(self._model_opened, ModelOpened)
+        views.subscribe(lambda _e: self.pin_bar.show_tensors(self.pin_bar.tensors), PinsChanged, PlanChanged)
 
     # ---- construction --------------------------------------------------------------------------------------
     def _install(self) -> None:
@@ -220,47 +219,40 @@ class Editor(QObject):
         self.validate_action.setToolTip(ONNX_REASON if alone else self.validate_tip)
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
-    def detach(self) -> None:
-        """A new model is being opened: forget the session."""
+    def detach(self, path: str = "") -> None:
+        """A new model is being opened (`path`): forget the session; the views show nothing of it."""
         self.validation.cancel()
-        self.session, self.baseline, self.last_change = None, None, None
+        self.session, self.baseline = None, None
         self._pending = False
         self._job = None
         self.placement = None
         self._what_if = {}
         self.stack.clear()
+        self.window.views.bind(None, path)
+
+    def attach(self, doc, vg=None, layout=None) -> None:
+        """The loader's result (a conversion, an ONNX model alone or a pair) becomes the Session every view shows:
+        ModelOpened, then its first PlanChanged draws the ONNX pane with the graph the loader laid out."""
+        self.session = None                  # nothing autosaves while the stack is cleared
+        self.stack.clear()
+        if doc.graph is None:
+            s = OnnxSession.of(doc.path, doc.model)
+            result, notes = s.result, s.notes
+        else:
+            s = PairSession(doc) if doc.result.pair is not None else Session(path=doc.path, graph=doc.graph)
+            result, notes = doc.result, s.notes if is_pair(s) else doc.notes
+        self.session, self.baseline = s, result.transposes
+        self.window.views.bind(s, doc.path)
+        self.window.show_result(s, result, notes, vg, layout)   # the loader ran the whole pipeline
+        self._hook_tflite_view()
+        if not is_pair(s):                   # a pair's decisions are not saved (autosave keys on the TFLite model)
+            self.load_saved_session()
+            self._offer_autosave()
+
+    def _model_opened(self, _e) -> None:
         self.banner.hide()
         self.pin_bar.show_tensors([])
-        self.metadata.refresh()
-        self.validation.reset()
         self._enable()
-        self.sessionChanged.emit()
-
-    def attach(self, doc) -> None:
-        """The window shows a freshly converted model: make it a Session (not for ONNX files or pairs)."""
-        if self._applying:
-            return
-        if doc.graph is None and doc.model is not None:
-            attach_onnx(self, doc)
-            return
-        if doc.graph is None or doc.result is None:
-            self.detach()
-            return
-        if doc.result.pair is not None:
-            attach_pair(self, doc)
-            return
-        self.session = None                  # no autosave while the stack is cleared
-        self.stack.clear()
-        s = Session(path=doc.path, graph=doc.graph)
-        s.show(doc.result, doc.notes)        # the loader ran the whole pipeline, metadata pass included
-        self.session, self.baseline = s, doc.result.transposes
-        self._hook_tflite_view()
-        self.load_saved_session()
-        self._offer_autosave()
-        self.metadata.refresh(force=True)
-        self.validation.reset()
-        self._enable()
-        self.sessionChanged.emit()
 
     def load_saved_session(self) -> None:
         """The session file saved beside the model (MODEL.inspector.json), applied when there is one."""
@@ -377,7 +369,6 @@ class Editor(QObject):
         if self._job is not None:
             self._pending = True            # the running job read older decisions: run again when it ends
             return
-        self.validation.reset()
         self.window.statusBar().showMessage("Re-running propagation…")
         job = self._job = RerunJob(self.session, self._placement())
         job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
@@ -407,29 +398,8 @@ class Editor(QObject):
         return True
 
     def _rerun_done(self, job, result, notes, vg, layout, live: bool) -> None:
-        if not self._next(job):
-            return
-        if is_pair(self.session):
-            self.session.result, self.session.notes, self.session.validation = result, notes, None
-        else:
-            self.session.show(result, notes)
-        w = self.window
-        before = w.doc.result.transposes if w.doc is not None and w.doc.result is not None else None
-        alone = is_onnx_alone(self.session)
-        doc = Document(self.session.path, graph=self.session.graph, result=None if alone else result,
-                       model=result.model, onnx_shapes=dict(vg.shapes))
-        self._applying = True
-        try:
-            w.show_rerun(doc, vg, layout, live)
-        finally:
-            self._applying = False
-        self.last_change = change = Change(before, result.transposes, len(result.plan.conflicts))
-        edited = Path(getattr(self.session, "other", self.session.path)).name
-        w.statusBar().showMessage(str(change) if not (is_pair(self.session) or alone) else
-                                  f"Metadata edits applied to {edited}; its graph is unchanged", 15000)
-        self.pin_bar.show_tensors(self.pin_bar.tensors)
-        self.metadata.refresh()
-        self.changed.emit(change)
+        if self._next(job):
+            self.window.show_result(self.session, result, notes, vg, layout, live)
 
     def _rerun_failed(self, job, message: str, details: str) -> None:
         if not self._next(job):

@@ -16,6 +16,7 @@ from inspector.core.io.atomic import write_atomic
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.lint import MetadataCheckError
+from inspector.core.session.events import Exported
 
 from .loader_job import PROCESS_BYTES
 
@@ -141,8 +142,6 @@ def exported(editor, path: str, c: dict) -> dict:
     w = editor.window
     w.settings.setValue("export/folder", str(Path(path).resolve().parent))
     text = summary_text(c)
-    w.statusBar().showMessage(f"Exported {path}: {c['transposes']['exported']} Transposes, {len(c['pins'])} pins",
-                              10000)
     editor.inform("Exported", f"Wrote {path}\nand its report {Path(report_path(path)).name}.\n\n{text}")
     return c
 
@@ -183,7 +182,9 @@ def export_in_child(editor, path: str, overwrite: bool) -> None:
             w.error("Export failed", error)
             return
         try:
-            exported(editor, path, write_report(editor, path))
+            c = write_report(editor, path)
+            editor.session.publish(Exported(path))       # the child wrote it: the views hear it as from export
+            exported(editor, path, c)
         except InspectorError as e:
             w.error("Export failed", str(e))
     job.signals.done.connect(done)

@@ -11,7 +11,10 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
+from inspector.core.session.events import Exported, ModelOpened, PlanChanged
+
 from . import export, gc_guard, graph_layout, graph_model
+from .document import Document
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
@@ -19,6 +22,7 @@ from .loader_job import LoadJob
 from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
 from .start_page import StartPage
+from .views import Views
 
 MAX_RECENT = 8
 DOCK_WIDTH, DOCK_MAX_WIDTH = 380, 560      # px: the side docks' initial and largest width
@@ -96,7 +100,13 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Layout Inspector")
         self.setAcceptDrops(True)
         self.resize(1500, 950)
+        self.views = Views()                 # every view below redraws from the Session's events
+        self._prepared = None                # (ViewGraph, Layout, live) a worker made for the next PlanChanged
+        self._opening: str | None = None     # the ONNX model of a pair being opened
         self._build()
+        self.views.subscribe(self._model_opened, ModelOpened)      # first: the panels after read self.doc
+        self.views.subscribe(self._plan_changed, PlanChanged)
+        self.views.subscribe(self._exported, Exported)
         from .editing import Editor          # pins, metadata, undo, session files, export, validation
         self.editor = Editor(self)
         self.default_layout = self.saveState(LAYOUT_VERSION)
@@ -272,18 +282,12 @@ class MainWindow(QMainWindow):
         self.cancel()
         self.stack.setCurrentWidget(self.workspace)
         self.doc = None
-        self.editor.detach()
         self.scenes.clear()
-        self.details.clear()
-        self.conflicts.set_document(None)
-        self.conflicts_dock.setWindowTitle("Conflicts")
-        self._reset_search()                          # matches of the previous model point at nothing now
-        self.setWindowTitle(f"{Path(path).name} — Layout Inspector")
         self.panes[TFLITE].message("Reading…")
         self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
-        if other:
-            from .pair_job import PairJob
-            self.setWindowTitle(f"{Path(path).name} ↔ {Path(other).name} — Layout Inspector")
+        self._opening = os.fspath(other) if other else None
+        self.editor.detach(path)                      # every view forgets the previous model (ModelOpened)
+        from .pair_job import PairJob
         self.job = job = LoadJob(path, self.convert) if not other else PairJob(path, os.fspath(other))
         job.signals.stage.connect(lambda text: self.statusBar().showMessage(text))
         # queued results of a job cancelled meanwhile are dropped
@@ -328,36 +332,73 @@ class MainWindow(QMainWindow):
         self.show_onnx.setChecked(True)
         self.panes[ONNX].setVisible(True)
 
-    def _onnx_ready(self, doc, vg, layout, live: bool = False) -> None:
-        """The ONNX graph (converted, or re-converted after an edit: `live` updates the shown scene in place)."""
+    def _onnx_ready(self, doc, vg, layout) -> None:
+        """The loader's conversion (or ONNX model, or pair): it becomes the Session every view shows."""
         self.doc = doc
-        only_onnx = doc.graph is None
-        self._show(ONNX, vg, layout, f"ONNX ({vg.op_count} nodes)", live)
-        self.panes[TFLITE].setVisible(not only_onnx)
-        self.show_tflite.setChecked(not only_onnx)
-        if not live:
-            half = max(self.splitter.width() // 2, 100)
-            self.splitter.setSizes([half, half])
-        self.conflicts.set_document(doc)
-        self.conflicts_dock.setWindowTitle(f"Conflicts ({len(doc.conflicts())})")
-        self._colour(TFLITE)                         # categories arrive with the conversion
-        self.statusBar().showMessage(self._summary(), 10000)
-        self.editor.attach(doc)
+        self.editor.attach(doc, vg, layout)
 
-    def show_rerun(self, doc, vg, layout, live: bool = False) -> None:
-        """A re-run's result: the ONNX graph (updated in place when `live`, else new) keeps the selection (by
-        node/value name) and the viewport, and every view shows the new plan."""
-        keep, active = self._view_state(ONNX), self.active
-        sizes = self.splitter.sizes()
-        self._syncing = True                         # the re-selection below is not the user's
+    def show_result(self, session, result, notes, vg=None, layout=None, live: bool = False) -> None:
+        """Hand a conversion made in a worker to the Session, with the ONNX graph the worker laid out (`live`: the
+        shown scene is updated in place); the views redraw on its PlanChanged."""
+        self._prepared = (vg, layout, live) if vg is not None else None
         try:
-            self._onnx_ready(doc, vg, layout, live)
+            session.show(result, notes)
+        finally:
+            self._prepared = None
+
+    # ---- what the views do on the Session's events ---------------------------------------------------------
+    def _model_opened(self, e: ModelOpened) -> None:
+        """Another model: nothing of the previous one stays (its search matches, conflicts, details)."""
+        s = self.views.session
+        other = getattr(s, "other", None) or self._opening
+        self.setWindowTitle(f"{Path(e.path).name}{f' ↔ {Path(other).name}' if other else ''} — Layout Inspector")
+        self._reset_search()
+        self.conflicts.set_document(None)
+        self.conflicts_dock.setWindowTitle("Conflicts")
+        self.refresh_details()
+
+    def _plan_changed(self, e: PlanChanged) -> None:
+        """A conversion of the current model, the first or a re-run: the ONNX pane (re-run: the same selection, by
+        node/value name, and viewport), colours, conflicts, details and the status line follow it."""
+        s = self.views.session
+        if self._prepared is not None:
+            vg, layout, live = self._prepared
+        else:                                         # converted on this thread (Session.convert): laid out here
+            vg = graph_model.from_onnx(e.result.model)
+            layout, live = graph_layout.compute(vg), False
+        first = ONNX not in self.scenes
+        keep, active, sizes = self._view_state(ONNX), self.active, self.splitter.sizes()
+        only_onnx = s.graph is None
+        self.doc = Document(s.path, graph=s.graph, result=None if only_onnx else e.result, model=e.result.model,
+                            notes=list(s.notes), onnx_shapes=dict(vg.shapes))
+        self._syncing = True                          # the re-selection below is not the user's
+        try:
+            self._show(ONNX, vg, layout, f"ONNX ({vg.op_count} nodes)", live)
         finally:
             self._syncing = False
-        self.active = active
-        self.splitter.setSizes(sizes)
-        self._restore_view(ONNX, keep)
+        if first:
+            self.panes[TFLITE].setVisible(not only_onnx)
+            self.show_tflite.setChecked(not only_onnx)
+            half = max(self.splitter.width() // 2, 100)
+            self.splitter.setSizes([half, half])
+        else:
+            self.active = active
+            self.splitter.setSizes(sizes)
+            self._restore_view(ONNX, keep)
+        self.conflicts.set_document(self.doc)
+        self.conflicts_dock.setWindowTitle(f"Conflicts ({len(self.doc.conflicts())})")
+        self._colour(TFLITE)                         # categories arrive with the conversion
+        self._reset_search()                         # ONNX names may have changed
         self.refresh_details()
+        edited = only_onnx or hasattr(s, "other")    # metadata edits only: the graph is the file's
+        self.statusBar().showMessage(self._summary() if first else str(e.change) if not edited else
+                                     f"Metadata edits applied to {Path(getattr(s, 'other', s.path)).name}; its "
+                                     "graph is unchanged", 15000)
+
+    def _exported(self, e: Exported) -> None:
+        s = self.views.session
+        self.statusBar().showMessage(f"Exported {e.path}: {s.result.transposes} Transposes, {len(s.pins)} pins",
+                                     10000)
 
     def _view_state(self, which: str):
         view, scene = self.panes[which].main_view, self.scenes.get(which)

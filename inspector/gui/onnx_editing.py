@@ -10,17 +10,3 @@ REASON = ("Pins and validation need a TFLite model. An ONNX model opened alone i
 
 def is_onnx_alone(session) -> bool:
     return isinstance(session, OnnxSession)
-
-
-def attach_onnx(editor, doc) -> None:
-    """Editor.attach for an .onnx file: an OnnxSession, its saved session file applied when there is one."""
-    editor.session = None                 # nothing autosaves while the stack is cleared
-    editor.stack.clear()
-    s = OnnxSession.of(doc.path, doc.model)
-    editor.session, editor.baseline, editor.last_change = s, s.result.transposes, None
-    editor.load_saved_session()
-    editor._offer_autosave()
-    editor.metadata.refresh(force=True)
-    editor.validation.reset()
-    editor._enable()
-    editor.sessionChanged.emit()

@@ -13,27 +13,24 @@ from pathlib import Path
 
 import onnx
 
-from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.ir.errors import InspectorError
 from inspector.core.pairing.mapping import node_label
-from inspector.core.session.pipeline import ConvertOptions
+from inspector.core.session.document import Session
+from inspector.core.session.events import Exported
 
 PIN_REASON = ("Pins steer our own conversion. A pair shows an ONNX model made elsewhere, which is never "
               "re-converted: only its metadata can be edited here.")
 
 
-class PairSession:
-    """The user's metadata edits on the other model; `result` is the pair's ConversionResult with them applied."""
+class PairSession(Session):
+    """The user's metadata edits on the other model; `result` is the pair's ConversionResult with them applied. A
+    Session, so its edits, re-runs, validation and export reach the views as the same events."""
 
     def __init__(self, doc):
+        super().__init__(path=doc.path, graph=doc.graph, result=doc.result)   # the TFLite side, as Document wants it
         self.pair = doc.result.pair
-        self.pins, self.options = {}, ConvertOptions()       # a pair has no pins and converts nothing
-        self.path, self.graph = doc.path, doc.graph          # the TFLite side, as Document wants it
         self.other = self.pair.path                          # the file export starts from and protects
         self.base = doc.result
-        self.metadata = MetadataEdits()
-        self.validation = None
-        self.target = "onnx"                                 # the metadata rules export enforces
-        self.result = self.base
         self.notes = [self._header()]
 
     def _header(self) -> str:
@@ -41,10 +38,8 @@ class PairSession:
                 "writes that model with these edits only: its nodes and initializers stay as they are.")
 
     # ---- what the undo commands and the editor call -----------------------------------------------------------
-    def set_metadata(self, edits: MetadataEdits) -> MetadataEdits:
-        edits.normalized()
-        before, self.metadata = self.metadata, edits
-        return before
+    def set_pin(self, tensor: str, layout: str | None) -> str | None:
+        raise InspectorError(PIN_REASON)
 
     def convert(self, check: bool = False):
         """The other model with the edits applied (a copy: their model as read stays what export starts from)."""
@@ -54,20 +49,14 @@ class PairSession:
         self.result = dataclasses.replace(self.base, model=model)
         self.notes, self.validation = [self._header()] + notes, None
 
-    def validate(self, cancel=None, progress=None):
-        return self.validated(self.measure(cancel=cancel, progress=progress))
-
     def measure(self, cancel=None, progress=None):
         return self.pair.validate(cancel=cancel, progress=progress)
 
-    def validated(self, validation):
-        self.validation = validation
-        return validation
-
-    def export(self, path: str, overwrite_source: bool = False) -> None:
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata
         protect = [self.path] + ([] if overwrite_source else [self.other])
         write_with_metadata(self.pair.model, self.metadata, path, protect=protect, target=self.target)
+        self.publish(Exported(path))
 
     def report(self) -> dict:
         model = self.result.model
@@ -106,20 +95,6 @@ def node_errors(v, mapping, model) -> dict[str, float]:
         if node not in out and op in by_op:
             out[node] = by_op[op]
     return out
-
-
-def attach_pair(editor, doc) -> None:
-    """Editor.attach for a pair: a PairSession, the TFLite view hooked for selection, pins off."""
-    editor.session = None                 # nothing autosaves while the stack is cleared
-    editor.stack.clear()
-    editor.session = PairSession(doc)
-    editor.baseline, editor.last_change = doc.result.transposes, None
-    editor.banner.hide()
-    editor._hook_tflite_view()
-    editor.metadata.refresh(force=True)
-    editor.validation.reset()
-    editor._enable()
-    editor.sessionChanged.emit()
 
 
 def is_pair(session) -> bool:

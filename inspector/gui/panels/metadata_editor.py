@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QGridLayout
 from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import MetadataError
 from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.session.events import ModelOpened, PlanChanged
 
 NONE = "—"
 TARGET_LABELS = {"onnx": "ONNX (the documents' rules)", "winml": "Windows ML"}
@@ -109,6 +110,9 @@ class MetadataEditor(QWidget):
         self.fix_buttons: dict[str, list[QPushButton]] = {}      # field -> its findings' one-click fixes
         self.found: list = []
         self.refresh()
+        views = editor.window.views
+        views.subscribe(lambda _e: self.refresh(force=True), ModelOpened)
+        views.subscribe(lambda _e: self.refresh(), PlanChanged)          # the values the exported model will carry
 
     def editing(self) -> bool:
         """A field of this editor has the keyboard: rebuilding now would drop what the user is typing (a committed

@@ -19,6 +19,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QS
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.proof.validate import headline
+from inspector.core.session.events import (MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
+                                           ValidationDone)
 
 # log10 of the relative error, from "agrees to float precision" to "wrong"; YlOrRd-like ramp: light = good,
 # so node titles stay readable in dark text.
@@ -202,6 +204,10 @@ class ValidationPanel(QWidget):
         self.scale.hide()
         editor.window.centralWidget().layout().insertWidget(2, self.scale)
         self.reset()
+        # another model, or another plan, decision or conversion: the shown errors (or the running job) are not of it
+        editor.window.views.subscribe(lambda _e: self.reset(), ModelOpened, PinsChanged, MetadataChanged,
+                                      OptionsChanged, PlanChanged)
+        editor.window.views.subscribe(lambda e: self.show_validation(e.validation), ValidationDone)
 
     # ---- running -------------------------------------------------------------------------------------------
     @property
@@ -251,8 +257,7 @@ class ValidationPanel(QWidget):
             return
         self.job = None
         self._busy(False)
-        job.session.validated(v)
-        self.show_validation(v)
+        job.session.validated(v)            # ValidationDone: shown by show_validation
 
     # ---- showing -------------------------------------------------------------------------------------------
     def reset(self) -> None:
