@@ -1,0 +1,109 @@
+"""One source of truth: every view of the window redraws from the Session's events (gui/views.py), so a change made
+to the Session by anyone shows everywhere, and the views hear only the model now open (issue 21)."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from inspector.gui.main_window import ONNX, TFLITE
+
+from .test_gui_edit import CONFLICT_MODEL, open_model, settle, window  # noqa: F401  (fixture)
+from .test_gui_trust import chain
+from .test_session import model  # noqa: F401  (conv -> reshape -> conv, input x [1, 5, 7, 3])
+
+pytestmark = pytest.mark.gui
+
+
+def onnx_names(w) -> set:
+    return {it.node.key for it in w.scenes[ONNX].nodes if it.node.kind == "op"}
+
+
+def test_views_follow_a_change_made_to_the_session_directly(qtbot, window, corpus):  # noqa: F811
+    """No command, no editor: the Session is changed and converted on the GUI thread, and every view shows it."""
+    w = window
+    s = open_model(qtbot, w, corpus / CONFLICT_MODEL)
+    x = s.graph.main.tensors[s.graph.main.inputs[0]]
+    w.select(TFLITE, tensors=[x.index])
+    before = s.result
+    s.set_pin(x.name, "channels-first")
+    change = s.convert()
+    assert s.result is not before
+    assert w.doc.result is s.result                                     # the window's document is the Session's
+    assert onnx_names(w) == {n.name for n in s.result.model.graph.node}
+    rows = w.conflicts.topLevelItemCount()
+    assert rows >= len(s.result.plan.conflicts) and w.conflicts_dock.windowTitle() == \
+        f"Conflicts ({len(s.result.plan.conflicts)})"
+    assert "pinned by the user" in w.details.html()                     # the selection's Details, redrawn
+    assert w.statusBar().currentMessage() == str(change)
+    assert w.editor.pin_bar.tensors == [x.index] and "pinned channels-first" in w.editor.pin_bar.label.text()
+    s.set_pin(x.name, None)
+    s.convert()
+    assert "pinned" not in w.details.html() and w.doc.result is s.result
+
+
+def test_views_hear_only_the_model_now_open(qtbot, window, model, tmp_path):  # noqa: F811
+    """The previous model's Session, still alive (a worker holds it), changes nothing on screen."""
+    w = window
+    old = open_model(qtbot, w, chain(tmp_path))
+    panel = w.editor.validation
+    w.editor.validate()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    v = old.validation
+    assert v is not None and len(panel.scatter.points()) > 0
+    new = open_model(qtbot, w, model)
+    doc, title = w.doc, w.windowTitle()
+    old.validated(v)                                                     # its ValidationDone, after the switch
+    old.convert()                                                        # its PlanChanged
+    assert len(panel.scatter.points()) == 0 and panel.validation is None
+    assert w.doc is doc and w.windowTitle() == title and w.editor.session is new
+    assert onnx_names(w) == {n.name for n in new.result.model.graph.node}
+
+
+def test_opening_a_model_resets_every_model_specific_view(qtbot, window, model, tmp_path):  # noqa: F811
+    w = window
+    s = open_model(qtbot, w, chain(tmp_path, n=3))
+    w.select(TFLITE, nodes=[("op", 1)])
+    w.search_field.setText("c1")
+    w.search_step(+1)
+    w.editor.validate()
+    qtbot.waitUntil(lambda: not w.editor.validation.running, timeout=120_000)
+    assert w.details.html() and w._matches and w.editor.validation.validation is not None
+    assert s.graph.main.ops
+    w.open_path(str(model))
+    # while the next model is read, nothing of the previous one is on screen
+    assert w.editor.session is None and w._matches == [] and w.conflicts.topLevelItemCount() == 0
+    assert "m.tflite" in w.windowTitle() and "chain" not in w.windowTitle()
+    assert len(w.editor.validation.scatter.points()) == 0 and not w.editor.validation.run_button.isEnabled()
+    assert w.editor.pin_bar.tensors == [] and not w.editor.export_action.isEnabled()
+    assert "CONV_2D" not in w.details.html()
+    settle(qtbot, w)
+    assert w.editor.export_action.isEnabled() and w.editor.validation.run_button.isEnabled()
+    assert w.editor.metadata.state is not None and w.doc.result is w.editor.session.result
+
+
+def test_a_rerun_keeps_the_tflite_pane_hidden_when_the_user_hid_it(qtbot, window, model):  # noqa: F811
+    """The old re-run path re-showed every pane as on a first open."""
+    w = window
+    open_model(qtbot, w, model)
+    w.show_tflite.trigger()
+    assert not w.panes[TFLITE].isVisible()
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    assert not w.panes[TFLITE].isVisible() and not w.show_tflite.isChecked()
+    assert w.editor.session.pins == {"a": "keep"}
+
+
+def test_conflicts_and_status_follow_undo(qtbot, window, corpus):  # noqa: F811
+    w = window
+    s = open_model(qtbot, w, corpus / CONFLICT_MODEL)
+    n0 = len(s.result.plan.conflicts)
+    x = s.graph.main.tensors[s.graph.main.inputs[0]].name
+    w.editor.pin(x, "channels-first")
+    settle(qtbot, w)
+    n1 = len(s.result.plan.conflicts)
+    assert w.conflicts_dock.windowTitle() == f"Conflicts ({n1})"
+    w.editor.stack.undo()
+    settle(qtbot, w)
+    assert len(s.result.plan.conflicts) == n0 and w.conflicts_dock.windowTitle() == f"Conflicts ({n0})"
+    items = [w.conflicts.topLevelItem(i).data(0, Qt.UserRole) for i in range(w.conflicts.topLevelItemCount())]
+    assert all(any(c is d for d in s.result.plan.conflicts) or c in w.doc.inserted().values() for c in items)
