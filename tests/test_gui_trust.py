@@ -118,20 +118,6 @@ def test_opening_another_model_clears_search_results(qtbot, window, model, tmp_p
         assert key in (scene.node_by_key if kind == "node" else scene.edges_by_tensor)
 
 
-def test_opening_another_model_clears_the_validation_plot(qtbot, window, model, tmp_path):
-    w = window
-    open_model(qtbot, w, chain(tmp_path))
-    panel = w.editor.validation
-    w.editor.validate_action.trigger()
-    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
-    assert len(panel.scatter.points()) > 0 and panel.scale.isVisible(), panel.status.text()
-    panel.select_point(0)
-    open_model(qtbot, w, model)
-    assert len(panel.scatter.points()) == 0 and len(panel.mark.points()) == 0
-    assert panel.hist.getPlotItem().listDataItems() == [] and not panel.scale.isVisible()
-    assert panel.validation is None and "OK" not in panel.status.text()
-
-
 def test_a_file_that_fails_to_open_is_not_recent_and_the_status_clears(qtbot, window, model, tmp_path):
     w = window
     open_model(qtbot, w, model)

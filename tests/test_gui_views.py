@@ -107,3 +107,104 @@ def test_conflicts_and_status_follow_undo(qtbot, window, corpus):  # noqa: F811
     assert len(s.result.plan.conflicts) == n0 and w.conflicts_dock.windowTitle() == f"Conflicts ({n0})"
     items = [w.conflicts.topLevelItem(i).data(0, Qt.UserRole) for i in range(w.conflicts.topLevelItemCount())]
     assert all(any(c is d for d in s.result.plan.conflicts) or c in w.doc.inserted().values() for c in items)
+
+
+# ---- the validation plot shows the current model's validation, or nothing (item 7) -----------------------------
+def open_kind(qtbot, w, kind: str, tmp_path, model):
+    """Open a TFLite model, an ONNX model alone, or a pair whose ONNX side has a wrong Softmax axis (a FAIL)."""
+    import onnx
+
+    from inspector.core.io.tflite_reader import read_tflite
+
+    from .test_metadata_lint import image_model
+    from .test_pair import hand_onnx, tflite_model
+    folder = tmp_path / kind
+    folder.mkdir(exist_ok=True)
+    if kind == "tflite":
+        return open_model(qtbot, w, model)
+    if kind == "onnx":
+        path = folder / "alone.onnx"
+        onnx.save(image_model(), path)
+        return open_model(qtbot, w, path)
+    tfl = tflite_model(folder / "p.tflite")
+    hand_onnx(read_tflite(tfl), folder / "other.onnx", softmax_axis=-1)
+    w.open_path(str(tfl), str(folder / "other.onnx"))
+    qtbot.waitUntil(lambda: w.editor.session is not None, timeout=120_000)
+    settle(qtbot, w)
+    return w.editor.session
+
+
+def validate(qtbot, w):
+    panel = w.editor.validation
+    w.editor.validate()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    assert panel.validation is not None and len(panel.scatter.points()) > 0, panel.status.text()
+    return panel
+
+
+def assert_no_validation_shown(w) -> None:
+    panel = w.editor.validation
+    assert panel.validation is None and w.editor.session.validation is None
+    assert len(panel.scatter.points()) == 0 and len(panel.mark.points()) == 0
+    assert panel.hist.getPlotItem().listDataItems() == []
+    assert not panel.tol_line.isVisible()                         # the previous model's tolerance
+    assert not panel.scale.isVisible() and panel.status.styleSheet() == ""      # its FAIL colour
+    assert all(panel.per_op.getPlotItem().getViewBox().autoRangeEnabled())      # its zoom
+    assert all(it.category != "error" for it in w.scenes[ONNX].nodes)           # its error overlay
+
+
+@pytest.mark.parametrize("first, then", [("tflite", "tflite"), ("pair", "tflite"), ("pair", "onnx"),
+                                         ("tflite", "pair")])
+def test_opening_another_model_leaves_nothing_of_the_previous_validation(qtbot, window, tmp_path, first,  # noqa: F811
+                                                                         then):
+    w = window
+    open_kind(qtbot, w, first, tmp_path, chain(tmp_path))
+    panel = validate(qtbot, w)
+    panel.select_point(0)
+    panel.per_op.getPlotItem().getViewBox().scaleBy((0.5, 0.5))    # the user zoomed into the plot
+    open_kind(qtbot, w, then, tmp_path, chain(tmp_path, "next.tflite", n=2))
+    assert_no_validation_shown(w)
+    if then != "onnx":                                              # and the next one's is its own
+        validate(qtbot, w)
+        v = w.editor.session.validation
+        assert sorted(name for _op, name in panel.points) == sorted(e.name for e in v.outputs + v.intermediates)
+        assert len(panel.scatter.points()) == len(v.outputs) + len(v.intermediates) and panel.tol_line.isVisible()
+
+
+def test_validation_finishing_after_another_model_opened_never_reaches_the_plot(qtbot, window, model,  # noqa: F811
+                                                                                tmp_path, monkeypatch):
+    import threading
+    w = window
+    old = open_model(qtbot, w, chain(tmp_path))
+    release, started = threading.Event(), threading.Event()
+    measure = old.measure
+
+    def slow(**kwargs):
+        started.set()
+        release.wait(60)
+        return measure(**kwargs)
+    monkeypatch.setattr(old, "measure", slow)
+    panel = w.editor.validation
+    w.editor.validate()
+    assert started.wait(30) and panel.running
+    open_model(qtbot, w, model)                     # while the old model's validation still runs in its worker
+    release.set()
+    assert panel.pool.waitForDone(120_000)
+    qtbot.wait(100)                                 # its queued signals are delivered (and must be dropped)
+    assert_no_validation_shown(w)
+    assert old.validation is None                   # cancelled: not even the old Session took it
+
+
+def test_cancelled_validation_then_another_model_plots_only_the_new_models_tensors(qtbot, window, tmp_path):  # noqa: F811,E501
+    w = window
+    open_model(qtbot, w, chain(tmp_path, n=4))
+    panel = w.editor.validation
+    w.editor.validate()
+    panel.cancel()
+    assert not panel.running and panel.status.text() == "cancelled"
+    new = open_model(qtbot, w, chain(tmp_path, "next.tflite", n=2))
+    assert_no_validation_shown(w)
+    validate(qtbot, w)
+    v = new.validation
+    assert len(panel.points) == len(v.outputs) + len(v.intermediates)
+    assert {name for _op, name in panel.points} <= {t.name for t in new.graph.main.tensors}

@@ -267,6 +267,10 @@ class ValidationPanel(QWidget):
         self.scatter.clear()
         self.mark.clear()
         self.hist.clear()
+        self.tol_line.hide()                        # nothing of the previous result: its tolerance, zoom, colour
+        for plot in (self.per_op, self.hist):
+            plot.getPlotItem().enableAutoRange()
+        self.status.setStyleSheet("")
         self.scale.hide()
         self.status.setText("Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R)."
                             if self.editor.session is not None else "Open a TFLite model to validate it.")
@@ -287,6 +291,7 @@ class ValidationPanel(QWidget):
             self.points.append((e.op, e.name))
         self.scatter.setData(spots)
         self.tol_line.setValue(math.log10(v.rtol) if v.rtol > 0 else LO)
+        self.tol_line.show()
         self.hist.clear()
         diffs = np.concatenate(v.output_diffs) if v.output_diffs else np.zeros(0)
         diffs = diffs[np.isfinite(diffs)]
