@@ -239,18 +239,41 @@ def test_subgraph_tabs_carry_their_whole_title(qtbot, window, corpus):
         assert tabs.tabToolTip(i) == tabs.tabText(i) != ""
 
 
-def test_conflict_rows_show_their_reason_and_meet_rows_say_whether_a_transpose_was_added(qtbot, window, corpus):
-    w = window
+def test_conflict_reasons_wrap_whole_and_rows_grow_to_fit_at_1280x800(qtbot, tmp_path, corpus):
+    """The reason column elided long reasons (whole only in a tooltip); now every column wraps, the rows follow the
+    column widths, and meet rows say whether a Transpose was added."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QApplication
+    w = make_window(qtbot, tmp_path)
+    w.resize(1280, 800)
     open_model(qtbot, w, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
     table = w.conflicts
-    assert table.wordWrap()
-    reason = table.header().sectionPosition(3)
-    assert reason < table.viewport().width() // 2            # the reason starts on screen, and is the widest
-    assert table.columnWidth(3) >= max(table.columnWidth(c) for c in range(3))
+    QApplication.processEvents()
+
+    def reason_fits() -> bool:
+        """Each row is at least as tall as its reason wrapped in the column (less the style's text margins)."""
+        margin = table.style().pixelMetric(table.style().PixelMetric.PM_FocusFrameHMargin) + 1
+        fm, width = table.fontMetrics(), table.columnWidth(3) - 2 * margin
+        for i in range(table.topLevelItemCount()):
+            item = table.topLevelItem(i)
+            need = fm.boundingRect(QRect(0, 0, width, 1 << 16), Qt.TextWordWrap, item.text(3)).height()
+            if table.visualItemRect(item).height() < need:
+                return False
+        return True
+    assert table.topLevelItemCount() >= 2 and table.wordWrap()
+    assert sum(table.columnWidth(c) for c in range(4)) <= table.viewport().width()       # nothing off-screen
+    assert table.columnWidth(3) >= 0.4 * table.viewport().width()
+    assert len(max((table.topLevelItem(i).text(3) for i in range(table.topLevelItemCount())), key=len)) > 100
+    qtbot.waitUntil(reason_fits, timeout=2000)
+    tall = [table.visualItemRect(table.topLevelItem(i)).height() for i in range(table.topLevelItemCount())]
+    assert min(tall) > 2 * table.fontMetrics().height()             # a long reason takes several lines
+    w.resizeDocks([w.conflicts_dock], [table.width() * 3 // 4], Qt.Horizontal)   # narrower: taller rows, whole
+    qtbot.waitUntil(lambda: reason_fits() and table.visualItemRect(table.topLevelItem(0)).height() > tall[0],
+                    timeout=2000)
     for i in range(table.topLevelItemCount()):
         item = table.topLevelItem(i)
-        c = item.data(0, Qt.UserRole)
-        assert item.text(2) == (item.data(1, Qt.UserRole) or "no Transpose"), c.kind
+        shown = item.text(2).replace("\u200b", "")
+        assert shown == (item.data(1, Qt.UserRole) or "no Transpose"), item.data(0, Qt.UserRole).kind
 
 
 # ---- no work on the UI thread that grows with the model ----------------------------------------------------

@@ -1,12 +1,31 @@
 """The Conflicts panel: each place the converter had to insert a Transpose, and why; click to jump to it."""
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
+import re
 
+from PySide6.QtCore import QRect, Qt, QTimer, Signal
+from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem
+
+from ..commands import short
 
 NO_TRANSPOSE = "no Transpose"
-WIDEST = (64, 100, 90)                                   # px for kind, tensor → consumer, inserted Transpose
+SHARE = (0.2, 0.17, 0.22)            # at most this share of the width for kind, tensor → op, Transpose: the reason
+                                    # keeps about half (1280x800: a 360 px dock, 4-5 lines for a long reason)
+
+
+def breakable(name: str) -> str:
+    """A long tensor or node name may wrap after its separators (a zero-width space there) instead of being elided."""
+    return re.sub(r"([/;_#:.])", "\\1\u200b", name)
+
+
+class WrappingDelegate(QStyledItemDelegate):
+    """Row heights that fit the wrapped text: a tree view asks its delegate for sizes without the column's width,
+    so the text would be measured as one line and elided."""
+
+    def sizeHint(self, option, index):
+        opt = QStyleOptionViewItem(option)
+        opt.rect = QRect(0, 0, max(self.parent().columnWidth(index.column()), 1), 1 << 16)
+        return super().sizeHint(opt, index)
 
 
 class ConflictsPanel(QTreeWidget):
@@ -14,14 +33,18 @@ class ConflictsPanel(QTreeWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setHeaderLabels(["kind", "tensor → consumer", "inserted Transpose", "reason"])
+        self.setHeaderLabels(["kind", "tensor → op", "Transpose", "reason"])
         header = self.header()                         # the reason is shown second and takes the room left
         header.moveSection(3, 1)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(3, QHeaderView.Stretch)
         self.setRootIsDecorated(False)
-        self.setWordWrap(True)                         # (the whole reason is in each row's tooltip)
+        self.setWordWrap(True)                         # every column wraps; the rows grow to fit
         self.setUniformRowHeights(False)
+        self.setItemDelegate(WrappingDelegate(self))
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self._relayout = QTimer(self, singleShot=True, interval=0, timeout=self.doItemsLayout)
+        header.sectionResized.connect(lambda *_: self._relayout.start())   # narrower: more lines per row
         self.setAlternatingRowColors(True)
         self.itemClicked.connect(self._activate)
         self.itemActivated.connect(self._activate)
@@ -44,14 +67,29 @@ class ConflictsPanel(QTreeWidget):
             tensor = sg.tensors[c.tensor].name if 0 <= c.tensor < len(sg.tensors) else str(c.tensor)
             where = f"{sg.ops[c.op].opcode}#{c.op}" if c.op is not None else "graph output"
             # a conflict whose layouts differ only in size-1 axes is fixed by a Reshape, or by nothing at all
-            item = QTreeWidgetItem([c.kind, f"{tensor[-40:]} → {where}", node or NO_TRANSPOSE, c.reason])
+            item = QTreeWidgetItem([c.kind, breakable(f"{short(tensor, 24)} → {where}"), breakable(node) or NO_TRANSPOSE,
+                                    c.reason])
+            for col in range(4):                       # a tall row reads from its top line
+                item.setTextAlignment(col, Qt.AlignLeft | Qt.AlignTop)
             item.setToolTip(1, f"{tensor} → {where}")
             item.setToolTip(2, node or "no Transpose was inserted for this conflict")
-            item.setToolTip(3, c.reason)
             item.setData(0, Qt.UserRole, c)
             item.setData(1, Qt.UserRole, node)
             rows.append(item)
         self.addTopLevelItems(rows)
-        for col, most in enumerate(WIDEST):            # sized to contents, capped: the reason stays on screen
-            self.resizeColumnToContents(col)
-            self.setColumnWidth(col, min(self.columnWidth(col), most))
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Each column as wide as its longest line, capped at its share of the width; the reason (stretched) takes
+        the rest, and every column wraps what does not fit."""
+        room, fm = self.viewport().width(), self.fontMetrics()
+        pad = 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 12
+        for col, share in enumerate(SHARE):
+            lines = [self.headerItem().text(col)] + [self.topLevelItem(i).text(col)
+                                                       for i in range(self.topLevelItemCount())]
+            widest = max(fm.horizontalAdvance(t) for t in lines) + pad
+            self.setColumnWidth(col, max(40, min(widest, int(room * share))))
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self.fit_columns()
