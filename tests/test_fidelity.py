@@ -13,7 +13,7 @@ from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.ir.errors import ConversionError
 from inspector.core.proof.ort_check import ort_check
-from inspector.core.proof.validate import validate
+from inspector.core.proof.validate import make_inputs, validate
 
 from .test_quant import bias_for, per_channel, save
 
@@ -226,3 +226,90 @@ def test_complex_values_through_shape_ops(tmp_path):
         b.op(name, [src], [y])
         b.output(y)
     run_and_validate(save(b, tmp_path))
+
+
+# --- 2: stale static shapes in the file ---------------------------------------------------------------------------
+def litert_shapes(graph, inputs) -> dict[str, tuple[int, ...]]:
+    """Every non-constant tensor's shape after LiteRT ran the model on `inputs` (it resizes them in Prepare)."""
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_path=graph.path, experimental_preserve_all_tensors=True)
+    for d, x in zip(it.get_input_details(), inputs):
+        it.resize_tensor_input(d["index"], x.shape)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    consts = {t.index for t in graph.main.tensors if t.data is not None}
+    return {d["name"]: it.get_tensor(d["index"]).shape for d in it.get_tensor_details() if d["index"] not in consts}
+
+
+def onnx_shapes(result, batch: int) -> dict[str, tuple[int, ...]]:
+    """Each TFLite tensor's shape as the ONNX model declares it (value info or graph output, moved back to TFLite's
+    axis order), with its symbolic batch dim at `batch`."""
+    g, sg, plan = result.model.graph, result.graph.main, result.plan
+    declared = {v.name: tuple(batch if d.dim_param else d.dim_value for d in v.type.tensor_type.shape.dim)
+                for v in list(g.value_info) + list(g.output) + list(g.input)}
+    named = {t: (names[0], plan.perm(t, sg.tensors[t].rank)) for t, names in result.trace.tensor_values.items()}
+    named.update({t: (sg.tensors[t].name, plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))) for t in sg.outputs})
+    return {sg.tensors[t].name: tuple(declared[name][list(perm).index(a)] for a in range(len(perm)))
+            for t, (name, perm) in named.items() if sg.tensors[t].data is None and name in declared}
+
+
+def stale_spectrum(tmp_path):
+    """x [1, 8, 16] -> RFFT2D -> COMPLEX_ABS -> MUL by a [9] window: the RFFT2D result and the COMPLEX_ABS are
+    declared [1, 8, 16] (the fft length, as a converter wrote it), the output [1, 8, 32]; LiteRT computes
+    [1, 8, 9] for all three."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 8, 16], "float32")
+    z = b.tensor("z", [1, 8, 16], "complex64")
+    b.op("RFFT2D", [x, b.const("fft_length", np.array([8, 16], np.int32))], [z])
+    a = b.tensor("a", [1, 8, 16])
+    b.op("COMPLEX_ABS", [z], [a])
+    y = b.tensor("y", [1, 8, 32])
+    b.op("MUL", [a, b.const("k", RNG.uniform(0.5, 1.5, 9).astype(np.float32))], [y], {})
+    b.output(y)
+    return save(b, tmp_path), ["z", "a", "y"], ["a", "y"]       # (z is inside the DFT chain: no ONNX value)
+
+
+def stale_feature_map(tmp_path):
+    """A dynamic-batch [N, 6, 10, 3] image -> CONV_2D stride 2 SAME (declared [N, 6, 10, 4], LiteRT: [N, 3, 5, 4]) ->
+    MAX_POOL_2D 2x2 stride 2 SAME (declared [N, 6, 10, 4], LiteRT: [N, 2, 3, 4]) -> RESHAPE to SHAPE(pool)[0], -1
+    (declared [N, 240], LiteRT: [N, 24]); the convolution reads channels-first in ONNX."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 6, 10, 3], "float32", shape_signature=[-1, 6, 10, 3])
+    c = b.tensor("c", [1, 6, 10, 4], shape_signature=[-1, 6, 10, 4])
+    b.op("CONV_2D", [x, b.const("w", RNG.uniform(-1, 1, (4, 3, 2, 3)).astype(np.float32)),
+                     b.const("bias", RNG.uniform(-1, 1, 4).astype(np.float32))], [c],
+         {"padding": "SAME", "stride_h": 2, "stride_w": 2})
+    p = b.tensor("p", [1, 6, 10, 4], shape_signature=[-1, 6, 10, 4])
+    b.op("MAX_POOL_2D", [c], [p], {"padding": "SAME", "filter_height": 2, "filter_width": 2, "stride_h": 2,
+                                   "stride_w": 2})
+    s = b.tensor("s", [4], "int32")
+    b.op("SHAPE", [p], [s], {"out_type": 2})
+    n = b.tensor("n", [1], "int32")
+    b.op("SLICE", [s, b.const("b0", np.array([0], np.int32)), b.const("n1", np.array([1], np.int32))], [n])
+    target = b.tensor("target", [2], "int32")
+    b.op("CONCATENATION", [n, b.const("minus1", np.array([-1], np.int32))], [target], {"axis": 0})
+    y = b.tensor("y", [1, 240], shape_signature=[-1, 240])
+    b.op("RESHAPE", [p, target], [y])
+    b.output(y)
+    return save(b, tmp_path), ["c", "p", "y"], ["c", "p", "y"]
+
+
+@pytest.mark.parametrize("make, batch", [(stale_spectrum, None), (stale_feature_map, 1), (stale_feature_map, 3)])
+def test_stale_static_shapes_are_replaced_by_litert_s(tmp_path, make, batch):
+    """Shapes an intermediate and an output declare, which LiteRT does not use: the conversion takes the shapes
+    LiteRT computes (compared with LiteRT's own after a run, at batch 1 and 3 for the dynamic one), says so in a
+    note per tensor, passes strict ONNX shape inference (convert's checker) and ONNX Runtime (a session run), and
+    validates against LiteRT (default tolerances)."""
+    graph, stale, declared = make(tmp_path)
+    result = convert(graph)
+    assert ort_check(result.model) is None
+    v = validate(result, batch=batch)
+    assert v.ok and not v.first_bad(), [(e.name, e.max_rel) for e in v.outputs + v.intermediates if not e.ok]
+    ref = litert_shapes(graph, make_inputs(graph, batch=batch))
+    got = onnx_shapes(result, batch or 1)
+    assert {k: got[k] for k in ref if k in got} == {k: ref[k] for k in ref if k in got}
+    assert set(declared) <= set(got)
+    noted = [n for n in result.warnings if "the file declares shape" in n]
+    assert sorted(n.split("'")[1] for n in noted) == sorted(stale), result.warnings

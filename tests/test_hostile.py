@@ -145,9 +145,10 @@ def _convert_error(b: ModelBuilder) -> str:
 
 
 def test_inconsistent_ranks_are_a_conversion_error():
-    """SPLIT of a rank-4 tensor into an output declared as a scalar: the plan's rank-4 layout cannot fit it."""
+    """SPLIT of a rank-4 tensor into an output declared as a scalar: the plan's rank-4 layout cannot fit it. (Its
+    axis of 10 does not split in 3, so no shape computation can stand in for the declared shapes.)"""
     b = ModelBuilder()
-    x = b.input("x", [1, 4, 6, 9])
+    x = b.input("x", [1, 4, 6, 10])
     axis = b.const("axis", np.array(3, np.int32))
     outs = [b.tensor("s0", [1, 4, 6, 3]), b.tensor("s1", []), b.tensor("s2", [1, 4, 6, 3])]
     b.op("SPLIT", [axis, x], outs, {"num_splits": 3})

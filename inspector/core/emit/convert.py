@@ -187,7 +187,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
-    result.warnings += em.warnings + [f"peephole: {line}" for line in cleaned]
+    result.warnings += graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
     from . import io_layout
     model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
         sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},

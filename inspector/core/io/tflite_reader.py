@@ -17,6 +17,7 @@ import numpy as np
 
 from . import tflite_schema as S
 from inspector.core.ir.errors import ModelLoadError
+from inspector.core.ir import shapes
 from inspector.core.ir.graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
 
 SCHEMA_VERSION = 3
@@ -589,6 +590,7 @@ def read_tflite_bytes(buf: bytes, path: str = "") -> Graph:
     except (ValueError, OverflowError, UnicodeDecodeError, MemoryError) as e:
         raise ModelLoadError(path, f"corrupt TFLite file ({type(e).__name__}: {e})") from None
     _litert_verify(buf, path)
+    graph.notes += shapes.correct(graph)             # LiteRT's shapes where the file's are stale
     return graph
 
 

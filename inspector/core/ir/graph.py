@@ -127,6 +127,7 @@ class Graph:
     path: str = ""
     producer: str = ""                      # ONNX producer_name (+ version)
     opsets: dict[str, int] = field(default_factory=dict)             # ONNX opset imports, domain -> version
+    notes: list[str] = field(default_factory=list)   # what reading corrected (stale shapes: ir/shapes.py)
 
     @property
     def main(self) -> Subgraph:
