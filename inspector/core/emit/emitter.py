@@ -293,6 +293,12 @@ class Emitter:
             self.node("Identity", [src], [out])
         elif L.reshapable(L.apply(self.tensor(t).dims, have), step):
             self.node("Reshape", [src, self.i64(L.apply(self.tensor(t).dims, want))], [out])
+        elif L.is_trivial(dims := L.apply(self.tensor(t).dims, have), step):
+            # only size-1 axes move, but a Reshape cannot say where two dynamic dims go: drop and re-insert them
+            ones = [a for a, d in enumerate(dims) if d == 1]
+            gone = self.node("Squeeze", [src, self.i64(ones, "axes")], 1)[0]
+            self.node("Unsqueeze", [gone, self.i64([a for a, d in enumerate(L.apply(dims, step)) if d == 1], "axes")],
+                      [out])
         else:
             self.node("Transpose", [src], [out], perm=list(step))
             node = self.last_node

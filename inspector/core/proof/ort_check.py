@@ -17,34 +17,48 @@ _TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(flo
           "tensor(uint64)": np.uint64, "tensor(bool)": np.bool_}
 
 
-def ort_check(model: onnx.ModelProto | bytes) -> str | None:
+def ort_check(model: onnx.ModelProto | bytes, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
     """Raise ConversionError with ONNX Runtime's reason if it cannot load or run the model; a note (str) when only
-    its graph optimiser refuses it (the model runs with optimisations off), else None."""
+    its graph optimiser refuses it (the model runs with optimisations off), else None.
+
+    `sizes`: per input name, the shape whose dims stand in for its dynamic ones in the run on zeros (the file's
+    stored sizes; 1 without it). A run that fails only with dynamic dims filled in is a note, not a refusal: the
+    model loaded, and sizes of our choosing may be ones it cannot take (a frame length longer than the signal)."""
     import onnxruntime as ort
     if isinstance(model, bytes):
         data, model = model, onnx.load_from_string(model)
     else:
         data = model.SerializeToString()
     run = not _has_loop(model.graph)
-    note, failure = None, None
+    failure, chosen = None, None
     for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         opts = ort.SessionOptions()
         opts.graph_optimization_level, opts.intra_op_num_threads, opts.log_severity_level = level, 1, 4
         try:
             sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-            feeds = _zeros(sess) if run else None
+            feeds, chosen = _zeros(sess, sizes or {}) if run else (None, None)
             if feeds is not None:
                 sess.run(None, feeds)
-            return note
+            return None if failure is None else \
+                f"ONNX Runtime's graph optimiser refuses the model ({failure}); it runs with optimisations off"
         except Exception as e:                  # onnxruntime raises its own untyped errors
             failure = _first_line(e)
-            note = f"ONNX Runtime's graph optimiser refuses the model ({failure}); it runs with optimisations off"
+    if chosen:
+        return (f"ONNX Runtime loads the model, but one run on zeros with its dynamic dimensions at {chosen} failed "
+                f"({failure}): check it at the sizes it is meant for")
     raise ConversionError(f"ONNX Runtime cannot run the converted model: {failure}")
+
+
+def input_sizes(result) -> dict[str, tuple[int, ...]]:
+    """Each graph input's stored TFLite shape in its ONNX layout, by ONNX name (ort_check's `sizes`)."""
+    sg = result.graph.main
+    return {sg.tensors[t].name or f"input_{t}": tuple(sg.tensors[t].shape[a] for a in result.plan.perm(
+        t, sg.tensors[t].rank)) for t in sg.inputs}
 
 
 def check_session(session, skip: bool = False) -> None:
     """ort_check on a Session's converted model (convert's last step before writing); a note joins its notes."""
-    note = None if skip else ort_check(session.result.model)
+    note = None if skip else ort_check(session.result.model, input_sizes(session.result))
     if note:
         session.notes.append(f"warning: {note}")
 
@@ -54,16 +68,21 @@ def _has_loop(graph) -> bool:
                for n in graph.node)
 
 
-def _zeros(sess) -> dict | None:
-    """Zero inputs (dynamic dimensions 1), or None when running would not be cheap or the inputs are not tensors."""
-    feeds, total = {}, 0
+def _zeros(sess, sizes: dict) -> tuple[dict | None, str | None]:
+    """Zero inputs, dynamic dims taken from `sizes` (else 1), or None when running would not be cheap or the inputs
+    are not tensors; and which dynamic dims were chosen ("" when none)."""
+    feeds, total, chosen = {}, 0, []
     for i in sess.get_inputs():
         if i.type not in _TYPES:
-            return None
-        shape = [d if isinstance(d, int) and d >= 0 else 1 for d in i.shape]
+            return None, None
+        known = sizes.get(i.name, ())
+        shape = [d if isinstance(d, int) and d >= 0 else
+                 known[k] if len(known) == len(i.shape) and known[k] > 0 else 1 for k, d in enumerate(i.shape)]
+        if any(not (isinstance(d, int) and d >= 0) for d in i.shape):
+            chosen.append(f"{i.name} {shape}")
         total += int(np.prod(shape))
         feeds[i.name] = np.zeros(shape, _TYPES[i.type])
-    return feeds if total <= RUN_LIMIT else None
+    return (feeds if total <= RUN_LIMIT else None), ", ".join(chosen)
 
 
 def _first_line(e: Exception) -> str:
