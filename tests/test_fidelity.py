@@ -228,6 +228,36 @@ def test_complex_values_through_shape_ops(tmp_path):
     run_and_validate(save(b, tmp_path))
 
 
+def test_complex_concatenation_against_numpy(tmp_path):
+    """RFFT2D of [1, 8, 16] and of [1, 4, 16] (fft 4 x 16), CONCATENATION on axis 1 into [1, 12, 9], a complex
+    constant [1, 2, 9] appended, then COMPLEX_ABS: compared with numpy's rfft2/abs (1e-5 of the output's scale),
+    since LiteRT has no complex CONCATENATION kernel (it refuses to prepare the model, asserted here too)."""
+    from ai_edge_litert.interpreter import Interpreter
+    from inspector.core.proof.validate import run_onnx
+    b = ModelBuilder()
+    xs = [RNG.uniform(-1, 1, (1, rows, 16)).astype(np.float32) for rows in (8, 4)]
+    zs = []
+    for k, x in enumerate(xs):
+        xi = b.input(f"x{k}", x.shape, "float32")
+        z = b.tensor(f"z{k}", [1, x.shape[1], 9], "complex64")
+        b.op("RFFT2D", [xi, b.const(f"fft{k}", np.array([x.shape[1], 16], np.int32))], [z])
+        zs.append(z)
+    k = (RNG.uniform(-1, 1, (1, 2, 9)) + 1j * RNG.uniform(-1, 1, (1, 2, 9))).astype(np.complex64)
+    cat = b.tensor("cat", [1, 14, 9], "complex64")
+    b.op("CONCATENATION", zs + [b.const("k", k)], [cat], {"axis": 1})
+    y = b.tensor("y", [1, 14, 9])
+    b.op("COMPLEX_ABS", [cat], [y])
+    b.output(y)
+    graph = save(b, tmp_path)
+    with pytest.raises(RuntimeError, match="CONCATENATION"):
+        Interpreter(model_path=graph.path).allocate_tensors()
+    result = convert(graph)
+    assert ort_check(result.model) is None
+    got = run_onnx(result.model, {"x0": xs[0], "x1": xs[1]})["y"]
+    want = np.abs(np.concatenate([np.fft.rfft2(x) for x in xs] + [k], axis=1))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 # --- 2: stale static shapes in the file ---------------------------------------------------------------------------
 def litert_shapes(graph, inputs) -> dict[str, tuple[int, ...]]:
     """Every non-constant tensor's shape after LiteRT ran the model on `inputs` (it resizes them in Prepare)."""

@@ -89,8 +89,7 @@ def complex_operand(ctx, op) -> bool:
 
 
 def complex_shape_op(ctx, op) -> bool:
-    """SQUEEZE, EXPAND_DIMS, RESHAPE, TRANSPOSE, SLICE, STRIDED_SLICE of a complex tensor (LiteRT has no complex
-    CONCATENATION), on its
+    """SQUEEZE, EXPAND_DIMS, RESHAPE, TRANSPOSE, SLICE, STRIDED_SLICE, CONCATENATION of a complex tensor, on its
     float pairs [..., 2] in TFLite's layout: axes and shapes as TFLite's, the trailing real/imaginary axis kept
     last. (A kernel: False for real tensors, whose emitter then runs.)"""
     if not complex_operand(ctx, op):
@@ -119,10 +118,13 @@ def complex_shape_op(ctx, op) -> bool:
     elif op.opcode == "TRANSPOSE":
         perm = [int(a) % r for a in const_ints(ctx, op, 1)]
         ctx.node("Transpose", [x], [dst], perm=perm + [r])
+    elif op.opcode == "CONCATENATION":           # (LiteRT has no complex kernel for it: tested against numpy)
+        parts = [x] + [complex_pair(ctx, op, s) for s in range(1, len(op.inputs))]
+        ctx.node("Concat", parts, [dst], axis=op.options.get("axis", 0) % r)
     else:                                           # SLICE, STRIDED_SLICE: on TFLite's axes, pair axis untouched
         sliced(ctx, op, x, dst, tuple(range(r)))
     _pairs(ctx)[out_t] = dst
     return True
 
 
-COMPLEX_SHAPE_OPS = ("SQUEEZE", "EXPAND_DIMS", "RESHAPE", "TRANSPOSE", "SLICE", "STRIDED_SLICE")
+COMPLEX_SHAPE_OPS = ("SQUEEZE", "EXPAND_DIMS", "RESHAPE", "TRANSPOSE", "SLICE", "STRIDED_SLICE", "CONCATENATION")
