@@ -258,6 +258,26 @@ def test_complex_concatenation_against_numpy(tmp_path):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("pins", [None, {"real": "NCHW"}])
+def test_cast_of_a_complex_tensor_is_its_real_part(tmp_path, pins):
+    """BirdNET's front end CASTs its RFFT2D result to float32 (LiteRT keeps the real part): [1, 6, 8, 16] -> RFFT2D
+    [1, 6, 8, 9] -> CAST -> CONV_2D over the 6 x 8 map with 9 channels, validated against LiteRT tensor by tensor
+    (default tolerances); also with the CAST's output pinned channels-first (the pair is in TFLite's layout)."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 6, 8, 16], "float32")
+    z = b.tensor("z", [1, 6, 8, 9], "complex64")
+    b.op("RFFT2D", [x, b.const("fft_length", np.array([8, 16], np.int32))], [z])
+    real = b.tensor("real", [1, 6, 8, 9])
+    b.op("CAST", [z], [real])
+    y = b.tensor("y", [1, 6, 8, 4])
+    b.op("CONV_2D", [real, b.const("w", RNG.uniform(-1, 1, (4, 3, 3, 9)).astype(np.float32)),
+                     b.const("bias", RNG.uniform(-1, 1, 4).astype(np.float32))], [y], {"padding": "SAME"})
+    b.output(y)
+    result, _ = run_and_validate(save(b, tmp_path), pins=pins)
+    assert any(n.op_type == "Gather" for n in result.model.graph.node)
+    assert result.transposes == 1
+
+
 # --- 2: stale static shapes in the file ---------------------------------------------------------------------------
 def litert_shapes(graph, inputs) -> dict[str, tuple[int, ...]]:
     """Every non-constant tensor's shape after LiteRT ran the model on `inputs` (it resizes them in Prepare)."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
+from inspector.core.layout import layout as L
 from .registry import X, op
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -81,6 +83,23 @@ op("IMAG", category=X, onnx="Gather")(_part(1))
 def complex_abs(ctx, op):
     r = ctx.tensor(op.inputs[0]).rank
     ctx.node("ReduceL2", [complex_pair(ctx, op, 0), ctx.i64([r], "axes")], [ctx.output(op)], keepdims=0)
+
+
+def complex_cast(ctx, op) -> bool:
+    """CAST of a complex tensor: its real part, as LiteRT's cast kernel takes it. (A kernel: False otherwise.)"""
+    if not ctx.tensor(op.inputs[0]).dtype.startswith("complex"):
+        return False
+    out_t = op.outputs[0]
+    perm = ctx.plan.produced.get((op.index, 0), ctx.perm(out_t))      # what ctx.output(op) is written in
+    dtype, out = ctx.tensor(out_t).dtype, ctx.output(op)
+    steps = [s for s, wanted in (("cast", dtype != "float32"), ("transpose", not L.is_identity(perm))) if wanted]
+    real = ctx.node("Gather", [complex_pair(ctx, op, 0), ctx.const(np.array(0, np.int64), "part")],
+                    [out] if not steps else 1, axis=ctx.tensor(op.inputs[0]).rank)[0]
+    if "cast" in steps:
+        real = ctx.node("Cast", [real], [out] if steps[-1] == "cast" else 1, to=onnx_dtype(dtype))[0]
+    if "transpose" in steps:                        # (pairs live in TFLite's layout)
+        ctx.node("Transpose", [real], [out], perm=list(perm))
+    return True
 
 
 def complex_operand(ctx, op) -> bool:

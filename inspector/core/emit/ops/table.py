@@ -13,6 +13,7 @@ KERNELS = {
     "PRELU": (quant.exact_prelu,),                               # --exact-int
     **{name: (quant.exact_table,) for name in quant.LUT_OPS},   # LiteRT's int8 lookup tables (see exact_table)
     **{name: (signal.complex_shape_op,) for name in signal.COMPLEX_SHAPE_OPS},   # complex tensors as float pairs
+    "CAST": (signal.complex_cast,),
 }
 
 _TABLE: dict[str, OpRule] = {}
