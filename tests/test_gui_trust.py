@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QComboBox, QLineEdit
 
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.gui.main_window import ONNX, TFLITE, MainWindow
@@ -94,14 +94,18 @@ def test_rerun_keeps_the_onnx_selection_and_viewport(qtbot, window, model):
     view.zoom(1.6)
     view.centerOn(w.scenes[ONNX].node_by_key[name].sceneBoundingRect().center())
     centre, scale = visible(view).center(), view.transform().m11()
-    w.editor.pin("a", "keep")
-    settle(qtbot, w)
-    assert s.pins == {"a": "keep"}
-    view = w.panes[ONNX].main_view
-    assert w.scenes[ONNX].selected_keys()[0] == [name]
-    assert view.transform().m11() == pytest.approx(scale)
-    after = visible(view).center()                  # (a live update may move nodes by a few pixels)
-    assert abs(after.x() - centre.x()) < 10 and abs(after.y() - centre.y()) < 10
+    from inspector.core.metadata.edits import MetadataEdits
+    edits = (lambda: w.editor.pin("a", "keep"), w.editor.stack.undo,
+             lambda: w.editor.edit_metadata(MetadataEdits(doc_string="kept"), "doc string"))
+    for edit in edits:                              # a pin, its undo, a metadata change: each one re-runs
+        edit()
+        settle(qtbot, w)
+        view = w.panes[ONNX].main_view
+        assert w.scenes[ONNX].selected_keys()[0] == [name]
+        assert view.transform().m11() == pytest.approx(scale)
+        after = visible(view).center()              # (a live update may move nodes by a few pixels)
+        assert abs(after.x() - centre.x()) < 10 and abs(after.y() - centre.y()) < 10
+    assert s.pins == {} and s.metadata.doc_string == "kept" and w.editor.stack.count() == 1
 
 
 def test_opening_another_model_clears_search_results(qtbot, window, model, tmp_path):
@@ -142,19 +146,28 @@ def type_keys(qtbot, widget, text: str) -> None:
 def test_typed_text_reaches_every_text_field(qtbot, window, model):
     w = window
     open_model(qtbot, w, model)
+    ed = w.editor.metadata
+    w.editor.metadata_dock.raise_()
+    w.editor.validation_dock.show()
+    qtbot.wait(50)
     minimap, view = w.show_minimap.isChecked(), w.panes[TFLITE].main_view
     scale = view.transform().m11()
     type_keys(qtbot, w.search_field, TYPED)
     assert w.search_field.text() == TYPED
-    ed = w.editor.metadata
-    w.editor.metadata_dock.raise_()
+    # every free-text field of the window (the others take values from a list or a number) is typed into below
+    free = {e for e in w.findChildren(QLineEdit) if e.isVisibleTo(w) and e.validator() is None
+            and not isinstance(e.parent(), QComboBox)}
+    assert free == {w.search_field, ed.doc_string, ed.producer}
     for field in (ed.doc_string, ed.producer):
         field.clear()
         type_keys(qtbot, field, TYPED)
         assert field.text() == TYPED
     ed._add_row()                                     # a metadata_props key, then its value
-    qtbot.keyClicks(QApplication.focusWidget(), "note")
-    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Tab)     # commits the key: a re-run starts
+    key = QApplication.focusWidget()
+    assert isinstance(key, QLineEdit) and ed.table.isAncestorOf(key)
+    qtbot.keyClicks(key, "FMfm_key")
+    assert key.text() == "FMfm_key"
+    qtbot.keyClick(key, Qt.Key_Tab)                   # commits the key: a re-run starts
     settle(qtbot, w)                                  # the user is slower than the re-run
     for key in TYPED:                                 # keys go where the keyboard focus is, else to the window
         qtbot.keyClicks(QApplication.focusWidget() or w, key)
@@ -162,7 +175,7 @@ def test_typed_text_reaches_every_text_field(qtbot, window, model):
     qtbot.wait(50)                                    # the cell editor commits from the event loop
     settle(qtbot, w)
     s = w.editor.session
-    assert s.metadata.props == {"note": TYPED}
+    assert s.metadata.props == {"FMfm_key": TYPED}
     assert s.metadata.doc_string == TYPED and s.metadata.producer == TYPED
     assert w.show_minimap.isChecked() == minimap and view.transform().m11() == pytest.approx(scale)
 
@@ -314,6 +327,25 @@ def test_export_suggests_the_last_export_folder_or_home(qtbot, window, model, tm
     assert Path(asked[0]).parent == Path.home()              # not the model's own (maybe read-only) folder
     assert export_onnx.export_dialog(w.editor) is not None
     assert Path(asked[1]).parent == out
+
+
+def test_export_refuses_gray8_on_a_three_channel_input_and_shows_the_finding(qtbot, window, model, tmp_path):
+    from inspector.core.metadata import schema as ms
+    from inspector.core.metadata.edits import MetadataEdits
+    from inspector.gui.export_onnx import export_dialog
+    w = window
+    open_model(qtbot, w, model)                                 # x [1, 5, 7, 3]
+    assert w.editor.edit_metadata(MetadataEdits(types={"x": "IMAGE"}, image={ms.PIXEL_FORMAT: "Gray8"}),
+                                  "gray") is None
+    settle(qtbot, w)
+    out = tmp_path / "gray.onnx"
+    asked = []
+    assert export_dialog(w.editor, str(out), on_errors=lambda e: asked.append(e) or False) is None
+    assert not out.exists() and not (tmp_path / "gray.report.json").exists()
+    (error,) = asked
+    assert any("Gray8 means 1 channel(s), but its DATA_CHANNEL axis has 3" in f.message for f in error.findings)
+    assert export_dialog(w.editor, str(out)) is None and not out.exists()     # the dialog's own refusal
+    assert "Gray8 means 1 channel(s)" in w.last_error and "not exported" in w.last_error
 
 
 def test_export_write_failure_is_one_sentence(qtbot, window, model, tmp_path):

@@ -55,6 +55,8 @@ class Walk:
         return (np.abs(a.astype(int) - background).sum(axis=1) > 30).mean() < 0.005
 
     def check(self, step: str) -> None:
+        from PySide6.QtCore import Qt
+
         from inspector.gui.main_window import ONNX, TFLITE
         w, doc = self.w, self.w.doc
         bad = lambda text: self.problems.append(f"{self.name} after {step}: {text}")   # noqa: E731
@@ -80,6 +82,30 @@ class Walk:
         if s is not None and w.editor.metadata.doc_string.text() != (s.metadata.doc_string or
                                                                       w.editor.metadata.state.doc_string or ""):
             bad("the metadata editor's doc string is not the session's")
+        if {it.node.key for it in w.scenes[ONNX].nodes if it.node.kind == "op"} != set(doc.onnx_nodes()):
+            bad("the ONNX pane's nodes are not the document's model")
+        shown = [w.conflicts.topLevelItem(i).data(0, Qt.UserRole) for i in range(w.conflicts.topLevelItemCount())]
+        if any(not any(c is d for d in doc.conflicts()) and c not in doc.inserted().values() for c in shown):
+            bad("a conflict row is not of the current plan")
+        panel = w.editor.validation
+        v = s.validation if s is not None else None
+        if panel.validation is not v:
+            bad("the validation dock shows another validation than the session's")
+        if len(panel.scatter.points()) != (len(v.outputs) + len(v.intermediates) if v is not None else 0):
+            bad(f"the validation plot has {len(panel.scatter.points())} points for the session's validation")
+        nodes, tensors = scene.selected_keys()
+        op = next((k[1] for k in nodes if k[0] == "op"), None)
+        html = w.details.html()
+        if op is not None and f"{doc.graph.main.ops[op].opcode} #{op}" not in html:
+            bad("Details does not show the selected op")
+        if not (nodes or tensors) and w.active == TFLITE and not html.startswith("Select an op"):
+            bad("Details shows something while nothing is selected")
+        bar = w.editor.pin_bar
+        if s is not None and bar.tensors and (any(w.editor.pin_name(t) in s.pins for t in bar.tensors[:3])
+                                              != ("pinned" in bar.label.text())):
+            bad("the pin bar disagrees with the session's pins")
+        if step == "open" and (w._matches or w.search_status.text().strip()):
+            bad("search results of the previous model are still listed")
 
     def model(self, path: Path, export_to: Path) -> None:
         from inspector.gui.export_onnx import export_dialog
@@ -121,6 +147,17 @@ class Walk:
         if w.editor.session.metadata.doc_string != TYPED:
             self.problems.append(f"{self.name}: typed doc string arrived as {w.editor.session.metadata.doc_string!r}")
         self.check("metadata")
+        w.search_field.setFocus()
+        w.search_field.clear()
+        minimap = w.show_minimap.isChecked()
+        self.pump()
+        subprocess.run(["xdotool", "type", "--delay", "20", TYPED], check=True)
+        subprocess.run(["xdotool", "key", "Return"], check=True)
+        self.pump(0.3)
+        if w.search_field.text() != TYPED or w.show_minimap.isChecked() != minimap:
+            self.problems.append(f"{self.name}: typed search arrived as {w.search_field.text()!r}")
+        w.search_field.clear()
+        self.check("search")
         w.editor.validate()
         self.settle()
         v = w.editor.validation.validation
