@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QColor
 
+from inspector.core.session.pipeline import run
 from inspector.gui.live_layout import edge_keys
 from inspector.gui.main_window import ONNX, TFLITE
 from inspector.gui.palette import CONFLICT
@@ -59,11 +60,15 @@ def test_live_pin_keeps_the_picture_and_undo_restores_it(qtbot, window, corpus, 
     scene, view = w.scenes[ONNX], w.panes[ONNX].main_view
     pos0, routes0, colours0 = picture(w)
     tfl0 = picture(w, TFLITE)
-    before = s.result.transposes
+    before, bytes0 = s.result.transposes, s.result.model.SerializeToString()
     t = mid_conv_output(s.graph.main)
     assert w.editor.pin(w.editor.pin_name(t), "keep")
     settle(qtbot, w)
     assert s.result.transposes > before                              # the pin costs Transposes...
+    rc = w.editor.reconverter                                        # re-planned and re-emitted incrementally...
+    assert rc.replayed > 10 * rc.emitted
+    full = run(s.graph, s.pins, s.options, s.metadata, check=False)
+    assert s.result.model.SerializeToString() == full.result.model.SerializeToString()   # ...a full conversion's
     assert w.scenes[ONNX] is scene and w.panes[ONNX].main_view is view   # ...shown in the same scene
     pos1, routes1, colours1 = picture(w)
     added = set(pos1) - set(pos0)
@@ -81,6 +86,7 @@ def test_live_pin_keeps_the_picture_and_undo_restores_it(qtbot, window, corpus, 
     w.editor.undo_action.trigger()
     settle(qtbot, w)
     assert s.result.transposes == before
+    assert s.result.model.SerializeToString() == bytes0
     assert picture(w) == (pos0, routes0, colours0)                    # exactly the picture from before
     assert picture(w, TFLITE) == tfl0
     w.editor.redo_action.trigger()

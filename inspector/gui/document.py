@@ -20,6 +20,7 @@ class Document:
     error: str = ""               # why the conversion failed, if it did
     notes: list[str] = field(default_factory=list)                  # the pipeline's warnings and metadata notes
     onnx_shapes: dict[str, tuple] = field(default_factory=dict)     # value name -> shape (after shape inference)
+    reconverter: Any = None       # emit.incremental.Reconverter of the conversion made in this process, if any
     _names: dict[str, Any] = field(default_factory=dict, repr=False)
     _links: tuple | None = field(default=None, repr=False)
     _cats: tuple | None = field(default=None, repr=False)

@@ -41,13 +41,14 @@ class RerunSignals(QObject):
 
 class RerunJob(QRunnable):
     """The Session's pipeline (without the full checker: export runs it) and the ONNX graph's placement, off the GUI
-    thread; for big models in the loader's child process (see rerun_child). With a Placement, nodes the graph
+    thread; for big models in the loader's child process (see rerun_child). The conversion reuses the last one's
+    pieces (`cache`, an incremental Reconverter: the same bytes as a full conversion). With a Placement, nodes the graph
     keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh.
     The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
-    def __init__(self, session: Session, placement: Placement | None = None):
+    def __init__(self, session: Session, placement: Placement | None = None, cache=None):
         super().__init__()
-        self.session, self.placement = session, placement
+        self.session, self.placement, self.cache = session, placement, cache
         self.signals = RerunSignals()
         self.setAutoDelete(False)
 
@@ -68,7 +69,7 @@ class RerunJob(QRunnable):
                 result, notes = with_findings(s.result), s.notes
                 vg = graph_model.from_onnx(result.model)
             else:
-                outcome = run(s.graph, s.pins, s.options, s.metadata, check=False)
+                outcome = run(s.graph, s.pins, s.options, s.metadata, check=False, cache=self.cache)
                 result, notes = with_findings(outcome.result), outcome.notes
                 vg = graph_model.from_onnx(result.model)
             p = self.placement
@@ -112,6 +113,7 @@ class Editor(QObject):
         self.last_menu = self.last_dialog = self.last_message = None
         self._job: RerunJob | None = None
         self.placement: Placement | None = None
+        self.reconverter = None             # the session's emit.incremental.Reconverter (re-runs in this process)
         self._what_if: dict = {}
         self.export_job = None               # a big model's export running in the child process
         self._pending = False
@@ -226,6 +228,7 @@ class Editor(QObject):
         self._pending = False
         self._job = None
         self.placement = None
+        self.reconverter = None
         self._what_if = {}
         self.stack.clear()
         self.window.views.bind(None, path)
@@ -242,6 +245,8 @@ class Editor(QObject):
             s = PairSession(doc) if doc.result.pair is not None else Session(path=doc.path, graph=doc.graph)
             result, notes = doc.result, s.notes if is_pair(s) else doc.notes
         self.session, self.baseline = s, result.transposes
+        from inspector.core.emit.incremental import Reconverter
+        self.reconverter = doc.reconverter or Reconverter()
         self.window.views.bind(s, doc.path)
         self.window.show_result(s, result, notes, vg, layout)   # the loader ran the whole pipeline
         self._hook_tflite_view()
@@ -370,7 +375,7 @@ class Editor(QObject):
             self._pending = True            # the running job read older decisions: run again when it ends
             return
         self.window.statusBar().showMessage("Re-running propagation…")
-        job = self._job = RerunJob(self.session, self._placement())
+        job = self._job = RerunJob(self.session, self._placement(), self.reconverter)
         job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
         job.signals.failed.connect(lambda *a: self._rerun_failed(job, *a))
         self.pool.start(job)

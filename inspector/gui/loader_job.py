@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, QRunnable, Signal
 from inspector.core.ir.errors import InspectorError
 from inspector.core.io.loader import sniff
 from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.session.document import file_sha256
 
 from . import graph_layout, graph_model
 from .document import Document
@@ -48,20 +49,21 @@ def in_child(path: str, graph) -> bool:
     return len(graph.main.ops) >= LoadJob.PROCESS_OPS or size >= PROCESS_BYTES
 
 
-def convert_and_lay_out(source):
+def convert_and_lay_out(source, cache=None):
     """(ConversionResult, notes, ONNX ViewGraph, Layout), or the conversion error's message. `source` is a Graph,
     or a path when run in a child process (the result then comes back without its source graph). The pipeline
-    includes the metadata pass; the denotation findings are computed here too, off the GUI thread."""
+    includes the metadata pass; the denotation findings are computed here too, off the GUI thread. `cache` (a
+    Reconverter; the child's own there) keeps the conversion's pieces for the re-runs after a pin."""
     from inspector.core.session.pipeline import run
 
     from .rerun_child import with_findings
     if isinstance(source, str):         # in the child: kept there for the re-runs after pins (rerun_child)
-        from .rerun_child import _graph
-        graph = _graph(source)
+        from .rerun_child import _graph, reconverter
+        graph, cache = _graph(source), reconverter()
     else:
         graph = source
     try:
-        outcome = run(graph, metadata_failure_is_note=True)
+        outcome = run(graph, metadata_failure_is_note=True, cache=cache)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
     with_findings(outcome.result)
@@ -105,6 +107,7 @@ class LoadJob(QRunnable):
     def run(self) -> None:
         try:
             self._run()
+            file_sha256(self.path)      # autosave hashes the model on the first edit: here, off the GUI thread
         except InspectorError as e:
             self._emit(self.signals.failed, str(e), "")
         except Exception as e:  # the dialog shows the message; details carry the traceback for a bug report
@@ -142,7 +145,9 @@ class LoadJob(QRunnable):
         if in_child(self.path, graph):
             outcome = executor().submit(convert_and_lay_out, self.path).result()
         else:
-            outcome = convert_and_lay_out(graph)
+            from inspector.core.emit.incremental import Reconverter
+            doc.reconverter = Reconverter()
+            outcome = convert_and_lay_out(graph, doc.reconverter)
         if isinstance(outcome, str):
             self._emit(s.conversionFailed, outcome)
             return

@@ -12,6 +12,16 @@ from __future__ import annotations
 import os
 
 _GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
+_RECONVERTER = None                             # its conversion's pieces, for the re-runs after a pin
+
+
+def reconverter():
+    """The child's Reconverter (it starts afresh by itself when the graph or options differ)."""
+    global _RECONVERTER
+    if _RECONVERTER is None:
+        from inspector.core.emit.incremental import Reconverter
+        _RECONVERTER = Reconverter()
+    return _RECONVERTER
 
 
 def _graph(path: str):
@@ -59,7 +69,7 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
     from . import graph_model
     try:
         outcome = run(_graph(path), pins, ConvertOptions.from_dict(options), MetadataEdits.from_dict(metadata),
-                      check=False)
+                      check=False, cache=reconverter())
     except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
         return str(e)
     with_findings(outcome.result)

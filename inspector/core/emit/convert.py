@@ -110,33 +110,29 @@ def unsupported(sg: Subgraph, table, folded) -> list[str]:
 
 def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
             check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
-            allow_custom: bool = False) -> ConversionResult:
+            allow_custom: bool = False, cache=None) -> ConversionResult:
     """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
     `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
-    `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ)."""
+    `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ);
+    `cache`: an incremental.Reconverter kept between runs on this graph (the same bytes, less work after a pin)."""
     if graph.format != "tflite":
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
-    table = _op_table()
-    if allow_custom:                                 # unknown custom ops become custom-domain nodes
-        from .ops.custom import with_custom_nodes
-        table = with_custom_nodes(graph, table)
     sg = graph.main
-    check_arity(graph)
-    check_control_flow(graph)
-    folded, constants = fold_constants(sg)
-    missing = unsupported(sg, table, folded)
-    for i, other in enumerate(graph.subgraphs[1:], 1):
-        missing += [f"{line} in subgraph {i} ({other.name})"
-                    for line in unsupported(other, table, fold_constants(other)[0])]
-    if missing:
-        raise UnsupportedOpsError(missing)
+    same = cache is not None and cache.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int,
+                                                     allow_custom))
+    if same and cache.prepared is not None:          # checked and folded by the last run
+        table, folded, constants = cache.prepared
+    else:
+        table, folded, constants = _prepare(graph, allow_custom)
+        if cache is not None:
+            cache.prepared = table, folded, constants
     pin_map = resolve_pins(sg, pins)
-    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants))
+    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), memo=cache)
     trace = ConversionTrace()
     try:
-        em = Emitter(sg, plan, opset, constants, trace)
+        em = (cache.emitter if cache is not None else Emitter)(sg, plan, opset, constants, trace)
     except HOSTILE as e:
         raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
                               ) from None
@@ -145,7 +141,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
 
     inputs = _graph_inputs(em, constants, float_io)
     out_names = _output_names(em, float_io)
-    emit_ops(em, folded)
+    if cache is not None:
+        cache.emit_ops(em, folded, emit_op)
+    else:
+        emit_ops(em, folded)
     outputs = _graph_outputs(em, out_names, float_io)
     if em.state is not None:                        # resource variables: explicit state inputs/outputs
         state_in, state_out = em.state.finish(em)
@@ -161,6 +160,8 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
     # the model last, once the rest of it has been measured exactly (see _add_initializers).
     init_bound = sum(_size_bound(t) for t in em.initializers)
+    if cache is not None:
+        cache.finish(em, graph, init_bound)
     if init_bound > _protobuf_limit():
         check_size(*em.initializers)
     # The graph is built in place (helper.make_graph + make_model copied every node twice); the same bytes.
@@ -200,6 +201,26 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     if check:
         check_model(model)
     return result
+
+
+def _prepare(graph: Graph, allow_custom: bool):
+    """(op table, folded ops, constants) of a graph that passes the checks before planning: arity, control-flow
+    limits, every op supported (UnsupportedOpsError lists the others)."""
+    table = _op_table()
+    if allow_custom:                                 # unknown custom ops become custom-domain nodes
+        from .ops.custom import with_custom_nodes
+        table = with_custom_nodes(graph, table)
+    sg = graph.main
+    check_arity(graph)
+    check_control_flow(graph)
+    folded, constants = fold_constants(sg)
+    missing = unsupported(sg, table, folded)
+    for i, other in enumerate(graph.subgraphs[1:], 1):
+        missing += [f"{line} in subgraph {i} ({other.name})"
+                    for line in unsupported(other, table, fold_constants(other)[0])]
+    if missing:
+        raise UnsupportedOpsError(missing)
+    return table, folded, constants
 
 
 def _graph_inputs(em: Emitter, constants, float_io: bool) -> list:
@@ -350,15 +371,20 @@ def emit_ops(em: Emitter, folded: set[int]) -> None:
             em.trace.op_nodes[op.index] = []
             continue
         em.begin(op)
-        try:
-            em.table[op.opcode].emit(em, op)
-        except ConversionError:
-            raise
-        except HOSTILE as e:
-            where = f" in subgraph {em.sg.name}" if em.parent is not None else ""
-            raise ConversionError(f"{op.opcode}#{op.index}{where}: cannot convert ({type(e).__name__}: {e})") from None
-        em.flush()
+        emit_op(em, op)
     em.begin(None)
+
+
+def emit_op(em: Emitter, op: Op) -> None:
+    """One op's nodes (em.begin(op) was called), its fused activation and pin Transpose included."""
+    try:
+        em.table[op.opcode].emit(em, op)
+    except ConversionError:
+        raise
+    except HOSTILE as e:
+        where = f" in subgraph {em.sg.name}" if em.parent is not None else ""
+        raise ConversionError(f"{op.opcode}#{op.index}{where}: cannot convert ({type(e).__name__}: {e})") from None
+    em.flush()
 
 
 def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], Emitter]:

@@ -110,6 +110,20 @@ def make_node(op_type: str, inputs, outputs, name: str, domain: str, attrs: dict
     return node
 
 
+def next_free(base: str, used, k: int, extra=()) -> tuple[str, int]:
+    """(`base_k`, k) with the smallest k above the given one whose name is in neither `used` nor `extra`."""
+    while True:
+        k += 1
+        name = f"{base}_{k}"
+        if name not in used and name not in extra:
+            return name, k
+
+
+def clean_base(base: str) -> str:
+    """A name base as fresh() uses it: whitespace runs become '_', empty becomes 'v'."""
+    return _SPACES.sub("_", base) if _HAS_SPACE(base) else base or "v"
+
+
 class Emitter:
     def __init__(self, sg: Subgraph, plan: LayoutPlan, opset: int, constants: dict[int, np.ndarray],
                  trace: ConversionTrace | None = None, parent: "Emitter | None" = None):
@@ -138,6 +152,10 @@ class Emitter:
         self.last_node = ""
         self.warnings: list[str] = []
         self.conflict_at = {(c.tensor, c.to_perm): c for c in plan.conflicts}
+        self.pin_conflicts: dict[int, list] = {}            # tensor -> its "pin" conflicts (flush names their node)
+        for c in plan.conflicts:
+            if c.kind == "pin":
+                self.pin_conflicts.setdefault(c.tensor, []).append(c)
         from .ops.quant import QDQ
         self.q = QDQ(self)                               # quantized tensors: Q/DQ around float ops
 
@@ -151,17 +169,12 @@ class Emitter:
         """`base`, or `base_k` with the smallest k >= 2 not taken. Names are never released, so the search resumes
         where the last one for this base stopped (counting from 2 each time was quadratic: quantized models make
         hundreds of `..._scale` names)."""
-        base = _SPACES.sub("_", base) if _HAS_SPACE(base) else base or "v"
+        base = clean_base(base)
         used = self._used
         if base not in used:
             used.add(base)
             return base
-        k = self._taken.get(base, 1)
-        while True:
-            k += 1
-            name = f"{base}_{k}"
-            if name not in used:
-                break
+        name, k = next_free(base, used, self._taken.get(base, 1))
         self._taken[base] = k
         used.add(name)
         return name
@@ -385,10 +398,9 @@ class Emitter:
                 t = self.trace.value_tensor.get(dst)
                 self.node("Transpose", [src], [dst], perm=perm)
                 node = self.last_node
-                for c in self.plan.conflicts:
-                    if c.kind == "pin" and c.tensor == t:
-                        c.node = node
-                        self.trace.inserted[node] = c
+                for c in self.pin_conflicts.get(t, ()):
+                    c.node = node
+                    self.trace.inserted[node] = c
 
     # --- nodes -------------------------------------------------------------------------------------------
     def node(self, op_type: str, inputs: list[str], outputs, domain: str = "", name: str | None = None,

@@ -136,13 +136,21 @@ class Problem:
                         self._demands.setdefault(x, []).append(next(iter(ways)))
         return self._demands.get(t, [])
 
-    def build(self) -> Problem:
+    def build(self, reuse: Problem | None = None) -> Problem:
+        """Every op's modes and every tensor's candidates. `reuse`: the same graph's problem under other pins; an
+        op whose inputs' candidates and output pin are unchanged keeps its modes from there (_modes depends on
+        nothing else), so the result is the same as built afresh."""
         for t, (perm, _) in self.fixed.items():
             self.cand[t] = [perm]
+        old_modes = reuse.modes if reuse is not None else {}
+        if reuse is not None:               # facts about a tensor's shape alone: shared
+            self._free, self._bytes = reuse._free, reuse._bytes
         for op in self.sg.ops:
             if op.index in self.skip:
                 continue
-            modes = self._modes(op)
+            modes = old_modes.get(op.index)
+            if modes is None or not self._same_inputs(op, reuse):
+                modes = self._modes(op)
             self.modes[op.index] = modes
             for slot, t in enumerate(op.outputs):
                 if t < 0:
@@ -158,6 +166,13 @@ class Problem:
                 seen = list(dict.fromkeys([m.writes[slot] for m in modes if len(m.writes[slot]) == rank]))
                 self.cand[t] = seen[:MAX_CANDIDATES] or [_id(rank)]
         return self
+
+    def _same_inputs(self, op, other: Problem) -> bool:
+        """Would _modes(op) see the same here as in `other`: its inputs' candidates and its first output's pin."""
+        out = op.outputs[0] if op.outputs else -1
+        if out >= 0 and self.pins.get(out) != other.pins.get(out):
+            return False
+        return all(self.candidates(t) == other.candidates(t) for _, t in self.acts(op))
 
     def _modes(self, op) -> list[Mode]:
         rule = self.table.get(op.opcode)

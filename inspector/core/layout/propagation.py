@@ -34,14 +34,19 @@ def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
 
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
                  skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
-                 time_budget: float = TIME_BUDGET) -> LayoutPlan:
-    """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data."""
-    pb = problem(sg, table, pins, keep_io_layout, skip, constants)
+                 time_budget: float = TIME_BUDGET, memo=None) -> LayoutPlan:
+    """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
+    `memo`: an object whose `problem` attribute keeps the last problem of this subgraph (same skip, constants and
+    I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build)."""
+    pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=getattr(memo, "problem", None))
+    if memo is not None:
+        memo.problem = pb
     choice, optimality = solve(pb, time_budget)
     return assemble(pb, choice, optimality)
 
 
-def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None) -> Problem:
+def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
+            reuse: Problem | None = None) -> Problem:
     """The modes of every op, graph inputs decided by rule, graph outputs' allowed presentations."""
     pins = dict(pins or {})
     constants = constants if constants is not None else {t.index for t in sg.tensors if t.is_constant}
@@ -57,7 +62,7 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
         r = sg.tensors[t].rank
         image = r >= 3 and not keep_io_layout and image_output(sg, t, table, skip)
         allowed[t] = (pins[t],) if t in pins else (L.identity(r), L.channels_first(r)) if image else (L.identity(r),)
-    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build()
+    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build(reuse)
 
 
 def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:

@@ -84,8 +84,8 @@ class OnnxSession(Session):
         d = check({**data, "options": {}}, None, path)
         d.metadata.apply(_copy(self.model))              # every tensor it names must be in this model
         warnings = []
-        from .document import _sha256
-        if d.model_sha256 not in (None, _sha256(self.path)):
+        from .document import file_sha256
+        if d.model_sha256 not in (None, file_sha256(self.path)):
             warnings.append(f"{path} was saved for a different version of {d.model}")
         self.restore({}, d.metadata, {})
         return warnings

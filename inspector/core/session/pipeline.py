@@ -40,16 +40,17 @@ class Outcome:
 
 
 def run(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = ConvertOptions(), metadata=None,
-        check: bool = True, metadata_failure_is_note: bool = False) -> Outcome:
+        check: bool = True, metadata_failure_is_note: bool = False, cache=None) -> Outcome:
     """Convert `graph` with the user's pins and options (`check`: the full onnx checker; export runs it anyway),
     then the metadata pass: denotations, TFLite metadata pre-fill, the user's `metadata` edits on top.
     A metadata pass that fails raises, or with `metadata_failure_is_note` becomes a note (a model just opened:
-    nothing the user decided can be at fault)."""
+    nothing the user decided can be at fault). `cache`: an emit.incremental.Reconverter kept for this graph
+    between runs (the window's re-runs after a pin: the same result, less work)."""
     from inspector.core.emit.convert import convert
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.denotation import annotate
     from inspector.core.metadata.edits import MetadataEdits
-    result = convert(graph, pins=dict(pins or {}), check=check, **asdict(options))
+    result = convert(graph, pins=dict(pins or {}), check=check, cache=cache, **asdict(options))
     try:
         notes = list(result.warnings) + annotate(result, metadata if metadata is not None else MetadataEdits())
     except InspectorError as e:

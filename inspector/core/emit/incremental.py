@@ -1,0 +1,249 @@
+"""Re-conversion after a pin that reuses the last conversion's pieces, with the very bytes a full conversion gives.
+
+A `Reconverter` is handed to `convert(..., cache=)` for one model and options. The first run records, per TFLite op,
+what its emission read (plan entries, memoised values, tensor names) and what it did (names taken, nodes,
+initializers, trace entries). A later run with other pins re-plans, then walks the ops in order: an op whose
+recorded reads all still hold and whose names come out the same is replayed from its record; any other op is
+emitted again (and recorded anew). Emission is a function of exactly those reads, so the model is the one a full
+conversion makes (tests/test_live_pins.py compares the bytes).
+
+Only what the records cover is incremental: quantized tensors, subgraphs and resource variables keep state outside
+them, so such models (and very large weights, whose copies the records would keep) convert in full every time.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .emitter import Emitter, clean_base, next_free
+
+MISSING = object()
+RECORD_BYTES = 256 << 20        # weights past this are not kept twice (the model's and the records' copies)
+
+
+class Logged(dict):
+    """A dict whose reads and writes during an op's emission go to that op's record (reads of keys the op wrote
+    itself are internal to it and not kept). `norm` maps a read value to what the record keeps (a Conflict to
+    "is there one")."""
+    __slots__ = ("rec", "tag", "norm")
+
+    def __init__(self, data, rec: "Recorder", tag: str, norm=None):
+        super().__init__(data)
+        self.rec, self.tag, self.norm = rec, tag, norm
+
+    def _read(self, key, value):
+        seg = self.rec.seg
+        if seg is not None and (self.tag, key) not in seg.wrote:
+            seg.reads.append((self.tag, key, self.norm(value) if self.norm is not None else value))
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        self._read(key, value)
+        return value
+
+    def get(self, key, default=None):
+        value = dict.get(self, key, MISSING)
+        self._read(key, value)
+        return default if value is MISSING else value
+
+    def __contains__(self, key):
+        value = dict.get(self, key, MISSING)
+        self._read(key, value)
+        return value is not MISSING
+
+    def __setitem__(self, key, value):
+        seg = self.rec.seg
+        if seg is not None:
+            seg.wrote.add((self.tag, key))
+            seg.writes.append((self.tag, key, value))
+        dict.__setitem__(self, key, value)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+
+class Segment:
+    """One op's emission: what it read, the names it took, and its nodes, initializers, trace and warnings."""
+    __slots__ = ("reads", "wrote", "writes", "names", "nodes", "inits", "trace", "warnings")
+
+    def __init__(self):
+        self.reads: list[tuple] = []
+        self.wrote: set = set()
+        self.writes: list[tuple] = []
+        self.names: list[tuple[str, str]] = []      # ("fresh", base, name) or ("use", name)
+        self.trace: list[tuple] = []                # ("node", op, name), ("note", t, name), ("inserted", name, key)
+        self.nodes = self.inits = self.warnings = ()
+
+
+class Recorder(Emitter):
+    """An Emitter whose plan lookups, memo and tensor names are Logged, and which notes every name it takes."""
+
+    def __init__(self, sg, plan, opset, constants, trace=None, parent=None):
+        self.seg: Segment | None = None
+        view = replace(plan, perms=Logged(plan.perms, self, "perm"), inputs=Logged(plan.inputs, self, "in"),
+                       produced=Logged(plan.produced, self, "out"))
+        super().__init__(sg, view, opset, constants, trace, parent)
+        self.conflict_at = Logged(self.conflict_at, self, "at", norm=_present)
+        self.pin_conflicts = Logged(self.pin_conflicts, self, "pin", norm=_present)
+        self.memo = Logged({}, self, "memo")
+        self._vname = Logged({}, self, "name")
+
+    def fresh(self, base: str) -> str:
+        name = super().fresh(base)
+        if self.seg is not None:
+            self.seg.names.append(("fresh", base, name))
+        return name
+
+    def reserve(self, t: int, name: str) -> None:
+        super().reserve(t, name)
+        if self.seg is not None:
+            self.seg.names.append(("use", name, name))
+
+    def claim(self, *names: str) -> None:
+        super().claim(*names)
+        if self.seg is not None:
+            self.seg.names += [("use", n, n) for n in names]
+
+    def note_value(self, t: int, name: str) -> None:
+        super().note_value(t, name)
+        if self.seg is not None:
+            self.seg.trace.append(("note", t, name))
+
+    def node(self, op_type, inputs, outputs, domain="", name=None, **attrs):
+        outs = super().node(op_type, inputs, outputs, domain, name, **attrs)
+        if self.seg is not None and self.op is not None:
+            self.seg.trace.append(("node", self.op.index, self.last_node))
+        return outs
+
+
+def _present(value) -> bool:
+    return value is not MISSING and bool(value)
+
+
+class Reconverter:
+    """One model's conversion pieces for the next run (see the module's doc). Not thread-safe: one run at a time."""
+
+    def __init__(self):
+        self.key = None
+        self.prepared = None            # (op table, folded ops, constants) of the main subgraph
+        self.problem = None             # the layout problem of the last run (layout.propagation.plan_layouts)
+        self.segments: dict[int, Segment] = {}
+        self.usable = False             # the last run's records may be replayed
+        self.replayed = self.emitted = 0
+
+    def start(self, graph, options: tuple) -> bool:
+        """Is this run for the same model and options as the last? (Otherwise everything is forgotten.)"""
+        key = (id(graph), graph, options)
+        if self.key is not None and self.key[0] == id(graph) and self.key[1] is graph and self.key[2] == options:
+            return True
+        self.key, self.prepared, self.problem, self.segments, self.usable = key, None, None, {}, False
+        return False
+
+    def emitter(self, sg, plan, opset, constants, trace) -> Emitter:
+        return Recorder(sg, plan, opset, constants, trace)
+
+    def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
+        """Every op in order: replayed from its record when that still holds, else emitted and recorded."""
+        old = self.segments if self.usable else {}
+        new: dict[int, Segment] = {}
+        trace = em.trace
+        self.replayed = self.emitted = 0
+        for op in em.sg.ops:
+            if op.index in folded:
+                trace.op_nodes[op.index] = []
+                continue
+            seg = old.get(op.index)
+            if seg is not None and _holds(em, seg):
+                em.begin(op)
+                _apply(em, seg)
+                self.replayed += 1
+            else:
+                seg = Segment()
+                n_nodes, n_inits, n_warn, n_ins = len(em.nodes), len(em.initializers), len(em.warnings), \
+                    len(trace.inserted)
+                em.seg = seg
+                try:
+                    em.begin(op)
+                    emit_one(em, op)
+                finally:
+                    em.seg = None
+                seg.nodes, seg.inits = em.nodes[n_nodes:], em.initializers[n_inits:]
+                seg.warnings = em.warnings[n_warn:]
+                if len(trace.inserted) > n_ins:
+                    for node, c in list(trace.inserted.items())[n_ins:]:
+                        seg.trace.append(("inserted", node, ("pin", c.tensor) if c.kind == "pin"
+                                          else ("at", (c.tensor, c.to_perm))))
+                self.emitted += 1
+            new[op.index] = seg
+        em.begin(None)
+        self.segments = new
+
+    def finish(self, em: Emitter, graph, initializer_bytes: int) -> None:
+        """Whether the next run may replay: only when the records hold all the emission's state."""
+        self.usable = (em.state is None and not em.subgraphs and not em.q.q and len(graph.subgraphs) == 1
+                       and initializer_bytes <= RECORD_BYTES)
+        if not self.usable:
+            self.segments = {}
+
+
+def _holds(em: Recorder, seg: Segment) -> bool:
+    """Would emitting the op now read what it read then, and take the same names?"""
+    dicts = {"perm": em.plan.perms, "in": em.plan.inputs, "out": em.plan.produced, "at": em.conflict_at,
+             "pin": em.pin_conflicts, "memo": em.memo, "name": em._vname}
+    get = dict.get
+    for tag, key, value in seg.reads:
+        got = get(dicts[tag], key, MISSING)
+        if tag in ("at", "pin"):
+            got = _present(got)
+        if got is not value and got != value:
+            return False
+    used, taken = em._used, em._taken
+    extra: set[str] = set()
+    extra_taken: dict[str, int] = {}
+    for kind, base, name in seg.names:
+        if kind == "use":
+            extra.add(name)
+            continue
+        b = clean_base(base)
+        if b not in used and b not in extra:
+            got = b
+        else:
+            got, k = next_free(b, used, extra_taken.get(b, taken.get(b, 1)), extra)
+            extra_taken[b] = k
+        if got != name:
+            return False
+        extra.add(got)
+    return True
+
+
+def _apply(em: Recorder, seg: Segment) -> None:
+    """Do what the record says the op did (its reads hold and its names come out the same: see _holds)."""
+    used, taken = em._used, em._taken
+    for kind, base, name in seg.names:
+        if kind == "fresh":
+            b = clean_base(base)
+            if name != b:
+                taken[b] = int(name[len(b) + 1:])
+        used.add(name)
+    dicts = {"memo": em.memo, "name": em._vname}
+    for tag, key, value in seg.writes:
+        dict.__setitem__(dicts[tag], key, value)
+    em.nodes.extend(seg.nodes)
+    em.initializers.extend(seg.inits)
+    em.warnings.extend(seg.warnings)
+    trace = em.trace
+    for kind, a, b in seg.trace:
+        if kind == "node":
+            trace.op_nodes.setdefault(a, []).append(b)
+            trace.node_op[b] = a
+            em.last_node = b
+        elif kind == "note":
+            trace.tensor_values.setdefault(a, []).append(b)
+            trace.value_tensor.setdefault(b, a)
+        else:
+            which, key = b
+            for c in (dict.get(em.pin_conflicts, key, ()) if which == "pin"
+                      else [dict.get(em.conflict_at, key)]):
+                c.node = a
+                trace.inserted[a] = c
