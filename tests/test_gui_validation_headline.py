@@ -35,3 +35,26 @@ def test_quantized_headline_is_in_quantization_steps(qtbot, tmp_path, corpus):
     assert m, text
     assert m.group(1) == v.verdict and float(m.group(2)) == max(e.steps for e in v.outputs)
     assert "relative error" not in text
+
+
+def test_custom_op_litert_cannot_run_shows_what_precedes_it_as_the_command_line_does(qtbot, tmp_path):
+    """The window cuts the reference where `validate` from files does, and says the same."""
+    import onnx
+
+    from inspector.core.emit.convert import convert
+    from inspector.core.io.tflite_reader import read_tflite
+    from inspector.core.proof.validate import headline, validate_files
+
+    from .test_proof import _conv_then_landmarks
+    path = tmp_path / "lm.tflite"
+    path.write_bytes(_conv_then_landmarks())
+    text, v = _validated(qtbot, tmp_path, path)
+    graph = read_tflite(path)
+    onnx.save(convert(graph).model, tmp_path / "lm.onnx")
+    files = validate_files(graph, str(tmp_path / "lm.onnx"))
+    assert text.startswith(headline(files) + "; 2 intermediate tensors")
+    assert text.startswith("fail: outputs not compared (LiteRT cannot run op 2, Landmarks2TransformMatrix); "
+                           "2 of 2 tensors before it ok")
+    assert files.notes[0] in text and "cut before op 2 (Landmarks2TransformMatrix)" in files.notes[0]
+    assert [(e.name, e.verdict) for e in v.intermediates] == [(e.name, e.verdict) for e in files.intermediates] \
+        == [("conv", "ok"), ("points", "ok")]

@@ -155,12 +155,71 @@ def test_custom_op_litert_cannot_run_is_named_and_what_precedes_it_compared(tmp_
     assert [e.name for e in v.intermediates] == ["scaled", "shifted"] and all(e.ok for e in v.intermediates)
     assert not v.ok and v.verdict == "fail"
     assert len(v.notes) == 1 and "Landmarks2TransformMatrix" in v.notes[0] and "cut before op 2" in v.notes[0]
+    assert v.to_json()["cut"] == {"op": 2, "opcode": "Landmarks2TransformMatrix", "compared": 2, "ok": 2,
+                                  "reason": "custom op Landmarks2TransformMatrix has no kernel in LiteRT"}
     onnx.save(result.model, tmp_path / "lm.onnx")
-    code = cli(["validate", str(tmp_path / "lm.tflite"), str(tmp_path / "lm.onnx")])
-    err = capsys.readouterr().err
-    assert code == 1 and "Traceback" not in err
-    assert err.strip() == ("error: LiteRT cannot run the model: custom op Landmarks2TransformMatrix has no kernel "
-                           "in LiteRT")
+    files = validate_files(graph, str(tmp_path / "lm.onnx"))           # the same comparison from the files
+    assert [(e.name, e.verdict) for e in files.intermediates] == [(e.name, e.verdict) for e in v.intermediates]
+    assert files.notes == v.notes and files.verdict == v.verdict
+
+
+def _conv_then_landmarks() -> bytes:
+    """x [1, 7, 5, 3] -> 3x3 CONV_2D (channels-first in the ONNX file) -> RESHAPE [1, 35, 3] ->
+    Landmarks2TransformMatrix: the tensors before the op LiteRT cannot run are in two layouts."""
+    from flatbuffers import flexbuffers
+    rng = np.random.default_rng(5)
+    opts = {"subset_idxs": [0, 9, 17, 30, 34], "left_rotation_idx": 1, "right_rotation_idx": 3,
+            "target_rotation_radians": 0.0, "output_height": 32, "output_width": 24, "scale_x": 1.5, "scale_y": 1.5}
+    b = ModelBuilder()
+    x = b.input("image", (1, 7, 5, 3))
+    c, r, y = b.tensor("conv", (1, 7, 5, 3)), b.tensor("points", (1, 35, 3)), b.tensor("matrix", (1, 4, 4))
+    w = (rng.standard_normal((3, 3, 3, 3)) * 20).astype(np.float32)
+    b.op("CONV_2D", [x, b.const("w", w), b.const("b", np.full(3, 40, np.float32))], [c], {"padding": "SAME"})
+    b.op("RESHAPE", [c, b.const("shape", np.asarray([1, 35, 3], np.int32))], [r], {"new_shape": [1, 35, 3]})
+    b.custom_op("Landmarks2TransformMatrix", [r], [y], bytes(flexbuffers.Dumps(opts)), version=2)
+    b.output(y)
+    return b.build()
+
+
+def test_validate_from_files_cuts_before_an_op_litert_cannot_run_and_compares_what_precedes_it(tmp_path):
+    """Through the real command line: the partial comparison, one note naming the op, exit 1 (the outputs are not
+    proven), --json carrying it, no traceback."""
+    import subprocess
+    import sys
+    graph = _save(tmp_path, "lm.tflite", _conv_then_landmarks())
+    result = convert(graph)
+    assert next(v for v in result.model.graph.value_info if v.name == "conv").type.tensor_type.shape.dim[1].dim_value \
+        == 3                                            # channels-first in the file: its layout must be found
+    onnx.save(result.model, tmp_path / "lm.onnx")
+
+    def run(*extra):
+        p = subprocess.run([sys.executable, "-m", "inspector", "validate", str(tmp_path / "lm.tflite"),
+                            str(tmp_path / "lm.onnx"), *extra], capture_output=True, text=True, timeout=300)
+        assert "Traceback" not in p.stderr and "error:" not in p.stderr, p.stderr
+        return p
+    p = run()
+    lines = p.stdout.splitlines()
+    assert p.returncode == 1, p.stdout
+    assert lines[0] == "fail       matrix: not compared (computed after op 2, Landmarks2TransformMatrix)"
+    assert [ln.split(":")[0].split() for ln in lines[1:3]] == [["ok", "conv"], ["ok", "points"]]
+    assert lines[3] == ("note: custom op Landmarks2TransformMatrix has no kernel in LiteRT: the reference is cut "
+                        "before op 2 (Landmarks2TransformMatrix); 2 tensors before it compared, the outputs not")
+    assert lines[4].startswith("fail: outputs not compared (LiteRT cannot run op 2, Landmarks2TransformMatrix); "
+                               "2 of 2 tensors before it ok") and len(lines) == 5
+    out = json.loads(run("--json").stdout)
+    assert out["cut"] == {"op": 2, "opcode": "Landmarks2TransformMatrix", "compared": 2, "ok": 2,
+                          "reason": "custom op Landmarks2TransformMatrix has no kernel in LiteRT"}
+    assert out["verdict"] == "fail" and not out["ok"] and out["outputs"][0]["max_abs"] is None
+    assert [(r["name"], r["onnx_name"], r["verdict"]) for r in out["intermediates"]] == [
+        ("conv", "conv", "ok"), ("points", "points", "ok")]
+    assert all(r["floor"] is not None and r["max_rel"] < 1e-5 for r in out["intermediates"])
+
+    # A wrong conversion before the cut: the conv's kernel with its spatial axes swapped fails there.
+    _swap_kernel_axes(result.model)
+    onnx.save(result.model, tmp_path / "lm.onnx")
+    p = run()
+    assert p.returncode == 1
+    assert p.stdout.splitlines()[1].startswith("fail       conv: ") and "first bad: 'conv' (fail)" in p.stdout
 
 
 def test_litert_refusing_bad_kernel_parameters_is_one_error_line(tmp_path, capsys):

@@ -36,7 +36,9 @@ def add_common(p) -> None:
 def add_parser(sub):
     p = sub.add_parser("validate", help="compare a TFLite model with an ONNX model numerically",
                        description="Verdicts: ok, suspicious (within tolerance, but far above the model's own "
-                                   "noise floor), fail. Exit 0 when every output is ok, 1 otherwise.")
+                                   "noise floor), fail. Exit 0 when every output is ok, 1 otherwise. When LiteRT "
+                                   "cannot run an op (a custom op without a kernel), every tensor before it is "
+                                   "compared and the outputs are not: exit 1.")
     p.add_argument("tflite", help="a TFLite model; a folder or glob of them validates each (batch mode)")
     p.add_argument("onnx", help="its ONNX model; in batch mode the folder `convert … -o OUTDIR/` wrote")
     add_common(p)
@@ -63,8 +65,10 @@ def run(args) -> int:
         raise InspectorError(f"{args.tflite}: the first model must be TFLite")
     if args.steps > 1:
         return run_steps(args, graph)
+    from inspector.core.pairing.mapping import match
     v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
-                       floor=None if args.no_floor else True)
+                       floor=None if args.no_floor else True,
+                       mapper=lambda g, m: match(g, m).tensor_values)
     if args.model_explorer:
         from inspector.core.pairing.pair import open_pair
         from inspector.core.proof.node_data import write_validation
@@ -76,7 +80,8 @@ def run(args) -> int:
                        + ", ".join(str(p) for p in written))
     if args.json:
         out = v.to_json()
-        out.pop("intermediates", None)
+        if v.cut is None:
+            out.pop("intermediates", None)      # compared only when the reference was cut
         print(json.dumps(out, indent=2))
     else:
         print("\n".join(report(v)))
@@ -97,26 +102,23 @@ def run_steps(args, graph) -> int:
     return 0 if ok else 1
 
 
+# A reference cut early lists the tensors it compared one per line up to this many, else only those not ok.
+MAX_CUT_LINES = 20
+
+
 def report(v) -> list[str]:
-    """One line per output (error, floor, their ratio), the I/O layouts that had to be guessed, the headline."""
+    """One line per output (error, floor, their ratio) and, when the reference was cut before an op LiteRT cannot
+    run, per tensor compared before it; the I/O layouts that had to be guessed; the headline."""
     from inspector.core.proof.validate import headline
-    lines = []
-    for e in v.outputs:
-        line = f"{e.verdict or ('ok' if e.ok else 'fail'):<10} {e.name}: "
-        if e.scale == 0 and not e.max_abs < float("inf"):
-            line += "not compared"
-        elif e.steps is not None:
-            line += f"{e.steps:g} quantization steps max, {100 * e.within:.2f}% within 2"
-            if e.floor is not None:
-                line += f"; LiteRT's default kernels {e.floor:g} steps, {100 * e.floor_within:.2f}% within 2"
-        else:
-            line += f"error {e.max_abs:.3g} ({e.max_rel:.3g} of scale {e.scale:.3g})"
-            if e.floor is not None:
-                ratio = f", ratio {e.ratio:.3g}" if e.ratio is not None else ""
-                line += f", floor {e.floor:.3g}{ratio}"
-            if e.limit is not None:
-                line += f", limit {e.limit:.3g}"
-        lines.append(line)
+    lines = [_line(e, v.cut) for e in v.outputs]
+    if v.cut is not None:
+        mids = v.intermediates
+        bad = [e for e in mids if not e.ok]
+        shown = mids if len(mids) <= MAX_CUT_LINES else bad[:MAX_CUT_LINES]
+        lines += [_line(e) for e in shown]
+        if len(shown) < len(mids):
+            lines.append(f"... and {len(mids) - len(shown)} more tensors before op {v.cut.op}"
+                         + (", all ok" if len(bad) <= MAX_CUT_LINES else ""))
     for row in v.io:
         if row.get("layout") == "ambiguous":
             lines.append(f"note: {row['kind']} '{row['onnx']}' fits several layouts ({', '.join(row['tried'])}); "
@@ -124,3 +126,22 @@ def report(v) -> list[str]:
     lines += [f"note: {n}" for n in v.notes]
     lines.append(headline(v))
     return lines
+
+
+def _line(e, cut=None) -> str:
+    """A tensor's verdict, error, floor and limit (or steps) in one line."""
+    line = f"{e.verdict or ('ok' if e.ok else 'fail'):<10} {e.name}: "
+    if e.scale == 0 and not e.max_abs < float("inf"):
+        line += "not compared" + (f" (computed after op {cut.op}, {cut.opcode})" if cut is not None else "")
+    elif e.steps is not None:
+        line += f"{e.steps:g} quantization steps max, {100 * e.within:.2f}% within 2"
+        if e.floor is not None:
+            line += f"; LiteRT's default kernels {e.floor:g} steps, {100 * e.floor_within:.2f}% within 2"
+    else:
+        line += f"error {e.max_abs:.3g} ({e.max_rel:.3g} of scale {e.scale:.3g})"
+        if e.floor is not None:
+            ratio = f", ratio {e.ratio:.3g}" if e.ratio is not None else ""
+            line += f", floor {e.floor:.3g}{ratio}"
+        if e.limit is not None:
+            line += f", limit {e.limit:.3g}"
+    return line

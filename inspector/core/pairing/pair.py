@@ -246,6 +246,7 @@ class PairValidation:
     skipped: list[str] = field(default_factory=list)        # why a mapped tensor was not compared
     notes: list[str] = field(default_factory=list)
     rtol: float = 0.0
+    cut: object = None              # proof.cut.Cut when LiteRT could run only the ops before one
     output_diffs: list = field(default_factory=list, repr=False)   # onnx - tflite per output, as validate gives
 
     @property
@@ -287,8 +288,8 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     """Outputs as `validate` judges them (validate_files: same seeded inputs, I/O layouts read off the shapes),
     then every mapped tensor against LiteRT's preserved one, each in the layout its ONNX shape shows.
     `cancel` (a threading.Event) and `progress(msg, fraction)` serve the GUI's worker, as for validate()."""
-    from inspector.core.proof.validate import (RTOL, Cancelled, compare_tensor, make_inputs, model_kind, run_onnx,
-                                               run_tflite, validate_files)
+    from inspector.core.proof.validate import (RTOL, Cancelled, best_layout, guessed_perms, make_inputs, model_kind,
+                                               reference, run_onnx, typed, validate_files)
     from inspector.core.proof.validate import TensorError, judge
     graph, m, sg = pair.graph, pair.mapping, pair.graph.main
     if not pair.path:
@@ -303,7 +304,8 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     result = PairValidation([])
     step("comparing the outputs", 0.05)
     try:
-        v = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol, floor=floor)
+        v = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol, floor=floor,
+                           mapper=lambda *_: m.tensor_values)
         result.outputs, result.output_diffs = v.outputs, v.output_diffs
     except ModelLoadError:
         raise
@@ -321,11 +323,11 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
             result.skipped.append(f"input '{sg.tensors[t].name}' has no ONNX input in a matching layout")
             return result
         feeds[value] = np.transpose(x, perm)
-    ref = run_tflite(graph, inputs, keep_all=True)
+    ref, cut = reference(graph, inputs, True)
     wanted = {t: m.image(t) for t in ref if m.image(t) and t not in sg.inputs}
     step("running ONNX Runtime on every mapped value", 0.6)
     try:
-        got = run_onnx(_typed(pair.model), feeds, list(wanted.values()))
+        got = run_onnx(typed(pair.model), feeds, list(wanted.values()))
     except Exception as e:          # onnxruntime's own exception types: a model it cannot load or run fails
         result.notes.append(f"ONNX Runtime cannot run it: {str(e).splitlines()[0][:300]}")
         result.outputs = []
@@ -337,12 +339,15 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
         if y is None:
             result.skipped.append(f"'{sg.tensors[t].name}': '{wanted[t]}' has no type ONNX Runtime could return")
             continue
-        e, perm = _best(sg, t, ref[t], y, rtol, m.layout(wanted[t]), compare_tensor)
+        e, _, perm = best_layout(sg, t, ref[t], y, rtol, guessed_perms(ref[t].shape, y, m.layout(wanted[t])))
         result.tensors.append(TensorError(sg.tensors[t].name, t, wanted[t], *e[:4], t in sg.outputs,
                                           producers.get(t), ref[t].shape, *e[4:]))
         if perm is not None:
             result.perms[t] = perm
-    judge(graph, result.tensors, inputs, ref, rtol, seed, floor, True)
+    judge(graph, result.tensors, inputs, ref, rtol, seed, floor, True, cut=cut)
+    if cut is not None:
+        result.cut = cut
+        result.notes.append(cut.note(len(result.tensors)))
     if not result.outputs:
         result.outputs = [e for e in result.tensors if e.is_output]
         if len(result.outputs) != len(sg.outputs):
@@ -350,38 +355,11 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     return result
 
 
-def _best(sg, t, ref, y, rtol, guess, compare):
-    """Compare in each layout the runtime shape allows (the guessed one first): a square H == W == C tensor fits
-    several, and only the values can tell which one the other converter used."""
-    perms = fitting_perms(ref.shape, list(y.shape))
-    if guess in perms:
-        perms.remove(guess)
-        perms.insert(0, guess)
-    best, used = None, None
-    for p in perms:
-        e = compare(sg, t, ref, np.transpose(y, L.inverse(p)), rtol)
-        if best is None or e[3] and not best[3] or (e[3] == best[3] and e[1] < best[1]):
-            best, used = e, p
-        if e[3]:
-            break
-    if best is None:                        # no layout fits: the shapes differ
-        best = (float("inf"), float("inf"), 0.0, False, None, None)
-    return best, used
-
-
 def _dims(model, name):
     for vi in model.graph.input:
         if vi.name == name:
             return [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
     return None
-
-
-def _typed(model):
-    """A copy with value_info for every value shape inference can type, so ONNX Runtime can return it."""
-    try:
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:                       # values without a type are then skipped, and said so
-        return model
 
 
 # -- metadata ------------------------------------------------------------------------------------------------

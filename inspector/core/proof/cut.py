@@ -4,10 +4,28 @@ LiteRT, e.g. MediaPipe's Landmarks2TransformMatrix, then costs the comparison of
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.ir.graph import Graph
+
+
+@dataclass
+class Cut:
+    """Where the reference stopped: the op LiteRT cannot run, why, and the model of the ops before it."""
+    op: int
+    opcode: str
+    reason: str                                     # LiteRT's refusal in one line
+    model: bytes = field(repr=False, default=b"")   # the cut model, which the noise-floor runs use too
+
+    def note(self, compared: int) -> str:
+        return (f"{self.reason}: the reference is cut before op {self.op} ({self.opcode}); {compared} tensors "
+                "before it compared, the outputs not")
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "opcode": self.opcode, "reason": self.reason}
 
 
 def first_op(graph: Graph, opcode: str) -> int | None:

@@ -63,6 +63,7 @@ class Validation:
     output_diffs: list[np.ndarray] = field(default_factory=list, repr=False)   # onnx - tflite per output
     io: list[dict] = field(default_factory=list)        # how each ONNX I/O's layout was known
     notes: list[str] = field(default_factory=list)      # e.g. where the reference was cut
+    cut: object = None                                  # cut.Cut when LiteRT could run only the ops before one
 
     @property
     def ok(self) -> bool:
@@ -86,6 +87,8 @@ class Validation:
             return out
         return {"outputs": [row(e) for e in self.outputs], "ok": self.ok, "verdict": self.verdict,
                 "k": noise.K, "far": noise.FAR, "rtol": self.rtol, "io": self.io, "notes": self.notes,
+                "cut": None if self.cut is None else dict(self.cut.to_json(), compared=len(self.intermediates),
+                                                          ok=sum(e.ok for e in self.intermediates)),
                 "intermediates": [dict(row(e), tensor=e.tensor, onnx_name=e.onnx_name, op=e.op,
                                        shape=list(e.shape)) for e in self.intermediates]}
 
@@ -385,11 +388,12 @@ def check_budget(graph: Graph, batch: int | None, intermediates: bool) -> None:
 
 def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True, batch: int | None = None,
              rtol: float | None = None, cancel: threading.Event | None = None, progress=None,
-             floor: bool | None = None, _reference=None, _output_perms=None) -> Validation:
+             floor: bool | None = None, _reference=None, _output_perms=None,
+             _guess_layouts: bool = False) -> Validation:
     """Compare the converted model with the TFLite interpreter; `cancel`/`progress` serve the GUI's worker.
     `floor`: True measures the noise floor of every compared tensor, False never, None where it could change a
-    verdict (noise.needs_floor). `_reference` (inputs, LiteRT values) and `_output_perms` (output -> layouts to
-    try) serve validate_files."""
+    verdict (noise.needs_floor). `_reference` (inputs, LiteRT values, Cut or None), `_output_perms` (output ->
+    layouts to try) and `_guess_layouts` (intermediates' layouts read off their shapes) serve validate_files."""
     graph, plan, trace = result.graph, result.plan, result.trace
     sg = graph.main
     rtol = RTOL[model_kind(graph)] if rtol is None else rtol
@@ -400,35 +404,34 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
         if progress is not None:
             progress(msg, frac)
 
-    notes = []
     if _reference is None:
         inputs = checked_inputs(graph, seed, batch, intermediates)
         step("running TFLite", 0.1)
-        try:
-            ref = run_tflite(graph, inputs, keep_all=intermediates)
-        except LiteRTRefusal as e:
-            ref, note = _reference_before(graph, inputs, e)
-            notes.append(note)
+        ref, cut = reference(graph, inputs, intermediates)
     else:
-        inputs, ref = _reference
+        inputs, ref, cut = _reference
     step("running ONNX Runtime", 0.4)
     feeds = _feeds(result, inputs)
     extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values] if intermediates else []
     got = run_onnx(result.model, feeds, extra)
     step("comparing", 0.6)
-    v = _compare_all(result, ref, got, rtol, intermediates, _output_perms or {})
-    v.seed, v.notes = seed, notes
+    v = _compare_all(result, ref, got, rtol, intermediates, _output_perms or {}, _guess_layouts)
+    v.seed, v.cut, v.notes = seed, cut, [cut.note(len(v.intermediates))] if cut is not None else []
     judge(result.graph, v.outputs + v.intermediates, inputs, ref, rtol, seed, floor, intermediates,
           lambda: (got, run_onnx(result.model, feeds, optimise=bool(extra))),
-          lambda: step("measuring the noise floor", 0.7))
+          lambda: step("measuring the noise floor", 0.7), cut)
     step("done", 1.0)
     return v
 
 
-def _reference_before(graph: Graph, inputs, refusal: LiteRTRefusal) -> tuple[dict, str]:
-    """LiteRT's values of every tensor before the op it cannot run (the reference cut there), and a note saying
-    so; the refusal itself when there is nothing before that op or the cut model cannot be written."""
-    from .cut import cut_before, first_op
+def reference(graph: Graph, inputs, keep_all: bool):
+    """(LiteRT's values, None), or when LiteRT cannot run an op, (its values of every tensor before that op, the
+    Cut); the refusal itself when nothing precedes that op or the cut model cannot be written."""
+    from .cut import Cut, cut_before, first_op
+    try:
+        return run_tflite(graph, inputs, keep_all=keep_all), None
+    except LiteRTRefusal as e:
+        refusal = e
     k = first_op(graph, refusal.op) if refusal.op else None
     if not k:
         raise refusal
@@ -438,8 +441,7 @@ def _reference_before(graph: Graph, inputs, refusal: LiteRTRefusal) -> tuple[dic
         raise refusal from None
     made = {t for op in graph.main.ops[:k] for t in op.outputs}
     ref = {t: x for t, x in run_tflite(graph, inputs, model_bytes=data, keep_all=True).items() if t in made}
-    return ref, (f"{refusal.reason}: the reference is cut before op {k} ({refusal.op}); {len(ref)} tensors "
-                 "before it compared, the outputs not")
+    return ref, Cut(k, refusal.op, refusal.reason, data)
 
 
 def _feeds(result: ConversionResult, inputs: list[np.ndarray]) -> dict:
@@ -463,8 +465,31 @@ def _output_name(result: ConversionResult, t: int) -> str:
     return next((n for n in result.trace.tensor_values.get(t, []) if n in out_names), sg.tensors[t].name)
 
 
-def _compare_all(result, ref, got, rtol, intermediates, output_perms) -> Validation:
-    """Rows for every output and (with intermediates) every mapped tensor; verdicts come later (_judge)."""
+def best_layout(sg, t: int, ref: np.ndarray, y: np.ndarray, rtol: float, perms):
+    """compare_tensor in each layout of `perms` (the likeliest first) until one is within tolerance, else the
+    closest: ((a, r, s, ok, steps, within), y in TFLite's layout, the perm). A square H == W == C tensor fits
+    several layouts, and only the values can tell which one a model uses."""
+    best = None
+    for perm in perms:
+        yy = np.transpose(y, L.inverse(perm))
+        row = compare_tensor(sg, t, ref, yy, rtol)
+        if best is None or row[3] and not best[0][3] or row[3] == best[0][3] and row[1] < best[0][1]:
+            best = (row, yy, perm)
+        if row[3]:
+            break
+    return best or ((float("inf"), float("inf"), 0.0, False, None, None), y, None)
+
+
+def guessed_perms(shape, y: np.ndarray, guess=None) -> list:
+    """The layouts `y` fits `shape` in, `guess` first (when it fits)."""
+    from inspector.core.layout.fitting import fitting_perms
+    perms = fitting_perms(shape, list(y.shape))
+    return [guess] + [p for p in perms if p != guess] if guess in perms else perms
+
+
+def _compare_all(result, ref, got, rtol, intermediates, output_perms, guess_layouts=False) -> Validation:
+    """Rows for every output and (with intermediates) every mapped tensor; verdicts come later (_judge).
+    `guess_layouts`: each intermediate in the layout its values fit best (a model without a trace of ours)."""
     sg, plan, trace = result.graph.main, result.plan, result.trace
     out_names = {o.name for o in result.model.graph.output}
     producers = sg.producers()
@@ -475,15 +500,8 @@ def _compare_all(result, ref, got, rtol, intermediates, output_perms) -> Validat
         if y is None or t not in ref:
             out_errs.append(TensorError(name, t, name, float("inf"), float("inf"), 0.0, False, True))
             continue
-        best = None
-        for perm in output_perms.get(t) or [plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))]:
-            yy = np.transpose(y, L.inverse(perm))
-            row = compare_tensor(sg, t, ref[t], yy, rtol)
-            if best is None or row[3] and not best[0][3] or row[3] == best[0][3] and row[1] < best[0][1]:
-                best = (row, yy, perm)
-            if row[3]:
-                break
-        (a, r, s, ok, steps, within), y, perm = best
+        perms = output_perms.get(t) or [plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))]
+        (a, r, s, ok, steps, within), y, perm = best_layout(sg, t, ref[t], y, rtol, perms)
         plan.outputs[t] = perm
         out_errs.append(TensorError(name, t, name, a, r, s, ok, True, producers.get(t), ref[t].shape, steps, within))
         if ref[t].dtype != bool and ref[t].shape == y.shape:
@@ -493,11 +511,20 @@ def _compare_all(result, ref, got, rtol, intermediates, output_perms) -> Validat
             names = trace.tensor_values.get(t)
             if not names or names[0] not in got or names[0] in out_names:
                 continue
-            y = np.transpose(got[names[0]], L.inverse(plan.perm(t, sg.tensors[t].rank)))
-            a, r, s, ok, steps, within = compare_tensor(sg, t, ref[t], y, rtol)
+            y, perm = got[names[0]], plan.perm(t, sg.tensors[t].rank)
+            perms = guessed_perms(ref[t].shape, y, perm) if guess_layouts else [perm]
+            (a, r, s, ok, steps, within), _, _ = best_layout(sg, t, ref[t], y, rtol, perms)
             mid_errs.append(TensorError(sg.tensors[t].name, t, names[0], a, r, s, ok, False, producers.get(t),
                                         ref[t].shape, steps, within))
     return Validation(out_errs, mid_errs, 0, rtol, diffs)
+
+
+def typed(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy with value_info for every value shape inference can type, so ONNX Runtime can return it."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:                       # onnx raises its own error types; untyped values are then skipped
+        return model
 
 
 def _is_float(sg, e: TensorError) -> bool:
@@ -511,32 +538,33 @@ def _needs_floor(sg, e: TensorError, rtol: float) -> bool:
 
 
 def judge(graph: Graph, rows: list[TensorError], inputs, ref, rtol: float, seed: int, floor: bool | None,
-          keep_all: bool, onnx_runs=None, announce=None) -> None:
+          keep_all: bool, onnx_runs=None, announce=None, cut=None) -> None:
     """Verdicts for compared rows, measuring the noise floor first when asked (or, with floor None, when it could
     change one): LiteRT's default vs reference kernels, LiteRT on moved inputs and, for outputs, `onnx_runs()`
-    (ONNX Runtime at two optimisation levels, by ONNX name)."""
+    (ONNX Runtime at two optimisation levels, by ONNX name). With a `cut` (cut.Cut), LiteRT runs the cut model."""
     sg = graph.main
     if floor or floor is None and any(_needs_floor(sg, e, rtol) for e in rows):
         if announce is not None:
             announce()
-        _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs)
+        _measure_floor(graph, rows, inputs, ref, seed, keep_all or cut is not None, onnx_runs,
+                       cut.model if cut is not None else None)
     for e in rows:
         _judge(sg, e, rtol)
 
 
-def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs) -> None:
+def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_bytes=None) -> None:
     sg = graph.main
     from ai_edge_litert.interpreter import OpResolverType
     runs = []
     try:    # LiteRT's default kernels (XNNPACK's fused partitions hide their intermediates: builtins then)
         kernels = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if keep_all else OpResolverType.AUTO
-        runs.append(run_tflite(graph, inputs, keep_all=keep_all, resolver=kernels))
+        runs.append(run_tflite(graph, inputs, model_bytes, keep_all=keep_all, resolver=kernels))
     except LiteRTRefusal:
         pass
     if any(x.dtype.kind == "f" for x in inputs):
         try:
-            runs.append(run_tflite(graph, noise.perturbed(inputs, seed), keep_all=keep_all))
-        except LiteRTRefusal:   # a reference cut before an op LiteRT cannot run: no floor beyond the cut
+            runs.append(run_tflite(graph, noise.perturbed(inputs, seed), model_bytes, keep_all=keep_all))
+        except LiteRTRefusal:
             pass
     got, other = {}, {}
     if onnx_runs is not None and any(e.is_output for e in rows):
@@ -546,6 +574,8 @@ def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs) -> None:
             pass
     for e in rows:
         t = e.tensor
+        if t not in ref:                        # an output beyond a cut reference: nothing to measure
+            continue
         q = quant_step(sg, t)
         if q is not None:
             default = runs[0].get(t) if runs else None
@@ -575,6 +605,8 @@ def headline(v: Validation) -> str:
     """The verdict and the measure it was decided by, in one line (CLI and window)."""
     if not v.outputs:
         return "fail: the outputs could not be compared"
+    if v.cut is not None:
+        return f"{verdict_of(v.outputs)}: {cut_summary(v)}"
     stepped = [e for e in v.outputs if e.steps is not None]
     floated = [e for e in v.outputs if e.steps is None and e.limit is not None]
     exact = [e for e in v.outputs if e.steps is None and e.limit is None]
@@ -594,6 +626,19 @@ def headline(v: Validation) -> str:
     return f"{verdict_of(v.outputs)}: " + "; ".join(parts)
 
 
+def cut_summary(v: Validation) -> str:
+    """What a comparison cut before an op LiteRT cannot run did compare, in one phrase."""
+    c, mids = v.cut, v.intermediates
+    text = f"outputs not compared (LiteRT cannot run op {c.op}, {c.opcode}); "
+    if not mids:
+        return text + "no tensor before it could be compared"
+    worst = max(mids, key=lambda e: e.max_rel if np.isfinite(e.max_rel) else np.inf)
+    bad = v.first_bad()
+    text += (f"{sum(e.ok for e in mids)} of {len(mids)} tensors before it ok, worst '{worst.name}' "
+             f"{worst.max_rel:.2g} of its scale")
+    return text + (f"; first bad: '{bad.name}' ({bad.verdict})" if bad is not None else "")
+
+
 def io_perm(tfl_shape, onnx_dims) -> tuple[int, ...] | None:
     """The layout an ONNX graph input/output has relative to TFLite's, read off the shapes (None: no fit)."""
     rank = len(tfl_shape)
@@ -608,11 +653,25 @@ def io_perm(tfl_shape, onnx_dims) -> tuple[int, ...] | None:
 MAX_INPUT_LAYOUTS = 24          # input layout combinations tried for an ONNX model that does not record them
 
 
+def values_by_name(graph: Graph, model: onnx.ModelProto) -> dict[int, list[str]]:
+    """TFLite tensor -> the ONNX value of the same name (or name:0), as our converter and most others keep them."""
+    made = {o for n in model.graph.node for o in n.output}
+    out = {}
+    for t in graph.main.tensors:
+        name = next((n for n in (t.name, t.name + ":0") if n in made), None)
+        if name is not None:
+            out[t.index] = [name]
+    return out
+
+
 def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | None = None,
-                   rtol: float | None = None, floor: bool | None = None) -> Validation:
+                   rtol: float | None = None, floor: bool | None = None, mapper=None) -> Validation:
     """Validate any ONNX model (ours or another converter's) against the TFLite model: I/O matched by name,
     then by position; each one's layout read from the model's `layout_inspector.io` entry, else every layout its
-    shape fits is tried (inputs: each combination, at most MAX_INPUT_LAYOUTS; outputs: the best fit)."""
+    shape fits is tried (inputs: each combination, at most MAX_INPUT_LAYOUTS; outputs: the best fit).
+    When LiteRT cannot run an op, the reference is cut before it and every tensor before it that maps to an ONNX
+    value is compared, in the layout its values fit: `mapper(graph, model)` -> {tensor: [ONNX values]} maps them
+    (pairing.mapping.match for a model made elsewhere; by default values_by_name)."""
     import itertools
 
     from inspector.core.emit import io_layout
@@ -652,20 +711,27 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
             io.append(row)
             trace.tensor_values[t] = [vi.name]
     combos = list(itertools.islice(itertools.product(*(choices[t] for t in sg.inputs)), MAX_INPUT_LAYOUTS))
-    reference, best = None, None
+    inputs = checked_inputs(graph, seed, batch, False)
+    ref, cut = reference(graph, inputs, False)
+    if cut is not None:                         # what precedes the op LiteRT cannot run, tensor by tensor
+        check_budget(graph, batch, True)
+        for t, values in (mapper or values_by_name)(graph, model).items():
+            if t in ref and t not in trace.tensor_values and values:
+                trace.tensor_values[t] = list(values[:1])
+        model = typed(model)
+    best = None
     for combo in combos:
         plan = LayoutPlan()
         plan.perms.update(zip(sg.inputs, combo))
         result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={})
-        if reference is None:
-            inputs = checked_inputs(graph, seed, batch, False)
-            reference = (inputs, run_tflite(graph, inputs, keep_all=False))
-        v = validate(result, seed=seed, intermediates=False, batch=batch, rtol=rtol, floor=floor,
-                     _reference=reference, _output_perms={t: choices[t] for t in sg.outputs})
-        score = (v.ok, -max((e.max_rel for e in v.outputs), default=0.0))
+        v = validate(result, seed=seed, intermediates=cut is not None, batch=batch, rtol=rtol, floor=floor,
+                     _reference=(inputs, ref, cut), _output_perms={t: choices[t] for t in sg.outputs},
+                     _guess_layouts=True)
+        worst = [-max((e.max_rel for e in rows), default=0.0) for rows in (v.outputs, v.intermediates)]
+        score = (v.ok, worst[0], all(e.ok for e in v.intermediates), worst[1])
         if best is None or score > best[0]:
             best = (score, v, plan)
-        if v.ok:
+        if score[0] or cut is not None and score[2]:
             break
     _, v, plan = best
     for row, t in zip(io, sg.inputs + sg.outputs):
