@@ -250,7 +250,7 @@ def test_model_explorer_node_data_carries_each_tensors_error_for_both_graphs(tmp
                 str(tmp_path / "me")])
     assert code == 0 and "Model Explorer node data for" in capsys.readouterr().out
     tfl, onx, mapping = (json.loads((tmp_path / "me" / f).read_text())
-                         for f in ("tflite.json", "onnx.json", "mapping.json"))
+                         for f in ("tflite.errors.json", "onnx.errors.json", "mapping.json"))
     names = {t.name for t in graph.main.tensors}
     assert set(tfl["results"]) == {"conv0", "conv1", "conv2"} <= names
     assert set(onx["results"]) <= {v for n in mapping["tensors"].values() for v in n}

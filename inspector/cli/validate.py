@@ -70,12 +70,14 @@ def run(args) -> int:
                        floor=None if args.no_floor else True,
                        mapper=lambda g, m: match(g, m).tensor_values)
     if args.model_explorer:
+        from pathlib import Path
+
         from inspector.core.pairing.pair import open_pair
-        from inspector.core.proof.node_data import write_validation
+        from inspector.core.proof import node_data
         pair = open_pair(args.tflite, args.onnx)    # maps every tensor, so each one's error has a place
         pv = pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol)
-        written = write_validation(args.model_explorer, graph, pv.tensors, pair.mapping.tensor_values,
-                                   pair.mapping.op_nodes)
+        Path(args.model_explorer).mkdir(parents=True, exist_ok=True)
+        written = node_data.write(args.model_explorer, node_data.validation_files(graph, pv.tensors, pair.mapping))
         v.notes.append(f"Model Explorer node data for {len(pv.tensors)} tensors: "
                        + ", ".join(str(p) for p in written))
     if args.json:

@@ -177,6 +177,8 @@ class Editor(QObject):
         self.open_session_action = self._act(None, "Open Sess&ion…", self.open_session_dialog)
         for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action):
             file_menu.insertAction(before, a)
+        from .export_model_explorer import add_action
+        self.model_explorer_action = add_action(self, file_menu, self.save_action)
         file_menu.insertSeparator(before)
 
         self.validate_action = self._act(None, "&Validate", self.validate, "Ctrl+R")
@@ -219,6 +221,8 @@ class Editor(QObject):
         for a in (self.validate_action, self.clear_pins_action):
             a.setEnabled(a.isEnabled() and not alone)
         self.validate_action.setToolTip(ONNX_REASON if alone else self.validate_tip)
+        from .export_model_explorer import can_export
+        self.model_explorer_action.setEnabled(can_export(self.session))
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
     def detach(self, path: str = "") -> None:

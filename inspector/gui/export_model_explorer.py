@@ -1,0 +1,64 @@
+"""File › Export for Model Explorer…: the conversion as Google Model Explorer node data, for opening both graphs
+side by side there — each graph's layout categories (the window's colours) and conflicts, each tensor's error when
+a validation has run, and the TFLite <-> ONNX mapping from the trace; into a folder the user chooses, all files or
+none (inspector.core.proof.node_data)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog
+
+from inspector.core.ir.errors import InspectorError
+from inspector.core.proof import node_data
+
+from .export_onnx import start_folder
+from .graph_model import CONFLICT
+from .palette import CATEGORIES, palette
+
+TITLE = "Export for Model Explorer"
+
+
+def colours() -> dict[str, str]:
+    """Category -> the window's fill colour, as CSS."""
+    p = palette()
+    out = {c: p.color(c).name() for c in CATEGORIES}
+    out[node_data.INSERTED] = p.color(CONFLICT).name()
+    return out
+
+
+def add_action(editor, menu, before) -> QAction:
+    """The File menu's action, placed before `before`; enabled while a converted TFLite model is open."""
+    a = QAction("Export for &Model Explorer…", editor.window)
+    a.setToolTip("Write Model Explorer node data (categories, conflicts, validation errors) and the TFLite-ONNX "
+                 "mapping into a folder")
+    a.triggered.connect(lambda _=False: export_dialog(editor))
+    menu.insertAction(before, a)
+    return a
+
+
+def can_export(session) -> bool:
+    return session is not None and getattr(session, "graph", None) is not None and session.result is not None
+
+
+def export_dialog(editor, folder: str | None = None) -> list[Path] | None:
+    """Ask for a folder (unless `folder`), write the files, say where; a failure is one sentence in a dialog."""
+    w, s = editor.window, editor.session
+    if not can_export(s):
+        return None
+    if folder is None:
+        folder = QFileDialog.getExistingDirectory(w, TITLE, start_folder(w))
+        if not folder:
+            return None
+    editor.wait()                                   # the latest re-run's result, not the one before it
+    s = editor.session
+    try:
+        files = node_data.conversion_files(s.result, colours(), s.validation)
+        paths = node_data.write(folder, files)
+    except InspectorError as e:
+        w.error(f"{TITLE} failed", str(e).splitlines()[0])
+        return None
+    w.settings.setValue("export/folder", str(Path(folder).resolve()))
+    errors = " with each tensor's error" if s.validation is not None else ""
+    w.statusBar().showMessage(f"Wrote {len(paths)} Model Explorer files{errors} to {folder}", 10000)
+    return paths

@@ -1,0 +1,133 @@
+"""File › Export for Model Explorer: node data for both graphs (categories in the window's colours, conflicts with
+their reasons, each tensor's error once validated) and the TFLite <-> ONNX mapping from the trace, all files or
+none, driven through the real menu action (the folder dialog answered by a stand-in)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.gui import export_model_explorer
+from inspector.gui.graph_model import CONFLICT
+from inspector.gui.palette import palette
+
+from .test_gui_edit import make_window, open_model
+
+pytestmark = pytest.mark.gui
+
+CONVERSION = ["tflite.categories.json", "onnx.categories.json", "tflite.conflicts.json", "onnx.conflicts.json",
+              "mapping.json"]
+ERRORS = ["tflite.errors.json", "onnx.errors.json"]
+
+
+@pytest.fixture
+def model(tmp_path):
+    """x [1, 5, 7, 3] -> conv -> reshape [1, 7, 4, 5] (mixes channels into space) -> conv: two conflicts."""
+    rng = np.random.default_rng(2)
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    a, r, y = b.tensor("a", [1, 5, 7, 4]), b.tensor("r", [1, 7, 4, 5]), b.tensor("y", [1, 7, 4, 2])
+    b.op("CONV_2D", [x, b.const("wa", rng.standard_normal((4, 3, 2, 3)).astype(np.float32)),
+                     b.const("ba", rng.standard_normal(4).astype(np.float32))], [a], {"padding": "SAME"})
+    b.op("RESHAPE", [a, b.const("shape", np.array([1, 7, 4, 5], np.int32))], [r], {"new_shape": [1, 7, 4, 5]})
+    b.op("CONV_2D", [r, b.const("wy", rng.standard_normal((2, 3, 2, 5)).astype(np.float32)),
+                     b.const("by", rng.standard_normal(2).astype(np.float32))], [y], {"padding": "SAME"})
+    b.output(y)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(b.build())
+    return path
+
+
+def _export(w, monkeypatch, folder):
+    """Trigger the File menu's action with the folder chooser answering `folder`; what it asked with."""
+    asked = []
+
+    def choose(_parent, title, start):
+        asked.append((title, start))
+        return str(folder)
+    monkeypatch.setattr(export_model_explorer.QFileDialog, "getExistingDirectory", choose)
+    file_menu = w.menuBar().actions()[0].menu()
+    action = next(a for a in file_menu.actions() if a.text() == "Export for &Model Explorer…")
+    assert action is w.editor.model_explorer_action and action.isEnabled()
+    action.trigger()
+    return asked
+
+
+def _read(folder) -> dict:
+    return {p.name: json.loads(p.read_text()) for p in folder.iterdir()}
+
+
+def test_export_for_model_explorer_writes_categories_conflicts_errors_and_the_mapping(qtbot, tmp_path, model,
+                                                                                      monkeypatch):
+    w = make_window(qtbot, tmp_path)
+    s = open_model(qtbot, w, model)
+    result, sg = s.result, s.graph.main
+    assert len(result.plan.conflicts) == 2
+    out = tmp_path / "me"
+    out.mkdir()
+    asked = _export(w, monkeypatch, out)
+    assert asked[0][0] == "Export for Model Explorer"
+    files = _read(out)
+    assert sorted(files) == sorted(CONVERSION)                       # no validation yet: no errors
+    fill = {c: palette().color(c).name() for c in ("Implicit", "Transparent", "Attribute", "Terminate")}
+    # categories: every TFLite op on its output tensor, in the window's colour
+    tfl = files["tflite.categories.json"]["results"]
+    assert tfl == {sg.tensors[op.outputs[0]].name: {"value": result.categories[op.index].value,
+                                                    "bgColor": fill[result.categories[op.index].value]}
+                   for op in sg.ops}
+    assert {r["value"] for r in tfl.values()} == {"Implicit", "Terminate"}
+    # ... and every ONNX node on its first output: its op's category, or Inserted Transpose for a conflict's
+    onx = files["onnx.categories.json"]["results"]
+    nodes = {n.name: n for n in result.model.graph.node}
+    inserted = {nodes[name].output[0] for name in result.trace.inserted}
+    assert len(inserted) == 2 and all(onx[v] == {"value": "Inserted Transpose",
+                                                 "bgColor": palette().color(CONFLICT).name()} for v in inserted)
+    for name, k in result.trace.node_op.items():
+        if name not in result.trace.inserted:
+            assert onx[nodes[name].output[0]]["value"] == result.categories[k].value
+    # conflicts: each reason on the Transpose inserted for it, and on the TFLite op that needed it
+    reasons = {nodes[c.node].output[0]: c.reason for c in result.plan.conflicts}
+    assert {k: v["value"] for k, v in files["onnx.conflicts.json"]["results"].items()} == reasons
+    tfl_conflicts = files["tflite.conflicts.json"]["results"]
+    assert sorted(v["value"] for v in tfl_conflicts.values()) == sorted(reasons.values())
+    assert set(tfl_conflicts) <= {t.name for t in sg.tensors}
+    # the mapping is the trace's, by name
+    assert files["mapping.json"]["tensors"] == {sg.tensors[t].name: v for t, v in result.trace.tensor_values.items()}
+    assert files["mapping.json"]["ops"] == {sg.ops[k].label: v for k, v in result.trace.op_nodes.items()}
+    assert "Model Explorer files" in w.statusBar().currentMessage()
+
+    # after a validation, each compared tensor's error joins them
+    panel = w.editor.validation
+    w.editor.validate_action.trigger()
+    qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
+    v = s.validation
+    asked = _export(w, monkeypatch, out)
+    assert asked[0][1] == str(out.resolve())                        # the chooser starts where the last export went
+    files = _read(out)
+    assert sorted(files) == sorted(CONVERSION + ERRORS)
+    rows = v.outputs + v.intermediates
+    assert len(rows) >= 3
+    errs = files["tflite.errors.json"]["results"]
+    assert errs == {e.name: {"value": round(math.log10(max(e.max_rel, 1e-12)), 3)} for e in rows}
+    assert set(files["onnx.errors.json"]["results"]) == {e.onnx_name for e in rows}
+    assert files["tflite.errors.json"]["gradient"][0]["stop"] == 0
+
+
+def test_export_for_model_explorer_writes_all_or_nothing_and_fails_in_one_sentence(qtbot, tmp_path, model,
+                                                                                  monkeypatch):
+    w = make_window(qtbot, tmp_path)
+    open_model(qtbot, w, model)
+    out = tmp_path / "me"
+    out.mkdir()
+    (out / "onnx.conflicts.json").mkdir()                           # one target cannot be written
+    _export(w, monkeypatch, out)
+    assert [p.name for p in out.iterdir()] == ["onnx.conflicts.json"]       # and so none is
+    assert "\n" not in w.last_error and "onnx.conflicts.json" in w.last_error and "folder" in w.last_error
+    _export(w, monkeypatch, tmp_path / "missing")
+    assert not (tmp_path / "missing").exists() and "does not exist" in w.last_error
+    cancelled = tmp_path / "untouched"
+    monkeypatch.setattr(export_model_explorer.QFileDialog, "getExistingDirectory", lambda *_: "")
+    assert export_model_explorer.export_dialog(w.editor) is None and not cancelled.exists()
