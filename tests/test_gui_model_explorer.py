@@ -119,6 +119,7 @@ def test_export_for_model_explorer_writes_categories_conflicts_errors_and_the_ma
 def test_export_for_model_explorer_writes_all_or_nothing_and_fails_in_one_sentence(qtbot, tmp_path, model,
                                                                                   monkeypatch):
     w = make_window(qtbot, tmp_path)
+    assert not w.editor.model_explorer_action.isEnabled()          # nothing open
     open_model(qtbot, w, model)
     out = tmp_path / "me"
     out.mkdir()

@@ -211,18 +211,16 @@ class Editor(QObject):
     def _enable(self) -> None:
         on = self.session is not None
         for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action,
-                  self.validate_action, self.clear_pins_action):
+                  self.validate_action, self.clear_pins_action, self.model_explorer_action):
             a.setEnabled(on)
         pair = is_pair(self.session)          # metadata edits, export and validation only
         for a in (self.save_action, self.save_as_action, self.open_session_action, self.clear_pins_action):
             a.setEnabled(on and not pair)
         self.clear_pins_action.setToolTip(PIN_REASON if pair else "")
         alone = is_onnx_alone(self.session)   # metadata edits, session files and export
-        for a in (self.validate_action, self.clear_pins_action):
+        for a in (self.validate_action, self.clear_pins_action, self.model_explorer_action):
             a.setEnabled(a.isEnabled() and not alone)
         self.validate_action.setToolTip(ONNX_REASON if alone else self.validate_tip)
-        from .export_model_explorer import can_export
-        self.model_explorer_action.setEnabled(can_export(self.session))
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
     def detach(self, path: str = "") -> None:

@@ -28,7 +28,7 @@ def colours() -> dict[str, str]:
 
 
 def add_action(editor, menu, before) -> QAction:
-    """The File menu's action, placed before `before`; enabled while a converted TFLite model is open."""
+    """The File menu's action, placed before `before` (enabled with Validate: a TFLite model or a pair open)."""
     a = QAction("Export for &Model Explorer…", editor.window)
     a.setToolTip("Write Model Explorer node data (categories, conflicts, validation errors) and the TFLite-ONNX "
                  "mapping into a folder")
@@ -37,14 +37,10 @@ def add_action(editor, menu, before) -> QAction:
     return a
 
 
-def can_export(session) -> bool:
-    return session is not None and getattr(session, "graph", None) is not None and session.result is not None
-
-
 def export_dialog(editor, folder: str | None = None) -> list[Path] | None:
     """Ask for a folder (unless `folder`), write the files, say where; a failure is one sentence in a dialog."""
-    w, s = editor.window, editor.session
-    if not can_export(s):
+    w = editor.window
+    if editor.session is None:
         return None
     if folder is None:
         folder = QFileDialog.getExistingDirectory(w, TITLE, start_folder(w))
@@ -52,6 +48,9 @@ def export_dialog(editor, folder: str | None = None) -> list[Path] | None:
             return None
     editor.wait()                                   # the latest re-run's result, not the one before it
     s = editor.session
+    if s is None or getattr(s, "graph", None) is None or s.result is None:
+        w.error(f"{TITLE} failed", "there is no conversion to export: open a TFLite model and let it convert")
+        return None
     try:
         files = node_data.conversion_files(s.result, colours(), s.validation)
         paths = node_data.write(folder, files)
