@@ -114,9 +114,7 @@ def reshape(op, ins):
         v = op.options.get("new_shape")
         if v is None:
             return [None]
-    dims = _ints(v)
-    if len(dims) == 1 and len(ins) > 1 and ins[1] is not None and ins[1].shape == (0,):
-        dims = []
+    dims = _ints(v)                                  # (an empty shape operand: a scalar)
     total = math.prod(x)
     if dims.count(-1) == 1:
         known = math.prod(d for d in dims if d != -1)
