@@ -1,8 +1,11 @@
 """Print the README's table of quantized-model errors: max quantization steps / % of output elements within 2
 steps, per seed, for the default QDQ conversion run op by op, ONNX Runtime fully optimised ("fused"), and --exact-int;
 then LiteRT's own optimized builtin kernels and XNNPACK delegate against its reference kernels (the same measure);
-plus the ONNX file's size relative to the .tflite, how many Convs ONNX Runtime fuses into QLinearConv, and (--time)
-ONNX Runtime's run time of both conversions (one thread, median of 20 runs).
+then issue 17's criterion: how many steps further from the reference kernels the default QDQ conversion is than
+LiteRT's own default kernels (builtin + XNNPACK, a plain Interpreter) on the same inputs, worst output and seed, op by
+op / fused (met when <= +1); plus the ONNX file's size relative to the .tflite, how many Convs ONNX Runtime fuses into
+QLinearConv, and (--time) ONNX Runtime's run time of both conversions (one thread, median of 20 runs). Models: every
+corpus model with a quantized integer output.
 
     .venv/bin/python tools/quant_report.py --corpus ../shared/corpus [--time]
 """
@@ -20,14 +23,23 @@ import onnxruntime as ort
 
 from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_reader import read_tflite
-from inspector.core.proof.validate import make_inputs, validate
+from inspector.core.proof.validate import make_inputs, own_kernel_steps, validate
 
 from float_drift import litert                      # tools/ is the script's directory
 
 SEEDS = (0, 1, 2, 3, 4)
-MODELS = ["keras/efficientnetb0_int8.tflite", "keras/mobilenetv2_int8.tflite", "keras/mobilenetv3small_int8.tflite",
-          "ops/mobilenet_v1_0.25_128_quant.tflite", "ops/conv.uint8.tflite", "realworld/alexa.tflite",
-          "onnx2tf/mobilenet_v2_w075_full_integer_quant.tflite", "onnx2tf/mnasnet0_75_full_integer_quant.tflite"]
+MARGIN = 1                   # issue 17: no further from LiteRT's reference than its default kernels, + 1 step
+
+
+def quantized_models(corpus: Path) -> list[str]:
+    """Corpus models with a quantized integer output (the ones measured in steps)."""
+    out = []
+    for path in sorted(corpus.glob("*/*.tflite")):
+        sg = read_tflite(path).main
+        if any(sg.tensors[t].quantization is not None and sg.tensors[t].dtype in ("int8", "uint8", "int16")
+               for t in sg.outputs):
+            out.append(str(path.relative_to(corpus)))
+    return out
 
 
 def cell(v) -> str:
@@ -41,6 +53,12 @@ def worst(runs) -> str:
     cells = cell(max(runs, key=lambda v: max(e.steps or 0 for e in v.outputs)))
     passed = sum(v.ok for v in runs)
     return cells if passed == len(runs) else f"{cells} ({passed} of {len(runs)} pass)"
+
+
+def excess(runs, own) -> int:
+    """Worst over seeds and outputs of (our steps - LiteRT default kernels' steps) on the same inputs."""
+    return max(int(e.steps - o) for v, per in zip(runs, own) for e, o in zip(v.outputs, per)
+               if e.steps is not None and o is not None)
 
 
 def litert_self(path: Path, graph) -> list[str]:
@@ -96,22 +114,31 @@ def main() -> None:
     args = ap.parse_args()
     ort.set_default_logger_severity(3)
     head = [f"seed {s}" for s in SEEDS] + ["fused, seeds 0-4", "--exact-int, seeds 0-4",
-                                           "LiteRT optimized, seeds 0-4", "LiteRT XNNPACK, seeds 0-4", "size vs .tflite",
+                                           "LiteRT optimized, seeds 0-4", "LiteRT XNNPACK, seeds 0-4",
+                                           "QDQ - LiteRT default, op by op / fused", "size vs .tflite",
                                            "Convs fused"] + (["ms QDQ fused / exact"] if args.time else [])
     print("| model | " + " | ".join(head) + " |")
     print("|---" * (len(head) + 1) + "|")
-    for rel in MODELS:
+    broken = []
+    for rel in quantized_models(Path(args.corpus)):
         graph = read_tflite(Path(args.corpus) / rel)
         qdq, exact = convert(graph), convert(graph, exact_int=True)
-        row = [cell(validate(qdq, seed=s)) for s in SEEDS]                         # intermediates: unoptimised
-        row.append(worst(validate(qdq, seed=s, intermediates=False) for s in SEEDS))   # outputs only: optimised
+        op_by_op = [validate(qdq, seed=s) for s in SEEDS]                              # intermediates: unoptimised
+        fused = [validate(qdq, seed=s, intermediates=False) for s in SEEDS]            # outputs only: optimised
+        own = [own_kernel_steps(graph, s) for s in SEEDS]
+        row = [cell(v) for v in op_by_op] + [worst(fused)]
         row.append(worst(validate(exact, seed=s, intermediates=False) for s in SEEDS))
         row += litert_self(Path(args.corpus) / rel, graph)
+        gaps = excess(op_by_op, own), excess(fused, own)
+        row.append(" / ".join(f"{g:+d}" for g in gaps))
+        if max(gaps) > MARGIN:
+            broken.append(f"{rel} ({' / '.join(f'{g:+d}' for g in gaps)})")
         row.append(f"{len(qdq.model.SerializeToString()) / (Path(args.corpus) / rel).stat().st_size:.2f}")
         row.append("{} of {}".format(*fused_convs(qdq.model)))
         if args.time:
             row.append(f"{run_ms(qdq):.3g} / {run_ms(exact):.3g}")
-        print(f"| {rel} | " + " | ".join(row) + " |")
+        print(f"| {rel} | " + " | ".join(row) + " |", flush=True)
+    print(f"\nBeyond LiteRT's default kernels + {MARGIN} step: " + ("; ".join(broken) or "none"))
 
 
 if __name__ == "__main__":
