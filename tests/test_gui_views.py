@@ -208,3 +208,21 @@ def test_cancelled_validation_then_another_model_plots_only_the_new_models_tenso
     v = new.validation
     assert len(panel.points) == len(v.outputs) + len(v.intermediates)
     assert {name for _op, name in panel.points} <= {t.name for t in new.graph.main.tensors}
+
+
+def test_autosave_banner_and_error_scale_sit_above_the_graphs_not_over_them(qtbot, window, tmp_path):  # noqa: F811
+    """Both were inserted into the window's central stack (start page | workspace) as pages of their own, drawn
+    over the TFLite tab bar, once the start page came in."""
+    w = window
+    open_model(qtbot, w, chain(tmp_path))
+    validate(qtbot, w)
+    banner, scale = w.editor.banner, w.editor.validation.scale
+    banner.show()
+    qtbot.wait(50)
+    lay = w.workspace.layout()
+    order = [lay.itemAt(i).widget() for i in range(lay.count())]
+    assert order.index(banner) < order.index(w.legend) < order.index(scale) < order.index(w.splitter)
+    assert w.stack.count() == 2 and scale.isVisible() and banner.isVisible()
+    top = w.splitter.mapTo(w, w.splitter.rect().topLeft()).y()
+    for widget in (banner, scale):
+        assert widget.mapTo(w, widget.rect().bottomLeft()).y() < top

@@ -69,6 +69,7 @@ def main(argv=None) -> int:
     w.editor.pin("functional_1/reshape/Reshape", "channels-first")
     settle(app, w)
     w.select(TFLITE, tensors=[reshaped])
+    w.panes[ONNX].main_view.fit()                   # the whole converted graph, with the pin's Transposes
     save(app, w, out / "pin-after.png")
     w.close()
 

@@ -129,7 +129,7 @@ class Editor(QObject):
         from .panels.validation import ValidationPanel
         w = self.window
         self.banner = Banner()
-        w.centralWidget().layout().insertWidget(0, self.banner)
+        w.workspace.layout().insertWidget(0, self.banner)               # above the legend and the graphs
         self.banner.restore.clicked.connect(self.restore_autosave)
         self.banner.discard.clicked.connect(self.discard_autosave)
         self.pin_bar = PinBar(self)

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionView
 from ..commands import short
 
 NO_TRANSPOSE = "no Transpose"
-SHARE = (0.2, 0.17, 0.22)            # at most this share of the width for kind, tensor → op, Transpose: the reason
+SHARE = (0.2, 0.17, 0.24)            # at most this share of the width for kind, tensor → op, Transpose: the reason
                                     # keeps about half (1280x800: a 360 px dock, 4-5 lines for a long reason)
 
 
@@ -42,6 +42,7 @@ class ConflictsPanel(QTreeWidget):
         self.setWordWrap(True)                         # every column wraps; the rows grow to fit
         self.setUniformRowHeights(False)
         self.setItemDelegate(WrappingDelegate(self))
+        self.setColumnHidden(1, True)                  # the reason names the tensor and its consumer already
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._relayout = QTimer(self, singleShot=True, interval=0, timeout=self.doItemsLayout)
         header.sectionResized.connect(lambda *_: self._relayout.start())   # narrower: more lines per row
@@ -71,7 +72,8 @@ class ConflictsPanel(QTreeWidget):
                                     c.reason])
             for col in range(4):                       # a tall row reads from its top line
                 item.setTextAlignment(col, Qt.AlignLeft | Qt.AlignTop)
-            item.setToolTip(1, f"{tensor} → {where}")
+            for col in (0, 1, 3):
+                item.setToolTip(col, f"{tensor} → {where}")
             item.setToolTip(2, node or "no Transpose was inserted for this conflict")
             item.setData(0, Qt.UserRole, c)
             item.setData(1, Qt.UserRole, node)
@@ -85,6 +87,8 @@ class ConflictsPanel(QTreeWidget):
         room, fm = self.viewport().width(), self.fontMetrics()
         pad = 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 12
         for col, share in enumerate(SHARE):
+            if self.isColumnHidden(col):
+                continue
             lines = [self.headerItem().text(col)] + [self.topLevelItem(i).text(col)
                                                        for i in range(self.topLevelItemCount())]
             widest = max(fm.horizontalAdvance(t) for t in lines) + pad

@@ -202,7 +202,7 @@ class ValidationPanel(QWidget):
 
         self.scale = ErrorScale()
         self.scale.hide()
-        editor.window.centralWidget().layout().insertWidget(2, self.scale)
+        editor.window.workspace.layout().insertWidget(2, self.scale)     # above the graphs, under the legend
         self.reset()
         # another model, or another plan, decision or conversion: the shown errors (or the running job) are not of it
         editor.window.views.subscribe(lambda _e: self.reset(), ModelOpened, PinsChanged, MetadataChanged,
