@@ -226,3 +226,28 @@ def test_autosave_banner_and_error_scale_sit_above_the_graphs_not_over_them(qtbo
     top = w.splitter.mapTo(w, w.splitter.rect().topLeft()).y()
     for widget in (banner, scale):
         assert widget.mapTo(w, widget.rect().bottomLeft()).y() < top
+
+
+def test_each_conflict_row_names_the_transpose_that_feeds_its_consumer(qtbot, window, corpus):  # noqa: F811
+    """One Transpose feeding three Convs was credited to one of their conflicts; the other two said
+    "no Transpose" beside a node named after the first Conv."""
+    w = window
+    s = open_model(qtbot, w, corpus / CONFLICT_MODEL)
+    doc, table = w.doc, w.conflicts
+    nodes = doc.onnx_nodes()
+    _producer, consumers = doc.onnx_links()
+    checked = 0
+    for i in range(table.topLevelItemCount()):
+        item = table.topLevelItem(i)
+        c, name = item.data(0, Qt.UserRole), item.data(1, Qt.UserRole)
+        values = doc.trace.tensor_values.get(c.tensor, [])
+        feeds_op = set(doc.trace.op_nodes.get(c.op, [])) if c.op is not None else set()
+        if name:
+            t = nodes[name]
+            assert t.op_type == "Transpose" and t.input[0] in values, (c.reason, name)
+            assert c.op is None or feeds_op & set(consumers.get(t.output[0], [])), (c.reason, name)
+            checked += 1
+        else:                                           # nothing inserted between the tensor and this consumer
+            assert not any(nodes[n].op_type == "Transpose" and set(consumers.get(nodes[n].output[0], [])) & feeds_op
+                           for v in values for n in consumers.get(v, [])), c.reason
+    assert checked >= 2 and len(s.result.plan.conflicts) >= 3

@@ -63,8 +63,11 @@ class ConflictsPanel(QTreeWidget):
         node_of = {id(c): name for name, c in doc.inserted().items()}
         # Transposes the trace records as inserted but whose conflict the plan does not list get a row too
         extra = [c for c in doc.inserted().values() if not any(c is d for d in conflicts)]
+        # one Transpose serves every consumer that wants the tensor in the same layout: the trace names it for one
+        shared = {(c.tensor, c.subgraph, tuple(c.to_perm)): c.node or node_of[id(c)] for c in conflicts + extra
+                  if c.to_perm and (c.node or id(c) in node_of)}
         for c in conflicts + extra:
-            node = c.node or node_of.get(id(c), "")
+            node = c.node or node_of.get(id(c), "") or shared.get((c.tensor, c.subgraph, tuple(c.to_perm)), "")
             tensor = sg.tensors[c.tensor].name if 0 <= c.tensor < len(sg.tensors) else str(c.tensor)
             where = f"{sg.ops[c.op].opcode}#{c.op}" if c.op is not None else "graph output"
             # a conflict whose layouts differ only in size-1 axes is fixed by a Reshape, or by nothing at all
