@@ -85,7 +85,13 @@ def test_details_follow_a_pin_and_its_undo(qtbot, window, model):
     assert "pinned" not in w.details.html()
 
 
-def test_rerun_keeps_the_onnx_selection_and_viewport(qtbot, window, model):
+@pytest.mark.parametrize("in_place", [True, False])
+def test_rerun_keeps_the_onnx_selection_and_viewport(qtbot, window, model, monkeypatch, in_place):
+    """Updated in place (live) or laid out afresh (too much changed, or a big model re-run in the child), the
+    ONNX pane lost its selection and scrolled to the top-left."""
+    from inspector.gui import editing
+    if not in_place:
+        monkeypatch.setattr(editing, "MAX_NEW_SHARE", -1.0)
     w = window
     s = open_model(qtbot, w, model)
     view = w.panes[ONNX].main_view
@@ -98,8 +104,10 @@ def test_rerun_keeps_the_onnx_selection_and_viewport(qtbot, window, model):
     edits = (lambda: w.editor.pin("a", "keep"), w.editor.stack.undo,
              lambda: w.editor.edit_metadata(MetadataEdits(doc_string="kept"), "doc string"))
     for edit in edits:                              # a pin, its undo, a metadata change: each one re-runs
+        scene = w.scenes[ONNX]
         edit()
         settle(qtbot, w)
+        assert (w.scenes[ONNX] is scene) == in_place
         view = w.panes[ONNX].main_view
         assert w.scenes[ONNX].selected_keys()[0] == [name]
         assert view.transform().m11() == pytest.approx(scale)
