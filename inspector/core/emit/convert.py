@@ -1,6 +1,8 @@
 """TFLite Graph -> ONNX ModelProto: fold constants, plan layouts, emit, check."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import onnx
 from google.protobuf.message import EncodeError
@@ -9,7 +11,7 @@ from onnx import helper
 from inspector import __version__
 
 from inspector.core.layout import layout as L
-from . import peephole
+from . import io_layout, peephole
 from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
@@ -189,7 +191,6 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
     result.warnings += graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
-    from . import io_layout
     model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
         sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
         {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
@@ -424,7 +425,6 @@ def check_model(model) -> None:
 
 
 def graph_name(graph: Graph) -> str:
-    import os
     return os.path.splitext(os.path.basename(graph.path))[0] or "model"
 
 

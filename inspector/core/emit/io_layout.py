@@ -13,6 +13,7 @@ import onnx
 from inspector.core.layout import layout as L
 
 KEY = "layout_inspector.io"
+_JSON = json.JSONEncoder(separators=(",", ":"))      # json.dumps(..., separators=...) builds an encoder per call
 
 
 def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[str, tuple]]) -> str:
@@ -23,7 +24,7 @@ def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[
             shape = [int(d) for d in sg.tensors[t].dims]
             rows.append({"kind": kind, "onnx": name, "tflite": sg.tensors[t].name, "tflite_shape": shape,
                          "onnx_shape": list(L.apply(shape, perm)), "perm": [int(p) for p in perm]})
-    return json.dumps(rows, separators=(",", ":"))
+    return _JSON.encode(rows)
 
 
 def read(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:

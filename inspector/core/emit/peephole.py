@@ -16,6 +16,8 @@ def _static_dims(value_info) -> list[int] | None:
 def clean(graph: onnx.GraphProto, trace=None) -> list[str]:
     """Rewrite `graph` in place; returns one line per rewrite (empty when the plan was already clean)."""
     done = []
+    if not any(n.op_type == "Transpose" for n in graph.node):      # the usual case: nothing to look at
+        return done
     # A graph output or a value that is a TFLite tensor's image (a pinned tensor, say) must stay as it is.
     outputs = {o.name for o in graph.output} | (set(trace.value_tensor) if trace is not None else set())
     readers: dict[str, int] = {}

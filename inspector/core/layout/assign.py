@@ -230,12 +230,13 @@ class Problem:
         r0 = ranks[0] if ranks else 0
         out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
         options = [p for s, t in acts if self.rank(t) == r0 for p in self.candidates(t)]
-        options += [L.channels_first(r0), L.identity(r0)] + ([out_pin] if out_pin and len(out_pin) == r0 else [])
+        options += [_cf(r0), _id(r0)] + ([out_pin] if out_pin and len(out_pin) == r0 else [])
+        why = f"follows {_label(op)} (Transparent): {{layout}}"
+        act_ranks = [(s, self.rank(t)) for s, t in acts]
         modes = []
         for p in list(dict.fromkeys(options))[:MAX_CANDIDATES]:
-            reads = tuple((s, p if self.rank(t) == r0 else L.identity(self.rank(t))) for s, t in acts)
-            modes.append(Mode(reads, tuple(p if r == r0 else L.identity(r) for r in ranks),
-                              why=f"follows {_label(op)} (Transparent): {{layout}}"))
+            reads = tuple([(s, p if r == r0 else _id(r)) for s, r in act_ranks])
+            modes.append(Mode(reads, tuple([p if r == r0 else _id(r) for r in ranks]), why=why))
         return modes
 
     def _transpose(self, op) -> list[Mode]:

@@ -124,6 +124,8 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optima
     if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
         best = {oi: modes[0] for oi, modes in pb.modes.items()}
         score = transposes(pb, best)
+        if free and not score[0]:               # no Transpose at all: nothing later in the order can beat it
+            return best, Optimality(0, 0, "the first choice tried needs no Transpose")
         for picks in itertools.islice(itertools.product(*(pb.modes[oi] for oi in free)), 1, None):   # 1st: best
             choice = {**best, **dict(zip(free, picks))}
             got = transposes(pb, choice)
