@@ -18,7 +18,7 @@ from inspector.core.ir.graph import Subgraph
 from .assign import TIME_BUDGET, Optimality, Problem
 from .io_rules import image_output, input_layout
 from .layout import Perm
-from .plan import Conflict, LayoutPlan
+from .plan import Category, Conflict, LayoutPlan
 from .solve import Choice, presented, solve
 
 
@@ -50,7 +50,11 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     """The modes of every op, graph inputs decided by rule, graph outputs' allowed presentations."""
     pins = dict(pins or {})
     constants = constants if constants is not None else {t.index for t in sg.tensors if t.is_constant}
-    consumers = sg.consumers()
+    # The I/O rules walk the graph for an Implicit op or a TRANSPOSE; a graph with neither (most small ones) has
+    # nothing for them to find: no walk, the same answers.
+    walk = any(op.opcode == "TRANSPOSE" or (op.opcode in table and table[op.opcode].category is Category.IMPLICIT)
+               for op in sg.ops if op.index not in skip)
+    consumers = sg.consumers() if walk else {}
     fixed = {}
     for t in sg.inputs:
         if t in pins:
@@ -60,7 +64,7 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     allowed = {}
     for t in sg.outputs:
         r = sg.tensors[t].rank
-        image = r >= 3 and not keep_io_layout and image_output(sg, t, table, skip)
+        image = r >= 3 and not keep_io_layout and walk and image_output(sg, t, table, skip)
         allowed[t] = (pins[t],) if t in pins else (L.identity(r), L.channels_first(r)) if image else (L.identity(r),)
     return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build(reuse)
 
