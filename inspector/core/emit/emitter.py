@@ -135,7 +135,6 @@ class Emitter:
         # A subgraph's emitter (Loop/If body, inlined subgraph) shares the model-wide name space, and puts its
         # constants in the main graph, whose values every nested body can read.
         self.parent = parent
-        self.root: Emitter = parent.root if parent is not None else self
         self.initializers: list[onnx.TensorProto] = parent.initializers if parent is not None else []
         self._used: set[str] = parent._used if parent is not None else set()
         self._taken: dict[str, int] = parent._taken if parent is not None else {}   # base -> last k fresh() gave
@@ -158,6 +157,12 @@ class Emitter:
                 self.pin_conflicts.setdefault(c.tensor, []).append(c)
         from .ops.quant import QDQ
         self.q = QDQ(self)                               # quantized tensors: Q/DQ around float ops
+
+    @property
+    def root(self) -> "Emitter":
+        """The main graph's emitter (a property, not an attribute: a reference to itself would make every
+        emitter a reference cycle, left for the garbage collector with all it holds)."""
+        return self if self.parent is None else self.parent.root
 
     def emit_subgraph(self, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], "Emitter"]:
         """Plan and emit TFLite subgraph `index` (WHILE cond/body, IF branch, CALL_ONCE init) under this emitter:

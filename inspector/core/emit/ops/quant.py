@@ -20,6 +20,7 @@ out (Div, Round, Add, Clip, Cast and back). `exact_int` (below) trades QDQ for T
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 from onnx import TensorProto
@@ -91,7 +92,7 @@ class QDQ:
     """The quantization side of one Emitter."""
 
     def __init__(self, em):
-        self.em = em
+        self._em = weakref.ref(em)               # the emitter owns this: no reference cycle back to it
         sg = em.sg
         self.q = {t.index for t in sg.tensors if quantized(t)}
         self._raw: dict[int, bool] = {}
@@ -106,6 +107,10 @@ class QDQ:
             if o.opcode == "DEQUANTIZE" and o.inputs and o.inputs[0] >= 0 \
                     and sg.tensors[o.inputs[0]].dtype == "float16" and o.outputs[0] in em.constants:
                 self.fp16_src[o.outputs[0]] = o.inputs[0]
+
+    @property
+    def em(self):
+        return self._em()
 
     # --- which tensors and ops ---------------------------------------------------------------------------
     def raw(self) -> bool:
@@ -489,8 +494,12 @@ class Exact:
     """The exact_int side of QDQ: which ops qualify, their centred operands and their requantization."""
 
     def __init__(self, qdq: QDQ):
-        self.qdq = qdq
+        self._qdq = weakref.ref(qdq)             # owned by qdq: no reference cycle back to it
         self._ok: dict[int, bool] = {}
+
+    @property
+    def qdq(self) -> QDQ:
+        return self._qdq()
 
     def applies(self, op) -> bool:
         if op is None or not self.qdq.exact or op.opcode not in EXACT_OPS:
