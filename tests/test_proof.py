@@ -3,6 +3,8 @@ noise floor, LiteRT's refusals as one line. Every reference is ai-edge-litert's 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -103,15 +105,42 @@ def test_foreign_onnx_with_ambiguous_shapes_is_reported_ambiguous(tmp_path, caps
     assert out["io"][0]["perm"] == [0, 3, 1, 2]
 
 
+@pytest.mark.parametrize("name", ["ops/conv-stride.float32.tflite", "ops/reshape-conv.float32.tflite"])
+def test_corpus_models_with_cubic_io_validate_from_files_as_in_process(tmp_path, corpus, capsys, name):
+    """The reported false FAIL: 1x16x16x16 outputs read as NHWC or NCHW alike; the recorded layout decides."""
+    graph = _save(tmp_path, "m.tflite", (corpus / name).read_bytes())
+    assert any(len(set(graph.main.tensors[t].shape[1:])) == 1 for t in graph.main.outputs)       # cubic
+    own = validate(convert(graph), intermediates=False)
+    assert cli(["convert", str(corpus / name), "-o", str(tmp_path / "m.onnx")]) == 0
+    capsys.readouterr()
+    assert cli(["validate", str(corpus / name), str(tmp_path / "m.onnx"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == own.verdict == "ok" and all(r["layout"] == "recorded" for r in out["io"])
+    assert [r["max_abs"] for r in out["outputs"]] == pytest.approx([e.max_abs for e in own.outputs], abs=1e-6)
+
+
 # -- the noise floor -----------------------------------------------------------------------------------------
-def test_model_that_amplifies_rounding_is_ok_with_its_floor_reported(tmp_path):
+def test_model_that_amplifies_rounding_is_ok_with_its_floor_reported(tmp_path, capsys):
     """Eight random 3x3 convs with steep sigmoid gates: LiteRT's own kernel families and a 1e-6 move of the input
     already disagree by more than the fixed tolerance, so the verdict rests on the floor."""
     graph = _save(tmp_path, "gated.tflite", _convs((1, 11, 9, 8), 8, 3.0, 0, gates=True))
-    v = validate(convert(graph), seed=1, intermediates=False)
+    result = convert(graph)
+    v = validate(result, seed=1, intermediates=False)
     (e,) = v.outputs
     assert e.floor is not None and e.floor / e.scale > v.rtol        # the model's own noise exceeds the tolerance
+    assert e.max_rel > v.rtol                                        # a fixed tolerance would fail it: the floor decides
     assert e.verdict == "ok" and v.ok and e.max_abs <= noise.K * e.floor
+    # from files, the command line says so and reports the floor and the ratio it was judged by
+    onnx.save(result.model, tmp_path / "gated.onnx")
+    args = ["validate", str(tmp_path / "gated.tflite"), str(tmp_path / "gated.onnx"), "--seed", "1"]
+    assert cli(args) == 0
+    line, *_, head = capsys.readouterr().out.splitlines()
+    floor, ratio = (float(x) for x in re.search(r", floor (\S+), ratio (\S+),", line).groups())
+    assert line.startswith("ok ") and floor / e.scale > v.rtol and 0 < ratio <= noise.K
+    assert re.match(r"ok: worst error \S+ of the output's scale \(tolerance 0.0001, floor \S+\)$", head), head
+    assert cli(args + ["--json"]) == 0
+    (out,) = json.loads(capsys.readouterr().out)["outputs"]
+    assert out["verdict"] == "ok" and out["floor"] == pytest.approx(floor, rel=1e-2) and out["ratio"] <= noise.K
 
 
 @pytest.mark.parametrize("shift,verdict", [(0.0, "ok"), (1e-4, "suspicious"), (1e-2, "fail")])
@@ -278,3 +307,39 @@ def test_steps_feed_the_state_back_and_compare_each_call(tmp_path, capsys):
     onnx.save(convert(graph).model, tmp_path / "s.onnx")
     assert cli(["validate", str(tmp_path / "s.tflite"), str(tmp_path / "s.onnx"), "--steps", "3"]) == 0
     assert [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines()] == ["step 1", "step 2", "step 3"]
+
+
+# -- README ---------------------------------------------------------------------------------------------------
+def test_readme_proof_section_says_what_each_verdict_means_with_a_command_that_shows_it(tmp_path, corpus, capsys):
+    """The verdict table states noise.py's rule with its constants, every `-k` it names selects a test here (the
+    parametrised cases with the verdict claimed), and its `ok` command, run, gives the headline it quotes."""
+    import sys
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    proof = text.split("\n## Proof\n", 1)[1].split("\n### Conformance", 1)[0]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(ok|suspicious|fail)` \| ([^|]+) \|", proof, re.M)}
+    k, far = f"{noise.K:g}", f"{noise.FAR:g}"
+    assert rows["ok"].startswith(f"error ≤ max(tolerance, {k} × floor), and not suspicious")
+    assert rows["suspicious"].startswith(f"within the tolerance, but over {far} × the floor of a quiet model "
+                                         f"({k} × floor below the tolerance)")
+    assert rows["fail"].startswith(f"error > max(tolerance, {k} × floor)")
+    assert "`rtol` = 1e-4 for float models" in proof and "rtol · scale + 1e-5" in proof
+    from inspector.core.proof.validate import ATOL, RTOL
+    assert (RTOL["float"], ATOL) == (1e-4, 1e-5)
+    tests = [name for name in dir(sys.modules[__name__]) if name.startswith("test_")]
+    selectors = re.findall(r"-k (\w+)", proof)
+    assert {"amplifies", "small_real_error", "swapped", "cuts_before"} <= set(selectors)
+    assert all(any(sel in t for t in tests) for sel in selectors), selectors
+    assert "its `1e-4` case" in proof and "the same test's `1e-2` case" in proof
+    cases = dict(test_small_real_error_on_a_well_conditioned_net_is_not_ok.pytestmark[0].args[1])
+    assert (cases[1e-4], cases[1e-2]) == ("suspicious", "fail")     # the cases the table points at
+    convert_cmd, validate_cmd, quoted = re.search(r"`layout-inspector (convert [^;`]+); layout-inspector "
+                                                  r"(validate [^`]+)` → `([^`]+)`", proof).groups()
+    here = lambda word: str(corpus / word) if word.startswith("ops/") else str(tmp_path / word)   # noqa: E731
+    assert cli([here(w) if "." in w else w for w in convert_cmd.split()]) == 0
+    capsys.readouterr()
+    assert cli([here(w) if "." in w else w for w in validate_cmd.split()]) == 0
+    head = capsys.readouterr().out.splitlines()[-1]
+    shape = re.escape(quoted)
+    for number in re.findall(r"\d+\.\d+e-\d+", quoted):
+        shape = shape.replace(re.escape(number), r"\S+", 1)
+    assert re.fullmatch(shape, head), (quoted, head)
