@@ -1,6 +1,6 @@
 """The window's editing half for a pair (a TFLite model beside an ONNX model made elsewhere).
 
-A PairSession stands where the Editor keeps a core Session, with the same attributes the Metadata dock, the undo
+A PairSession is a core Session (the views hear its events like any other), with what the Metadata dock, the undo
 commands, Export ONNX and the Validation dock read. Its decisions are metadata edits only: "re-running" applies them
 to a copy of the other model, export writes that model through pair.write_with_metadata (nodes and initializers
 untouched), and validation is pair.validate_pair, whose per-tensor errors colour the other model's nodes through

@@ -6,11 +6,9 @@ import re
 from PySide6.QtCore import QRect, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem
 
-from ..commands import short
-
 NO_TRANSPOSE = "no Transpose"
-SHARE = (0.2, 0.17, 0.24)            # at most this share of the width for kind, tensor → op, Transpose: the reason
-                                    # keeps about half (1280x800: a 360 px dock, 4-5 lines for a long reason)
+SHARE = (0.2, 0.17, 0.24)           # at most this share of the width for kind, (tensor → op, hidden), Transpose: the
+                                    # reason keeps over half (1280x800: a 360 px dock, 3-4 lines for a long reason)
 
 
 def breakable(name: str) -> str:
@@ -71,8 +69,7 @@ class ConflictsPanel(QTreeWidget):
             tensor = sg.tensors[c.tensor].name if 0 <= c.tensor < len(sg.tensors) else str(c.tensor)
             where = f"{sg.ops[c.op].opcode}#{c.op}" if c.op is not None else "graph output"
             # a conflict whose layouts differ only in size-1 axes is fixed by a Reshape, or by nothing at all
-            item = QTreeWidgetItem([c.kind, breakable(f"{short(tensor, 24)} → {where}"), breakable(node) or NO_TRANSPOSE,
-                                    c.reason])
+            item = QTreeWidgetItem([c.kind, f"{tensor} → {where}", breakable(node) or NO_TRANSPOSE, c.reason])
             for col in range(4):                       # a tall row reads from its top line
                 item.setTextAlignment(col, Qt.AlignLeft | Qt.AlignTop)
             for col in (0, 1, 3):
