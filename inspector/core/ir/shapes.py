@@ -9,6 +9,8 @@ along, so a RESHAPE to a computed shape is known too. A dynamic dimension (-1 in
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .graph import Graph, Subgraph
@@ -45,7 +47,7 @@ def _subgraph(sg: Subgraph, where: str) -> list[str]:
             ins = [Operand(tensors[i].shape, values.get(i)) if 0 <= i < n else None for i in op.inputs]
             outs = rule(op, ins)
             value = _value(op, ins, outs)
-        except (ValueError, KeyError, IndexError, TypeError, ArithmeticError, AttributeError):
+        except (ValueError, KeyError, IndexError, TypeError, ArithmeticError, AttributeError, MemoryError):
             continue                                 # inconsistent operands: the file's shapes stand
         for t, shape in zip(op.outputs, outs):
             if not 0 <= t < n or shape is None:
@@ -72,6 +74,8 @@ def _value(op, ins, outs) -> np.ndarray | None:
     fn = VALUES.get(op.opcode)
     if fn is None:
         return None
+    if outs and outs[0] is not None and math.prod(outs[0]) > VALUE_LIMIT:
+        return None                                  # (FILL of a large shape: data, not shape arithmetic)
     vals = [i.value if i is not None else None for i in ins]
     if any(v is None for v in vals[:ARITY.get(op.opcode, len(vals))]):
         return None
