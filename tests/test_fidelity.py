@@ -365,6 +365,74 @@ def test_stale_static_shapes_are_replaced_by_litert_s(tmp_path, make, batch):
     assert sorted(n.split("'")[1] for n in noted) == sorted(stale), result.warnings
 
 
+def stale_everywhere(tmp_path):
+    """A chain of 33 ops of 30 kinds, every output declared with its true rank and all dims 11 (LiteRT checks the rank;
+    SLICE with constant bounds also checks the dims, so its output is declared right); what LiteRT computes is in
+    the comments. Non-square throughout."""
+    b = ModelBuilder()
+    count = iter(range(100))
+    rng = np.random.default_rng(7)             # its own: ARG_MAX must not meet a near tie whatever ran before
+
+    def f(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+
+    def i(v):
+        return np.asarray(v, np.int32)
+
+    def s(opcode, ins, options=None, rank=4, n=1, **kw):
+        k = next(count)
+        outs = [b.tensor(f"{opcode.lower()}{k}_{j}", kw.get("exact") or [11] * rank, kw.get("dtype", "float32"))
+                for j in range(n)]
+        b.op(opcode, [b.const(f"c{k}_{j}", v) if isinstance(v, np.ndarray) else v for j, v in enumerate(ins)], outs,
+             options or {}, version=kw.get("version", 1))
+        return outs if n > 1 else outs[0]
+    x = b.input("x", [1, 6, 10, 3])
+    c = s("CONV_2D", [x, f(4, 3, 2, 3), f(4)], {"padding": "SAME", "stride_h": 2, "stride_w": 2})     # 1, 3, 5, 4
+    d = s("DEPTHWISE_CONV_2D", [c, f(1, 2, 3, 8), f(8)], {"padding": "VALID", "depth_multiplier": 2})  # 1, 2, 3, 8
+    p = s("PAD", [d, i([[0, 0], [1, 2], [0, 1], [0, 0]])])                                            # 1, 5, 4, 8
+    m = s("MIRROR_PAD", [p, i([[0, 0], [1, 1], [2, 0], [0, 0]])], {"mode": "REFLECT"})                # 1, 7, 6, 8
+    mp = s("MAX_POOL_2D", [m], {"padding": "SAME", "filter_height": 2, "filter_width": 3, "stride_h": 2,
+                                "stride_w": 2})                                                       # 1, 4, 3, 8
+    ap = s("AVERAGE_POOL_2D", [m], {"padding": "VALID", "filter_height": 3, "filter_width": 2, "stride_h": 2,
+                                    "stride_w": 2})                                                   # 1, 3, 3, 8
+    ap = s("PAD", [ap, i([[0, 0], [0, 1], [0, 0], [0, 0]])])                                          # 1, 4, 3, 8
+    cat = s("CONCATENATION", [mp, ap], {"axis": 3})                                                   # 1, 4, 3, 16
+    tr = s("TRANSPOSE", [cat, i([0, 2, 1, 3])])                                                       # 1, 3, 4, 16
+    ss = s("STRIDED_SLICE", [tr, i([0, 0, 1, 0]), i([1, 3, 4, 16]), i([1, 2, 1, 3])], {"shrink_axis_mask": 1},
+           rank=3)                                                                                    # 2, 3, 6
+    sl = s("SLICE", [ss, i([0, 1, 2]), i([-1, 2, 3])], exact=[2, 2, 3])
+    tl = s("TILE", [sl, i([1, 1, 2])], rank=3)                                                        # 2, 2, 6
+    a, bb = s("SPLIT", [i(2), tl], {"num_splits": 2}, rank=3, n=2)                                    # 2, 2, 3
+    sv = s("SPLIT_V", [s("ADD", [a, bb], rank=3), i([1, -1]), i(1)], {"num_splits": 2}, rank=3, n=2)  # 2, 1, 3
+    pk = s("PACK", sv, {"axis": 1, "values_count": 2})                                                # 2, 2, 1, 3
+    sq = s("SQUEEZE", [pk], {"squeeze_dims": [2]}, rank=3)                                            # 2, 2, 3
+    rs = s("RESHAPE", [s("EXPAND_DIMS", [sq, i(-1)]), i([3, -1])], rank=2)                            # 3, 4
+    fc = s("FULLY_CONNECTED", [rs, f(5, 4), f(5)], {"keep_num_dims": True}, rank=2)                   # 3, 5
+    bm = s("BATCH_MATMUL", [s("EXPAND_DIMS", [fc, i(0)], rank=3), f(2, 5, 7)], rank=3)                # 2, 3, 7
+    g = s("GATHER", [bm, i([2, 0, 1])], {"axis": 1}, rank=3)                                          # 2, 3, 7
+    mean = s("MEAN", [g, i([1])], {"keep_dims": True}, rank=3)                                        # 2, 1, 7
+    sm = s("SOFTMAX", [s("SUM", [g, i([1])], {"keep_dims": False}, rank=2)], {"beta": 1.0}, rank=2)   # 2, 7
+    am = s("ARG_MAX", [sm, i(1)], {"output_type": 2}, dtype="int32", rank=1)                          # 2
+    up = s("UNPACK", [mean], {"num": 2, "axis": 0}, rank=2, n=2)                                      # 1, 7
+    bt = s("BROADCAST_TO", [up[0], i([3, 7])], rank=2, version=2)                                     # 3, 7
+    rz = s("RESIZE_BILINEAR", [s("RESHAPE", [bt, i([1, 1, 3, 7])]), i([4, 6])],
+           {"half_pixel_centers": True})                                                              # 1, 4, 6, 7
+    d2s = s("DEPTH_TO_SPACE", [s("SPACE_TO_DEPTH", [rz], {"block_size": 2})], {"block_size": 2})      # 1, 4, 6, 7
+    b.output(d2s, am, up[1], sm)
+    return save(b, tmp_path)
+
+
+def test_stale_shapes_on_every_op_family(tmp_path):
+    """Every op output declared wrong: read, each non-constant tensor has the shape LiteRT gives it after a run, one
+    note per tensor; converted, ONNX Runtime runs it and every tensor validates against LiteRT."""
+    graph = stale_everywhere(tmp_path)
+    ref = litert_shapes(graph, make_inputs(graph))
+    got = {t.name: tuple(t.shape) for t in graph.main.tensors if t.data is None}
+    assert got == ref
+    assert len(graph.notes) == len(got) - 2                    # all but the input and the SLICE
+    run_and_validate(graph)
+
+
 # --- 8: a BirdNET-style audio front end with dynamic shapes ------------------------------------------------------
 def audio_front_end(tmp_path, mel_op: str, hop: int = 32, frame: int = 64, mels: int = 20):
     """A waveform [N, L] (batch and length dynamic, stored [1, 1056]) framed as BirdNET's front end does without a
