@@ -365,6 +365,22 @@ def test_stale_static_shapes_are_replaced_by_litert_s(tmp_path, make, batch):
     assert sorted(n.split("'")[1] for n in noted) == sorted(stale), result.warnings
 
 
+def test_info_shows_litert_s_shapes_and_the_notes(tmp_path, capsys):
+    """`info` on a file with stale shapes lists the output as LiteRT computes it, and a note per corrected tensor."""
+    import json
+    from ai_edge_litert.interpreter import Interpreter
+    graph, stale, _ = stale_spectrum(tmp_path)
+    it = Interpreter(model_path=graph.path)
+    it.allocate_tensors()
+    assert main(["info", graph.path, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["outputs"][0]["shape"] == it.get_output_details()[0]["shape"].tolist() == [1, 8, 9]
+    assert [n.split("'")[1] for n in s["notes"]] == stale
+    assert main(["info", graph.path]) == 0
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 3 and "LiteRT computes [1, 8, 9]" in notes[-1]
+
+
 def stale_everywhere(tmp_path):
     """A chain of 33 ops of 30 kinds, every output declared with its true rank and all dims 11 (LiteRT checks the rank;
     SLICE with constant bounds also checks the dims, so its output is declared right); what LiteRT computes is in

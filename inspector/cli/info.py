@@ -30,6 +30,8 @@ def summary(graph) -> dict:
         "op_histogram": graph.op_histogram(),
         "metadata": {k: (v if isinstance(v, str) else len(v)) for k, v in graph.metadata.items()},
     }
+    if graph.notes:                                  # what reading corrected (stale shapes)
+        out["notes"] = list(graph.notes)
     if graph.format == "onnx":
         out["denotations"] = {
             t.name: {"type": t.denotation, "dims": list(t.dim_denotations)}
@@ -57,4 +59,6 @@ def run(args) -> int:
         print("metadata:")
         for k, v in s["metadata"].items():
             print(f"  {k}: {v if isinstance(v, str) else f'{v} bytes'}")
+    for note in s.get("notes", []):
+        print(f"note: {note}")
     return 0
