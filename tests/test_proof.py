@@ -243,6 +243,15 @@ def test_validate_from_files_cuts_before_an_op_litert_cannot_run_and_compares_wh
         ("conv", "conv", "ok"), ("points", "points", "ok")]
     assert all(r["floor"] is not None and r["max_rel"] < 1e-5 for r in out["intermediates"])
 
+    # compare (and the window's Open Pair, which shares validate_pair) cuts the same way
+    p = subprocess.run([sys.executable, "-m", "inspector", "compare", str(tmp_path / "lm.tflite"),
+                        str(tmp_path / "lm.onnx"), "--json"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    pv = json.loads(p.stdout)["validation"]
+    assert pv["cut"]["opcode"] == "Landmarks2TransformMatrix" and pv["notes"] == [lines[3][len("note: "):]]
+    assert [(r["name"], r["ok"], r["layout"]) for r in pv["tensors"]] == [("conv", True, [0, 3, 1, 2]),
+                                                                         ("points", True, [0, 2, 1])]
+
     # A wrong conversion before the cut: the conv's kernel with its spatial axes swapped fails there.
     _swap_kernel_axes(result.model)
     onnx.save(result.model, tmp_path / "lm.onnx")

@@ -275,6 +275,7 @@ class PairValidation:
             if mapping is not None:
                 out["first_bad"]["nodes"] = mapping.op_nodes.get(bad.op, [])
         out["skipped"], out["notes"] = self.skipped, self.notes
+        out["cut"] = None if self.cut is None else self.cut.to_json()
         return out
 
 
