@@ -251,3 +251,18 @@ def test_each_conflict_row_names_the_transpose_that_feeds_its_consumer(qtbot, wi
             assert not any(nodes[n].op_type == "Transpose" and set(consumers.get(nodes[n].output[0], [])) & feeds_op
                            for v in values for n in consumers.get(v, [])), c.reason
     assert checked >= 2 and len(s.result.plan.conflicts) >= 3
+
+
+def test_an_onnx_model_alone_cannot_start_a_validation_from_the_dock(qtbot, window, tmp_path):  # noqa: F811
+    """The dock's own Validate button stayed enabled and failed with "AttributeError: 'types.SimpleNamespace'...";
+    the session refuses in one sentence too."""
+    from inspector.core.ir.errors import InspectorError
+    w = window
+    s = open_kind(qtbot, w, "onnx", tmp_path, None)
+    panel = w.editor.validation
+    assert not panel.run_button.isEnabled() and "TFLite model" in panel.run_button.toolTip()
+    assert not w.editor.validate_action.isEnabled() and "Open a TFLite model" in panel.status.text()
+    panel.run()                                            # even if asked: nothing starts for a model alone
+    assert not panel.running and not hasattr(w, "last_error")
+    with pytest.raises(InspectorError, match="no TFLite model"):
+        s.measure()

@@ -55,8 +55,10 @@ class OnnxSession(Session):
         return (f"These are the denotations and metadata of {Path(self.path).name}. Export writes that model with "
                 "these edits only: its nodes and initializers stay as they are.")
 
-    def validate(self, **kwargs):
+    def measure(self, **kwargs):
         raise InspectorError("an ONNX model opened alone has no TFLite model to be validated against")
+
+    validate = measure
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata

@@ -215,8 +215,9 @@ class ValidationPanel(QWidget):
         return self.job is not None
 
     def run(self) -> None:
+        from ..onnx_editing import is_onnx_alone
         s = self.editor.session
-        if s is None or self.job is not None:
+        if s is None or self.job is not None or is_onnx_alone(s):
             return
         self.reset()
         job = self.job = ValidateJob(s)
@@ -235,7 +236,10 @@ class ValidationPanel(QWidget):
             self.status.setText("cancelled")
 
     def _busy(self, on: bool) -> None:
-        self.run_button.setEnabled(not on and self.editor.session is not None)
+        from ..onnx_editing import REASON, is_onnx_alone
+        alone = is_onnx_alone(self.editor.session)          # nothing to validate it against
+        self.run_button.setEnabled(not on and self.editor.session is not None and not alone)
+        self.run_button.setToolTip(REASON if alone else "")
         self.cancel_button.setEnabled(on)
         self.progress.setVisible(on)
 
@@ -272,8 +276,9 @@ class ValidationPanel(QWidget):
             plot.getPlotItem().enableAutoRange()
         self.status.setStyleSheet("")
         self.scale.hide()
-        self.status.setText("Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R)."
-                            if self.editor.session is not None else "Open a TFLite model to validate it.")
+        s = self.editor.session
+        self.status.setText("Open a TFLite model to validate it." if s is None or s.graph is None else
+                            "Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R).")
         self._busy(False)
 
     def show_validation(self, v) -> None:
