@@ -430,3 +430,23 @@ def test_float16_graph_is_drawn_in_a_straight_column(qtbot, window, tmp_path):
     dequantize = next(i for i, op in enumerate(w.doc.graph.main.ops) if op.opcode == "DEQUANTIZE")
     w.select(TFLITE, nodes=[("op", dequantize)])                # selects the op it is drawn in
     assert scene.selected_keys()[0] == [("op", dequantize + 1)]
+
+
+def test_a_child_export_reports_the_model_it_exported_even_after_another_model_opened(qtbot, window, model,
+                                                                                      tmp_path, monkeypatch):
+    """The report was written when the child finished, from whatever the window held then: another model's."""
+    import json
+
+    from inspector.gui import export_onnx
+    w = window
+    first = open_model(qtbot, w, model)
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    monkeypatch.setattr(export_onnx, "BIG_BYTES", 0)          # every model counts as big: exported in the child
+    out = tmp_path / "first.onnx"
+    assert export_onnx.export_dialog(w.editor, str(out)) is None and w.editor.exporting
+    other = open_model(qtbot, w, chain(tmp_path, "other.tflite"))             # while the child still exports
+    qtbot.waitUntil(lambda: out.is_file() and not w.editor.exporting, timeout=120_000)
+    report = json.loads((tmp_path / "first.report.json").read_text())
+    assert report["model"] == first.path != other.path and report["pins"] == {"a": "keep"}
+    assert report["changes"]["pins"] == {"a": "keep"} and report["transposes"] == first.result.transposes

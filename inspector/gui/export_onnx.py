@@ -82,15 +82,19 @@ def export(editor, path: str, overwrite_source: bool = False) -> dict:
     if s is None or s.result is None:
         raise InspectorError("nothing to export: open and convert a TFLite model first")
     s.export(path, overwrite_source=overwrite_source)
-    return write_report(editor, path)
-
-
-def write_report(editor, path: str) -> dict:
-    s = editor.session
-    c = changes(editor)
-    report = dict(s.report(), changes=c, exported=str(path))
-    write_atomic(report_path(path), (json.dumps(report, indent=2, default=str) + "\n").encode(), protect=[s.path])
+    report, c = report_of(editor, path)
+    write_report(s, path, report)
     return c
+
+
+def report_of(editor, path: str) -> tuple[dict, dict]:
+    """(the report written beside the export, the change summary) of the session now, as exported."""
+    c = changes(editor)
+    return dict(editor.session.report(), changes=c, exported=str(path)), c
+
+
+def write_report(s, path: str, report: dict) -> None:
+    write_atomic(report_path(path), (json.dumps(report, indent=2, default=str) + "\n").encode(), protect=[s.path])
 
 
 def export_dialog(editor, path: str | None = None, confirm=None, on_errors=None) -> dict | None:
@@ -171,8 +175,9 @@ class ExportJob(QRunnable):
 
 def export_in_child(editor, path: str, overwrite: bool) -> None:
     editor.wait()
-    w = editor.window
-    job = editor.export_job = ExportJob(editor.session, path, overwrite)
+    w, s = editor.window, editor.session
+    report, c = report_of(editor, path)       # of what is exported, whatever is edited or opened meanwhile
+    job = editor.export_job = ExportJob(s, path, overwrite)
     w.statusBar().showMessage(f"Exporting {path}…")
 
     def done(error: str) -> None:
@@ -182,8 +187,8 @@ def export_in_child(editor, path: str, overwrite: bool) -> None:
             w.error("Export failed", error)
             return
         try:
-            c = write_report(editor, path)
-            editor.session.publish(Exported(path))       # the child wrote it: the views hear it as from export
+            write_report(s, path, report)
+            s.publish(Exported(path))           # the child wrote it: the views (if still on s) hear it as from export
             exported(editor, path, c)
         except InspectorError as e:
             w.error("Export failed", str(e))
