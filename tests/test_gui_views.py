@@ -266,3 +266,14 @@ def test_an_onnx_model_alone_cannot_start_a_validation_from_the_dock(qtbot, wind
     assert not panel.running and not hasattr(w, "last_error")
     with pytest.raises(InspectorError, match="no TFLite model"):
         s.measure()
+
+
+def test_cancelling_an_open_leaves_no_model_named(qtbot, window, model, tmp_path):  # noqa: F811
+    w = window
+    open_model(qtbot, w, chain(tmp_path))
+    w.open_path(str(model))
+    w.cancel()                                          # before anything of it arrived
+    qtbot.wait(300)                                     # its queued results are dropped
+    assert w.windowTitle() == "Layout Inspector" and w.editor.session is None and w.doc is None
+    assert "Cancelled" in w.panes[TFLITE].placeholder.text() and w.conflicts.topLevelItemCount() == 0
+    assert not w.editor.export_action.isEnabled() and len(w.editor.validation.scatter.points()) == 0

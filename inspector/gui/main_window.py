@@ -315,6 +315,8 @@ class MainWindow(QMainWindow):
             for pane in self.panes.values():
                 if pane.main_view is None or pane.currentWidget() is pane.placeholder:
                     pane.message("Cancelled.")
+            if not self.scenes:                      # nothing of the model was shown: the title names none
+                self.setWindowTitle("Layout Inspector")
 
     def _job_done(self, job) -> None:
         if job is self.job:
