@@ -30,13 +30,17 @@ def correct(graph: Graph) -> list[str]:
 def _subgraph(sg: Subgraph, where: str) -> list[str]:
     tensors, notes = sg.tensors, []
     values: dict[int, np.ndarray] = {}
-    for t in tensors:
-        if t.data is not None and t.data.size <= VALUE_LIMIT and t.data.dtype.kind in "iu" and t.sparsity is None:
-            values[t.index] = t.data
-    n = len(tensors)
     # Tensors whose declared dims may be placeholders: dynamic ones (-1 in the signature) no rule computed, except
     # the main graph's inputs, whose stored dims are what LiteRT allocates by default.
-    unsure = {t.index for t in tensors if t.data is None and t.dynamic}
+    unsure: set[int] = set()
+    for t in tensors:                                # (one pass: this runs on every model read)
+        data = t.data
+        if data is None:
+            if t.shape_signature is not None and min(t.shape_signature, default=0) < 0:
+                unsure.add(t.index)
+        elif data.dtype.kind in "iu" and data.size <= VALUE_LIMIT and t.sparsity is None:
+            values[t.index] = data
+    n = len(tensors)
     if not where:
         unsure.difference_update(sg.inputs)
     for op in sg.ops:
