@@ -252,6 +252,20 @@ def test_validate_from_files_cuts_before_an_op_litert_cannot_run_and_compares_wh
     assert [(r["name"], r["ok"], r["layout"]) for r in pv["tensors"]] == [("conv", True, [0, 3, 1, 2]),
                                                                          ("points", True, [0, 2, 1])]
 
+    # another converter's names (conv -> conv_nchw): paired as `compare` pairs them, not by exact name
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(result.model)
+    for n in renamed.graph.node:
+        n.input[:] = ["conv_nchw" if x == "conv" else x for x in n.input]
+        n.output[:] = ["conv_nchw" if x == "conv" else x for x in n.output]
+    for vi in renamed.graph.value_info:
+        vi.name = "conv_nchw" if vi.name == "conv" else vi.name
+    onnx.save(renamed, tmp_path / "other.onnx")
+    p = subprocess.run([sys.executable, "-m", "inspector", "validate", str(tmp_path / "lm.tflite"),
+                        str(tmp_path / "other.onnx"), "--json"], capture_output=True, text=True, timeout=300)
+    assert [(r["name"], r["onnx_name"], r["verdict"]) for r in json.loads(p.stdout)["intermediates"]] == [
+        ("conv", "conv_nchw", "ok"), ("points", "points", "ok")]
+
     # A wrong conversion before the cut: the conv's kernel with its spatial axes swapped fails there.
     _swap_kernel_axes(result.model)
     onnx.save(result.model, tmp_path / "lm.onnx")

@@ -65,10 +65,8 @@ def run(args) -> int:
         raise InspectorError(f"{args.tflite}: the first model must be TFLite")
     if args.steps > 1:
         return run_steps(args, graph)
-    from inspector.core.pairing.mapping import match
     v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
-                       floor=None if args.no_floor else True,
-                       mapper=lambda g, m: match(g, m).tensor_values)
+                       floor=None if args.no_floor else True, mapper=paired_values)
     if args.model_explorer:
         from pathlib import Path
 
@@ -88,6 +86,13 @@ def run(args) -> int:
     else:
         print("\n".join(report(v)))
     return 0 if v.ok else 1
+
+
+def paired_values(graph, model) -> dict[int, list[str]]:
+    """TFLite tensor -> ONNX values as `compare` pairs them (names, then copies and position: a model made
+    elsewhere); imported only when a reference is cut and tensors before the cut need their ONNX values."""
+    from inspector.core.pairing.mapping import match
+    return match(graph, model).tensor_values
 
 
 def run_steps(args, graph) -> int:
