@@ -175,8 +175,9 @@ def ort_optimized_transposes(path: Path) -> int:
         out.unlink(missing_ok=True)
 
 
-def inputs_kept(model: Path) -> tuple[int, int]:
-    """(inputs whose ONNX shape is their TFLite shape, inputs our planner found channels-first already)."""
+def layout_facts(model: Path) -> dict:
+    """Issue 15's facts of our conversion: `inputs_kept` (inputs whose ONNX shape is their TFLite shape, inputs our
+    planner found channels-first already) and `plan` (its Transposes, lower bound, proven or not, and how)."""
     from inspector.core.emit.convert import convert
     from inspector.core.io.tflite_reader import read_tflite
     result = convert(read_tflite(str(model)), check=False)
@@ -184,7 +185,10 @@ def inputs_kept(model: Path) -> tuple[int, int]:
     cf = [t for t, why in result.plan.io_rules.items() if t in sg.inputs and "already channels-first" in why]
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in result.model.graph.input}
     kept = sum(dims.get(sg.tensors[t].name) == list(sg.tensors[t].shape) for t in cf)
-    return kept, len(cf)
+    plans = [result.plan.optimality] + [plan.optimality for plan, _ in result.subgraphs.values()]
+    plan = result.plan.optimality.to_dict()
+    plan["proven_optimal"] = all(o is None or o.proven for o in plans)      # nested subgraphs' plans too
+    return {"inputs_kept": (kept, len(cf)), "plan": plan}
 
 
 def ort_runner(path: Path, feeds):

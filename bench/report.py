@@ -147,13 +147,18 @@ def layout_lines(rows) -> list[str]:
     kept = [r["ours"]["inputs_kept"] for r in rows if r["ours"].get("inputs_kept")]
     cf = [(r["model"], *r["ours"]["inputs_kept"]) for r in rows if r["ours"].get("inputs_kept") and
           r["ours"]["inputs_kept"][1]]
+    plans = [(r["model"], r["ours"]["plan"]) for r in rows if r["ours"].get("plan")]
+    open_ = [f"{m} ({p['transposes']} vs bound {p['lower_bound']}: {p['method']})" for m, p in plans
+             if not p["proven_optimal"]]
     verdict = ("no model converted by both" if not both else
                f"{'met' if not worse else 'NOT met'} on {len(both) - len(worse)}/{len(both)}")
     return [f"- Transposes ours <= tf2onnx's on every model both convert: {verdict}"
             + (f"; more on {', '.join(worse)}" if worse else ""),
             f"- ONNX input shape = TFLite input shape when already channels-first: "
             f"{sum(k for k, _ in kept)}/{sum(n for _, n in kept)} inputs of {len(cf)} models"
-            + ("" if all(k == n for _, k, n in cf) else ": NOT met on " + ", ".join(m for m, k, n in cf if k != n))]
+            + ("" if all(k == n for _, k, n in cf) else ": NOT met on " + ", ".join(m for m, k, n in cf if k != n)),
+            f"- Layout plan proven optimal (over the planner's candidate layouts) or its gap reported: proven on "
+            f"{len(plans) - len(open_)}/{len(plans)} models" + (f"; gap on {', '.join(open_)}" if open_ else "")]
 
 
 def summary(data) -> str:

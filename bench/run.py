@@ -184,7 +184,8 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
             {"ok": False, "error": "not run (--no-peers)"}
     runtime(row, model)
     try:
-        row["ours"]["inputs_kept"] = measure.inputs_kept(model) if row["ours"].get("ok") else None
+        if row["ours"].get("ok"):
+            row["ours"].update(measure.layout_facts(model))
     except Exception as e:
         row["ours"]["inputs_kept_error"] = one_line(e)
     for f in work.iterdir():
