@@ -30,7 +30,7 @@ def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[
 
 
 def _ints(values) -> str:
-    return "[" + ",".join([str(int(v)) for v in values]) + "]"
+    return "[" + ",".join(map(str, map(int, values))) + "]"
 
 
 def read(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
