@@ -274,6 +274,38 @@ def test_validate_from_files_cuts_before_an_op_litert_cannot_run_and_compares_wh
     assert p.stdout.splitlines()[1].startswith("fail       conv: ") and "first bad: 'conv' (fail)" in p.stdout
 
 
+def test_a_long_cut_prints_only_the_tensors_not_ok(tmp_path, capsys):
+    """24 ops before the op LiteRT cannot run: one line per tensor would bury the headline; beyond MAX_CUT_LINES
+    only those not ok are listed (here the one a wrong constant breaks), and a count of the rest."""
+    from flatbuffers import flexbuffers
+
+    from inspector.cli.validate import MAX_CUT_LINES
+    b = ModelBuilder()
+    x = b.input("lm", (1, 7, 3))
+    for i in range(24):
+        y = b.tensor(f"t{i}", (1, 7, 3))
+        b.op("ADD", [x, b.const(f"c{i}", np.full((1, 1, 3), i + 1, np.float32))], [y])
+        x = y
+    opts = {"subset_idxs": [0, 3, 5, 6, 2], "left_rotation_idx": 2, "right_rotation_idx": 4,
+            "target_rotation_radians": 0.0, "output_height": 8, "output_width": 8, "scale_x": 1.0, "scale_y": 1.0}
+    out = b.tensor("matrix", (1, 4, 4))
+    b.custom_op("Landmarks2TransformMatrix", [x], [out], bytes(flexbuffers.Dumps(opts)), version=2)
+    b.output(out)
+    graph = _save(tmp_path, "long.tflite", b.build())
+    model = convert(graph).model
+    init = next(i for i in model.graph.initializer if i.name == "c20")
+    init.CopyFrom(numpy_helper.from_array(np.full((1, 1, 3), 99, np.float32), "c20"))     # t20 onwards wrong
+    onnx.save(model, tmp_path / "long.onnx")
+    assert cli(["validate", str(tmp_path / "long.tflite"), str(tmp_path / "long.onnx")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert 24 > MAX_CUT_LINES and len(lines) == 1 + 4 + 3
+    assert [ln.split(":")[0].split() for ln in lines[1:5]] == [["fail", f"t{i}"] for i in (20, 21, 22, 23)]
+    assert lines[5] == "... and 20 more tensors before op 24, all ok"
+    worst = re.search(r"20 of 24 tensors before it ok, worst 't20' (\S+) of its scale; first bad: 't20' \(fail\)$",
+                      lines[7])
+    assert worst and float(worst.group(1)) == pytest.approx((99 - 21) / 231, rel=0.01)     # 1 + ... + 21 = 231
+
+
 def test_litert_refusing_bad_kernel_parameters_is_one_error_line(tmp_path, capsys):
     """A RESHAPE whose new shape does not hold its input's elements: LiteRT refuses it while preparing."""
     b = ModelBuilder()
