@@ -206,7 +206,9 @@ def run(cases: int, corpus: Path, seed: int = 0, workers: int = 2, timeout: floa
     def feed(p: _Proc):
         if todo:
             s, retry = todo.pop()
-            p.send(s, retry, timeout)
+            # The retry gets three times as long: a case past the limit on a machine loaded by other work (seen
+            # at load average 5 on 2 cores) finishes then, while a real hang still never does.
+            p.send(s, retry, timeout * 3 if retry else timeout)
         else:
             p.seed = None
 
@@ -246,7 +248,7 @@ def run(cases: int, corpus: Path, seed: int = 0, workers: int = 2, timeout: floa
                         raise RuntimeError("fuzz worker did not start in time")
                     retire(p)
                     if p.retry:
-                        fail(p, "hang", f"over {timeout:g} s twice, in two fresh workers")
+                        fail(p, "hang", f"over {timeout:g} s, then over {3 * timeout:g} s in a fresh worker")
                     else:                           # a loaded machine is not a hang: try once more
                         todo.append((p.seed, True))
                     spawn()
