@@ -195,7 +195,8 @@ def test_validation_finishing_after_another_model_opened_never_reaches_the_plot(
     assert old.validation is None                   # cancelled: not even the old Session took it
 
 
-def test_cancelled_validation_then_another_model_plots_only_the_new_models_tensors(qtbot, window, tmp_path):  # noqa: F811,E501
+def test_cancelled_validation_then_another_model_plots_only_the_new_models_tensors(qtbot, window,  # noqa: F811
+                                                                                    tmp_path):
     w = window
     open_model(qtbot, w, chain(tmp_path, n=4))
     panel = w.editor.validation
@@ -277,3 +278,19 @@ def test_cancelling_an_open_leaves_no_model_named(qtbot, window, model, tmp_path
     assert w.windowTitle() == "Layout Inspector" and w.editor.session is None and w.doc is None
     assert "Cancelled" in w.panes[TFLITE].placeholder.text() and w.conflicts.topLevelItemCount() == 0
     assert not w.editor.export_action.isEnabled() and len(w.editor.validation.scatter.points()) == 0
+
+
+def test_the_title_marks_decisions_not_saved_in_a_session_file(qtbot, window, model, tmp_path):  # noqa: F811
+    w = window
+    open_model(qtbot, w, model)
+    assert not w.isWindowModified() and "m.tflite" in w.windowTitle()
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    assert w.isWindowModified()
+    assert w.editor.save_session(str(tmp_path / "m.inspector.json"))
+    assert not w.isWindowModified()
+    w.editor.stack.undo()
+    settle(qtbot, w)
+    assert w.isWindowModified()
+    open_model(qtbot, w, chain(tmp_path))                 # another model: nothing of it is edited yet
+    assert not w.isWindowModified()

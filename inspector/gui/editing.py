@@ -118,6 +118,7 @@ class Editor(QObject):
         self.export_job = None               # a big model's export running in the child process
         self._pending = False
         self.stack.indexChanged.connect(self._edited)
+        self.stack.cleanChanged.connect(self._unsaved)
         self._install()
         views = window.views
         views.subscribe(self._model_opened, ModelOpened)
@@ -255,6 +256,10 @@ class Editor(QObject):
         if not is_pair(s):                   # a pair's decisions are not saved (autosave keys on the TFLite model)
             self.load_saved_session()
             self._offer_autosave()
+
+    def _unsaved(self, clean: bool) -> None:
+        """The title's [*]: decisions not saved in a session file (a pair has none: its edits are exported)."""
+        self.window.setWindowModified(not clean and self.session is not None and not is_pair(self.session))
 
     def _model_opened(self, _e) -> None:
         self.banner.hide()

@@ -353,7 +353,9 @@ class MainWindow(QMainWindow):
         """Another model: nothing of the previous one stays (its search matches, conflicts, details)."""
         s = self.views.session
         other = getattr(s, "other", None) or self._opening
-        self.setWindowTitle(f"{Path(e.path).name}{f' ↔ {Path(other).name}' if other else ''} — Layout Inspector")
+        # [*]: shown while the decisions are not saved (the editor follows its undo stack's clean state)
+        self.setWindowTitle(f"{Path(e.path).name}{f' ↔ {Path(other).name}' if other else ''}[*] — Layout Inspector")
+        self.setWindowModified(False)
         self._reset_search()
         self.conflicts.set_document(None)
         self.conflicts_dock.setWindowTitle("Conflicts")
