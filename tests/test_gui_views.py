@@ -6,6 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from inspector.gui.main_window import ONNX, TFLITE
+from inspector.gui.panels.validation import LO
 
 from .test_gui_edit import CONFLICT_MODEL, open_model, settle, window  # noqa: F401  (fixture)
 from .test_gui_trust import chain
@@ -149,7 +150,9 @@ def assert_no_validation_shown(w) -> None:
     assert panel.hist.getPlotItem().listDataItems() == []
     assert not panel.tol_line.isVisible()                         # the previous model's tolerance
     assert not panel.scale.isVisible() and panel.status.styleSheet() == ""      # its FAIL colour
-    assert all(panel.per_op.getPlotItem().getViewBox().autoRangeEnabled())      # its zoom
+    for plot, empty in ((panel.per_op, [[0, 1], [LO, 0]]), (panel.hist, [[-1, 1], [0, 1]])):
+        box = plot.getPlotItem().getViewBox()           # its axes (an empty plot kept them) and zoom
+        assert all(box.autoRangeEnabled()) and box.viewRange() == [pytest.approx(r) for r in empty]
     assert all(it.category != "error" for it in w.scenes[ONNX].nodes)           # its error overlay
 
 

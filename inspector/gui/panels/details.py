@@ -83,13 +83,13 @@ class DetailsPanel(QWidget):
         self.text = QTextBrowser(openLinks=False, openExternalLinks=False)
         self.text.anchorClicked.connect(lambda url: self.linkActivated.emit(url.toString()))
         self.plot = pg.PlotWidget(background="w")
-        self.plot.setMinimumHeight(150)
+        self.plot.setMinimumHeight(90)              # a short dock (the Validation dock open) keeps the text readable
         self.plot.setMaximumHeight(220)
         self.plot.hide()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        lay.addWidget(self.text, 1)
-        lay.addWidget(self.plot)
+        lay.addWidget(self.text, 3)
+        lay.addWidget(self.plot, 2)
         self.clear()
 
     def clear(self) -> None:

@@ -271,9 +271,10 @@ class ValidationPanel(QWidget):
         self.scatter.clear()
         self.mark.clear()
         self.hist.clear()
-        self.tol_line.hide()                        # nothing of the previous result: its tolerance, zoom, colour
-        for plot in (self.per_op, self.hist):
-            plot.getPlotItem().enableAutoRange()
+        self.tol_line.hide()                        # nothing of the previous result: its tolerance, axes, colour
+        for plot, x, y in ((self.per_op, (0, 1), (LO, 0)), (self.hist, (-1, 1), (0, 1))):
+            plot.getPlotItem().setRange(xRange=x, yRange=y, padding=0)
+            plot.getPlotItem().enableAutoRange()    # the next result is scaled to its own data
         self.status.setStyleSheet("")
         self.scale.hide()
         s = self.editor.session
