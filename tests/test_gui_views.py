@@ -150,6 +150,7 @@ def assert_no_validation_shown(w) -> None:
     assert panel.hist.getPlotItem().listDataItems() == []
     assert not panel.tol_line.isVisible()                         # the previous model's tolerance
     assert not panel.scale.isVisible() and panel.status.styleSheet() == ""      # its FAIL colour
+    assert not panel.clear_button.isEnabled()                     # its error colours (none now) to take back
     for plot, empty in ((panel.per_op, [[0, 1], [LO, 0]]), (panel.hist, [[-1, 1], [0, 1]])):
         box = plot.getPlotItem().getViewBox()           # its axes (an empty plot kept them) and zoom
         assert all(box.autoRangeEnabled()) and box.viewRange() == [pytest.approx(r) for r in empty]

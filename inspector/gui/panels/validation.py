@@ -277,6 +277,7 @@ class ValidationPanel(QWidget):
             plot.getPlotItem().enableAutoRange()    # the next result is scaled to its own data
         self.status.setStyleSheet("")
         self.scale.hide()
+        self.clear_button.setEnabled(False)         # no error colours to take back
         s = self.editor.session
         self.status.setText("Open a TFLite model to validate it." if s is None or s.graph is None else
                             "Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R).")
@@ -323,6 +324,7 @@ class ValidationPanel(QWidget):
                 view.minimap.invalidate()
             self.scale.rtol = v.rtol or None
             self.scale.show()
+            self.clear_button.setEnabled(True)
         if pair and bad is not None:               # where the other converter first went wrong
             at = [i for i, (op, name) in enumerate(self.points) if op == bad.op]
             if at:
@@ -331,6 +333,7 @@ class ValidationPanel(QWidget):
     def clear_overlay(self) -> None:
         from ..graph_model import ONNX
         self.scale.hide()
+        self.clear_button.setEnabled(False)
         self.editor.window._colour(ONNX)
 
     def _clicked(self, _item, points, *_):
