@@ -112,6 +112,9 @@ def test_version_1_session_pins_keep_their_old_meaning(model, tmp_path, capsys):
     assert new.pins == {"y": "NHWC"} and new.result.transposes == 3
     assert main(["convert", str(model), "-o", str(tmp_path / "o.onnx"), "--pin", "y=NHWC"]) == 0
     assert "y=channels-first converts it" in capsys.readouterr().err
+    # A pin that names no tensor is an error line first and alone: no note about a pin that never applied.
+    assert main(["convert", str(model), "-o", str(tmp_path / "p.onnx"), "--pin", "nope=NHWC"]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
 
 
 def test_export_never_replaces_the_source(model):

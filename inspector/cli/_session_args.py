@@ -26,10 +26,10 @@ def prepare(args, model: str):
     if args.session:
         session.load_decisions(args.session)
     for name, value in parse_pins(args.pin).items():
+        session.set_pin(name, value)            # first: a pin it refuses is an error line, with no note before it
         if value.strip().lower() in ("nhwc", "nwc", "ndhwc"):       # meant the opposite before session version 2
             print(f"note: --pin {name}={value} keeps TFLite's order (letters name the ONNX axes); "
                   f"{name}=channels-first converts it", file=sys.stderr)
-        session.set_pin(name, value)
     chosen = {k: True for k in ("keep_io_layout",) + FLAGS if getattr(args, k)}
     if args.opset is not None:
         chosen["opset"] = args.opset
