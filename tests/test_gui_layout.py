@@ -95,3 +95,22 @@ def test_layout_cached_by_topology_not_colour():
     changed = random_dag(80, 7)
     changed.edges.pop()
     assert not graph_layout.cached(changed)
+
+
+def test_igraph_bends_are_kept_and_a_garbage_bend_is_rebuilt_straight(corpus, monkeypatch):
+    """A full-suite run once got a bend from igraph on a row past 2**63 (IndexError while laying out a subgraph):
+    such a route is rebuilt on a straight line, one bend per layer crossed; igraph's own routes are kept."""
+    from inspector.core.io.tflite_reader import read_tflite
+    rebuilt = []
+    real = graph_layout._sane_route
+    monkeypatch.setattr(graph_layout, "_sane_route",
+                        lambda r, *a: rebuilt.append(real(r, *a) is not r) or real(r, *a))
+    graph_layout._compute(from_tflite(read_tflite(corpus / "keras/nasnetmobile_fp32.tflite")))
+    graph_layout._compute(random_dag(150, 2))
+    assert rebuilt and not any(rebuilt)             # every route of two real layouts is igraph's own
+    want, layer = [0.0, 4.0], [0, 4]
+    for garbage in ([(1.0, 2.0 ** 70), (2.0, 2.0), (3.0, 3.0)], [(1.0, float("nan"))] * 3, []):
+        route = real(garbage, want, layer, 0, 1)
+        assert route == [(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)]
+    ok = [(1.5, 1.0), (2.5, 2.0), (3.5, 3.0)]
+    assert real(ok, want, layer, 0, 1) is ok
