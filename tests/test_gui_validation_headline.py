@@ -9,13 +9,16 @@ import pytest
 from .test_gui_edit import make_window, open_model
 
 
-def _validated(qtbot, tmp_path, model):
-    """The validation panel's headline and result after opening `model` and validating it in the window."""
+def _validated(qtbot, tmp_path, model, panels=None):
+    """The validation panel's headline and result after opening `model` and validating it in the window (the panel
+    itself appended to `panels` when given)."""
     w = make_window(qtbot, tmp_path)
     open_model(qtbot, w, model)
     panel = w.editor.validation
     w.editor.validate_action.trigger()
     qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
+    if panels is not None:
+        panels.append(panel)
     return panel.status.text(), panel.validation
 
 
@@ -48,7 +51,8 @@ def test_custom_op_litert_cannot_run_shows_what_precedes_it_as_the_command_line_
     from .test_proof import _conv_then_landmarks
     path = tmp_path / "lm.tflite"
     path.write_bytes(_conv_then_landmarks())
-    text, v = _validated(qtbot, tmp_path, path)
+    panels = []
+    text, v = _validated(qtbot, tmp_path, path, panels)
     graph = read_tflite(path)
     onnx.save(convert(graph).model, tmp_path / "lm.onnx")
     files = validate_files(graph, str(tmp_path / "lm.onnx"))
@@ -58,3 +62,6 @@ def test_custom_op_litert_cannot_run_shows_what_precedes_it_as_the_command_line_
     assert files.notes[0] in text and "cut before op 2 (Landmarks2TransformMatrix)" in files.notes[0]
     assert [(e.name, e.verdict) for e in v.intermediates] == [(e.name, e.verdict) for e in files.intermediates] \
         == [("conv", "ok"), ("points", "ok")]
+    # The plot has a point for each tensor compared, none for the outputs LiteRT never computed.
+    assert sorted(name for _op, name in panels[0].points) == ["conv", "points"]
+    assert len(panels[0].scatter.points()) == 2
