@@ -75,7 +75,7 @@ class RerunJob(QRunnable):
             p = self.placement
             live = p is not None and p.new_share(vg) <= MAX_NEW_SHARE
             layout = p.layout(vg) if live else graph_layout.compute(vg)
-            layout.segments()                   # for the minimap, here rather than on the GUI thread
+            layout.prepare(vg)                  # the minimap's arrays, here rather than on the GUI thread
             self.signals.done.emit(result, notes, vg, layout, live)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")

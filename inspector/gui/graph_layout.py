@@ -31,6 +31,7 @@ class Layout:
     width: float
     height: float
     _segments: tuple[np.ndarray, np.ndarray] | None = None
+    _boxes: tuple[np.ndarray, np.ndarray] | None = None
 
     def segments(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of every straight piece of every edge route, for drawing overviews with numpy."""
@@ -39,6 +40,21 @@ class Layout:
             b = [p for route in self.routes for p in route[1:]]
             self._segments = (np.asarray(a, float).reshape(-1, 2), np.asarray(b, float).reshape(-1, 2))
         return self._segments
+
+
+    def boxes(self, vg: ViewGraph) -> tuple[np.ndarray, np.ndarray]:
+        """(top-left corners, sizes) of vg's nodes in node order, for drawing overviews with numpy (the layout
+        fits vg's node sizes: its cache key holds them)."""
+        if self._boxes is None or len(self._boxes[0]) != len(vg.nodes):
+            size = np.array([(n.width, n.height) for n in vg.nodes], float).reshape(-1, 2)
+            self._boxes = (np.asarray(self.pos, float).reshape(-1, 2) - size / 2, size)
+        return self._boxes
+
+    def prepare(self, vg: ViewGraph) -> "Layout":
+        """Compute the overview arrays now (in a worker), not at the first overview paint on the GUI thread."""
+        self.segments()
+        self.boxes(vg)
+        return self
 
 
 def topology_key(vg: ViewGraph) -> str:
@@ -84,7 +100,7 @@ def compute(vg: ViewGraph) -> Layout:
             _CACHE.move_to_end(key)
             return _CACHE[key]
     layout = _compute(vg)
-    layout.segments()                       # in the worker, not at first overview
+    layout.prepare(vg)                      # in the worker, not at first overview
     with _LOCK:
         _CACHE[key] = layout
         while len(_CACHE) > _CACHE_SIZE:

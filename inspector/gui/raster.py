@@ -49,13 +49,15 @@ def node_arrays(scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return cached[1]
     items = scene.nodes
     fills = [it.quick_fill for it in items]
-    rgba = {id(c): _rgba(c) for c in {id(c): c for c in fills}.values()}     # a handful of distinct colours
-    colours = np.array([rgba[id(c)] for c in fills], np.uint8).reshape(-1, 4)
+    distinct = {id(c): c for c in fills}                     # a handful of colours: a table and an index each
+    code = {k: i for i, k in enumerate(distinct)}
+    table = np.array([_rgba(c) for c in distinct.values()], np.uint8).reshape(-1, 4)
+    colours = table[np.fromiter((code[id(c)] for c in fills), np.int64, len(fills))]
     geometry = getattr(scene, "_node_geometry", None)       # positions and sizes change only with the layout
     if geometry is None or geometry[0] is not scene.layout or geometry[1] != len(items):
-        pos = np.asarray(scene.layout.pos, float).reshape(-1, 2)[[it.index for it in items]]
-        size = np.array([(it.node.width, it.node.height) for it in items], float).reshape(-1, 2)
-        geometry = scene._node_geometry = (scene.layout, len(items), pos - size / 2, size)
+        corner, size = scene.layout.boxes(scene.vg)          # usually made by the worker that laid it out
+        order = np.fromiter((it.index for it in items), np.int64, len(items))
+        geometry = scene._node_geometry = (scene.layout, len(items), corner[order], size[order])
     arrays = (geometry[2], geometry[3], colours)
     scene._node_arrays = ((scene.version, len(items)), arrays)
     return arrays

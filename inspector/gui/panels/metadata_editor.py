@@ -109,6 +109,7 @@ class MetadataEditor(QWidget):
         QApplication.instance().focusChanged.connect(self._focus_moved)
         self.fix_buttons: dict[str, list[QPushButton]] = {}      # field -> its findings' one-click fixes
         self.found: list = []
+        self.shown = None               # what the panel was built from (_content), when that can be told
         self.refresh()
         views = editor.window.views
         views.subscribe(lambda _e: self.refresh(force=True), ModelOpened)
@@ -134,6 +135,9 @@ class MetadataEditor(QWidget):
             return
         self.stale = False
         s = self.editor.session
+        shown, self.shown = self.shown, self._content(s)
+        if not force and shown is not None and shown == self.shown:
+            return                      # a pin that leaves the metadata as it was: nothing to rebuild (~50 ms)
         pos = self.scroll.verticalScrollBar().value()
         body = QWidget()
         form = QVBoxLayout(body)
@@ -164,6 +168,18 @@ class MetadataEditor(QWidget):
         form.addStretch(1)
         self.scroll.setWidget(body)
         self.scroll.verticalScrollBar().setValue(pos)
+
+    def _content(self, s):
+        """Everything the panel shows comes from this (model metadata and I/O, notes, edits, findings, target), or
+        None when it cannot be told (no result, a pair, findings not computed yet): then it is always rebuilt."""
+        r = getattr(s, "result", None)
+        if r is None or hasattr(s, "metadata_sources") or getattr(r, "findings", None) is None:
+            return None
+        m, g = r.model, r.model.graph
+        return (id(s), getattr(s, "target", "onnx"), b"".join(v.SerializeToString() for v in [*g.input, *g.output]),
+                [(p.key, p.value) for p in m.metadata_props], m.doc_string, m.producer_name, m.producer_version,
+                m.model_version, g.doc_string, tuple(s.notes), repr(s.metadata.to_dict()),
+                [repr(f) for f in r.findings])
 
     def _sources(self) -> dict[str, str]:
         """Field -> where its value came from: 'edited', the TFLite metadata, or the conversion's layout."""
