@@ -73,3 +73,26 @@ def test_quantized_models_convert_in_full_each_time(corpus):
     inc = run(graph, {t.name: "NCHW"}, cache=cache, check=False)
     assert cache.replayed == 0
     same(inc, run(graph, {t.name: "NCHW"}, check=False))
+
+
+def test_results_from_the_child_come_back_whole_from_their_pieces(corpus, monkeypatch):
+    """What the child process sends back as a skeleton and pieces (gui.chunked) is the very result, graph view and
+    layout, every piece at most CHUNK items."""
+    from inspector.gui import chunked, graph_layout, graph_model
+    from inspector.gui.chunked import Chunked, pack, unpack
+    monkeypatch.setattr(chunked, "CHUNK", 100)              # NASNet's lists are shorter than the real CHUNK
+    graph = load_model(corpus / "keras/nasnetmobile_fp32.tflite")
+    out = run(graph, check=False)
+    vg = graph_model.from_onnx(out.result.model)
+    layout = graph_layout.compute(vg)
+    store: list = []
+    sent = pack((out.result, out.notes, vg, layout), store)
+    assert isinstance(sent[0], Chunked) and isinstance(sent[2], Chunked)
+    assert len(store) > 20 and all(len(p) <= 100 for p in store)
+    fetched = []
+    result, notes, vg2, layout2 = unpack(sent, lambda i: fetched.append(i) or store[i])
+    assert sorted(fetched) == list(range(len(store)))
+    assert result.model.SerializeToString() == out.result.model.SerializeToString()
+    assert (result.trace, result.plan, result.categories) == (out.result.trace, out.result.plan, out.result.categories)
+    assert notes == out.notes and vg2 == vg
+    assert (layout2.pos, layout2.routes, layout2.width) == (layout.pos, layout.routes, layout.width)

@@ -13,7 +13,8 @@ from inspector.core.session.events import (MetadataChanged, ModelOpened, Options
                                            ValidationDone)
 from inspector.core.session.pipeline import ConvertOptions, run
 from inspector.gui.loader_job import convert_and_lay_out
-from inspector.gui.rerun_child import rerun
+from inspector.gui.chunked import unpack
+from inspector.gui.rerun_child import piece, rerun
 from tests.test_session import model  # noqa: F401  (conv -> reshape -> conv, non-square)
 
 
@@ -84,7 +85,8 @@ def test_cli_window_and_child_process_run_the_same_pipeline(model):  # noqa: F81
     s.pins, s.options, s.metadata = dict(pins), options, edits
     s.convert(check=False)
     direct = run(load_model(model), pins, options, edits, check=False)
-    child, child_notes, _ = rerun(str(model), pins, options.to_dict(), edits.to_dict())
+    number, *sent = rerun(str(model), pins, options.to_dict(), edits.to_dict())       # as the child sends it
+    child, child_notes, _ = unpack(sent, lambda i: piece(number, i))
     data = s.result.model.SerializeToString()
     assert direct.result.model.SerializeToString() == data == child.model.SerializeToString()
     assert direct.notes == s.notes == child_notes and any("denotation" in n for n in s.notes)

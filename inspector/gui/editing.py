@@ -62,7 +62,8 @@ class RerunJob(QRunnable):
                                              s.metadata.to_dict()).result()
                 if isinstance(outcome, str):
                     raise InspectorError(outcome)
-                result, notes, vg = outcome
+                from .loader_job import received
+                result, notes, vg = received(outcome)
                 result.graph = s.graph
             elif is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
                 s.convert(check=False)

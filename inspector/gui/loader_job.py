@@ -37,6 +37,15 @@ def executor():
     return _EXECUTOR
 
 
+def received(outcome) -> tuple:
+    """In the window (a worker thread): what the child's rerun_child.send packed, its pieces fetched one call at a
+    time (each a short unpickling: the GUI thread runs in between)."""
+    from .chunked import unpack
+    from .rerun_child import piece
+    number, *objs = outcome
+    return unpack(objs, lambda i: executor().submit(piece, number, i).result())
+
+
 PROCESS_BYTES = 64 << 20      # a file this big converts in the child too: its weights' copies hold the GIL
 
 
@@ -69,9 +78,10 @@ def convert_and_lay_out(source, cache=None):
     with_findings(outcome.result)
     vg = graph_model.from_onnx(outcome.result.model)
     layout = graph_layout.compute(vg)
-    if isinstance(source, str):
+    if isinstance(source, str):         # back to the window in pieces it unpickles in short steps
+        from .rerun_child import send
         outcome.result.graph = None
-        leave_out_weights(outcome.result)
+        return send(leave_out_weights(outcome.result), outcome.notes, vg, layout)
     return outcome.result, outcome.notes, vg, layout
 
 
@@ -144,6 +154,8 @@ class LoadJob(QRunnable):
         self._emit(s.stage, "Converting to ONNX…")
         if in_child(self.path, graph):
             outcome = executor().submit(convert_and_lay_out, self.path).result()
+            if not isinstance(outcome, str):
+                outcome = received(outcome)
         else:
             from inspector.core.emit.incremental import Reconverter
             doc.reconverter = Reconverter()

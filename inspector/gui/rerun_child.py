@@ -13,6 +13,24 @@ import os
 
 _GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
 _RECONVERTER = None                             # its conversion's pieces, for the re-runs after a pin
+_PIECES: list = [0, []]                         # (number of the last result sent, its big parts: gui.chunked)
+
+
+def send(*objs) -> tuple:
+    """What the window gets back: (number, skeletons of objs) (gui.chunked); their big parts are kept for `piece`
+    until the next result is sent."""
+    from .chunked import pack
+    _PIECES[0] += 1
+    _PIECES[1] = []
+    return (_PIECES[0], *pack(objs, _PIECES[1]))
+
+
+def piece(number: int, i: int) -> list:
+    """Piece i of result `number` (a window that asks for an older result's pieces has dropped that result)."""
+    if number != _PIECES[0]:
+        raise RuntimeError(f"result {number} was replaced by result {_PIECES[0]}")
+    return _PIECES[1][i]
+
 
 
 def reconverter():
@@ -61,7 +79,8 @@ def leave_out_weights(result):
 
 
 def rerun(path: str, pins: dict, options: dict, metadata: dict):
-    """(ConversionResult without graph, notes, ONNX ViewGraph), or the error's message."""
+    """(ConversionResult without graph, notes, ONNX ViewGraph) as `send` packs them (the window calls
+    loader_job.received), or the error's message."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.pipeline import ConvertOptions, run
@@ -75,7 +94,7 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
     with_findings(outcome.result)
     vg = graph_model.from_onnx(outcome.result.model)
     outcome.result.graph = None
-    return leave_out_weights(outcome.result), outcome.notes, vg
+    return send(leave_out_weights(outcome.result), outcome.notes, vg)
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:
