@@ -39,3 +39,35 @@ def test_cycles_are_collected_on_the_gui_thread_only(qtbot, tmp_path):
     finally:
         gc.callbacks.pop()
     assert threads and all(t is threading.main_thread() for t in threads)
+
+
+def test_full_collections_freeze_survivors_and_opening_a_model_thaws_them(qtbot, tmp_path):
+    """Long-lived objects are not rescanned by every full collection (a stall on large models), and a model's
+    leftovers are collected again once another model opens (open_path calls gc_guard.release)."""
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.gui import gc_guard
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    guard = QApplication.instance().findChild(gc_guard.MainThreadGC)
+    guard.timer.stop()                              # this test calls check() itself
+    gc.unfreeze()
+    keep = [[i] for i in range(50_000)]             # long-lived, tracked objects
+
+    class Node:
+        pass
+    probe = Node()
+    probe.self = probe                              # a cycle that is still in use
+    for _ in range(guard.threshold[2] + 1):
+        gc.collect(1)                               # the oldest generation's count past its threshold
+    extra = [[i] for i in range(guard.threshold[0] + 1)]   # and the youngest's
+    guard.check()                                   # a full collection: its survivors are frozen
+    assert gc.get_freeze_count() >= len(keep) + len(extra)
+    ref = weakref.ref(probe)
+    del probe                                       # garbage now, but frozen
+    gc.collect()
+    assert ref() is not None
+    gc_guard.release()
+    gc.collect()
+    assert ref() is None and gc.get_freeze_count() == 0
+    guard.timer.start()

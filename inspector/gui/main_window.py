@@ -280,6 +280,7 @@ class MainWindow(QMainWindow):
                 self.error("Cannot open model", f"{p}: no such file")
                 return
         self.cancel()
+        gc_guard.release()                            # the previous model's objects may be garbage from now on
         self.stack.setCurrentWidget(self.workspace)
         self.doc = None
         self.scenes.clear()
