@@ -161,7 +161,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
 
     # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
     # the model last, once the rest of it has been measured exactly (see _add_initializers).
-    init_bound = sum(_size_bound(t) for t in em.initializers)
+    init_bound = sum(map(cache.size_bound if cache is not None else _size_bound, em.initializers))
     if cache is not None:
         cache.finish(em, graph, init_bound)
     if init_bound > _protobuf_limit():

@@ -211,17 +211,18 @@ def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
     guessed, notes = layout_edits(model, input_layouts)
     prop = Propagator(shape_view(model))
     accepted: dict[str, list[str]] = {}
-    before = {f.message for f in prop.run(accepted)[1]}
+    dens, found = prop.run(accepted)            # the propagation from what is accepted so far (runs are pure)
+    before = {f.message for f in found}
     for name, d in guessed.dims.items():
         first = None
         for cand in (d, _channels_first_reading(d)):
             if cand is None:
                 continue
-            after = prop.run({**accepted, name: cand})[1]
+            tried, after = prop.run({**accepted, name: cand})
             new = [f.message for f in after if f.message not in before]
             first = first or new
             if not new:
-                accepted[name], before = cand, {f.message for f in after}
+                accepted[name], before, dens = cand, {f.message for f in after}, tried
                 if cand is not d:          # e.g. a PyTorch-origin input, [1, 3, H, W] in TFLite already
                     notes = [n for n in notes if not n.startswith(f"'{name}':")]
                     notes.append(f"'{name}': dimension denotations {fmt(cand)}: the graph reads it channels-first "
@@ -231,7 +232,6 @@ def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
             notes = [n for n in notes if not n.startswith(f"'{name}':")]
             notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({first[0]}); "
                          "dimension denotations not set")
-    dens, _ = prop.run(accepted)
     out = MetadataEdits(dims=dict(accepted))
     for vi in model.graph.output:
         d = dens.get(vi.name)
