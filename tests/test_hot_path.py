@@ -1,0 +1,80 @@
+"""What keeps a conversion cheap without changing its result (issue 15's speed work); no timings here, the bench
+measures those (bench/run.py)."""
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+from inspector.core.emit import io_layout
+from inspector.core.emit.convert import convert
+from inspector.core.io import tflite_reader
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite_bytes
+from inspector.core.ir.errors import ModelLoadError
+from inspector.core.ir.graph import Subgraph, Tensor
+
+from .test_control_flow import while_model
+from .test_quant import conv_model
+from .test_verified_reading import _unterminated
+
+
+def _cyclic_garbage(fn) -> int:
+    """Objects the cyclic collector finds unreachable once fn's result is dropped (refcounting frees the rest)."""
+    gc.collect()
+    gc.disable()
+    try:
+        fn()
+        return gc.collect()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("case", ["int8 conv", "int8 conv, exact", "WHILE loop"])
+def test_a_conversion_leaves_no_reference_cycles(case, tmp_path):
+    """An emitter referring to itself (and its quantization helpers to it) left every conversion's emitter, plan,
+    trace and nodes to the cyclic collector: a collection cost more than a small conversion itself."""
+    graph = read_tflite_bytes(while_model()) if case == "WHILE loop" else conv_model(tmp_path)[0]
+    convert(graph, exact_int="exact" in case)              # warm: imports and caches made once
+    assert _cyclic_garbage(lambda: convert(graph, exact_int="exact" in case)) == 0
+
+
+def test_the_io_entry_is_the_json_of_its_rows():
+    """Written out by hand; the bytes json.dumps gives, with names that need escaping and rank-0 tensors."""
+    names = ['in"pút\\', "out\u2028", ""]
+    tensors = [Tensor(0, names[0], (1, 5, 3, 4), "float32", shape_signature=(1, -1, 3, 4)),
+               Tensor(1, names[1], (2,), "float32"), Tensor(2, names[2], (), "int32")]
+    sg = Subgraph("main", tensors, [], [0], [1, 2])
+    got = io_layout.describe(sg, {0: ("x\t", (0, 3, 1, 2))}, {1: ("y", (0,)), 2: ("z", ())})
+    rows = [{"kind": "input", "onnx": "x\t", "tflite": names[0], "tflite_shape": [1, -1, 3, 4],
+             "onnx_shape": [1, 4, -1, 3], "perm": [0, 3, 1, 2]},
+            {"kind": "output", "onnx": "y", "tflite": names[1], "tflite_shape": [2], "onnx_shape": [2], "perm": [0]},
+            {"kind": "output", "onnx": "z", "tflite": "", "tflite_shape": [], "onnx_shape": [], "perm": []}]
+    assert got == json.dumps(rows, separators=(",", ":"))
+
+
+def test_the_litert_check_falls_back_to_the_public_interpreter(monkeypatch):
+    """The check calls LiteRT's wrapper directly; a LiteRT whose wrapper takes other arguments (a TypeError) gets
+    the public Interpreter instead, and still refuses what LiteRT refuses."""
+    from ai_edge_litert import interpreter as lite
+    original, calls = lite._interpreter_wrapper.CreateWrapperFromBuffer, []
+
+    def changed(*args):                                    # refuses the first call's arguments, as a new LiteRT might
+        calls.append(len(args))
+        if len(calls) == 1:
+            raise TypeError("incompatible function arguments")
+        return original(*args)
+
+    monkeypatch.setattr(lite._interpreter_wrapper, "CreateWrapperFromBuffer", changed)
+    monkeypatch.setattr(tflite_reader, "_LITERT", [])
+    b = ModelBuilder()
+    x = b.input("x", [1, 4, 6, 5])
+    y = b.tensor("y", [1, 4, 6, 5])
+    b.op("RELU", [x], [y])
+    b.output(y)
+    assert [op.opcode for op in read_tflite_bytes(b.build()).main.ops] == ["RELU"]
+    assert len(calls) == 2                                 # ours refused, then the public class's call
+    with pytest.raises(ModelLoadError, match="LiteRT refuses this file: The model is not a valid Flatbuffer"):
+        read_tflite_bytes(_unterminated(), "m.tflite")
+    assert len(calls) == 3 and tflite_reader._LITERT[0].__name__ == "public"     # the public class for good
