@@ -18,7 +18,8 @@ KEY = "layout_inspector.io"
 
 def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[str, tuple]]) -> str:
     """JSON for the entry; `inputs`/`outputs` map TFLite tensor index -> (ONNX name, perm). Written out by hand,
-    the bytes json.dumps(rows, separators=(",", ":")) gives, in a fifth of its time (on every conversion)."""
+    the bytes json.dumps(rows, separators=(",", ":")) gives, without building an encoder and dicts on every
+    conversion (~30 % less time)."""
     rows = []
     for kind, table in (("input", inputs), ("output", outputs)):
         for t, (name, perm) in table.items():
