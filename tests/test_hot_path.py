@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 
+import numpy as np
 import pytest
 
 from inspector.core.emit import io_layout
@@ -16,8 +17,24 @@ from inspector.core.ir.errors import ModelLoadError
 from inspector.core.ir.graph import Subgraph, Tensor
 
 from .test_control_flow import while_model
-from .test_quant import conv_model
 from .test_verified_reading import _unterminated
+
+
+def _int8_conv():
+    """int8 CONV_2D with per-channel weights, H != W != C (built here: test_quant's builder draws from its module's
+    random generator, and drawing from it here would change that module's data)."""
+    rng = np.random.default_rng(15)
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3], "int8", quant=(0.04, -3))
+    scales = rng.uniform(0.005, 0.02, 4).astype(np.float32)
+    w = b.const("w", rng.integers(-127, 128, (4, 3, 2, 3)).astype(np.int8),
+                quant={"scales": scales, "zero_points": np.zeros(4, np.int64), "axis": 0})
+    bias = b.const("b", rng.integers(-300, 300, 4).astype(np.int32),
+                   quant={"scales": scales * 0.04, "zero_points": np.zeros(4, np.int64), "axis": 0})
+    y = b.tensor("y", [1, 5, 4, 4], "int8", quant=(0.06, -10))
+    b.op("CONV_2D", [x, w, bias], [y], {"padding": "SAME", "stride_w": 2, "fused_activation_function": "RELU"})
+    b.output(y)
+    return b.build()
 
 
 def _cyclic_garbage(fn) -> int:
@@ -32,10 +49,10 @@ def _cyclic_garbage(fn) -> int:
 
 
 @pytest.mark.parametrize("case", ["int8 conv", "int8 conv, exact", "WHILE loop"])
-def test_a_conversion_leaves_no_reference_cycles(case, tmp_path):
+def test_a_conversion_leaves_no_reference_cycles(case):
     """An emitter referring to itself (and its quantization helpers to it) left every conversion's emitter, plan,
     trace and nodes to the cyclic collector: a collection cost more than a small conversion itself."""
-    graph = read_tflite_bytes(while_model()) if case == "WHILE loop" else conv_model(tmp_path)[0]
+    graph = read_tflite_bytes(while_model() if case == "WHILE loop" else _int8_conv())
     convert(graph, exact_int="exact" in case)              # warm: imports and caches made once
     assert _cyclic_garbage(lambda: convert(graph, exact_int="exact" in case)) == 0
 
