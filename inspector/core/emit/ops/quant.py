@@ -397,7 +397,7 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
 
 
 def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, lo: int | None = None,
-                         bound: float | None = None) -> str:
+                         bound: float | None = None, single: bool = False) -> str:
     """TFLite's MultiplyByQuantizedMultiplier, plus the zero point, on integer-valued float64 values (q, e
     broadcast against x: per channel or scalar): a rounding doubling high multiply (round half up), then a
     rounding right shift (half away from zero). Both are floor divisions by powers of two, so they merge into one:
@@ -407,13 +407,18 @@ def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, 
     the low part's product floored first (the floor of a floor by a power of two is one floor), exact for
     |x| < 2^24 and r <= 30. float64 Mul/Add/Floor instead of int64 Div: ONNX Runtime vectorises them, and the
     requantization is most of an exact model's run time. `lo`: the clamp that follows; from the zero point up
-    (fused RELU) negative results are clamped anyway, their rounding is moot."""
+    (fused RELU) negative results are clamped anyway, their rounding is moot. `single`: one rounding, half up,
+    floor((x*Q + 2^(K-1) + zp*2^K) / 2^K), as LiteRT's int8 FULLY_CONNECTED rounds (measured: 0 of 16,384 outputs
+    differ that way, 34 the two-rounding way); without a right shift both are the same."""
     q, e = np.asarray(q, np.int64), np.asarray(e, np.int64)
     left, right = np.maximum(e, 0), np.maximum(-e, 0)
     big_q = q << left
     shifted = right > 0
     k = 31 + right
-    c_pos = np.ldexp(1.0, 30) + np.where(shifted, np.ldexp(1.0, 30 + right), 0.0) + zp * np.ldexp(1.0, k)
+    if single:
+        c_pos = np.ldexp(1.0, k - 1) + zp * np.ldexp(1.0, k)
+    else:
+        c_pos = np.ldexp(1.0, 30) + np.where(shifted, np.ldexp(1.0, 30 + right), 0.0) + zp * np.ldexp(1.0, k)
     c_neg = c_pos - np.where(shifted, np.ldexp(1.0, 31), 0.0)
     split = bound is None or bound * float(big_q.max()) + float(np.abs(c_pos).max()) + 2.0 ** 31 >= 2.0 ** 53
     if not split:
@@ -421,7 +426,7 @@ def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, 
     else:
         low = em.node("Floor", [em.node("Mul", [x, double_const(em, (big_q & 0xFFFF) / 65536.0)], 1)[0]], 1)[0]
         y, unit = em.node("Add", [em.node("Mul", [x, double_const(em, big_q >> 16)], 1)[0], low], 1)[0], 16
-    if np.any(shifted) and (lo is None or lo < zp):   # the rounding shift rounds negative ties the other way
+    if not single and np.any(shifted) and (lo is None or lo < zp):   # the shift rounds negative ties the other way
         neg = em.node("Less", [x, double_const(em, -((1 << 30) // big_q))], 1)[0]
         c = em.node("Where", [neg, double_const(em, np.ldexp(c_neg, -unit)), double_const(em, np.ldexp(c_pos, -unit))],
                     1)[0]
@@ -474,7 +479,7 @@ def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, 
 
 
 def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axis: int | None = None,
-               rank: int = 0, bound: float | None = None) -> str:
+               rank: int = 0, bound: float | None = None, single: bool = False) -> str:
     """float64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast."""
     ten = em.sg.tensors[out_t]
     so, zo = params(ten.quantization)
@@ -487,7 +492,7 @@ def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axi
     else:
         q, e = q.reshape(()), e.reshape(())
     lo, hi = activation_range(act, so, zo, ten.dtype)
-    return clamp_cast(em, fixed_point_multiply(em, acc, q, e, zo, lo, bound), lo, hi, out, ten.dtype)
+    return clamp_cast(em, fixed_point_multiply(em, acc, q, e, zo, lo, bound, single), lo, hi, out, ten.dtype)
 
 
 class Exact:
@@ -549,13 +554,17 @@ class Exact:
         so = np.float64(params(sg.tensors[t].quantization)[0])
         rank = sg.tensors[t].rank
         if op.opcode == "MUL":
-            mults, axis = np.array([scale(0) * scale(1) / so]), None
+            # LiteRT's MUL computes its multiplier in float32 (float scales multiplied, then divided, then widened),
+            # where convolutions compute it in double: the 31-bit multipliers differ in their last ~6 bits, enough
+            # to move a product that lands near a rounding tie by one step.
+            f32 = lambda i: np.float32(params(sg.tensors[i].quantization)[0])   # noqa: E731
+            mults, axis = np.array([np.float64(f32(op.inputs[0]) * f32(op.inputs[1]) / f32(t))]), None
         else:
             mults = scale(0) * sg.tensors[op.inputs[1]].quantization.scales.astype(np.float64) / so
             perm = em.plan.produced.get((op.index, 0), em.perm(t))
             axis = L.axis_to_onnx(rank - 1, perm)                 # output channels are TFLite's last axis
         requantize(em, to_double(em, src), mults, t, dst, op.options.get("fused_activation_function", "NONE") or "NONE",
-                   axis, rank, self.bound(op))
+                   axis, rank, self.bound(op), single=op.opcode == "FULLY_CONNECTED")
 
     def bound(self, op) -> float:
         """A bound on |accumulator|: the centred input range times the largest per-channel sum of |weights|."""
