@@ -138,7 +138,7 @@ def report(v) -> list[str]:
 def _line(e, cut=None) -> str:
     """A tensor's verdict, error, floor and limit (or steps) in one line."""
     line = f"{e.verdict or ('ok' if e.ok else 'fail'):<10} {e.name}: "
-    if e.scale == 0 and not e.max_abs < float("inf"):
+    if not e.compared:
         line += "not compared" + (f" (computed after op {cut.op}, {cut.opcode})" if cut is not None else "")
     elif e.steps is not None:
         line += f"{e.steps:g} quantization steps max, {100 * e.within:.2f}% within 2"

@@ -41,7 +41,6 @@ class Layout:
             self._segments = (np.asarray(a, float).reshape(-1, 2), np.asarray(b, float).reshape(-1, 2))
         return self._segments
 
-
     def boxes(self, vg: ViewGraph) -> tuple[np.ndarray, np.ndarray]:
         """(top-left corners, sizes) of vg's nodes in node order, for drawing overviews with numpy (the layout
         fits vg's node sizes: its cache key holds them)."""

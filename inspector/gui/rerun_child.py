@@ -32,7 +32,6 @@ def piece(number: int, i: int) -> list:
     return _PIECES[1][i]
 
 
-
 def reconverter():
     """The child's Reconverter (it starts afresh by itself when the graph or options differ)."""
     global _RECONVERTER

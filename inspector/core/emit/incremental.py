@@ -5,7 +5,7 @@ what its emission read (plan entries, memoised values, tensor names) and what it
 initializers, trace entries). A later run with other pins re-plans, then walks the ops in order: an op whose
 recorded reads all still hold and whose names come out the same is replayed from its record; any other op is
 emitted again (and recorded anew). Emission is a function of exactly those reads, so the model is the one a full
-conversion makes (tests/test_live_pins.py compares the bytes).
+conversion makes (tests/test_incremental.py compares the bytes).
 
 Only what the records cover is incremental: quantized tensors, subgraphs and resource variables keep state outside
 them, so such models (and very large weights, whose copies the records would keep) convert in full every time.
@@ -135,10 +135,9 @@ class Reconverter:
 
     def start(self, graph, options: tuple) -> bool:
         """Is this run for the same model and options as the last? (Otherwise everything is forgotten.)"""
-        key = (id(graph), graph, options)
-        if self.key is not None and self.key[0] == id(graph) and self.key[1] is graph and self.key[2] == options:
+        if self.key is not None and self.key[0] is graph and self.key[1] == options:
             return True
-        self.key, self.prepared, self.problem, self.segments, self.usable = key, None, None, {}, False
+        self.key, self.prepared, self.problem, self.segments, self.usable = (graph, options), None, None, {}, False
         self._bounds = {}
         return False
 

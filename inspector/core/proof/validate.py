@@ -48,6 +48,12 @@ class TensorError:
     floor_within: float | None = None   # quantized: share within STEPS_OK steps between LiteRT's kernel families
 
     @property
+    def compared(self) -> bool:
+        """False for a row that stands for a tensor with no value to compare (an output computed after an op
+        LiteRT cannot run, or one the ONNX model does not produce): no scale and an infinite error."""
+        return not (self.scale == 0 and not self.max_abs < float("inf"))
+
+    @property
     def ratio(self) -> float | None:
         """Error over floor (None when the floor is not measured or zero)."""
         err = self.steps if self.steps is not None else self.max_abs

@@ -288,8 +288,7 @@ class ValidationPanel(QWidget):
         self.validation = v
         # Outputs computed after an op LiteRT cannot run were not compared: no point (it would sit at the top, red).
         cut = getattr(v, "cut", None) is not None
-        errs = [e for e in v.outputs + v.intermediates
-                if not (cut and e.is_output and e.scale == 0 and not math.isfinite(e.max_rel))]
+        errs = [e for e in v.outputs + v.intermediates if not (cut and e.is_output and not e.compared)]
         errs.sort(key=lambda e: (e.op if e.op is not None else 1 << 30))
         spots, self.points = [], []
         for i, e in enumerate(errs):

@@ -92,12 +92,12 @@ def complex_cast(ctx, op) -> bool:
     out_t = op.outputs[0]
     perm = ctx.plan.produced.get((op.index, 0), ctx.perm(out_t))      # what ctx.output(op) is written in
     dtype, out = ctx.tensor(out_t).dtype, ctx.output(op)
-    steps = [s for s, wanted in (("cast", dtype != "float32"), ("transpose", not L.is_identity(perm))) if wanted]
+    cast, move = dtype != "float32", not L.is_identity(perm)       # (pairs live in TFLite's layout)
     real = ctx.node("Gather", [complex_pair(ctx, op, 0), ctx.const(np.array(0, np.int64), "part")],
-                    [out] if not steps else 1, axis=ctx.tensor(op.inputs[0]).rank)[0]
-    if "cast" in steps:
-        real = ctx.node("Cast", [real], [out] if steps[-1] == "cast" else 1, to=onnx_dtype(dtype))[0]
-    if "transpose" in steps:                        # (pairs live in TFLite's layout)
+                    [out] if not (cast or move) else 1, axis=ctx.tensor(op.inputs[0]).rank)[0]
+    if cast:
+        real = ctx.node("Cast", [real], [out] if not move else 1, to=onnx_dtype(dtype))[0]
+    if move:
         ctx.node("Transpose", [real], [out], perm=list(perm))
     return True
 
