@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
+from .quant import params, ties_away
 from .registry import I, op
 
 
@@ -15,8 +16,18 @@ def _pool(onnx_type: str):
     return emit
 
 
-# TFLite's average pool divides by the in-bounds count: ONNX's default count_include_pad=0 does the same.
-op("AVERAGE_POOL_2D", category=I, onnx="AveragePool")(_pool("AveragePool"))
+@op("AVERAGE_POOL_2D", category=I, onnx="AveragePool")
+def average_pool(ctx, op):
+    # TFLite's average pool divides by the in-bounds count: ONNX's default count_include_pad=0 does the same.
+    o = op.options
+    kernel = (o["filter_height"], o["filter_width"])
+    attrs = spatial_attrs(ctx, op, op.inputs[0], kernel, (o.get("stride_h", 1), o.get("stride_w", 1)), None)
+    dst = ctx.fused(op, ctx.output(op))
+    quantized = all(ctx.q.active(t) and ctx.sg.tensors[t].dtype in ("int8", "uint8")
+                    and params(ctx.sg.tensors[t].quantization) is not None for t in (op.inputs[0], op.outputs[0]))
+    m = ctx.node("AveragePool", [ctx.input(op, 0)], 1 if quantized else [dst], kernel_shape=list(kernel), **attrs)[0]
+    if quantized:
+        ties_away(ctx, op, m, kernel[0] * kernel[1], dst)
 op("MAX_POOL_2D", category=I, onnx="MaxPool")(_pool("MaxPool"))
 
 

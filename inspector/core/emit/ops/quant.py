@@ -642,6 +642,22 @@ def exact_average_pool(ctx, op) -> bool:
     return True
 
 
+def ties_away(ctx, op, m: str, count: int, dst: str) -> None:
+    """Default QDQ mode: the real-valued window mean `m` of a quantized AVERAGE_POOL_2D moved by a quarter of the
+    smallest step between two means (1 / (4 count) of a step), away from zero in the stored integers, into `dst`.
+    QuantizeLinear then rounds a tie as TFLite's (sum +- count / 2) / count does, where it would round half to
+    even and the float pool's last bit would put it either side; no other mean is moved across a boundary."""
+    t = op.outputs[0]
+    s, zp = params(ctx.sg.tensors[t].quantization)
+    nudge = ctx.const(np.array(s / (4 * count), np.float32), "k")
+    if ctx.sg.tensors[t].dtype == "uint8":     # stored means are never negative
+        ctx.node("Add", [m, nudge], [dst])
+        return
+    stored = ctx.node("Add", [m, ctx.const(np.array(s * zp, np.float32), "k")], 1)[0]
+    away = ctx.node("Mul", [ctx.node("Sign", [stored], 1)[0], nudge], 1)[0]
+    ctx.node("Add", [m, away], [dst])
+
+
 # Table ops whose float form (DequantizeLinear -> op -> QuantizeLinear) is used when it gives LiteRT's table on
 # every input but a few: ONNX Runtime's Gather costs ~13 ns per element, the float form a fraction of that (and
 # ONNX Runtime fuses it into QLinearSigmoid), so feature maps of TWIN_MIN elements or more take it. A value closer
