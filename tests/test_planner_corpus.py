@@ -75,8 +75,8 @@ def test_peephole_finds_nothing_the_planner_left(corpus, rel):
 
 @pytest.mark.corpus
 def test_a_search_out_of_time_keeps_the_greedy_plan_and_reports_its_gap(corpus):
-    """The transformer block is where greedy (5) misses the optimum (4): without time HiGHS proves nothing, the
-    plan is greedy's and the report says how far from the bound it may be."""
+    """The transformer block is where greedy (5) misses the optimum (4): without time neither the exact search nor
+    HiGHS proves anything, the plan is greedy's and the report says how far from the bound it may be."""
     from inspector.core.emit.convert import _op_table, fold_constants
     from inspector.core.layout.propagation import Planner
     sg = read_tflite(corpus / "keras/custom_transformer_block_fp32.tflite").main

@@ -5,8 +5,9 @@ A tensor's layout is what its producer's mode writes (or its pin). A consumer mo
 costs one Transpose per distinct (tensor, layout) — none when only size-1 axes move (a Reshape) — and a TFLite
 TRANSPOSE op costs one unless its perm composed with the layouts around it is the identity or only moves size-1
 axes. solve.py picks the modes: every combination when there are few, else a greedy forward pass (an upper bound)
-and, only when it misses a lower bound (the Transposes no choice avoids), an ILP (HiGHS, imported then) within a
-time budget. Graph inputs are decided by rule before (io_rules.py), pins are hard constraints.
+and, only when it misses a lower bound (the Transposes no choice avoids), an exact search of the parts where it pays
+(exact.py), or an ILP (HiGHS, imported then) when a part is too wide for it, within a time budget. Graph inputs
+are decided by rule before (io_rules.py), pins are hard constraints.
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ class Mode(NamedTuple):                       # a tuple: made by the thousand, c
     cost: int = 0                             # Transposes the op emits itself (a TFLite TRANSPOSE kept as one)
     kind: str = "meet"                        # conflict kind when an input is read in another layout
     why: str = ""                             # why the outputs have their layout ({layout}: the first's name)
+
+
+Choice = dict[int, Mode]                      # op -> the mode it runs in
 
 
 @dataclass
@@ -261,3 +265,21 @@ class Problem:
                                   why=f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"))
         modes.sort(key=lambda m: m.cost)
         return modes
+
+
+def presented(pb: Problem, t: int, have: Perm) -> Perm:
+    """The layout graph output t is presented in: its own when allowed, else the first allowed one."""
+    allowed = pb.outputs_allowed[t]
+    if have in allowed:
+        return have
+    return next((a for a in allowed if pb.free(t, have, a)), allowed[0])
+
+
+def layouts(pb: Problem, choice: Choice) -> dict[int, Perm]:
+    """Every tensor's layout under `choice` (pins override what the producer writes)."""
+    lay = {t: p for t, (p, _) in pb.fixed.items()}
+    for oi, m in choice.items():
+        for slot, t in enumerate(pb.sg.ops[oi].outputs):
+            if t >= 0:
+                lay[t] = pb.pins.get(t, m.writes[slot])
+    return lay

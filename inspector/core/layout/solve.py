@@ -1,4 +1,5 @@
-"""Choosing one Mode per op (see assign.py): the greedy pass, the lower bound, and the exact search (HiGHS)."""
+"""Choosing one Mode per op (see assign.py): the greedy pass, the lower bound, and the exact searches (exact.py,
+then HiGHS where that is too wide)."""
 from __future__ import annotations
 
 import itertools
@@ -8,29 +9,11 @@ import time
 import numpy as np
 
 from . import layout as L
-from .assign import TIME_BUDGET, Mode, Optimality, Problem
+from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, presented
+from .exact import refine
 from .layout import Perm
 
-Choice = dict[int, Mode]
 ENUMERATE = 64              # up to this many combinations of modes are tried one by one instead of an ILP
-
-
-def layouts(pb: Problem, choice: Choice) -> dict[int, Perm]:
-    """Every tensor's layout under `choice` (pins override what the producer writes)."""
-    lay = {t: p for t, (p, _) in pb.fixed.items()}
-    for oi, m in choice.items():
-        for slot, t in enumerate(pb.sg.ops[oi].outputs):
-            if t >= 0:
-                lay[t] = pb.pins.get(t, m.writes[slot])
-    return lay
-
-
-def presented(pb: Problem, t: int, have: Perm) -> Perm:
-    """The layout graph output t is presented in: its own when allowed, else the first allowed one."""
-    allowed = pb.outputs_allowed[t]
-    if have in allowed:
-        return have
-    return next((a for a in allowed if pb.free(t, have, a)), allowed[0])
 
 
 def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
@@ -118,7 +101,8 @@ def lower_bound(pb: Problem) -> int:
 
 
 def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optimality]:
-    """The best choice found and what is proven about it. The ILP runs only when greedy misses the bound."""
+    """The best choice found and what is proven about it. When greedy misses the bound, the parts of the graph where
+    it pays are searched exactly (exact.refine); HiGHS's ILP runs only when one is too wide for that search."""
     start = time.perf_counter()
     free = [oi for oi, modes in pb.modes.items() if len(modes) > 1]
     if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
@@ -137,15 +121,20 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optima
     bound = lower_bound(pb)
     if count <= bound:
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
-    found = _ilp(pb, time_budget)
-    if found is None:
-        return best, Optimality(count, bound, f"greedy plan: the ILP found no plan within {time_budget:g} s")
-    choice, dual, optimal = found
+    found = refine(pb, best, start + time_budget)
+    if found is not None:
+        choice, searched = found
+        dual, optimal, how = 0, True, f"greedy plan, {searched} part(s) searched exactly (variable elimination)"
+    else:
+        found = _ilp(pb, max(0.0, time_budget - (time.perf_counter() - start)))
+        if found is None:
+            return best, Optimality(count, bound, f"greedy plan: the ILP found no plan within {time_budget:g} s")
+        choice, dual, optimal = found
+        how = "ILP (HiGHS) optimal" if optimal else f"ILP (HiGHS) stopped at its {time_budget:g} s budget"
     if transposes(pb, choice) < transposes(pb, best):
         best = choice
     count = transposes(pb, best)[0]
     ms = (time.perf_counter() - start) * 1000
-    how = "ILP (HiGHS) optimal" if optimal else f"ILP (HiGHS) stopped at its {time_budget:g} s budget"
     return best, Optimality(count, count if optimal else max(bound, dual), f"{how}, {ms:.0f} ms")
 
 

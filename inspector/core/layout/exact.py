@@ -1,0 +1,285 @@
+"""The exact plan without an ILP: min-sum variable elimination (dynamic programming) over the ops with a choice.
+
+Each tensor prices its Transposes from the modes of its producer and of its readers: a table over those ops (a
+factor). Ops are eliminated one at a time, the one whose table comes out smallest first: the factors holding it are
+summed and minimised over its modes, remembering its best mode for each assignment of the rest; the best modes are
+then read back in reverse. Exact, and fast while the graph stays narrow (chains, skip connections, attention blocks
+keep the tables to a few entries); a graph too wide for MAX_TABLE gets None and HiGHS decides (solve._ilp).
+
+The objective is the ILP's in integers: Transposes × BIG + bytes they move + inserted nodes (BIG exceeds any sum
+of the rest, so the count comes first). Ties go to the lowest mode index, so the same problem gives the same plan.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+
+import numpy as np
+
+from .assign import Choice, Problem, layouts, presented
+
+MAX_TABLE = 1 << 17         # entries of one table while eliminating (1 MiB); a wider graph is left to HiGHS
+Scope = tuple[int, ...]     # op indices, ascending: the axes of a factor's table
+
+
+class TooWide(Exception):
+    """A tensor read by so many ops with a choice that its table alone exceeds MAX_TABLE."""
+
+
+def components(pb: Problem) -> tuple[list[list[int]], dict[int, int]]:
+    """The ops with a choice, grouped so that no tensor's Transposes depend on ops of two groups: a tensor joins
+    its producer (unless its layout is pinned or decided by rule) and its readers. Also each op's group."""
+    sg, modes = pb.sg, pb.modes
+    parent = {oi: oi for oi, ms in modes.items() if len(ms) > 1}
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = x = parent[parent[x]]
+        return x
+
+    touch: dict[int, int] = {}                  # tensor -> a free op touching it
+    for oi in parent:
+        op = sg.ops[oi]
+        own = [t for t in op.outputs if t >= 0 and t not in pb.pins]
+        for t in [op.inputs[s] for s, _ in modes[oi][0].reads] + own:
+            other = touch.setdefault(t, oi)
+            a, b = root(other), root(oi)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for oi in parent:
+        groups.setdefault(root(oi), []).append(oi)
+    of = {oi: k for k, g in enumerate(groups.values()) for oi in g}
+    return list(groups.values()), of
+
+
+def factors(pb: Problem, big: int, ops: list[int], readers: dict) -> list[tuple[Scope, np.ndarray]]:
+    """Tables of the objective's terms that depend on the choices of `ops` (one group of `components`); terms no
+    choice of theirs changes are left out. `readers`: tensor -> reader op -> per mode, the layouts it reads."""
+    sg, modes = pb.sg, pb.modes
+    inside = set(ops)
+    free = {oi for oi, ms in modes.items() if len(ms) > 1}
+    producers = sg.producers()
+    out: list[tuple[Scope, np.ndarray]] = []
+    seen: set[int] = set()
+    for oi in ops:
+        op, ms = sg.ops[oi], modes[oi]
+        if any(m.cost for m in ms):                 # a TFLite TRANSPOSE kept as a Transpose
+            nb = pb.nbytes(op.inputs[0])
+            out.append(((oi,), np.array([m.cost * (big + nb) for m in ms], np.int64)))
+        for t in [op.inputs[s] for s, _ in ms[0].reads] + [t for t in op.outputs if t >= 0]:
+            if t in seen:
+                continue
+            seen.add(t)
+            unit = big + pb.nbytes(t) + 1
+            if t in pb.pins and producers.get(t) == oi:    # the producer's write against the pin
+                pin = pb.pins[t]
+                out.append(((oi,), np.array([0 if pb.free(t, w, pin) else unit for w in _writes(pb, t, oi)],
+                                            np.int64)))
+            haves, var = _haves(pb, t, producers, free)
+            by = _readers(pb, t, readers)
+            if (var not in inside) if var is not None else not any(r in inside for r in by):
+                continue                            # another group's (t pinned: its readers' group)
+            got = _tensor_factor(pb, t, haves, var, by, free, unit)
+            if got is not None:
+                out.append(got)
+    return out
+
+
+def _paying(pb: Problem, choice: Choice, of: dict[int, int]) -> set[int]:
+    """The groups where `choice` pays a Transpose: one of their ops keeps a TRANSPOSE, reads a tensor in a layout
+    it does not have, or writes one that a reader, a pin or the graph's output takes otherwise. Elsewhere every
+    table of the group is at 0 (or at a value no choice of its changes): nothing to search."""
+    sg, pins = pb.sg, pb.pins
+    lay = layouts(pb, choice)
+    producers = sg.producers()
+    out: set[int] = set()
+
+    def maker(t: int) -> None:
+        p = producers.get(t)
+        if p in of and t not in pins and t not in pb.fixed:
+            out.add(of[p])
+
+    for oi, m in choice.items():
+        op = sg.ops[oi]
+        if m.cost and oi in of:
+            out.add(of[oi])
+        for s, want in m.reads:
+            t = op.inputs[s]
+            if not pb.free(t, lay.get(t) or pb.identity(t), want):
+                if oi in of:
+                    out.add(of[oi])
+                maker(t)
+        for slot, t in enumerate(op.outputs):
+            if t >= 0 and t in pins and oi in of and not pb.free(t, m.writes[slot], pins[t]):
+                out.add(of[oi])
+    for t in pb.outputs_allowed:
+        have = lay.get(t) or pb.identity(t)
+        if not pb.free(t, have, presented(pb, t, have)):
+            maker(t)
+    return out
+
+
+def _readers(pb: Problem, t: int, cache: dict) -> dict[int, list[set]]:
+    """Reader op -> per mode, the layouts it reads t in (cache: the consumers map under key None, then per t)."""
+    got = cache.get(t)
+    if got is None:
+        if None not in cache:
+            cache[None] = pb.sg.consumers()
+        got = cache[t] = {}
+        for oi in cache[None].get(t, ()):
+            ms = pb.modes.get(oi)
+            if ms is None or oi in got:
+                continue
+            inputs = pb.sg.ops[oi].inputs
+            got[oi] = [{w for s, w in m.reads if inputs[s] == t} for m in ms]
+    return got
+
+
+def _writes(pb: Problem, t: int, oi: int) -> list:
+    slot = pb.sg.ops[oi].outputs.index(t)
+    return [m.writes[slot] for m in pb.modes[oi]]
+
+
+def _haves(pb: Problem, t: int, producers, free) -> tuple[list, int | None]:
+    """The layouts t may have, and the op whose mode decides which (None: the one layout it has)."""
+    if t in pb.fixed:
+        return [pb.fixed[t][0]], None
+    if t in pb.pins:
+        return [pb.pins[t]], None
+    p = producers.get(t)
+    if p not in pb.modes:
+        return [pb.identity(t)], None
+    return _writes(pb, t, p), (p if p in free else None)
+
+
+def _tensor_factor(pb: Problem, t: int, haves: list, var, readers: dict, free, unit: int):
+    """One table over t's producer (when it has a choice) and its readers with a choice: a Transpose for each
+    distinct layout read that t's layout does not give for free, and one when a graph output is presented
+    otherwise than it is computed."""
+    fixed_wants = set()
+    axes, reads = ([var] if var is not None else []), []
+    for oi, per in readers.items():
+        if oi in free:
+            axes.append(oi)
+            reads.append(per)
+        else:
+            fixed_wants |= per[0]
+    if not axes:
+        return None
+    n = len(axes)
+    hv = haves if var is not None else haves[:1]
+    lead = 1 if var is not None else 0
+    shape = tuple([len(hv)] * lead + [len(per) for per in reads])
+    if math.prod(shape) > MAX_TABLE:
+        raise TooWide(t)
+    table = np.zeros(shape, np.int64)
+    wants = list(dict.fromkeys([w for per in reads for ws in per for w in sorted(ws)] + sorted(fixed_wants)))
+    for w in wants:
+        paid = np.array([0 if pb.free(t, h, w) else unit for h in hv], np.int64)
+        if not paid.any():
+            continue
+        if w in fixed_wants:
+            used = np.ones((1,) * n, bool)
+        else:
+            used = np.zeros((1,) * n, bool)
+            for j, per in enumerate(reads):
+                col = np.array([w in ws for ws in per], bool).reshape([-1 if a == lead + j else 1 for a in range(n)])
+                used = used | col
+        table += used * paid.reshape([-1] + [1] * (n - 1)) if lead else used * int(paid[0])
+    if t in pb.outputs_allowed and lead:
+        out = np.array([0 if pb.free(t, h, presented(pb, t, h)) else unit for h in hv], np.int64)
+        table += out.reshape([-1] + [1] * (n - 1))
+    order = sorted(range(n), key=lambda a: axes[a])
+    return tuple(axes[a] for a in order), np.ascontiguousarray(table.transpose(order))
+
+
+def eliminate(domains: dict[int, int], tables: list[tuple[Scope, np.ndarray]],
+              deadline: float) -> dict[int, int] | None:
+    """The assignment (op -> mode index) minimising the sum of the tables, or None when a table would exceed
+    MAX_TABLE or the deadline passes."""
+    holding: dict[int, set[int]] = {v: set() for v in domains}
+    store: dict[int, tuple[Scope, np.ndarray]] = {}
+    for i, (scope, arr) in enumerate(tables):
+        store[i] = (scope, arr)
+        for v in scope:
+            holding[v].add(i)
+    nxt = len(store)
+
+    def size(v: int) -> int:
+        return math.prod(domains[u] for u in set().union(*(store[i][0] for i in holding[v])) or (v,))
+
+    heap = [(size(v), v) for v in domains]
+    heapq.heapify(heap)
+    steps: list[tuple[int, Scope, np.ndarray | None]] = []
+    done: set[int] = set()
+    while heap:
+        s, v = heapq.heappop(heap)
+        if v in done:
+            continue
+        now = size(v)
+        if now != s:
+            heapq.heappush(heap, (now, v))
+            continue
+        if now > MAX_TABLE or time.perf_counter() > deadline:
+            return None
+        ids = sorted(holding[v])
+        scope = tuple(sorted(set().union(*(store[i][0] for i in ids)))) if ids else (v,)
+        joint = np.zeros([domains[u] for u in scope], np.int64)
+        for i in ids:
+            sc, arr = store.pop(i)
+            joint = joint + _spread(arr, sc, scope)
+            for u in sc:
+                holding[u].discard(i)
+        axis = scope.index(v)
+        arg = joint.argmin(axis)
+        rest = scope[:axis] + scope[axis + 1:]
+        steps.append((v, rest, arg))
+        done.add(v)
+        if rest:
+            store[nxt] = (rest, np.take_along_axis(joint, np.expand_dims(arg, axis), axis).squeeze(axis))
+            for u in rest:
+                holding[u].add(nxt)
+                heapq.heappush(heap, (size(u), u))
+            nxt += 1
+    pick: dict[int, int] = {}
+    for v, rest, arg in reversed(steps):
+        pick[v] = int(arg[tuple(pick[u] for u in rest)]) if rest else int(arg)
+    return pick
+
+
+def _spread(arr: np.ndarray, scope: Scope, target: Scope) -> np.ndarray:
+    """arr (axes `scope`, a subsequence of `target`) shaped to broadcast over `target`'s axes."""
+    shape = [1] * len(target)
+    for u, d in zip(scope, arr.shape):
+        shape[target.index(u)] = d
+    return arr.reshape(shape)
+
+
+def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, int] | None:
+    """`choice` (greedy's) made optimal group by group (`components`): a group keeps its modes where they reach
+    the sum of its tables' minima (no choice does better), else it is searched. (the optimal choice, groups
+    searched), or None when a group is too wide for the search or the deadline passes."""
+    big = sum(pb.nbytes(t.index) for t in pb.sg.tensors) * 8 + 1
+    if big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:    # int64 could overflow: HiGHS decides
+        return None
+    groups, of = components(pb)
+    readers: dict = {}
+    out, searched = dict(choice), 0
+    for k in sorted(_paying(pb, choice, of)):
+        ops = groups[k]
+        try:
+            tables = factors(pb, big, ops, readers)
+        except TooWide:
+            return None
+        mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
+        at_greedy = sum(int(arr[tuple(mine[oi] for oi in sc)]) for sc, arr in tables)
+        if at_greedy <= sum(int(arr.min()) for _, arr in tables):
+            continue
+        pick = eliminate({oi: len(pb.modes[oi]) for oi in ops}, tables, deadline)
+        if pick is None:
+            return None
+        searched += 1
+        out.update((oi, pb.modes[oi][i]) for oi, i in pick.items())
+    return out, searched
