@@ -81,22 +81,30 @@ def test_hard_swish_network_stays_fusable_and_close(tmp_path):
     assert all(steps[f"hs{k}"] <= steps[f"conv{k}"] for k in range(6)), steps
 
 
-def test_large_maps_keep_the_float_form_within_a_step(tmp_path):
+@pytest.mark.parametrize("qin, qout, exact", [
+    ((0.05, 3), (0.04, -40), True),
+    ((0.17822713, 22), (0.07477638, -123), True),      # MobileNetV3Small int8 HARD_SWISH#29: 2 misses
+    # MobileNetV3Small int8's 7th HARD_SWISH: LiteRT's table is no float form moved by one constant
+    ((0.41939002, -27), (0.25471717, -127), False),
+])
+def test_large_maps_keep_the_float_form(tmp_path, qin, qout, exact):
     """On a feature map of TWIN_MIN elements or more, a HARD_SWISH whose float form misses LiteRT's table by one
-    step on a few values stays float in the default mode (fused by ONNX Runtime, no Gather); --exact-int patches
-    it; both against LiteRT on every int8 value."""
+    step on a few values stays float in the default mode (fused by ONNX Runtime, no Gather), moved by a constant
+    of a hundredth of a step or so before QuantizeLinear where that makes it equal LiteRT's table on all 256
+    inputs; else one step off on a few values. --exact-int patches it. Both against LiteRT on every int8 value."""
     shape = [1, 16, 12, 9]
     b = ModelBuilder()
-    x = b.input("x", shape, "int8", quant=(0.05, 3))
-    y = b.tensor("y", shape, "int8", quant=(0.04, -40))
+    x = b.input("x", shape, "int8", quant=qin)
+    y = b.tensor("y", shape, "int8", quant=qout)
     b.op("HARD_SWISH", [x], [y], {})
     b.output(y)
     graph = save(b, tmp_path)
-    default, exact = convert(graph), convert(graph, exact_int=True)
+    default, exact_int = convert(graph), convert(graph, exact_int=True)
     assert nodes(default, "HardSwish") and not nodes(default, "Gather")
+    assert len(nodes(default, "Add")) == exact
     xs = [every_int8(shape)]
     (ref,), (got,) = litert_and_onnx(graph, default, xs)
-    (_,), (bits,) = litert_and_onnx(graph, exact, xs)
+    (_,), (bits,) = litert_and_onnx(graph, exact_int, xs)
     d = np.abs(got.astype(int) - ref)
-    assert d.max() == 1 and d.mean() < 0.1
+    assert d.max() == (0 if exact else 1) and d.mean() < 0.01, (d.max(), d.mean())
     np.testing.assert_array_equal(bits, ref)

@@ -664,17 +664,17 @@ def ties_away(ctx, op, m: str, count: int, dst: str) -> None:
 # than TIE_MARGIN steps to a rounding boundary counts as a mismatch (float32 kernels are far more accurate than
 # that); up to PATCH_MAX mismatches are patched with Where.
 FLOAT_TWINS = {"LOGISTIC": "Sigmoid", "TANH": "Tanh", "HARD_SWISH": "HardSwish"}
-TIE_MARGIN, PATCH_MAX, TWIN_MIN = 0.01, 4, 1024
+TIE_MARGIN, PATCH_MAX, TWIN_MIN, OFFSET_MARGIN = 0.01, 4, 1024, 1e-3
 LUT_OPS = ("HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", "GELU", "EXP", "LOG", "RSQRT", "SQRT")
 
 
 def exact_table(ctx, op) -> bool:
     """A unary int8/uint8 op as a 256-entry table of what LiteRT's reference kernel returns for every input
     value (its fixed-point approximations included). Default QDQ mode: only where the op's float form misses the
-    table by more than one step or the map is small; elsewhere the float form is as close as a QDQ convolution
-    (one step on a few of the 256 values), ONNX Runtime fuses it, and a Gather costs ~13 ns per element
-    (MobileNetV3Small int8: 4 ms -> 7.5 ms with every HARD_SWISH a table). Needs ai-edge-litert at conversion time;
-    without it the float path runs."""
+    table by more than one step or the map is small; elsewhere the float form (offset_twin: moved by a constant
+    where that makes it exact, else one step off on a few of the 256 values), which ONNX Runtime fuses, where a
+    Gather costs ~13 ns per element (MobileNetV3Small int8: 4 ms -> 7.5 ms with every HARD_SWISH a table). Needs
+    ai-edge-litert at conversion time; without it the float path runs."""
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = sg.tensors[x_t], sg.tensors[y_t]
@@ -683,8 +683,10 @@ def exact_table(ctx, op) -> bool:
             and params(tx.quantization) is not None and params(ty.quantization) is not None):
         return False
     table = _kernel_table(op, tx, ty)
-    if table is None or (not qdq.exact and large(tx) and float_misses(op, tx, ty, table) <= 1):
+    if table is None:
         return False
+    if not qdq.exact and large(tx) and (misses := float_misses(op, tx, ty, table)) <= 1:
+        return bool(misses) and offset_twin(ctx, op, table)
     qdq._raw[op.index] = True
     if qdq.exact:
         if float_twin(ctx, op, table):
@@ -744,6 +746,40 @@ def float_misses(op, tx: Tensor, ty: Tensor, table: np.ndarray) -> float:
         y = np.clip(np.round(form((xs - zx) * sx, op.options) / so + zo), out.min, out.max)
     d = np.abs(y - table)
     return float(d.max()) if np.all(np.isfinite(d)) else float("inf")
+
+
+def float_offset(op, tx: Tensor, ty: Tensor, table: np.ndarray) -> float | None:
+    """c, in output steps, such that the op's float form minus c rounds to LiteRT's table on every input, with
+    OFFSET_MARGIN to spare on both sides (None: no such c). LiteRT's fixed-point kernels land a hundredth of a step
+    or so below the real value, so a float form rounds up a few values LiteRT rounds down."""
+    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
+    out = np.iinfo(ty.dtype)
+    xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
+    with np.errstate(all="ignore"):
+        y = REAL_FORMS[op.opcode]((xs - zx) * sx, op.options) / so + zo
+    t = table.astype(np.float64)
+    lo = np.max((y - t - 0.5)[t < out.max], initial=-1.0)      # saturated entries bound c on one side only
+    hi = np.min((y - t + 0.5)[t > out.min], initial=1.0)
+    if not np.isfinite(lo + hi) or hi - lo < 2 * OFFSET_MARGIN:
+        return None
+    return float(np.clip(0.0, lo + OFFSET_MARGIN, hi - OFFSET_MARGIN))
+
+
+def offset_twin(ctx, op, table: np.ndarray) -> bool:
+    """Default QDQ mode on a large map: the op's float form moved by float_offset before QuantizeLinear, one Add
+    (a Gather would cost ~13 ns per element), equal to LiteRT's table on every input; False (the plain float form,
+    one step off on a few values) when no offset does."""
+    x_t, y_t = op.inputs[0], op.outputs[0]
+    tx, ty = ctx.sg.tensors[x_t], ctx.sg.tensors[y_t]
+    c = float_offset(op, tx, ty, table) if op.opcode in FLOAT_TWINS else None
+    if not c:
+        return False
+    ctx.q._raw[op.index] = True                     # reads and writes the integers through its own Q/DQ
+    real = ctx.node(FLOAT_TWINS[op.opcode], [ctx.q.dequantize(x_t, ctx.input(op, 0))], 1)[0]
+    so = params(ty.quantization)[0]
+    moved = ctx.node("Add", [real, ctx.const(np.array(-c * so, np.float32), "k")], 1)[0]
+    ctx.q.quantize(y_t, moved, ctx.output(op))
+    return True
 
 
 def float_twin(ctx, op, table: np.ndarray) -> bool:
