@@ -18,6 +18,7 @@ from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Op, Subgraph
 from inspector.core.layout.layout import Perm
+from .ops.quant import QDQ
 from .result import ConversionTrace
 from inspector.core.layout.plan import LayoutPlan
 
@@ -37,10 +38,12 @@ _RAW_TYPES = {np.dtype(t): helper.np_dtype_to_tensor_dtype(np.dtype(t)) for t in
 
 
 def tensor_proto(arr: np.ndarray, name: str) -> onnx.TensorProto:
-    """numpy_helper.from_array(arr, name) for a C-contiguous array, without its per-call dtype probing (one call
-    per initializer)."""
+    """numpy_helper.from_array(arr, name) of the array in C order, without its per-call dtype probing (one call
+    per initializer); a transposed weight's raw bytes are gathered by tobytes at once, not copied twice."""
     code = _RAW_TYPES.get(arr.dtype)
     if code is None or sys.byteorder != "little" or arr.dtype.byteorder == ">":
+        if not arr.flags.c_contiguous:          # (np.ascontiguousarray would make scalars 1-D)
+            arr = arr.copy(order="C")
         return numpy_helper.from_array(arr, name)
     t = onnx.TensorProto(dims=arr.shape, data_type=code, raw_data=arr.tobytes())
     if name:
@@ -155,7 +158,6 @@ class Emitter:
         for c in plan.conflicts:
             if c.kind == "pin":
                 self.pin_conflicts.setdefault(c.tensor, []).append(c)
-        from .ops.quant import QDQ
         self.q = QDQ(self)                               # quantized tensors: Q/DQ around float ops
 
     @property
@@ -238,8 +240,6 @@ class Emitter:
     def const(self, array, base: str = "const", dtype=None) -> str:
         arr = np.asarray(array, dtype=dtype)
         name = self.fresh(base)
-        if not arr.flags.c_contiguous:                  # (np.ascontiguousarray would make scalars 1-D)
-            arr = arr.copy(order="C")
         self.initializers.append(tensor_proto(arr, name))
         return name
 

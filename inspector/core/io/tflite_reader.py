@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import tflite_schema as S
+from .inputs import read_input
 from inspector.core.ir.errors import ModelLoadError
 from inspector.core.ir import shapes
 from inspector.core.ir.graph import Graph, Op, Quantization, SignatureDef, Subgraph, Tensor
@@ -658,5 +659,4 @@ def read_tflite(path: str | Path) -> Graph:
 
 def _read_file(path: str) -> bytes:
     """The file's bytes, with one open and one read, through the guarded opener (a FIFO or device is refused)."""
-    from .inputs import read_input
     return read_input(path, what="model")
