@@ -18,8 +18,10 @@ import numpy as np
 
 from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_reader import read_tflite
-from inspector.core.proof.islands import litert_values, onnx_values
+from inspector.core.proof.islands import litert_values, onnx_outputs, onnx_values
 from inspector.core.proof.validate import make_inputs, quant_step, run_tflite
+
+from quant_report import step_errors                # tools/ is the script's directory
 
 
 def main() -> None:
@@ -75,14 +77,15 @@ def report(graph, rel: str, seed: int, R) -> None:
         share = lambda a, b: 100 * np.count_nonzero(a != b) / a.size      # noqa: E731
         print(f"  {op.index} {op.opcode}: {share(glob['XNNPACK'][t], ref[t]):.3g} | {share(glob['QDQ'][t], ref[t]):.3g}"
               f" | {share(glob['QDQ'][t], glob['XNNPACK'][t]):.3g}")
+    glob["QDQ fused"] = onnx_outputs(qdq, inputs, optimise=True)
     outs = {k: max(steps(sg, t, ref[t], v[t]) for t in sg.outputs if t in v) for k, v in glob.items()}
-    print("outputs, max steps: " + ", ".join(f"{k} {v:g}" for k, v in outs.items()))
+    itself = max(steps(sg, t, glob["QDQ"][t], glob["QDQ fused"][t]) for t in sg.outputs)
+    print("outputs, max steps: " + ", ".join(f"{k} {v:g}" for k, v in outs.items())
+          + f"; QDQ unoptimised vs fused (ONNX Runtime against itself): {itself:g}")
 
 
 def steps(sg, t: int, ref: np.ndarray, got: np.ndarray) -> float:
-    scale, zp = quant_step(sg, t)
-    real = lambda a: (a.astype(np.float64) - zp) * scale if a.dtype.kind in "iu" else a.astype(np.float64)  # noqa: E731
-    return float(np.max(np.abs(real(got) - real(ref)))) / scale if ref.size else 0.0
+    return float(step_errors(sg, t, ref, got).max()) if ref.size else 0.0
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ LiteRT's own default kernels (builtin + XNNPACK, a plain Interpreter) on the sam
 op / fused (met when <= +1); its robust reading over seeds 0-19 (the mean of the per-seed worst steps, ours and
 LiteRT default's, with the standard error of their difference: on random-weight networks a per-seed maximum moves
 chaotically with any one-step change, see tools/quant_drift.py); plus the ONNX file's size relative to the .tflite,
-how many Convs ONNX Runtime fuses into QLinearConv, and (--time) ONNX Runtime's run time of both conversions (one thread, median of 20 runs). Models: every
-corpus model with a quantized integer output.
+how many Convs ONNX Runtime fuses into QLinearConv, and (--time) ONNX Runtime's run time of both conversions (one
+thread, median of 20 runs). Models: every corpus model with a quantized integer output.
 
     .venv/bin/python tools/quant_report.py --corpus ../shared/corpus [--time]
 """
@@ -25,8 +25,9 @@ import onnxruntime as ort
 
 from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_reader import read_tflite
-from inspector.core.proof.validate import (make_inputs, own_kernel_steps, quant_step, run_onnx,
-                                           run_tflite, validate)
+from inspector.core.proof.islands import onnx_outputs
+from inspector.core.proof.validate import (make_inputs, own_kernel_steps, quant_step, run_tflite,
+                                           validate)
 
 from float_drift import litert                      # tools/ is the script's directory
 
@@ -69,16 +70,11 @@ def output_steps(graph, result, seed: int) -> dict[str, np.ndarray]:
     """Per seed, the outputs' (max steps, share within 1 step) from LiteRT's reference kernels of LiteRT's default
     kernels and of the conversion unoptimised and fully optimised in ONNX Runtime, worst output."""
     from ai_edge_litert.interpreter import OpResolverType as R
-    sg, plan = graph.main, result.plan
+    sg = graph.main
     x = make_inputs(graph, seed)
     ref = run_tflite(graph, x, keep_all=False)
-    runs = {"litert": run_tflite(graph, x, keep_all=False, resolver=R.AUTO)}
-    feeds = {result.trace.tensor_values[t][0]: np.transpose(a, plan.perm(t, a.ndim)) for t, a in zip(sg.inputs, x)}
-    for key, optimise in (("op by op", False), ("fused", True)):
-        got = run_onnx(result.model, feeds, optimise=optimise)
-        runs[key] = {t: np.transpose(got[sg.tensors[t].name],
-                                     np.argsort(plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))))
-                     for t in sg.outputs}
+    runs = {"litert": run_tflite(graph, x, keep_all=False, resolver=R.AUTO),
+            "op by op": onnx_outputs(result, x, optimise=False), "fused": onnx_outputs(result, x, optimise=True)}
     out = {}
     for key, vals in runs.items():
         errs = [step_errors(sg, t, ref[t], vals[t]) for t in sg.outputs if quant_step(sg, t)]
@@ -94,8 +90,9 @@ def step_errors(sg, t: int, ref: np.ndarray, got: np.ndarray) -> np.ndarray:
 
 def robust(graph, result) -> tuple[str, float]:
     """Over seeds MANY: mean of the per-seed worst steps, op by op / fused / LiteRT default, and the gap of the
-    means (ours - LiteRT default, the worse of our two) with its standard error over the seeds; on how many seeds fused is more than MARGIN steps worse /
-    better than LiteRT default; the mean share of output elements within 1 step, fused / LiteRT default."""
+    means (ours - LiteRT default, the worse of our two) with its standard error over the seeds; on how many seeds
+    fused is more than MARGIN steps worse / better than LiteRT default; the mean share of output elements within
+    1 step, fused / LiteRT default."""
     per = [output_steps(graph, result, s) for s in MANY]
     mean = {k: np.mean([p[k] for p in per], axis=0) for k in per[0]}
     ours = max(("op by op", "fused"), key=lambda k: mean[k][0])
@@ -163,8 +160,9 @@ def main() -> None:
                                            "LiteRT optimized, seeds 0-4", "LiteRT XNNPACK, seeds 0-4",
                                            "QDQ - LiteRT default, op by op / fused",
                                            f"robust: mean steps, seeds 0-{MANY[-1]}, op by op / fused / LiteRT "
-                                           "default (gap ± s.e.); seeds fused is > 1 step worse, better; % within 1 step, fused / LiteRT",
-                                           "size vs .tflite", "Convs fused"] + (["ms QDQ fused / exact"] if args.time else [])
+                                           "default (gap ± s.e.); seeds fused is > 1 step worse, better; "
+                                           "% within 1 step, fused / LiteRT", "size vs .tflite", "Convs fused"]
+    head += ["ms QDQ fused / exact"] if args.time else []
     print("| model | " + " | ".join(head) + " |")
     print("|---" * (len(head) + 1) + "|")
     broken, robust_broken = [], []
@@ -191,7 +189,8 @@ def main() -> None:
             row.append(f"{run_ms(qdq):.3g} / {run_ms(exact):.3g}")
         print(f"| {rel} | " + " | ".join(row) + " |", flush=True)
     print(f"\nBeyond LiteRT's default kernels + {MARGIN} step: " + ("; ".join(broken) or "none"))
-    print(f"Robust reading (mean over seeds 0-{MANY[-1]}) beyond + {MARGIN} step: " + ("; ".join(robust_broken) or "none"))
+    print(f"Robust reading (mean over seeds 0-{MANY[-1]}) beyond + {MARGIN} step: "
+          + ("; ".join(robust_broken) or "none"))
 
 
 if __name__ == "__main__":

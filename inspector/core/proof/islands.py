@@ -89,6 +89,16 @@ def onnx_values(result, inputs, ref: dict | None = None, fused: bool = False) ->
             for t, n in names.items() if n + suffix in got}
 
 
+def onnx_outputs(result, inputs, optimise: bool) -> dict[int, np.ndarray]:
+    """The graph outputs from ONNX Runtime (fully optimised or not), in TFLite's layout."""
+    from .validate import run_onnx
+    sg, plan = result.graph.main, result.plan
+    feeds = {result.trace.tensor_values[t][0]: np.transpose(x, plan.perm(t, x.ndim)) for t, x in zip(sg.inputs, inputs)}
+    got = run_onnx(result.model, feeds, optimise=optimise)
+    return {t: np.transpose(got[sg.tensors[t].name], np.argsort(plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))))
+            for t in sg.outputs}
+
+
 def _copy(v: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
     c = onnx.ValueInfoProto()
     c.CopyFrom(v)
