@@ -141,23 +141,28 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     em.graph, em.table, em.nested = graph, table, emit_subgraph
     em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
 
-    inputs = _graph_inputs(em, constants, float_io)
+    # The graph is built in place (helper.make_graph + make_model copied every node twice, extend copied every
+    # value info once); the same bytes.
+    model = onnx.ModelProto(ir_version=IR_VERSION, producer_name=PRODUCER, producer_version=_version())
+    g = model.graph
+    inputs = _graph_inputs(em, constants, float_io, g.input)
     out_names = _output_names(em, float_io)
     if cache is not None:
         cache.emit_ops(em, folded, emit_op)
     else:
         emit_ops(em, folded)
-    outputs = _graph_outputs(em, out_names, float_io)
+    outputs = _graph_outputs(em, out_names, float_io, g.output)
     if em.state is not None:                        # resource variables: explicit state inputs/outputs
         state_in, state_out = em.state.finish(em)
+        g.input.extend(state_in)
+        g.output.extend(state_out)
         inputs += state_in
         outputs += state_out
 
-    value_info = []
     io_names = {v.name for v in inputs + outputs}
     for t, name in em.named_values():
         if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
-            value_info.append(em.value_info_for(t, name, em.perm(t)))
+            em.value_info_for(t, name, em.perm(t), into=g.value_info)
 
     # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
     # the model last, once the rest of it has been measured exactly (see _add_initializers).
@@ -166,15 +171,9 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         cache.finish(em, graph, init_bound)
     if init_bound > _protobuf_limit():
         check_size(*em.initializers)
-    # The graph is built in place (helper.make_graph + make_model copied every node twice); the same bytes.
-    model = onnx.ModelProto(ir_version=IR_VERSION, producer_name=PRODUCER, producer_version=_version())
-    g = model.graph
     g.node.extend(em.nodes)
     g.name = graph_name(graph)
-    g.input.extend(inputs)
-    g.output.extend(outputs)
-    g.value_info.extend(value_info)
-    cleaned = peephole.clean(g, trace)           # the planner should leave nothing for it: each rewrite is noted
+    cleaned = peephole.clean(g, trace, em.nodes)           # the planner should leave nothing for it: each rewrite is noted
     model.opset_import.add(domain="", version=opset)
     if allow_custom:
         from .ops.custom import CUSTOM_DOMAIN, uses_domain
@@ -224,8 +223,9 @@ def _prepare(graph: Graph, allow_custom: bool):
     return table, folded, constants
 
 
-def _graph_inputs(em: Emitter, constants, float_io: bool) -> list:
-    """The main graph's inputs under their TFLite names (quantized ones as float32 with float_io)."""
+def _graph_inputs(em: Emitter, constants, float_io: bool, into) -> list:
+    """The main graph's inputs under their TFLite names (quantized ones as float32 with float_io), put `into` the
+    graph's inputs."""
     sg, inputs = em.sg, []
     for t in sg.inputs:
         if t in constants:
@@ -233,9 +233,10 @@ def _graph_inputs(em: Emitter, constants, float_io: bool) -> list:
         name = sg.tensors[t].name or f"input_{t}"
         if float_io and em.q.quantized_tensor(t):
             inputs.append(em.q.float_input(t, name))
+            into.append(inputs[-1])
             continue
         em.reserve(t, name)
-        inputs.append(em.value_info_for(t, name, em.perm(t)))
+        inputs.append(em.value_info_for(t, name, em.perm(t), into=into))
     return inputs
 
 
@@ -255,19 +256,20 @@ def _output_names(em: Emitter, float_io: bool) -> dict[int, str]:
     return out_names
 
 
-def _graph_outputs(em: Emitter, out_names: dict[int, str], float_io: bool) -> list:
-    """Each graph output in the layout it is presented in, under its TFLite name."""
+def _graph_outputs(em: Emitter, out_names: dict[int, str], float_io: bool, into) -> list:
+    """Each graph output in the layout it is presented in, under its TFLite name, put `into` the graph's outputs."""
     outputs = []
     for t in em.sg.outputs:
         want = em.plan.outputs.get(t, perm := em.perm(t))
         if float_io and em.q.quantized_tensor(t):
             outputs.append(em.q.float_output(t, out_names[t], want))
-        elif tuple(want) != tuple(perm):
+            into.append(outputs[-1])
+            continue
+        if tuple(want) != tuple(perm):
             em.present(t, want, target=out_names[t])
         elif em.value(t) != out_names[t]:
             em.node("Identity", [em.value(t)], [out_names[t]])
-        if not (float_io and em.q.quantized_tensor(t)):
-            outputs.append(em.value_info_for(t, out_names[t], want))
+        outputs.append(em.value_info_for(t, out_names[t], want, into=into))
     return outputs
 
 

@@ -51,10 +51,11 @@ def tensor_proto(arr: np.ndarray, name: str) -> onnx.TensorProto:
     return t
 
 
-def make_value_info(name: str, elem_type: int, dims) -> onnx.ValueInfoProto:
+def make_value_info(name: str, elem_type: int, dims, into=None) -> onnx.ValueInfoProto:
     """helper.make_tensor_value_info's result (ints are dim_value, strings dim_param; a scalar still declares its
     empty shape), parsed from its wire form: the TypeProto bytes of each (type, shape) are built once, and parsing
-    one small message is cheaper than setting its nested fields one by one (one per tensor of every model)."""
+    one small message is cheaper than setting its nested fields one by one (one per tensor of every model).
+    `into`: a repeated field of the graph to parse it in place (no copy when the graph takes it)."""
     key = (elem_type, *dims)
     tb = _TYPE_BYTES.get(key)
     if tb is None:
@@ -71,7 +72,7 @@ def make_value_info(name: str, elem_type: int, dims) -> onnx.ValueInfoProto:
         if len(_TYPE_BYTES) < 4096:                 # shapes of a few large models, not unbounded
             _TYPE_BYTES[key] = tb
     nb = name.encode()
-    vi = onnx.ValueInfoProto()
+    vi = onnx.ValueInfoProto() if into is None else into.add()
     vi.ParseFromString(b"\n" + _varint(len(nb)) + nb + b"\x12" + _varint(len(tb)) + tb)
     return vi
 
@@ -430,7 +431,8 @@ class Emitter:
         if op is not None:
             self.trace.op_nodes.setdefault(op.index, [])
 
-    def value_info_for(self, t: int, name: str, perm: Perm, dtype: str | None = None) -> onnx.ValueInfoProto:
+    def value_info_for(self, t: int, name: str, perm: Perm, dtype: str | None = None, into=None
+                       ) -> onnx.ValueInfoProto:
         ten = self.sg.tensors[t]
         sig = ten.shape_signature if ten.shape_signature is not None and len(ten.shape_signature) == ten.rank \
             else ten.shape
@@ -440,4 +442,4 @@ class Emitter:
                 dims.append("batch" if axis == 0 else f"{ten.name or 't'}_d{axis}")
             else:
                 dims.append(int(ten.shape[axis]))
-        return make_value_info(name, onnx_dtype(dtype or ten.dtype), dims)
+        return make_value_info(name, onnx_dtype(dtype or ten.dtype), dims, into)

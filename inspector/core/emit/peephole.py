@@ -13,10 +13,11 @@ def _static_dims(value_info) -> list[int] | None:
     return dims if value_info.type.tensor_type.HasField("shape") else None
 
 
-def clean(graph: onnx.GraphProto, trace=None) -> list[str]:
-    """Rewrite `graph` in place; returns one line per rewrite (empty when the plan was already clean)."""
+def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
+    """Rewrite `graph` in place; returns one line per rewrite (empty when the plan was already clean). `nodes`: the
+    NodeProtos the graph's nodes were copied from, to look for a Transpose without a wrapper per graph node."""
     done = []
-    if not any(n.op_type == "Transpose" for n in graph.node):      # the usual case: nothing to look at
+    if not any(n.op_type == "Transpose" for n in (graph.node if nodes is None else nodes)):   # the usual case
         return done
     # A graph output or a value that is a TFLite tensor's image (a pinned tensor, say) must stay as it is.
     outputs = {o.name for o in graph.output} | (set(trace.value_tensor) if trace is not None else set())
