@@ -25,7 +25,7 @@ from inspector.core.session.pipeline import run
 from . import graph_layout, graph_model
 from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
-from .live_layout import MAX_NEW_SHARE, Placement
+from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .onnx_editing import REASON as ONNX_REASON, is_onnx_alone
 from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
@@ -35,7 +35,7 @@ SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
 class RerunSignals(QObject):
-    done = Signal(object, object, object, object, bool)  # ConversionResult, notes, ONNX ViewGraph, Layout, live
+    done = Signal(object, object, object, object, object)  # ConversionResult, notes, ONNX ViewGraph, Layout, Diff
     failed = Signal(str, str)
 
 
@@ -46,9 +46,10 @@ class RerunJob(QRunnable):
     keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh.
     The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
-    def __init__(self, session: Session, placement: Placement | None = None, cache=None):
+    def __init__(self, session: Session, placement: Placement | None = None, cache=None, shown=None):
         super().__init__()
         self.session, self.placement, self.cache = session, placement, cache
+        self.shown = shown                  # (ViewGraph, Layout) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
         self.setAutoDelete(False)
 
@@ -74,10 +75,11 @@ class RerunJob(QRunnable):
                 result, notes = with_findings(outcome.result), outcome.notes
                 vg = graph_model.from_onnx(result.model)
             p = self.placement
-            live = p is not None and p.new_share(vg) <= MAX_NEW_SHARE
+            live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
             layout = p.layout(vg) if live else graph_layout.compute(vg)
             layout.prepare(vg)                  # the minimap's arrays, here rather than on the GUI thread
-            self.signals.done.emit(result, notes, vg, layout, live)
+            changes = diff(*self.shown, vg, layout) if live else None
+            self.signals.done.emit(result, notes, vg, layout, changes)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
         except Exception as e:   # a bug: the dialog carries the traceback
@@ -383,7 +385,10 @@ class Editor(QObject):
             self._pending = True            # the running job read older decisions: run again when it ends
             return
         self.window.statusBar().showMessage("Re-running propagation…")
-        job = self._job = RerunJob(self.session, self._placement(), self.reconverter)
+        from .graph_model import ONNX
+        scene = self.window.scenes.get(ONNX)
+        job = self._job = RerunJob(self.session, self._placement(), self.reconverter,
+                                   (scene.vg, scene.layout) if scene is not None else None)
         job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
         job.signals.failed.connect(lambda *a: self._rerun_failed(job, *a))
         self.pool.start(job)
@@ -410,7 +415,7 @@ class Editor(QObject):
             return False
         return True
 
-    def _rerun_done(self, job, result, notes, vg, layout, live: bool) -> None:
+    def _rerun_done(self, job, result, notes, vg, layout, live) -> None:
         if self._next(job):
             self.window.show_result(self.session, result, notes, vg, layout, live)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Hashable
 
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QPointF, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
@@ -15,7 +15,7 @@ from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Layout
 from .graph_model import ViewGraph
 from .palette import UNKNOWN, palette
-from .raster import raster
+from .raster import arrays, draw, raster
 
 MARGIN = 40
 
@@ -23,8 +23,9 @@ MARGIN = 40
 class GraphScene(QGraphicsScene):
     """Items are created top-down in chunks: the first chunk covers where the view starts (the top), the rest is
     added from the event loop, so a 10k-node graph paints at once and the window stays responsive."""
-    FIRST_CHUNK, SLICE_S = 600, 0.03            # items before the first paint (the top of the graph); seconds per
-                                                # later slice: each a short event-loop pause, never a stall
+    FIRST_CHUNK, SLICE_S = 600, 0.012           # items before the first paint (the top of the graph); seconds per
+                                                # later slice: each a short event-loop pause, never a stall (a
+                                                # worker busy in Python can double a slice's wall time)
     completed = Signal()
 
     def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
@@ -37,7 +38,8 @@ class GraphScene(QGraphicsScene):
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})
-        self._fresh: set = set()                      # node items apply() made: colour() must paint them
+        self._fresh: set = set()                      # items apply() made: colour() must paint them
+        self._stale = False                           # items painted by other colours than _colours (overlay)
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(layout.pos)]
@@ -82,52 +84,62 @@ class GraphScene(QGraphicsScene):
             self.complete = True
             self.completed.emit()
 
-    def apply(self, vg: ViewGraph, layout: Layout) -> None:
+    def apply(self, vg: ViewGraph, layout: Layout, diff=None) -> None:
         """Show a re-converted graph in place: items whose node or edge key is in both graphs stay (relabelled,
-        moved only if the layout moved them), the others are removed or added. Colours follow with colour()."""
-        from .live_layout import edge_keys
+        moved only if the layout moved them), the others are removed or added. Colours follow with colour().
+        `diff` (live_layout.Diff, made in the worker) says which; without one for the shown graph it is made here."""
+        from .live_layout import diff as make_diff
         self.finish()
-        old_nodes = {it.node.key: it for it in self.nodes}
-        keys = edge_keys(self.vg)
-        old_edges = {keys[it.index]: it for it in self.edges}
-        old_pos = self.layout.pos
+        if diff is None or diff.old is not self.vg:
+            diff = make_diff(self.vg, self.layout, vg, layout)
+        old_nodes: list = [None] * len(self.vg.nodes)
+        for it in self.nodes:
+            old_nodes[it.index] = it
+        old_edges: list = [None] * len(self.vg.edges)
+        for it in self.edges:
+            old_edges[it.index] = it
         self.vg, self.layout = vg, layout
-        self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = [], [], {}, {}
-        for i, node in enumerate(vg.nodes):
-            item = old_nodes.pop(node.key, None)
-            if item is None or (item.node.width, item.node.height) != (node.width, node.height):
-                if item is not None:
-                    self.removeItem(item)
-                item = NodeItem(i, node, self.frame)
+        nodes, frame, relabelled, moved = [], self.frame, diff.relabelled, diff.moved
+        for i, (node, j) in enumerate(zip(vg.nodes, diff.nodes)):
+            if j < 0:
+                item = NodeItem(i, node, frame)
                 item.setPos(*layout.pos[i])
                 self.addItem(item)
                 self._fresh.add(item)
             else:
-                if item.node != node:
-                    item.node, item._elided, item._fit_pt = node, None, 0.0     # new labels: re-elide on paint
+                item = old_nodes[j]
+                old_nodes[j] = None
+                item.index, item.node = i, node
+                if i in relabelled:
+                    item._elided, item._fit_pt = None, 0.0      # new labels: re-elided on paint
                     item.update()
-                if old_pos[item.index] != layout.pos[i]:
+                if i in moved:
                     item.setPos(*layout.pos[i])
-            item.index = i
-            self.nodes.append(item)
-            self.node_by_key[node.key] = item
-        for item in old_nodes.values():
-            self.removeItem(item)
-        for i, (edge, key) in enumerate(zip(vg.edges, edge_keys(vg))):
-            item = old_edges.pop(key, None)
-            if item is None or item.points != layout.routes[i]:
-                if item is not None:
-                    self.removeItem(item)
-                item = EdgeItem(i, edge, layout.routes[i], self.frame)
+            nodes.append(item)
+        edges, routes, restyled = [], layout.routes, diff.restyled
+        for i, (edge, j) in enumerate(zip(vg.edges, diff.edges)):
+            if j < 0:
+                item = EdgeItem(i, edge, routes[i], frame)
                 self.addItem(item)
-            elif item.edge != edge:
-                item.edge = edge
-                item.update()
-            item.index = i
-            self.edges.append(item)
-            self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
-        for item in old_edges.values():
-            self.removeItem(item)
+                self._fresh.add(item)
+            else:
+                item = old_edges[j]
+                old_edges[j] = None
+                item.index, item.edge = i, edge
+                if i in restyled:
+                    item.update()
+            edges.append(item)
+        for item in old_nodes:
+            if item is not None:
+                self.removeItem(item)
+        for item in old_edges:
+            if item is not None:
+                self.removeItem(item)
+        self.nodes, self.edges = nodes, edges
+        self.node_by_key = {n.key: it for n, it in zip(vg.nodes, nodes)}
+        self.edges_by_tensor = {}
+        for e, it in zip(vg.edges, edges):
+            self.edges_by_tensor.setdefault(e.tensor, []).append(it)
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self.version += 1
 
@@ -152,19 +164,37 @@ class GraphScene(QGraphicsScene):
         item.set_category(cat, marker, tip + ("\n" + marker if marker else ""))
 
     def colour(self, categories: dict[Hashable, str], markers: dict[Hashable, str],
-               edge_conflicts: dict[Hashable, str]) -> None:
+               edge_conflicts: dict[Hashable, str]) -> bool:
         """Recolour in place: categories and marker texts by node key, conflict reasons by (tensor, consumer key).
-        Items created later take the same colours."""
-        self._colours = (categories, markers, edge_conflicts)
-        self.version += 1
+        Items created later take the same colours. Only items whose colours changed are touched (a pin changes a
+        few of 10,000); returns whether any was."""
+        old, new = self._colours, (categories, markers, edge_conflicts)
+        self._colours = new
         fresh, self._fresh = self._fresh, set()
-        for item in self.nodes:         # after a pin most keep their colour: touch only what changed
-            k = item.node.key
-            if item in fresh or item.category != categories.get(k, UNKNOWN) or item.marker != markers.get(k, ""):
-                self._colour_node(item, categories, markers)
-        nodes = self.vg.nodes
-        for e in self.edges:
-            e.set_conflict(edge_conflicts.get((e.edge.tensor, nodes[e.edge.dst].key), ""))
+        stale, self._stale = self._stale, False
+        if not fresh and not stale and old == new:
+            return False
+        self.version += 1
+        if stale:                       # painted by something else (the validation overlay): all of it again
+            nodes, edges = self.nodes, self.edges
+        else:
+            keys = _changed(old[0], categories) | _changed(old[1], markers)
+            nodes = [it for it in map(self.node_by_key.get, keys) if it is not None]
+            nodes += [it for it in fresh if isinstance(it, NodeItem)]
+            ends = _changed(old[2], edge_conflicts)
+            edges = [it for t in {t for t, _ in ends} for it in self.edges_by_tensor.get(t, ())]
+            edges += [it for it in fresh if isinstance(it, EdgeItem)]
+        for item in nodes:
+            self._colour_node(item, categories, markers)
+        vn = self.vg.nodes
+        for e in edges:
+            e.set_conflict(edge_conflicts.get((e.edge.tensor, vn[e.edge.dst].key), ""))
+        return True
+
+    def repainted(self) -> None:
+        """Items were painted with other colours (the validation overlay): the next colour() repaints them all."""
+        self._stale = True
+        self.version += 1
 
     def selected_keys(self) -> tuple[list[Hashable], list[Hashable]]:
         """(node keys, tensor keys) of the selection."""
@@ -194,6 +224,13 @@ class GraphScene(QGraphicsScene):
         self.blockSignals(False)
         self.selectionChanged.emit()
         return rect
+
+
+def _changed(old: dict, new: dict) -> set:
+    """Keys whose values differ between two dicts."""
+    if old is new or old == new:
+        return set()
+    return {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
 
 
 class GraphView(QGraphicsView):
@@ -344,6 +381,21 @@ class GraphView(QGraphicsView):
         self.minimap.sync()
 
 
+class _Drawn(QObject):
+    done = Signal(object, object)          # (what was drawn, QImage)
+
+
+class _DrawJob(QRunnable):
+    """The minimap's picture, drawn off the GUI thread (~60 ms on 10,000 ops, a stall each time colours change)."""
+
+    def __init__(self, inputs: tuple, args: tuple, key, signals: _Drawn):
+        super().__init__()
+        self.inputs, self.args, self.key, self.signals = inputs, args, key, signals
+
+    def run(self) -> None:
+        self.signals.done.emit(self.key, draw(self.inputs, *self.args))
+
+
 class Minimap(QWidget):
     """An overview in the view's corner: a cached picture of the whole scene and the visible area on top. At most
     SIZE px, and a small part of the pane (AREA of it, WIDTH and HEIGHT of its sides), so it never hides the graph."""
@@ -355,11 +407,14 @@ class Minimap(QWidget):
         self.image: QImage | None = None
         self.enabled = True                  # the user's choice; shown only when part of the graph is off-screen
         self._timer = QTimer(self, singleShot=True, interval=120, timeout=self._render)
+        self._want = None                    # the picture being drawn; an older one arriving late is dropped
+        self._drawn = _Drawn()               # not a child: a job may still hold it after this widget is gone
+        self._drawn.done.connect(self._rendered)
         self.setCursor(Qt.CrossCursor)
         self.setToolTip("Overview: click or drag to move the view")
 
     def invalidate(self) -> None:
-        self.image = None
+        self.image = self._want = None
         self._timer.start()
 
     def sync(self) -> None:
@@ -390,8 +445,14 @@ class Minimap(QWidget):
             return
         self.place()
         k, r = self._k()
-        self.image = raster(scene, (r.left(), r.top()), k, self.width(), self.height(), alpha=235)
-        self.sync()
+        key = self._want = (id(scene), scene.version, self.width(), self.height())
+        QThreadPool.globalInstance().start(_DrawJob(arrays(scene), ((r.left(), r.top()), k, self.width(),
+                                                                    self.height(), 235), key, self._drawn))
+
+    def _rendered(self, key, image: QImage) -> None:
+        if key == self._want:
+            self.image = image
+            self.sync()
 
     def _k(self) -> tuple[float, QRectF]:
         r = self.view.scene().sceneRect()

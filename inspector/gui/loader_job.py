@@ -66,19 +66,22 @@ def convert_and_lay_out(source, cache=None):
     from inspector.core.session.pipeline import run
 
     from .rerun_child import with_findings
-    if isinstance(source, str):         # in the child: kept there for the re-runs after pins (rerun_child)
+    child = isinstance(source, str)
+    if child:                           # in the child: kept there for the re-runs after pins (rerun_child)
         from .rerun_child import _graph, reconverter
         graph, cache = _graph(source), reconverter()
     else:
         graph = source
     try:
-        outcome = run(graph, metadata_failure_is_note=True, cache=cache)
+        # the full onnx checker holds the GIL throughout (NASNet: 50-250 ms of serialising and checking), which
+        # froze the window when it ran in a thread of it; there it is left to export, as after a pin
+        outcome = run(graph, metadata_failure_is_note=True, cache=cache, check=child)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
     with_findings(outcome.result)
     vg = graph_model.from_onnx(outcome.result.model)
     layout = graph_layout.compute(vg)
-    if isinstance(source, str):         # back to the window in pieces it unpickles in short steps
+    if child:                           # back to the window in pieces it unpickles in short steps
         from .rerun_child import send
         outcome.result.graph = None
         return send(leave_out_weights(outcome.result), outcome.notes, vg, layout)
@@ -117,7 +120,6 @@ class LoadJob(QRunnable):
     def run(self) -> None:
         try:
             self._run()
-            file_sha256(self.path)      # autosave hashes the model on the first edit: here, off the GUI thread
         except InspectorError as e:
             self._emit(self.signals.failed, str(e), "")
         except Exception as e:  # the dialog shows the message; details carry the traceback for a bug report
@@ -145,12 +147,18 @@ class LoadJob(QRunnable):
             read_onnx(self.path)            # size, nesting and external-data limits, with their messages
             model = load_proto(self.path)   # the same guards: a FIFO named as external data is never opened
             doc = Document(self.path, model=model)
+            file_sha256(self.path)          # as below: before the window gets the model
             self._onnx(doc)
             return
         shown = self._tflite_pane()
-        if shown is None or not self.convert:
+        if shown is None:
             return
         graph, doc = shown
+        # before the result is emitted: the window's autosave check hashes the model as soon as it gets it (on
+        # the GUI thread: 30-100 ms on NASNet's 21 MB); hashlib lets the GUI thread run meanwhile
+        file_sha256(self.path)
+        if not self.convert:
+            return
         self._emit(s.stage, "Converting to ONNX…")
         if in_child(self.path, graph):
             outcome = executor().submit(convert_and_lay_out, self.path).result()

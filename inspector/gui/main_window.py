@@ -339,10 +339,11 @@ class MainWindow(QMainWindow):
         """The loader's conversion (or ONNX model, or pair): it becomes the Session every view shows."""
         self.doc = doc
         self.editor.attach(doc, vg, layout)
+        gc_guard.settle()                             # what the model needs lives until the next open
 
-    def show_result(self, session, result, notes, vg=None, layout=None, live: bool = False) -> None:
+    def show_result(self, session, result, notes, vg=None, layout=None, live=None) -> None:
         """Hand a conversion made in a worker to the Session, with the ONNX graph the worker laid out (`live`: the
-        shown scene is updated in place); the views redraw on its PlanChanged."""
+        shown scene is updated in place, by this live_layout.Diff); the views redraw on its PlanChanged."""
         self._prepared = (vg, layout, live) if vg is not None else None
         try:
             session.show(result, notes)
@@ -370,7 +371,7 @@ class MainWindow(QMainWindow):
             vg, layout, live = self._prepared
         else:                                         # converted on this thread (Session.convert): laid out here
             vg = graph_model.from_onnx(e.result.model)
-            layout, live = graph_layout.compute(vg), False
+            layout, live = graph_layout.compute(vg), None
         first = ONNX not in self.scenes
         keep, active, sizes = self._view_state(ONNX), self.active, self.splitter.sizes()
         only_onnx = s.graph is None
@@ -465,11 +466,12 @@ class MainWindow(QMainWindow):
             return
         box.exec()
 
-    def _show(self, which: str, vg, layout, label: str, live: bool = False) -> None:
+    def _show(self, which: str, vg, layout, label: str, live=None) -> None:
         scene, view = self.scenes.get(which), self.panes[which].main_view
         if live and scene is not None and view is not None and view.scene() is scene:
-            scene.apply(vg, layout)             # same items, same view: only what changed is touched
+            scene.apply(vg, layout, live)       # same items, same view: only what changed is touched
             self.panes[which].tabs.setTabText(0, label)
+            view.minimap.invalidate()
             self._colour(which)
             return
         scene = GraphScene(vg, layout)
@@ -505,11 +507,11 @@ class MainWindow(QMainWindow):
         if d is None or scene is None:
             return
         if which == TFLITE:
-            scene.colour(d.tflite_categories(), d.tflite_markers(), d.tflite_edge_conflicts())
+            changed = scene.colour(d.tflite_categories(), d.tflite_markers(), d.tflite_edge_conflicts())
         else:
-            scene.colour(d.onnx_categories(), d.onnx_markers(), {})
+            changed = scene.colour(d.onnx_categories(), d.onnx_markers(), {})
         view = self.panes[which].main_view
-        if view is not None:
+        if changed and view is not None:
             view.minimap.invalidate()
 
     # ---- views ---------------------------------------------------------------------------------------------

@@ -13,11 +13,22 @@ from .palette import palette
 
 def raster(scene, origin: tuple[float, float], k: float, w: int, h: int, alpha: int = 255) -> QImage:
     """The scene's nodes and edges seen from scene point `origin` at scale `k`, as a w×h image."""
+    return draw(arrays(scene), origin, k, w, h, alpha)
+
+
+def arrays(scene) -> tuple:
+    """What draw() reads of the scene, taken on the GUI thread (the items' colours): arrays nobody changes later,
+    so draw() may run in another thread."""
+    return scene.layout.segments(), node_arrays(scene) if scene.nodes else None
+
+
+def draw(inputs: tuple, origin: tuple[float, float], k: float, w: int, h: int, alpha: int = 255) -> QImage:
+    """raster() from arrays(scene): numpy and a QImage only, so any thread can run it."""
     bg = palette().background
     buf = np.empty((h, w, 4), np.uint8)
     buf[:] = (bg.red(), bg.green(), bg.blue(), alpha)
     o = np.asarray(origin, float)
-    a, b = scene.layout.segments()
+    (a, b), nodes = inputs
     if len(a):
         a, b = (a - o) * k, (b - o) * k
         lo, hi = np.minimum(a, b), np.maximum(a, b)
@@ -28,7 +39,8 @@ def raster(scene, origin: tuple[float, float], k: float, w: int, h: int, alpha: 
         t = (np.arange(len(seg)) - np.repeat(np.cumsum(steps) - steps, steps)) / np.maximum(steps[seg] - 1, 1)
         pts = (a[seg] + (b - a)[seg] * t[:, None]).astype(np.int64)
         _put(buf, pts[:, 0], pts[:, 1], _rgba(palette().edge))
-    _nodes(buf, scene, o, k)
+    if nodes is not None:
+        _nodes(buf, nodes, o, k)
     return QImage(buf.data, w, h, 4 * w, QImage.Format_RGBA8888).copy()
 
 
@@ -63,10 +75,8 @@ def node_arrays(scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return arrays
 
 
-def _nodes(buf, scene, o, k) -> None:
-    if not scene.nodes:
-        return
-    corner, size, colours = node_arrays(scene)
+def _nodes(buf, nodes, o, k) -> None:
+    corner, size, colours = nodes
     corner = ((corner - o) * k).astype(np.int64)
     extent = np.maximum((size * k).astype(np.int64), 1)
     h, w = buf.shape[:2]

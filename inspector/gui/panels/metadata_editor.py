@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QGridLayout
 from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import MetadataError
 from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.metadata.tflite import read_tflite_metadata      # here, not on the GUI thread mid-open
 from inspector.core.session.events import ModelOpened, PlanChanged
 
 NONE = "—"
@@ -183,7 +184,6 @@ class MetadataEditor(QWidget):
 
     def _sources(self) -> dict[str, str]:
         """Field -> where its value came from: 'edited', the TFLite metadata, or the conversion's layout."""
-        from inspector.core.metadata.tflite import read_tflite_metadata
         s = self.editor.session
         out: dict[str, str] = {}
         meta = read_tflite_metadata(s.graph) if not hasattr(s, "metadata_sources") else None

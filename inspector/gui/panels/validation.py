@@ -65,7 +65,7 @@ def overlay(scene, errors: dict[str, float]) -> int:
         it.setToolTip(f"{it.node.title}: max relative error {err:.3g}" if err is not None
                       else f"{it.node.title}: not compared (no TFLite tensor maps to it)")
         it.update()
-    scene.version += 1
+    scene.repainted()
     return n
 
 

@@ -1,0 +1,130 @@
+"""Issue 18's stalls: after a pin the GUI thread touches only what changed, the minimap is drawn off it, and what
+the opening needs (the model's hash, a full garbage collection) is not done on it. Behaviour, not timings."""
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from inspector.gui import graph_view
+from inspector.gui.graph_model import Edge, Node, ViewGraph
+from inspector.gui.graph_view import GraphScene
+from inspector.gui.live_layout import Placement, diff
+from inspector.gui.main_window import ONNX, TFLITE
+
+from .test_gui_debugger import mid_conv_output, picture
+from .test_gui_edit import make_window, open_model, settle
+
+pytestmark = pytest.mark.gui
+MODEL = "torch/mobilenet_v2_w050.tflite"
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    return make_window(qtbot, tmp_path)
+
+
+def test_a_pin_recolours_and_relabels_only_the_items_that_changed(qtbot, window, corpus, monkeypatch):
+    w = window
+    s = open_model(qtbot, w, corpus / MODEL)
+    onnx0, tfl0 = picture(w), picture(w, TFLITE)
+    items0 = {it.node.key: it for it in w.scenes[ONNX].nodes}
+    painted: list = []
+    real = GraphScene._colour_node
+    monkeypatch.setattr(GraphScene, "_colour_node",
+                        staticmethod(lambda item, c, m: (painted.append(item.node.key), real(item, c, m))))
+    assert w.editor.pin(w.editor.pin_name(mid_conv_output(s.graph.main)), "keep")
+    settle(qtbot, w)
+    onnx1, tfl1 = picture(w), picture(w, TFLITE)
+    changed = {k for k in onnx1[2] if onnx0[2].get(k) != onnx1[2][k]}
+    changed |= {k for k in tfl1[2] if tfl0[2].get(k) != tfl1[2][k]}
+    assert changed and set(painted) == changed                 # every change painted, nothing else
+    assert len(painted) < len(onnx1[0]) // 10
+    kept = [it for it in w.scenes[ONNX].nodes if it.node.key in items0]
+    assert all(items0[it.node.key] is it for it in kept)       # the same items, re-indexed
+    assert [it.index for it in w.scenes[ONNX].nodes] == list(range(len(w.scenes[ONNX].vg.nodes)))
+    assert all(it.edge is e for it, e in zip(w.scenes[ONNX].edges, w.scenes[ONNX].vg.edges))
+    minimap = w.panes[ONNX].main_view.minimap
+    qtbot.waitUntil(lambda: minimap.image is not None, timeout=10_000)
+    painted.clear()
+    w._colour(ONNX)                                            # the same colours again: nothing to do,
+    assert painted == [] and minimap.image is not None         # not even the minimap's picture
+
+
+def test_the_validation_overlay_is_repainted_by_the_next_recolour(qtbot, window, corpus):
+    from inspector.gui.panels.validation import overlay
+    w = window
+    open_model(qtbot, w, corpus / MODEL)
+    scene = w.scenes[ONNX]
+    before = picture(w)[2]
+    overlay(scene, {})
+    assert all(it.category == "error" for it in scene.nodes if it.node.kind == "op")
+    w._colour(ONNX)
+    assert picture(w)[2] == before
+
+
+def test_the_minimap_is_drawn_in_a_worker_thread(qtbot, window, corpus, monkeypatch):
+    threads = []
+    real = graph_view.draw
+    monkeypatch.setattr(graph_view, "draw", lambda *a: (threads.append(threading.current_thread()), real(*a))[1])
+    w = window
+    open_model(qtbot, w, corpus / MODEL)
+    minimap = w.panes[ONNX].main_view.minimap
+    minimap.invalidate()
+    assert minimap.image is None
+    qtbot.waitUntil(lambda: minimap.image is not None, timeout=10_000)
+    assert threads and threading.main_thread() not in threads
+    assert minimap.image.size() == minimap.size()
+
+
+def test_a_late_minimap_picture_of_older_colours_is_dropped(qtbot, window, corpus):
+    w = window
+    open_model(qtbot, w, corpus / MODEL)
+    minimap = w.panes[ONNX].main_view.minimap
+    qtbot.waitUntil(lambda: minimap.image is not None, timeout=10_000)
+    old = minimap.image
+    minimap._rendered(("another scene", 0, 1, 1), old.copy())
+    assert minimap.image is old
+
+
+def test_diff_keeps_each_edge_of_a_tensor_read_twice():
+    """Mul(x, x): two edges share (producer, consumer, tensor); each keeps its own item."""
+    from inspector.gui.graph_layout import compute
+    a, m = Node("a", "op", "Relu"), Node("m", "op", "Mul")
+    old = ViewGraph("onnx", [a, m], [Edge(0, 1, "x", "1×3"), Edge(0, 1, "x", "1×3", first=False)])
+    lay = compute(old)
+    t = Node("t", "op", "Transpose")
+    new = ViewGraph("onnx", [a, m, t], [Edge(0, 1, "x", "1×3"), Edge(0, 1, "x", "1×3", first=False),
+                                       Edge(1, 2, "y", "1×3")])
+    new_lay = Placement(old, lay).layout(new)
+    d = diff(old, lay, new, new_lay)
+    assert d.nodes == [0, 1, -1] and sorted(d.edges[:2]) == [0, 1] and d.edges[2] == -1
+    assert not d.moved and not d.relabelled
+
+
+def test_opening_hashes_the_model_before_the_window_gets_it(qtbot, window, corpus, monkeypatch):
+    """The autosave check hashes the model when the conversion arrives; the loader has hashed it by then."""
+    from inspector.core.session import document
+    calls = []
+    monkeypatch.setattr(document, "_sha256_of", _counting(document._sha256_of, calls))
+    open_model(qtbot, window, corpus / MODEL)
+    assert calls[:1] == ["worker"]                              # computed first in the loader's thread
+
+
+def _counting(cached, calls):
+    def wrapper(*a):
+        calls.append("main" if threading.current_thread() is threading.main_thread() else "worker")
+        return cached(*a)
+    return wrapper
+
+
+def test_what_an_opened_model_needs_is_frozen_not_rescanned(qtbot, window, corpus):
+    """Full collections skip the model's objects from the open on (gc_guard.settle), not only after the first
+    full collection, which scanned them all once (a stall)."""
+    w = window
+    gc.unfreeze()
+    s = open_model(qtbot, w, corpus / MODEL)
+    result = s.result
+    assert not any(o is result for o in gc.get_objects())      # in the permanent generation
+    assert gc.get_freeze_count() > 0
