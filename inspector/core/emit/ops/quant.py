@@ -771,7 +771,9 @@ def offset_twin(ctx, op, table: np.ndarray) -> bool:
     one step off on a few values) when no offset does."""
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = ctx.sg.tensors[x_t], ctx.sg.tensors[y_t]
-    c = float_offset(op, tx, ty, table) if op.opcode in FLOAT_TWINS else None
+    # Not LOGISTIC: the Add would stop ONNX Runtime's QLinearSigmoid fusion (and its float form matched LiteRT's
+    # table on every scale tried, as TANH's did).
+    c = float_offset(op, tx, ty, table) if op.opcode in FLOAT_TWINS and op.opcode != "LOGISTIC" else None
     if not c:
         return False
     ctx.q._raw[op.index] = True                     # reads and writes the integers through its own Q/DQ
