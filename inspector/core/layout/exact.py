@@ -238,7 +238,7 @@ def eliminate(domains: dict[int, int], tables: list[tuple[Scope, np.ndarray]],
         steps.append((v, rest, arg))
         done.add(v)
         if rest:
-            store[nxt] = (rest, np.take_along_axis(joint, np.expand_dims(arg, axis), axis).squeeze(axis))
+            store[nxt] = (rest, joint.min(axis))
             for u in rest:
                 holding[u].add(nxt)
                 heapq.heappush(heap, (size(u), u))
