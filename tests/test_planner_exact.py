@@ -121,3 +121,32 @@ def test_a_tensor_read_by_too_many_choosing_ops_is_left_to_highs():
     assert E.refine(pb, S.greedy(pb), float("inf")) is None
     choice, proof = S.solve(pb)
     assert proof.proven and "HiGHS" in proof.method
+
+
+@settings(max_examples=30, deadline=None)
+@given(BIG_STEPS, st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["keep", "channels-first", None])),
+                           min_size=2, max_size=4))
+def test_a_replan_from_the_last_problem_chooses_what_a_fresh_one_does(steps, pin_steps):
+    """Pins set and cleared one after another: the problem rebuilt from the last one (Problem.build's reuse) and
+    solved from its plan (exact.resolve: greedy and the search only around the change) give the very modes a fresh
+    problem and solve give, so an incremental re-conversion writes a full conversion's bytes."""
+    from inspector.core.emit.convert import _op_table, fold_constants, resolve_pins
+    from inspector.core.layout.propagation import problem
+    graph = read_tflite_bytes(build(steps, h=2, w=5, c=3), "m.tflite")
+    sg = graph.main
+    folded, constants = fold_constants(sg)
+    outs = [op.outputs[0] for op in sg.ops]
+    prev, pins = None, {}
+    for at, how in pin_steps:
+        name = sg.tensors[outs[at % len(outs)]].name
+        pins = {k: v for k, v in pins.items() if k != name} | ({name: how} if how else {})
+        pin_map = resolve_pins(sg, pins)
+        fresh = problem(sg, _op_table(), pin_map, False, folded, set(constants))
+        cur = problem(sg, _op_table(), pin_map, False, folded, set(constants), reuse=prev)
+        assert cur.modes == fresh.modes and cur.cand == fresh.cand
+        if prev is not None and prev.solution is not None:
+            got = E.resolve(cur, prev, float("inf"), S.greedy)
+            if got is not None:                 # None: a part too wide for the search (HiGHS's then)
+                assert got[0] == S.solve(fresh)[0]
+        assert S.solve(cur, previous=prev)[0] == S.solve(fresh)[0]
+        prev = cur

@@ -11,6 +11,7 @@ are decided by rule before (io_rules.py), pins are hard constraints.
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -99,6 +100,8 @@ class Problem:
     _free: dict = field(default_factory=dict, repr=False)
     _bytes: dict = field(default_factory=dict, repr=False)
     _demands: dict | None = field(default=None, repr=False)
+    _graph: list = field(default_factory=list, repr=False)         # graph_facts(), shared by reuse
+    solution: dict | None = None        # the choice solve() made, when exact.resolve may start from it
 
     def rank(self, t: int) -> int:
         return self.sg.tensors[t].rank
@@ -143,12 +146,15 @@ class Problem:
     def build(self, reuse: Problem | None = None) -> Problem:
         """Every op's modes and every tensor's candidates. `reuse`: the same graph's problem under other pins; an
         op whose inputs' candidates and output pin are unchanged keeps its modes from there (_modes depends on
-        nothing else), so the result is the same as built afresh."""
+        nothing else), so the result is the same as built afresh. Then only the ops a changed pin reaches are
+        looked at (_rebuild)."""
         for t, (perm, _) in self.fixed.items():
             self.cand[t] = [perm]
+        if reuse is not None:               # facts about the graph and a tensor's shape alone: shared
+            self._free, self._bytes, self._graph = reuse._free, reuse._bytes, reuse._graph
+            if self._topological():
+                return self._rebuild(reuse)
         old_modes = reuse.modes if reuse is not None else {}
-        if reuse is not None:               # facts about a tensor's shape alone: shared
-            self._free, self._bytes = reuse._free, reuse._bytes
         for op in self.sg.ops:
             if op.index in self.skip:
                 continue
@@ -156,20 +162,70 @@ class Problem:
             if modes is None or not self._same_inputs(op, reuse):
                 modes = self._modes(op)
             self.modes[op.index] = modes
-            for slot, t in enumerate(op.outputs):
-                if t < 0:
-                    continue
-                if t in self.pins:
-                    self.cand[t] = [self.pins[t]]
-                    continue
-                rank = self.sg.tensors[t].rank
-                if len(modes) == 1:
-                    w = modes[0].writes[slot]
-                    self.cand[t] = [w if len(w) == rank else _id(rank)]
-                    continue
-                seen = list(dict.fromkeys([m.writes[slot] for m in modes if len(m.writes[slot]) == rank]))
-                self.cand[t] = seen[:MAX_CANDIDATES] or [_id(rank)]
+            self._outputs(op, modes)
         return self
+
+    def _rebuild(self, reuse: Problem) -> Problem:
+        """build() from `reuse` by following the change: the ops writing or reading a tensor whose pin or rule-decided
+        layout changed, then the readers of every tensor whose candidates come out otherwise, in op order (a
+        producer before its readers: _topological). Every other op would keep its modes and candidates."""
+        self.modes, cand = dict(reuse.modes), dict(reuse.cand)
+        cand.update(self.cand)
+        self.cand = cand
+        producers, consumers = self.graph_facts()[:2]
+        changed = {t for t in set(self.pins) | set(reuse.pins) if self.pins.get(t) != reuse.pins.get(t)}
+        changed |= {t for t in set(self.fixed) | set(reuse.fixed) if self.fixed.get(t) != reuse.fixed.get(t)}
+        todo = sorted({o for t in changed for o in consumers.get(t, ())} |
+                      {producers[t] for t in changed if t in producers})
+        ops, seen = self.sg.ops, set(todo)
+        heapq.heapify(todo)
+        while todo:
+            op = ops[heapq.heappop(todo)]
+            if op.index in self.skip:
+                continue
+            modes = reuse.modes.get(op.index)
+            if modes is None or not self._same_inputs(op, reuse):
+                new = self._modes(op)
+                modes = modes if new == modes else new      # the same object: exact.resolve sees no change
+            self.modes[op.index] = modes
+            self._outputs(op, modes)
+            for t in op.outputs:
+                if t >= 0 and self.cand.get(t) != reuse.cand.get(t):
+                    for o in consumers.get(t, ()):
+                        if o not in seen:
+                            seen.add(o)
+                            heapq.heappush(todo, o)
+        return self
+
+    def graph_facts(self) -> tuple[dict, dict, bool, int]:
+        """(producers, consumers, whether every op comes after the producers of its inputs, 8 × the bytes of all
+        tensors + 1: exact.py's weight of one Transpose), once per graph."""
+        if not self._graph:
+            sg = self.sg
+            producers, consumers = sg.producers(), sg.consumers()
+            topo = all(producers.get(t, -1) < oi for t, readers in consumers.items() for oi in readers)
+            big = sum(self.nbytes(t.index) for t in sg.tensors) * 8 + 1
+            self._graph.extend([producers, consumers, topo, big])
+        return tuple(self._graph)
+
+    def _topological(self) -> bool:
+        return self.graph_facts()[2]
+
+    def _outputs(self, op, modes: list[Mode]) -> None:
+        """The candidates of op's outputs: a pin, what its one mode writes, or what its modes write (a few)."""
+        for slot, t in enumerate(op.outputs):
+            if t < 0:
+                continue
+            if t in self.pins:
+                self.cand[t] = [self.pins[t]]
+                continue
+            rank = self.sg.tensors[t].rank
+            if len(modes) == 1:
+                w = modes[0].writes[slot]
+                self.cand[t] = [w if len(w) == rank else _id(rank)]
+                continue
+            seen = list(dict.fromkeys([m.writes[slot] for m in modes if len(m.writes[slot]) == rank]))
+            self.cand[t] = seen[:MAX_CANDIDATES] or [_id(rank)]
 
     def _same_inputs(self, op, other: Problem) -> bool:
         """Would _modes(op) see the same here as in `other`: its inputs' candidates and its first output's pin."""

@@ -59,8 +59,8 @@ def factors(pb: Problem, big: int, ops: list[int], readers: dict) -> list[tuple[
     choice of theirs changes are left out. `readers`: tensor -> reader op -> per mode, the layouts it reads."""
     sg, modes = pb.sg, pb.modes
     inside = set(ops)
-    free = {oi for oi, ms in modes.items() if len(ms) > 1}
-    producers = sg.producers()
+    free = _Free(modes)
+    producers = pb.graph_facts()[0]
     out: list[tuple[Scope, np.ndarray]] = []
     seen: set[int] = set()
     for oi in ops:
@@ -93,7 +93,7 @@ def _paying(pb: Problem, choice: Choice, of: dict[int, int]) -> set[int]:
     table of the group is at 0 (or at a value no choice of its changes): nothing to search."""
     sg, pins = pb.sg, pb.pins
     lay = layouts(pb, choice)
-    producers = sg.producers()
+    producers = pb.graph_facts()[0]
     out: set[int] = set()
 
     def maker(t: int) -> None:
@@ -121,14 +121,24 @@ def _paying(pb: Problem, choice: Choice, of: dict[int, int]) -> set[int]:
     return out
 
 
+class _Free:
+    """`oi in free`: op oi has a choice (a set of them would cost a pass over every op)."""
+    __slots__ = ("modes",)
+
+    def __init__(self, modes):
+        self.modes = modes
+
+    def __contains__(self, oi) -> bool:
+        ms = self.modes.get(oi)
+        return ms is not None and len(ms) > 1
+
+
 def _readers(pb: Problem, t: int, cache: dict) -> dict[int, list[set]]:
-    """Reader op -> per mode, the layouts it reads t in (cache: the consumers map under key None, then per t)."""
+    """Reader op -> per mode, the layouts it reads t in (memoised in `cache`)."""
     got = cache.get(t)
     if got is None:
-        if None not in cache:
-            cache[None] = pb.sg.consumers()
         got = cache[t] = {}
-        for oi in cache[None].get(t, ()):
+        for oi in pb.graph_facts()[1].get(t, ()):
             ms = pb.modes.get(oi)
             if ms is None or oi in got:
                 continue
@@ -258,10 +268,9 @@ def _spread(arr: np.ndarray, scope: Scope, target: Scope) -> np.ndarray:
 
 
 def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, int] | None:
-    """`choice` (greedy's) made optimal group by group (`components`): a group keeps its modes where they reach
-    the sum of its tables' minima (no choice does better), else it is searched. (the optimal choice, groups
+    """`choice` (greedy's) made optimal group by group (`components`, _search). (The optimal choice, groups
     searched), or None when a group is too wide for the search or the deadline passes."""
-    big = sum(pb.nbytes(t.index) for t in pb.sg.tensors) * 8 + 1
+    big = pb.graph_facts()[3]
     if big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:    # int64 could overflow: HiGHS decides
         return None
     groups, of = components(pb)
@@ -273,13 +282,101 @@ def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, int] |
             tables = factors(pb, big, ops, readers)
         except TooWide:
             return None
-        mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
-        at_greedy = sum(int(arr[tuple(mine[oi] for oi in sc)]) for sc, arr in tables)
-        if at_greedy <= sum(int(arr.min()) for _, arr in tables):
-            continue
-        pick = eliminate({oi: len(pb.modes[oi]) for oi in ops}, tables, deadline)
-        if pick is None:
+        found = _search(pb, ops, choice, tables, deadline)
+        if found is None:
             return None
-        searched += 1
-        out.update((oi, pb.modes[oi][i]) for oi, i in pick.items())
+        out.update((oi, found[0][oi]) for oi in ops)
+        searched += found[1]
     return out, searched
+
+
+def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float) -> tuple[Choice, bool] | None:
+    """(The best modes of one group, whether it was searched): `choice` itself when it reaches the sum of the
+    tables' minima (no choice does better) or the search finds nothing better (an equally good other plan is not
+    taken: fewer plans change), else the search's. None when the search fails."""
+    def value(pick: dict[int, int]) -> int:
+        return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables)
+
+    mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
+    if value(mine) <= sum(int(a.min()) for _, a in tables):
+        return choice, False
+    pick = eliminate({oi: len(pb.modes[oi]) for oi in ops}, tables, deadline)
+    if pick is None:
+        return None
+    if value(pick) >= value(mine):
+        return choice, True
+    return {oi: pb.modes[oi][i] for oi, i in pick.items()}, True
+
+
+def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice, int] | None:
+    """What refine(pb, greedy(pb)) chooses, (choice, groups searched), from `old` (the same graph's problem under
+    other pins, pb built from it) and the choice solve() made there: a group with no op, neighbour or tensor
+    whose modes or pin changed keeps old's modes (greedy and the search would choose them again: they see only
+    the group and its neighbours); greedy and the search run on the others. None when old has no such choice,
+    the op order is not topological (greedy would read other layouts) or a search fails."""
+    prev = old.solution
+    producers, consumers, topo, big = pb.graph_facts()
+    if prev is None or not topo or big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:
+        return None
+    modes, ops = pb.modes, pb.sg.ops
+    groups, of = components(pb)
+    dirty: set[int] = set()
+
+    def near(t: int) -> None:
+        for o in (producers.get(t, -1), *consumers.get(t, ())):
+            if o in of:
+                dirty.add(of[o])
+
+    for oi, ms in modes.items():
+        if old.modes.get(oi) is not ms:
+            if oi in of:
+                dirty.add(of[oi])
+            for t in (*ops[oi].inputs, *ops[oi].outputs):
+                if t >= 0:
+                    near(t)
+    for t in {*pb.pins, *old.pins, *pb.fixed, *old.fixed}:
+        if pb.pins.get(t) != old.pins.get(t) or pb.fixed.get(t) != old.fixed.get(t):
+            near(t)
+    mine = _greedy_in(pb, [oi for k in dirty for oi in groups[k]], prev, greedy)
+    readers: dict = {}
+    searched = 0
+    for k in sorted(dirty):
+        try:
+            tables = factors(pb, big, groups[k], readers)
+        except TooWide:
+            return None
+        found = _search(pb, groups[k], mine, tables, deadline)
+        if found is None:
+            return None
+        mine.update((oi, found[0][oi]) for oi in groups[k])
+        searched += found[1]
+    out: Choice = {}
+    for oi, ms in modes.items():
+        got = ms[0] if len(ms) == 1 else mine.get(oi) or prev.get(oi)
+        if got is None:
+            return None
+        out[oi] = got
+    return out, searched
+
+
+def _greedy_in(pb: Problem, group_ops: list[int], prev: Choice, greedy) -> Choice:
+    """`greedy`'s (solve.greedy) choice for `group_ops` alone: it runs over them and the one-way readers of their
+    tensors (whose reads it remembers), the layouts of the other tensors they read given (a pin, or what their
+    producer writes: its one mode, or its mode in `prev`)."""
+    producers, consumers = pb.graph_facts()[:2]
+    ops, modes = pb.sg.ops, pb.modes
+    run = set(group_ops)
+    lay = {t: p for t, (p, _) in pb.fixed.items()}
+    for oi in group_ops:
+        op = ops[oi]
+        for t in (*op.inputs, *op.outputs):
+            run.update(o for o in consumers.get(t, ()) if o in modes and len(modes[o]) == 1)
+    for oi in run:
+        for t in ops[oi].inputs:
+            p = producers.get(t)
+            if t < 0 or t in lay or p is None or p in run or p not in modes:
+                continue
+            m = modes[p][0] if len(modes[p]) == 1 else prev.get(p)
+            if m is not None:
+                lay[t] = pb.pins.get(t, m.writes[ops[p].outputs.index(t)])
+    return greedy(pb, sorted(run), lay)

@@ -37,11 +37,13 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
                  time_budget: float = TIME_BUDGET, memo=None) -> LayoutPlan:
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
     `memo`: an object whose `problem` attribute keeps the last problem of this subgraph (same skip, constants and
-    I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build)."""
-    pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=getattr(memo, "problem", None))
+    I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build) and
+    re-solves only the parts of the graph around them (exact.resolve)."""
+    old = getattr(memo, "problem", None)
+    pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old)
     if memo is not None:
         memo.problem = pb
-    choice, optimality = solve(pb, time_budget)
+    choice, optimality = solve(pb, time_budget, previous=old)
     return assemble(pb, choice, optimality)
 
 

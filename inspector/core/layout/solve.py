@@ -10,7 +10,7 @@ import numpy as np
 
 from . import layout as L
 from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, presented
-from .exact import refine
+from .exact import refine, resolve
 from .layout import Perm
 
 ENUMERATE = 64              # up to this many combinations of modes are tried one by one instead of an ILP
@@ -41,13 +41,14 @@ def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
     return count + len(pairs), moved + sum(pairs.values()), len(pairs)
 
 
-def greedy(pb: Problem) -> Choice:
+def greedy(pb: Problem, ops: list[int] | None = None, lay: dict | None = None) -> Choice:
     """Ops in order, each taking the mode that adds fewest Transposes given what is decided so far, counting the
-    consumers that can read its outputs in one layout only (one step of look-ahead); channels-first on a tie."""
-    lay = {t: p for t, (p, _) in pb.fixed.items()}
+    consumers that can read its outputs in one layout only (one step of look-ahead); channels-first on a tie.
+    `ops`, `lay`: only these ops (in order), the layouts of the tensors they read from elsewhere given."""
+    lay = lay if lay is not None else {t: p for t, (p, _) in pb.fixed.items()}
     done: set[tuple] = set()
     choice: Choice = {}
-    for oi, modes in pb.modes.items():
+    for oi, modes in (pb.modes.items() if ops is None else ((oi, pb.modes[oi]) for oi in ops)):
         op = pb.sg.ops[oi]
 
         def price(m: Mode):
@@ -100,9 +101,11 @@ def lower_bound(pb: Problem) -> int:
     return bound + len(pairs)
 
 
-def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optimality]:
+def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | None = None) -> tuple[Choice, Optimality]:
     """The best choice found and what is proven about it. When greedy misses the bound, the parts of the graph where
-    it pays are searched exactly (exact.refine); HiGHS's ILP runs only when one is too wide for that search."""
+    it pays are searched exactly (exact.refine); HiGHS's ILP runs only when one is too wide for that search.
+    `previous`: the same graph's problem under other pins (pb built from it): its plan is kept wherever nothing
+    around a part changed (exact.resolve), the same plan as without it."""
     start = time.perf_counter()
     free = [oi for oi, modes in pb.modes.items() if len(modes) > 1]
     if math.prod(len(pb.modes[oi]) for oi in free) <= ENUMERATE:     # a few choices: try them all, no solver
@@ -116,25 +119,40 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET) -> tuple[Choice, Optima
             if got < score:
                 best, score = choice, got
         return best, Optimality(score[0], score[0], "every choice tried" if free else "every op has one way only")
-    best = greedy(pb)
-    count = transposes(pb, best)[0]
-    bound = lower_bound(pb)
-    if count <= bound:
-        return best, Optimality(count, bound, "greedy plan meets the lower bound")
-    found = refine(pb, best, start + time_budget)
+    found = resolve(pb, previous, start + time_budget, greedy) if previous is not None else None
     if found is not None:
-        choice, searched = found
-        dual, optimal, how = 0, True, f"greedy plan, {searched} part(s) searched exactly (variable elimination)"
+        best, searched = found
     else:
-        found = _ilp(pb, max(0.0, time_budget - (time.perf_counter() - start)))
+        best = greedy(pb)
+        count = transposes(pb, best)[0]
+        bound = lower_bound(pb)
+        if count <= bound:
+            pb.solution = best
+            return best, Optimality(count, bound, "greedy plan meets the lower bound")
+        found = refine(pb, best, start + time_budget)
         if found is None:
-            return best, Optimality(count, bound, f"greedy plan: the ILP found no plan within {time_budget:g} s")
-        choice, dual, optimal = found
-        how = "ILP (HiGHS) optimal" if optimal else f"ILP (HiGHS) stopped at its {time_budget:g} s budget"
+            return _highs(pb, best, count, bound, start, time_budget)
+        best, searched = found
+    pb.solution = best
+    count, bound = transposes(pb, best)[0], lower_bound(pb)
+    if count <= bound and not searched:
+        return best, Optimality(count, bound, "greedy plan meets the lower bound")
+    ms = (time.perf_counter() - start) * 1000
+    return best, Optimality(count, count, f"greedy plan, {searched} part(s) searched exactly (variable "
+                                          f"elimination), {ms:.0f} ms")
+
+
+def _highs(pb: Problem, best: Choice, count: int, bound: int, start: float, time_budget: float):
+    """solve() where a part is too wide for the exact search: HiGHS's ILP over the whole graph, else greedy's plan."""
+    found = _ilp(pb, max(0.0, time_budget - (time.perf_counter() - start)))
+    if found is None:
+        return best, Optimality(count, bound, f"greedy plan: the ILP found no plan within {time_budget:g} s")
+    choice, dual, optimal = found
     if transposes(pb, choice) < transposes(pb, best):
         best = choice
     count = transposes(pb, best)[0]
     ms = (time.perf_counter() - start) * 1000
+    how = "ILP (HiGHS) optimal" if optimal else f"ILP (HiGHS) stopped at its {time_budget:g} s budget"
     return best, Optimality(count, count if optimal else max(bound, dual), f"{how}, {ms:.0f} ms")
 
 
