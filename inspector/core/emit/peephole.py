@@ -19,16 +19,19 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
     done = []
     if not any(n.op_type == "Transpose" for n in (graph.node if nodes is None else nodes)):   # the usual case
         return done
+    transposes = [n for n in graph.node if n.op_type == "Transpose"]
     # A graph output or a value that is a TFLite tensor's image (a pinned tensor, say) must stay as it is.
     outputs = {o.name for o in graph.output} | (set(trace.value_tensor) if trace is not None else set())
+    by_out = {n.output[0]: n for n in transposes}
     readers: dict[str, int] = {}
-    for n in graph.node:
-        for i in n.input:
-            readers[i] = readers.get(i, 0) + 1
-    by_out = {n.output[0]: n for n in graph.node if n.op_type == "Transpose"}
+    if any(n.input[0] in by_out and n.input[0] not in outputs for n in transposes):   # a chain that may fold
+        for n in graph.node:
+            for i in n.input:
+                if i in by_out:
+                    readers[i] = readers.get(i, 0) + 1
     dead = set()
-    for n in graph.node:
-        if n.op_type != "Transpose" or n.name in dead:
+    for n in transposes:
+        if n.name in dead:
             continue
         first = by_out.get(n.input[0])
         if first is None or first.name in dead or readers.get(first.output[0]) != 1 or first.output[0] in outputs:
@@ -38,9 +41,10 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
         n.input[0] = first.input[0]
         dead.add(first.name)
         done.append(f"{first.name} + {n.name}: Transposes folded into one ({list(p)})")
-    shapes = {v.name: v for v in list(graph.input) + list(graph.value_info) + list(graph.output)}
-    for n in graph.node:
-        if n.op_type != "Transpose" or n.name in dead:
+    wanted = {n.input[0] for n in transposes}
+    shapes = {v.name: v for part in (graph.input, graph.value_info, graph.output) for v in part if v.name in wanted}
+    for n in transposes:
+        if n.name in dead:
             continue
         p = _perm(n)
         dims = _static_dims(shapes[n.input[0]]) if n.input[0] in shapes else None
