@@ -146,17 +146,25 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
 class Planner:
     """One subgraph's layout problem, kept to answer "what if" without emitting ONNX: `transposes_if(t, perm)`
     re-solves with t pinned to perm (the Transposes the plan causes; emitters' own internal ones not counted),
-    `plan()` is what convert() would use. `inspector.core.emit.convert.planner(graph, pins)` builds one for a Graph."""
+    `plan()` is what convert() would use. `inspector.core.emit.convert.planner(graph, pins)` builds one for a Graph.
+    Each what-if starts from this problem and its plan (Problem.build's reuse, solve's previous): only the ops and
+    parts of the graph the pin reaches are looked at again."""
 
     def __init__(self, sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
                  time_budget: float = TIME_BUDGET):
         self.args = (sg, table, dict(pins or {}), keep_io_layout, skip, constants)
         self.time_budget = time_budget
         self.problem = problem(*self.args)
+        self._solved = None
+
+    def solved(self) -> tuple[Choice, Optimality]:
+        """solve() of this problem, once."""
+        if self._solved is None:
+            self._solved = solve(self.problem, self.time_budget)
+        return self._solved
 
     def plan(self) -> LayoutPlan:
-        choice, optimality = solve(self.problem, self.time_budget)
-        return assemble(self.problem, choice, optimality)
+        return assemble(self.problem, *self.solved())
 
     def candidates(self, t: int) -> list[Perm]:
         """Layouts the planner considers for tensor t (what a pin menu can offer as cheap choices)."""
@@ -164,5 +172,6 @@ class Planner:
 
     def transposes_if(self, t: int, perm: Perm) -> Optimality:
         sg, table, pins, keep, skip, constants = self.args
-        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants)
-        return solve(pb, self.time_budget)[1]
+        self.solved()
+        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants, reuse=self.problem)
+        return solve(pb, self.time_budget, previous=self.problem)[1]
