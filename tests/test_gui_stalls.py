@@ -128,3 +128,29 @@ def test_what_an_opened_model_needs_is_frozen_not_rescanned(qtbot, window, corpu
     result = s.result
     assert not any(o is result for o in gc.get_objects())      # in the permanent generation
     assert gc.get_freeze_count() > 0
+
+
+def test_a_pin_shows_the_graph_before_its_findings_and_never_stale_ones(qtbot, window, corpus):
+    """The metadata checker runs after the re-run's graph is sent; until its findings arrive the Metadata dock
+    cannot be used, and findings of a result no longer shown are dropped."""
+    from inspector.core.session.events import FindingsChecked, PlanChanged
+    w = window
+    s = open_model(qtbot, w, corpus / MODEL)
+    panel = w.editor.metadata
+    assert panel.scroll.widget().isEnabled() and s.result.findings is not None
+    seen = []
+
+    def heard(e):
+        body = panel.scroll.widget()
+        seen.append((type(e), s.result.findings is None, body.isEnabled(), w.editor.drawn, w.editor.idle))
+    s.subscribe(heard, PlanChanged, FindingsChecked)
+    assert w.editor.pin(w.editor.pin_name(mid_conv_output(s.graph.main)), "keep")
+    settle(qtbot, w)
+    assert seen == [(PlanChanged, True, False, True, False),     # graph shown, dock greyed, findings to come
+                    (FindingsChecked, False, True, True, True)]
+    assert [repr(f) for f in s.result.findings] == [repr(f) for f in panel.found]
+    old = s.result
+    w.editor.stack.undo()
+    settle(qtbot, w)
+    kept = s.result.findings
+    assert not s.checked(old, ["stale"]) and s.result.findings is kept and old is not s.result

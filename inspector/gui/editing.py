@@ -29,13 +29,14 @@ from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .onnx_editing import REASON as ONNX_REASON, is_onnx_alone
 from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
-from .rerun_child import with_findings
+from .rerun_child import findings_of, with_findings
 
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
 class RerunSignals(QObject):
     done = Signal(object, object, object, object, object)  # ConversionResult, notes, ONNX ViewGraph, Layout, Diff
+    checked = Signal(object, object)                       # that ConversionResult, its metadata findings
     failed = Signal(str, str)
 
 
@@ -56,9 +57,10 @@ class RerunJob(QRunnable):
     def run(self) -> None:
         from .loader_job import executor, in_child
         s = self.session
+        check = None                            # the metadata findings, worked out after the graph is sent
         try:
             if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
-                from .rerun_child import rerun
+                from .rerun_child import findings, rerun
                 outcome = executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
                                              s.metadata.to_dict()).result()
                 if isinstance(outcome, str):
@@ -66,14 +68,18 @@ class RerunJob(QRunnable):
                 from .loader_job import received
                 result, notes, vg = received(outcome)
                 result.graph = s.graph
+                check = lambda number=outcome[0]: executor().submit(findings, number).result()    # noqa: E731
             elif is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
                 s.convert(check=False)
                 result, notes = with_findings(s.result), s.notes
                 vg = graph_model.from_onnx(result.model)
             else:
                 outcome = run(s.graph, s.pins, s.options, s.metadata, check=False, cache=self.cache)
-                result, notes = with_findings(outcome.result), outcome.notes
+                result, notes = outcome.result, outcome.notes
+                check = lambda model=result.model: findings_of(model)                          # noqa: E731
                 vg = graph_model.from_onnx(result.model)
+            if check is not None:
+                result.findings, result.checking = None, True       # the Metadata dock waits for them
             p = self.placement
             live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
             layout = p.layout(vg) if live else graph_layout.compute(vg)
@@ -82,8 +88,18 @@ class RerunJob(QRunnable):
             self.signals.done.emit(result, notes, vg, layout, changes)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
+            return
         except Exception as e:   # a bug: the dialog carries the traceback
             self.signals.failed.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
+            return
+        found = None             # after the graph: the user sees the pin's effect without waiting for the checker
+        if check is not None:
+            try:
+                found = check()
+            except Exception as e:          # the checker is advice (the child process may have gone)
+                from inspector.core.metadata.findings import Finding
+                found = [Finding("", f"checker failed: {e}")]
+        self.signals.checked.emit(result, found)          # the job's last word (None: nothing was checked)
 
 
 class Banner(QFrame):
@@ -120,6 +136,7 @@ class Editor(QObject):
         self._what_if: dict = {}
         self.export_job = None               # a big model's export running in the child process
         self._pending = False
+        self._running: set = set()          # jobs started and not finished (their findings still to come)
         self.stack.indexChanged.connect(self._edited)
         self.stack.cleanChanged.connect(self._unsaved)
         self._install()
@@ -233,6 +250,7 @@ class Editor(QObject):
         self.session, self.baseline = None, None
         self._pending = False
         self._job = None
+        self._running = set()
         self.placement = None
         self.reconverter = None
         self._what_if = {}
@@ -376,6 +394,12 @@ class Editor(QObject):
 
     @property
     def idle(self) -> bool:
+        """Every re-run shown, its metadata findings included."""
+        return self.drawn and not self._running
+
+    @property
+    def drawn(self) -> bool:
+        """The latest re-run's graph is shown (its metadata findings may still be on their way)."""
         return self._job is None and not self._pending
 
     def rerun(self) -> None:
@@ -391,7 +415,14 @@ class Editor(QObject):
                                    (scene.vg, scene.layout) if scene is not None else None)
         job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
         job.signals.failed.connect(lambda *a: self._rerun_failed(job, *a))
+        job.signals.checked.connect(lambda *a: self._checked(job, *a))
+        self._running.add(job)
         self.pool.start(job)
+
+    def _checked(self, job, result, findings) -> None:
+        self._running.discard(job)
+        if findings is not None and self.session is not None:
+            self.session.checked(result, findings)      # ignored unless it is still the result shown
 
     def _placement(self) -> Placement | None:
         """Where the ONNX graph's nodes are now (kept across re-runs so undo puts them back)."""
@@ -420,6 +451,7 @@ class Editor(QObject):
             self.window.show_result(self.session, result, notes, vg, layout, live)
 
     def _rerun_failed(self, job, message: str, details: str) -> None:
+        self._running.discard(job)
         if not self._next(job):
             return
         self.window.statusBar().showMessage(f"Re-run failed: {message.splitlines()[0]}", 15000)

@@ -51,35 +51,56 @@ def _graph(path: str):
     return _GRAPH[1]
 
 
-def with_findings(result):
-    """The denotation findings the Metadata dock lists, computed here, off the GUI thread (1.8 s on 10k ops);
-    kept on the result they describe as `findings`."""
+def findings_of(model) -> list:
+    """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops)."""
     from inspector.core.metadata.findings import Finding
     from inspector.core.metadata.lint import lint
     try:
-        result.findings = lint(result.model)
+        return lint(model)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
-        result.findings = [Finding("", f"checker failed: {e}")]
+        return [Finding("", f"checker failed: {e}")]
+
+
+def with_findings(result):
+    """findings_of its model, kept on the result they describe as `findings`."""
+    result.findings = findings_of(result.model)
     return result
 
 
 STRIP_BYTES = 1 << 20         # weights this big come back from the child as name, type and dims only
 
 
-def leave_out_weights(result):
+def leave_out_weights(result, kept: list | None = None):
     """Clear the data of initializers over STRIP_BYTES (as the denotation pass's shape view does): parsing them back
     in the window's process would hold the GIL for as long as copying them. `weights_left_out` tells export and
-    validation to convert again (in the child, or in their worker)."""
+    validation to convert again (in the child, or in their worker). `kept` gets (tensor, data) of each, to put
+    them back."""
     for t in result.model.graph.initializer:
         if t.HasField("raw_data") and len(t.raw_data) > STRIP_BYTES:
+            if kept is not None:
+                kept.append((t, t.raw_data))
             t.ClearField("raw_data")
             result.weights_left_out = True
     return result
 
 
+_CHECK: list = [0, None, []]    # (number of the last re-run sent, its model, the weights left out of what was sent)
+
+
+def findings(number: int) -> list | None:
+    """findings_of re-run `number`'s model, with its weights back (None when a newer re-run replaced it). A re-run
+    is sent before its metadata is checked: the window draws the graph meanwhile."""
+    if number != _CHECK[0]:
+        return None
+    for t, data in _CHECK[2]:
+        t.raw_data = data
+    _CHECK[2] = []
+    return findings_of(_CHECK[1])
+
+
 def rerun(path: str, pins: dict, options: dict, metadata: dict):
-    """(ConversionResult without graph, notes, ONNX ViewGraph) as `send` packs them (the window calls
-    loader_job.received), or the error's message."""
+    """(ConversionResult without graph and findings, notes, ONNX ViewGraph) as `send` packs them (the window calls
+    loader_job.received, then `findings`), or the error's message."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.pipeline import ConvertOptions, run
@@ -90,10 +111,12 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
                       check=False, cache=reconverter())
     except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    with_findings(outcome.result)
     vg = graph_model.from_onnx(outcome.result.model)
-    outcome.result.graph = None
-    return send(leave_out_weights(outcome.result), outcome.notes, vg)
+    outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
+    kept: list = []
+    sent = send(leave_out_weights(outcome.result, kept), outcome.notes, vg)
+    _CHECK[:] = [sent[0], outcome.result.model, kept]
+    return sent
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:

@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping
 from inspector.core.ir.errors import ConversionError, InspectorError
 from inspector.core.layout import layout as L
 from inspector.core.metadata.edits import MetadataEdits
-from .events import (Event, Exported, MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
-                     ValidationDone)
+from .events import (Event, Exported, FindingsChecked, MetadataChanged, ModelOpened, OptionsChanged, PinsChanged,
+                     PlanChanged, ValidationDone)
 from .pipeline import ConvertOptions, run
 from .session_file import SESSION_VERSION
 
@@ -138,6 +138,15 @@ class Session:
         change = Change(before, result.transposes, len(result.plan.conflicts))
         self.publish(PlanChanged(result, change))
         return change
+
+    def checked(self, result, findings: list) -> bool:
+        """The metadata checker's findings on `result`, computed elsewhere after it was shown; kept (and published)
+        only while it is still this Session's result, so an older run's findings never pass for the current."""
+        if result is not self.result:
+            return False
+        result.findings = findings
+        self.publish(FindingsChecked(findings))
+        return True
 
     def validate(self, **kwargs):
         if self.result is None:

@@ -47,6 +47,13 @@ class PlanChanged:
 
 
 @dataclass(frozen=True)
+class FindingsChecked:
+    """The metadata checker's findings on session.result (result.findings) arrived after its PlanChanged: the
+    window shows a re-run's graph first and checks its metadata right after."""
+    findings: Any
+
+
+@dataclass(frozen=True)
 class ValidationDone:
     """Validation finished; session.validation holds it."""
     validation: Any
@@ -57,4 +64,5 @@ class Exported:
     path: str
 
 
-Event = ModelOpened | PinsChanged | MetadataChanged | OptionsChanged | PlanChanged | ValidationDone | Exported
+Event = (ModelOpened | PinsChanged | MetadataChanged | OptionsChanged | PlanChanged | FindingsChecked | ValidationDone
+         | Exported)

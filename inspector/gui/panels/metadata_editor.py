@@ -22,7 +22,7 @@ from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import MetadataError
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.tflite import read_tflite_metadata      # here, not on the GUI thread mid-open
-from inspector.core.session.events import ModelOpened, PlanChanged
+from inspector.core.session.events import FindingsChecked, ModelOpened, PlanChanged
 
 NONE = "—"
 TARGET_LABELS = {"onnx": "ONNX (the documents' rules)", "winml": "Windows ML"}
@@ -115,6 +115,8 @@ class MetadataEditor(QWidget):
         views = editor.window.views
         views.subscribe(lambda _e: self.refresh(force=True), ModelOpened)
         views.subscribe(lambda _e: self.refresh(), PlanChanged)          # the values the exported model will carry
+        # its findings, right after; while a rebuild waits for the user to stop typing, that rebuild shows them
+        views.subscribe(lambda _e: self.stale or self.refresh(), FindingsChecked)
 
     def editing(self) -> bool:
         """A field of this editor has the keyboard: rebuilding now would drop what the user is typing (a committed
@@ -136,6 +138,14 @@ class MetadataEditor(QWidget):
             return
         self.stale = False
         s = self.editor.session
+        r = getattr(s, "result", None)
+        body = self.scroll.widget()
+        if r is not None and getattr(r, "checking", False) and getattr(r, "findings", None) is None:
+            if body is not None:        # the findings follow the graph: until then nothing stale can be used
+                body.setEnabled(False)
+            return
+        if body is not None:
+            body.setEnabled(True)
         shown, self.shown = self.shown, self._content(s)
         if not force and shown is not None and shown == self.shown:
             return                      # a pin that leaves the metadata as it was: nothing to rebuild (~50 ms)
