@@ -333,6 +333,7 @@ def test_far_zoomed_out_big_scene_paints_as_one_picture(qtbot):
     scene = GraphScene(vg, graph_layout.compute(vg))
     scene.finish()
     scene.colour({("op", i): "Terminate" if i % 2 else "Implicit" for i in range(n)}, {}, {})
+    scene.finish()                                          # 2,500 recolours are painted in slices
     view = GraphView(scene)
     qtbot.addWidget(view)
     view.resize(400, 600)

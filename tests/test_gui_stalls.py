@@ -15,6 +15,7 @@ from inspector.gui.main_window import ONNX, TFLITE
 
 from .test_gui_debugger import mid_conv_output, picture
 from .test_gui_edit import make_window, open_model, settle
+from .test_session import model  # noqa: F401  (conv -> reshape -> conv, input x [1, 5, 7, 3])
 
 pytestmark = pytest.mark.gui
 MODEL = "torch/mobilenet_v2_w050.tflite"
@@ -154,3 +155,77 @@ def test_a_pin_shows_the_graph_before_its_findings_and_never_stale_ones(qtbot, w
     settle(qtbot, w)
     kept = s.result.findings
     assert not s.checked(old, ["stale"]) and s.result.findings is kept and old is not s.result
+
+
+def test_a_recolour_of_many_items_is_painted_in_slices_from_the_event_loop(qtbot, window, corpus, monkeypatch):
+    """A first conversion recolours every TFLite op (10,000 on the big model): past PAINT_NOW items the scene
+    paints them from the event loop, with the latest colours, and is not complete until it has."""
+    w = window
+    open_model(qtbot, w, corpus / MODEL)
+    scene = w.scenes[TFLITE]
+    monkeypatch.setattr(scene, "PAINT_NOW", 10)
+    cats, markers, conflicts = scene._colours
+    other = {k: "Terminate" for k in cats}
+    assert scene.colour(other, markers, conflicts)
+    ops = [it for it in scene.nodes if it.node.key in other]
+    assert not scene.complete and any(it.category != "Terminate" for it in ops)      # not all at once
+    newer = {k: "Attribute" for k in cats}
+    scene.colour(newer, markers, conflicts)                     # changed again before the slices ran
+    qtbot.waitUntil(lambda: scene.complete, timeout=10_000)
+    assert all(it.category == "Attribute" for it in ops)
+    assert w.idle and not scene._repaint
+
+
+def test_transposes_inserted_by_a_pin_sit_on_the_edge_they_split():
+    """A Transpose pair inserted between a producer and a consumer (the value renamed x -> x_NCHW) is placed on
+    the old edge's route, in order and on no other node; not beyond the rows it crosses (six ops wide here)."""
+    from inspector.gui.graph_layout import compute
+    k = 6
+    a, c = Node("a", "op", "A"), Node("c", "op", "C")
+    mids = [Node(f"{n}{i}", "op", n.upper()) for i in range(k) for n in ("b", "m")]
+    nodes = [a, c, *mids]
+    chains = [e for i in range(k) for e in (Edge(0, 2 + 2 * i, f"x{i}", ""), Edge(2 + 2 * i, 3 + 2 * i, f"y{i}", ""),
+                                            Edge(3 + 2 * i, 1, f"w{i}", ""))]
+    old = ViewGraph("onnx", nodes, chains + [Edge(0, 1, "x", "")])
+    lay = compute(old)
+    route = lay.routes[-1]                                      # a -> c, across the rows of the b's and m's
+    t1, t2 = Node("t1", "op", "Transpose", ["perm [0,2,3,1]"]), Node("t2", "op", "Transpose", ["perm [0,3,1,2]"])
+    n = len(nodes)
+    new = ViewGraph("onnx", nodes + [t1, t2], chains + [Edge(0, n, "x_NCHW", ""), Edge(n, n + 1, "x_t", ""),
+                                                       Edge(n + 1, 1, "x_NCHW_2", "")])
+    placed = Placement(old, lay).layout(new)
+    (x1, y1), (x2, y2) = placed.pos[n], placed.pos[n + 1]
+    xs, ys = [p[0] for p in route], [p[1] for p in route]
+    for x, y in ((x1, y1), (x2, y2)):
+        assert min(xs) <= x <= max(xs) and min(ys) <= y <= max(ys)     # on the route, not beside the graph
+    assert y1 <= y2                                             # in the order of the edge
+    boxes = list(zip(placed.pos, new.nodes))
+    for i, ((x, y), p) in enumerate(boxes):
+        for (ox, oy), o in boxes[i + 1:]:
+            assert abs(x - ox) >= (p.width + o.width) / 2 or abs(y - oy) >= (p.height + o.height) / 2, (p, o)
+    assert placed.pos[:n] == lay.pos                            # the others did not move
+
+
+def test_onnx_boxes_come_from_the_cache_only_for_the_same_node_and_initializers(model):  # noqa: F811
+    """from_onnx keeps the box of each ONNX node it drew (a pin re-emits few); a node whose bytes or initializer
+    types and dims changed gets a new box."""
+    import onnx
+
+    from inspector.core.io.loader import load_model
+    from inspector.core.session.pipeline import run
+    from inspector.gui import graph_model
+    m = run(load_model(model), check=False).result.model
+    graph_model._NODES.clear()
+    first = graph_model.from_onnx(m)
+    again = graph_model.from_onnx(m)
+    assert again == first and all(a is b for a, b in zip(again.nodes, first.nodes) if a.kind == "op")
+    conv = next(i for i, n in enumerate(m.graph.node) if n.op_type == "Conv")
+    w = next(t for t in m.graph.initializer if t.name == m.graph.node[conv].input[1])
+    changed = onnx.ModelProto()
+    changed.CopyFrom(m)
+    t = next(t for t in changed.graph.initializer if t.name == w.name)
+    t.data_type = onnx.TensorProto.FLOAT16                      # same node, another weight type
+    key = graph_model.onnx_node_name(m.graph.node[conv], conv)
+    line = lambda vg: next(n for n in vg.nodes if n.key == key).lines                  # noqa: E731
+    assert any("float16" in x for x in line(graph_model.from_onnx(changed)))
+    assert not any("float16" in x for x in line(graph_model.from_onnx(m)))

@@ -40,9 +40,10 @@ class MainThreadGC(QObject):
 
 
 def settle() -> None:
-    """A model has just opened: what lives now (its graphs, results, scene items) lives until the next open, so
-    it is frozen after a young collection, without the full one that would scan it all once (73 ms on NASNet,
-    0.25 s on 10,000 ops, at the first full collection after an open). Garbage already old stays until release()."""
+    """A model, or a re-run's result, has just been shown: what lives now (graphs, results, scene items) mostly
+    lives on, so it is frozen after a young collection, without the full one that would scan it all once (73 ms on
+    NASNet, 0.1-0.25 s on 10,000 ops, at the first full collection after an open or a pin). A replaced result is
+    still freed by its reference counts; only cyclic garbage old enough to be frozen waits for release()."""
     gc.collect(1)
     gc.freeze()
 

@@ -282,11 +282,34 @@ def _same_shape_fill(g, shapes: dict) -> None:
             shapes[n.output[0]] = shapes[n.input[0]]
 
 
+_NODES: dict[tuple, Node] = {}      # ONNX node (bytes, its initializers' types and dims) -> its box (never changed)
+
+
+def _onnx_node(n, i: int, inits: dict) -> Node:
+    import onnx
+    from onnx import helper
+    attrs = {}
+    for a in n.attribute:
+        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.TENSOR):
+            continue
+        v = helper.get_attribute_value(a)
+        attrs[a.name] = v.decode() if isinstance(v, bytes) else v
+    consts = []
+    for slot, name in enumerate(n.input):
+        if name in inits:
+            t = inits[name]
+            dtype = helper.tensor_dtype_to_np_dtype(t.data_type).name
+            consts.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
+    lines = attr_lines(attrs) + _capped(consts)
+    name = onnx_node_name(n, i)
+    bodies = [a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
+    return Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies)
+
+
 def from_onnx(model, graph=None) -> ViewGraph:
     """An ONNX graph (the model's, or `graph`, a Loop/If body): nodes keyed by node name (or 'OpType#i'),
     initializers folded into consumers, values from outside the graph as input terminals."""
     import onnx
-    from onnx import helper
     if graph is not None:
         g, shapes = graph, _value_shapes(graph)
     else:
@@ -314,23 +337,16 @@ def from_onnx(model, graph=None) -> ViewGraph:
             producer[vi.name] = b.node(Node(("in", vi.name), "input", vi.name,
                                             _nonempty(shape_text(shapes.get(vi.name))), search=vi.name))
     node_idx: list[int] = []
+    if len(_NODES) > 200_000:
+        _NODES.clear()
     for i, n in enumerate(g.node):
-        attrs = {}
-        for a in n.attribute:
-            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.TENSOR):
-                continue
-            v = helper.get_attribute_value(a)
-            attrs[a.name] = v.decode() if isinstance(v, bytes) else v
-        consts = []
-        for slot, name in enumerate(n.input):
-            if name in inits:
-                t = inits[name]
-                dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
-                consts.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
-        lines = attr_lines(attrs) + _capped(consts)
-        name = onnx_node_name(n, i)
-        bodies = [a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
-        idx = b.node(Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies))
+        # a re-run after a pin re-emits few nodes: the others' boxes come from here (half of this loop's time)
+        key = (i if not n.name else 0, n.SerializeToString(),
+               tuple((inits[x].data_type, tuple(inits[x].dims)) if x in inits else None for x in n.input))
+        node = _NODES.get(key)
+        if node is None:
+            node = _NODES[key] = _onnx_node(n, i, inits)
+        idx = b.node(node)
         node_idx.append(idx)
         for o in n.output:
             if o:

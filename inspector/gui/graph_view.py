@@ -26,6 +26,7 @@ class GraphScene(QGraphicsScene):
     FIRST_CHUNK, SLICE_S = 600, 0.012           # items before the first paint (the top of the graph); seconds per
                                                 # later slice: each a short event-loop pause, never a stall (a
                                                 # worker busy in Python can double a slice's wall time)
+    PAINT_NOW = 2000                            # recoloured at once; more (a first conversion's 10,000) in slices
     completed = Signal()
 
     def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
@@ -40,6 +41,7 @@ class GraphScene(QGraphicsScene):
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})
         self._fresh: set = set()                      # items apply() made: colour() must paint them
         self._stale = False                           # items painted by other colours than _colours (overlay)
+        self._repaint: list = []                      # items colour() left to the event loop's slices
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(layout.pos)]
@@ -79,6 +81,10 @@ class GraphScene(QGraphicsScene):
                 if not self._timer.isActive():
                     self._timer.start()
                 return
+        if not self._paint(deadline):
+            if not self._timer.isActive():
+                self._timer.start()
+            return
         self._timer.stop()
         if not self.complete:
             self.complete = True
@@ -143,11 +149,28 @@ class GraphScene(QGraphicsScene):
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self.version += 1
 
+    def _paint(self, deadline: float | None) -> bool:
+        """Recolour what colour() queued, with the latest colours, until `deadline`; True when none is left."""
+        todo = self._repaint
+        cats, markers, conflicts = self._colours
+        nodes = self.vg.nodes
+        n = 0
+        while todo:
+            item = todo.pop()
+            if isinstance(item, NodeItem):
+                self._colour_node(item, cats, markers)
+            else:
+                item.set_conflict(conflicts.get((item.edge.tensor, nodes[item.edge.dst].key), ""))
+            n += 1
+            if deadline is not None and n % 32 == 0 and time.perf_counter() > deadline:
+                return not todo
+        return True
+
     def _step(self) -> None:
         self.populate(seconds=self.SLICE_S)
 
     def finish(self) -> None:
-        """Everything created: before a search or a selection by key."""
+        """Everything created and coloured: before a search or a selection by key."""
         if not self.complete:
             self.populate()
 
@@ -184,6 +207,13 @@ class GraphScene(QGraphicsScene):
             ends = _changed(old[2], edge_conflicts)
             edges = [it for t in {t for t, _ in ends} for it in self.edges_by_tensor.get(t, ())]
             edges += [it for it in fresh if isinstance(it, EdgeItem)]
+        if len(nodes) + len(edges) > self.PAINT_NOW:        # in slices from the event loop: not a stall
+            self._repaint += edges
+            self._repaint += nodes                          # popped from the end: nodes first
+            if self.complete:
+                self.complete = False
+                self._timer.start()
+            return True
         for item in nodes:
             self._colour_node(item, categories, markers)
         vn = self.vg.nodes

@@ -29,6 +29,7 @@ class Placement:
         self.routes: dict[tuple, list[tuple[float, float]]] = dict(zip(edge_keys(vg), layout.routes))
         self.width, self.height = layout.width, layout.height
         self.scene = None               # the window's scene these positions belong to (set by the window)
+        self._by_ends = None            # _joins(), kept while no route is added
 
     def new_share(self, vg: ViewGraph) -> float:
         return sum(n.key not in self.pos for n in vg.nodes) / max(len(vg.nodes), 1)
@@ -43,8 +44,13 @@ class Placement:
                 ins[e.dst].append(e.src)
                 outs[e.src].append(e.dst)
             boxes = [(*self.pos[n.key], n.width, n.height) for n in vg.nodes if n.key in self.pos]
+            tensor = {(e.src, e.dst): e.tensor for e in vg.edges}
             for i in fresh:                 # in graph order: a new node's new producer is placed before it
                 n = vg.nodes[i]
+                if n.key in self.pos:       # placed with the chain it belongs to
+                    continue
+                if self._on_route(vg, i, ins, outs, tensor, boxes):
+                    continue
                 x, y = _clear(boxes, *self._place(vg, i, ins[i], outs[i]), n.width, n.height)
                 self.pos[n.key] = (x, y)
                 boxes.append((x, y, n.width, n.height))
@@ -61,6 +67,61 @@ class Placement:
         ys = [y + vg.nodes[i].height / 2 for i, (_, y) in enumerate(pos)] or [0.0]
         self.width, self.height = max(self.width, max(xs)), max(self.height, max(ys))
         return Layout(pos, routes, self.width, self.height)
+
+    def _on_route(self, vg: ViewGraph, i: int, ins: list, outs: list, tensor: dict, boxes: list) -> bool:
+        """Nodes inserted on an edge (a Transpose, or two, between a producer and a consumer that were joined) go
+        on that edge's old route, in order: the free places nearest the consumer, in a layer band the edge
+        crossed (the layout kept its slot free) or in the gap between two bands, else beside one in that gap.
+        False when `i` is not on such an edge or its route is not known."""
+        new = lambda j: vg.nodes[j].key not in self.pos                                 # noqa: E731
+        first = i
+        while len(ins[first]) == 1 and new(ins[first][0]) and len(outs[ins[first][0]]) == 1:
+            first = ins[first][0]
+        chain, last = [first], first
+        while len(outs[last]) == 1 and new(outs[last][0]) and len(ins[outs[last][0]]) == 1:
+            last = outs[last][0]
+            chain.append(last)
+        if len(ins[first]) != 1 or len(outs[last]) != 1 or new(ins[first][0]) or new(outs[last][0]):
+            return False
+        src, dst = vg.nodes[ins[first][0]], vg.nodes[outs[last][0]]
+        route = self.routes.get((src.key, dst.key, tensor.get((ins[first][0], first))))
+        if route is None:                   # the value was renamed (x -> x_NCHW): the one edge that joined them
+            joined = list(self._joins().get((src.key, dst.key), {}).values())
+            route = joined[0] if len(joined) == 1 else None
+        if not route:
+            return False
+        w, h = max(vg.nodes[j].width for j in chain), max(vg.nodes[j].height for j in chain)
+        taken = list(boxes)
+        spots: list[tuple[int, float, float]] = []            # (segment, x, y)
+        segments = list(enumerate(zip(route, route[1:])))
+        for k, ((x0, y0), (x1, y1)) in reversed(segments):
+            if len(spots) == len(chain):
+                break
+            x, y = (x0 + x1) / 2, (y0 + y1) / 2
+            if abs(y1 - y0) >= h and not _hits(taken, x, y, w, h):
+                spots.append((k, x, y))
+                taken.append((x, y, w, h))
+        if not spots:
+            return False
+        while len(spots) < len(chain):                        # beside the one nearest the producer, in its gap
+            k, x, y = spots[-1]
+            x, y = _clear(taken, x, y, w, h, margin=1.0)
+            spots.append((k, x, y))
+            taken.append((x, y, w, h))
+        spots.sort(key=lambda p: (p[0], p[1]))                # along the route, from the producer
+        for j, (_, x, y) in zip(chain, spots):
+            self.pos[vg.nodes[j].key] = (x, y)
+            boxes.append((x, y, vg.nodes[j].width, vg.nodes[j].height))
+        return True
+
+    def _joins(self) -> dict:
+        """(producer key, consumer key) -> {tensor: route} of every route handed out."""
+        if self._by_ends is None or self._by_ends[0] != len(self.routes):
+            ends: dict = {}
+            for (a, b, t), r in self.routes.items():
+                ends.setdefault((a, b), {})[t] = r
+            self._by_ends = (len(self.routes), ends)
+        return self._by_ends[1]
 
     def _place(self, vg: ViewGraph, i: int, ins: list[int], outs: list[int]) -> tuple[float, float]:
         srcs = [j for j in ins if vg.nodes[j].key in self.pos]
@@ -81,18 +142,22 @@ class Placement:
         return self.width - me.width / 2, me.height / 2
 
 
-def _clear(boxes, x: float, y: float, w: float, h: float) -> tuple[float, float]:
+def _clear(boxes, x: float, y: float, w: float, h: float, margin: float = 4.0) -> tuple[float, float]:
     """(x, y), or the nearest position sideways (alternating right and left, one slot at a time) where a w×h box
-    overlaps none of `boxes` (centre x, centre y, width, height)."""
-    near = [b for b in boxes if abs(b[1] - y) < (b[3] + h) / 2 + 4]         # only boxes in this band can collide
+    overlaps none of `boxes` (centre x, centre y, width, height) by `margin`."""
+    near = [b for b in boxes if abs(b[1] - y) < (b[3] + h) / 2 + margin]    # only boxes in this band can collide
     step = w + H_GAP / 2
     for k in range(0, 2 * len(near) + 2):
         cx = x + (k + 1) // 2 * step * (1 if k % 2 else -1)
         if cx - w / 2 < 0:              # the scene starts at 0: never left of it
             continue
-        if not any(abs(bx - cx) < (bw + w) / 2 + 4 for bx, _, bw, _ in near):
+        if not any(abs(bx - cx) < (bw + w) / 2 + margin for bx, _, bw, _ in near):
             return cx, y
     return x, y
+
+
+def _hits(boxes, x: float, y: float, w: float, h: float, margin: float = 1.0) -> bool:
+    return any(abs(bx - x) < (bw + w) / 2 + margin and abs(by - y) < (bh + h) / 2 + margin for bx, by, bw, bh in boxes)
 
 
 def _ends_fit(route, src_pos, src_h, dst_pos, dst_h) -> bool:

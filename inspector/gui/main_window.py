@@ -331,6 +331,7 @@ class MainWindow(QMainWindow):
     def _tflite_ready(self, doc, vg, layout) -> None:
         self.doc = doc
         self._show(TFLITE, vg, layout, f"TFLite: {Path(doc.path).name} ({vg.op_count} ops)")
+        gc_guard.settle()                             # the graph just read lives as long as the model is open
         self.panes[ONNX].message("Converting to ONNX…")
         self.show_onnx.setChecked(True)
         self.panes[ONNX].setVisible(True)
