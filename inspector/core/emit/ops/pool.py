@@ -28,6 +28,8 @@ def average_pool(ctx, op):
     m = ctx.node("AveragePool", [ctx.input(op, 0)], 1 if quantized else [dst], kernel_shape=list(kernel), **attrs)[0]
     if quantized:
         ties_away(ctx, op, m, kernel[0] * kernel[1], dst)
+
+
 op("MAX_POOL_2D", category=I, onnx="MaxPool")(_pool("MaxPool"))
 
 
