@@ -4,7 +4,7 @@ Each tensor prices its Transposes from the modes of its producer and of its read
 factor). Ops are eliminated one at a time, the one whose table comes out smallest first: the factors holding it are
 summed and minimised over its modes, remembering its best mode for each assignment of the rest; the best modes are
 then read back in reverse. Exact, and fast while the graph stays narrow (chains, skip connections, attention blocks
-keep the tables to a few entries); a graph too wide for MAX_TABLE gets None and HiGHS decides (solve._ilp).
+keep the tables to a few entries); a part too wide for MAX_TABLE is left to HiGHS, that part alone (ilp.py).
 
 The objective is the ILP's in integers: Transposes × BIG + bytes they move + inserted nodes (BIG exceeds any sum
 of the rest, so the count comes first). Ties go to the lowest mode index, so the same problem gives the same plan.
@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from .assign import Choice, Problem, layouts, presented
+from .ilp import ilp
 
 MAX_TABLE = 1 << 17         # entries of one table while eliminating (1 MiB); a wider graph is left to HiGHS
 Scope = tuple[int, ...]     # op indices, ascending: the axes of a factor's table
@@ -267,50 +268,56 @@ def _spread(arr: np.ndarray, scope: Scope, target: Scope) -> np.ndarray:
     return arr.reshape(shape)
 
 
-def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, int] | None:
+def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, tuple[int, int]] | None:
     """`choice` (greedy's) made optimal group by group (`components`, _search). (The optimal choice, groups
-    searched), or None when a group is too wide for the search or the deadline passes."""
+    searched by elimination and by HiGHS), or None when a group defeats both (HiGHS out of time)."""
     big = pb.graph_facts()[3]
     if big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:    # int64 could overflow: HiGHS decides
         return None
     groups, of = components(pb)
     readers: dict = {}
-    out, searched = dict(choice), 0
+    out, searched = dict(choice), [0, 0]
     for k in sorted(_paying(pb, choice, of)):
         ops = groups[k]
-        try:
-            tables = factors(pb, big, ops, readers)
-        except TooWide:
-            return None
-        found = _search(pb, ops, choice, tables, deadline)
+        found = _search(pb, ops, choice, _tables(pb, big, ops, readers), deadline)
         if found is None:
             return None
         out.update((oi, found[0][oi]) for oi in ops)
-        searched += found[1]
-    return out, searched
+        if found[1] is not None:
+            searched[found[1]] += 1
+    return out, tuple(searched)
+
+
+def _tables(pb: Problem, big: int, ops: list[int], readers: dict):
+    try:
+        return factors(pb, big, ops, readers)
+    except TooWide:
+        return None
 
 
 def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float) -> tuple[Choice, bool] | None:
-    """(The best modes of one group, whether it was searched): `choice` itself when it reaches the sum of the
+    """(The best modes of one group, how: None, 0 (searched), 1 (by HiGHS)): `choice` itself when it reaches the sum of the
     tables' minima (no choice does better) or the search finds nothing better (an equally good other plan is not
-    taken: fewer plans change), else the search's. None when the search fails."""
+    taken: fewer plans change), else the search's; HiGHS's optimal plan of the group when it is too wide for the
+    search (`tables` None: one tensor's table alone is too big). None when both fail."""
     def value(pick: dict[int, int]) -> int:
         return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables)
 
     mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
-    if value(mine) <= sum(int(a.min()) for _, a in tables):
-        return choice, False
-    pick = eliminate({oi: len(pb.modes[oi]) for oi in ops}, tables, deadline)
+    if tables is not None and value(mine) <= sum(int(a.min()) for _, a in tables):
+        return choice, None
+    pick = None if tables is None else eliminate({oi: len(pb.modes[oi]) for oi in ops}, tables, deadline)
     if pick is None:
-        return None
+        got = ilp(pb, max(0.0, deadline - time.perf_counter()), part=ops)
+        return (got[0], 1) if got is not None and got[2] else None
     if value(pick) >= value(mine):
-        return choice, True
-    return {oi: pb.modes[oi][i] for oi, i in pick.items()}, True
+        return choice, 0
+    return {oi: pb.modes[oi][i] for oi, i in pick.items()}, 0
 
 
-def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice, int] | None:
-    """What refine(pb, greedy(pb)) chooses, (choice, groups searched), from `old` (the same graph's problem under
-    other pins, pb built from it) and the choice solve() made there: a group with no op, neighbour or tensor
+def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice, tuple[int, int]] | None:
+    """What refine(pb, greedy(pb)) chooses, (choice, groups searched each way), from `old` (the same graph's problem
+    under other pins, pb built from it) and the choice solve() made there: a group with no op, neighbour or tensor
     whose modes or pin changed keeps old's modes (greedy and the search would choose them again: they see only
     the group and its neighbours); greedy and the search run on the others. None when old has no such choice,
     the op order is not topological (greedy would read other layouts) or a search fails."""
@@ -339,24 +346,21 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
             near(t)
     mine = _greedy_in(pb, [oi for k in dirty for oi in groups[k]], prev, greedy)
     readers: dict = {}
-    searched = 0
+    searched = [0, 0]
     for k in sorted(dirty):
-        try:
-            tables = factors(pb, big, groups[k], readers)
-        except TooWide:
-            return None
-        found = _search(pb, groups[k], mine, tables, deadline)
+        found = _search(pb, groups[k], mine, _tables(pb, big, groups[k], readers), deadline)
         if found is None:
             return None
         mine.update((oi, found[0][oi]) for oi in groups[k])
-        searched += found[1]
+        if found[1] is not None:
+            searched[found[1]] += 1
     out: Choice = {}
     for oi, ms in modes.items():
         got = ms[0] if len(ms) == 1 else mine.get(oi) or prev.get(oi)
         if got is None:
             return None
         out[oi] = got
-    return out, searched
+    return out, tuple(searched)
 
 
 def _greedy_in(pb: Problem, group_ops: list[int], prev: Choice, greedy) -> Choice:

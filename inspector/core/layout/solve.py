@@ -6,11 +6,10 @@ import itertools
 import math
 import time
 
-import numpy as np
-
 from . import layout as L
 from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, presented
 from .exact import refine, resolve
+from .ilp import ilp as _ilp
 from .layout import Perm
 
 ENUMERATE = 64              # up to this many combinations of modes are tried one by one instead of an ILP
@@ -103,7 +102,8 @@ def lower_bound(pb: Problem) -> int:
 
 def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | None = None) -> tuple[Choice, Optimality]:
     """The best choice found and what is proven about it. When greedy misses the bound, the parts of the graph where
-    it pays are searched exactly (exact.refine); HiGHS's ILP runs only when one is too wide for that search.
+    it pays are searched exactly (exact.refine), HiGHS's ILP (ilp.py) on a part too wide for that search, and on the
+    whole graph only when that fails too (out of time).
     `previous`: the same graph's problem under other pins (pb built from it): its plan is kept wherever nothing
     around a part changed (exact.resolve), the same plan as without it."""
     start = time.perf_counter()
@@ -135,11 +135,12 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
         best, searched = found
     pb.solution = best
     count, bound = transposes(pb, best)[0], lower_bound(pb)
-    if count <= bound and not searched:
+    if count <= bound and not any(searched):
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
     ms = (time.perf_counter() - start) * 1000
-    return best, Optimality(count, count, f"greedy plan, {searched} part(s) searched exactly (variable "
-                                          f"elimination), {ms:.0f} ms")
+    highs = f", {searched[1]} too wide for it by ILP (HiGHS)" if searched[1] else ""
+    return best, Optimality(count, count, f"greedy plan, {searched[0]} part(s) searched exactly (variable "
+                                          f"elimination){highs}, {ms:.0f} ms")
 
 
 def _highs(pb: Problem, best: Choice, count: int, bound: int, start: float, time_budget: float):
@@ -154,110 +155,3 @@ def _highs(pb: Problem, best: Choice, count: int, bound: int, start: float, time
     ms = (time.perf_counter() - start) * 1000
     how = "ILP (HiGHS) optimal" if optimal else f"ILP (HiGHS) stopped at its {time_budget:g} s budget"
     return best, Optimality(count, count if optimal else max(bound, dual), f"{how}, {ms:.0f} ms")
-
-
-def _ilp(pb: Problem, time_budget: float):
-    """Binary y[op, mode] (one per op), z[tensor, layout] >= reads in that layout that its producer's mode does
-    not give; minimise Transposes + bytes moved / (all bytes + 1). Returns (choice, count bound, optimal)."""
-    try:
-        import highspy
-    except ImportError:
-        return None
-    sg = pb.sg
-    col: dict[tuple, int] = {}
-    cost: list[float] = []
-
-    def var(key, c=0.0):
-        if key not in col:
-            col[key] = len(cost)
-            cost.append(0.0)
-        cost[col[key]] += c
-        return col[key]
-
-    producers = sg.producers()
-    total = sum(pb.nbytes(t.index) for t in sg.tensors) * 8 + 1.0      # so bytes never outweigh one Transpose
-    weight = {}
-
-    def w(t):
-        if t not in weight:
-            weight[t] = 1.0 + (pb.nbytes(t) + 1) / total    # + 1: an inserted Transpose is a node more
-        return weight[t]
-
-    rows: list[tuple[dict[int, float], float]] = []    # sum(coef * x) >= lower
-    for oi, modes in pb.modes.items():
-        own = 1.0 + pb.nbytes(sg.ops[oi].inputs[0]) / total if sg.ops[oi].inputs else 1.0
-        ys = [var(("y", oi, k), m.cost * own) for k, m in enumerate(modes)]
-        rows.append(({y: 1.0 for y in ys}, 1.0))
-        rows.append(({y: -1.0 for y in ys}, -1.0))
-
-    def giving(t, ok) -> tuple[dict[int, float], bool]:
-        """Variables of the producer modes after which t's layout satisfies ok(layout); or (_, constant truth)."""
-        if t in pb.fixed or t in pb.pins or t not in producers or producers[t] not in pb.modes:
-            have = pb.fixed.get(t, (pb.pins.get(t, L.identity(pb.rank(t))), ""))[0]
-            return {}, ok(have)
-        p = producers[t]
-        slot = sg.ops[p].outputs.index(t)
-        return {col[("y", p, k)]: 1.0 for k, m in enumerate(pb.modes[p]) if ok(m.writes[slot])}, False
-
-    for oi, modes in pb.modes.items():
-        op = sg.ops[oi]
-        for k, m in enumerate(modes):
-            for s, want in m.reads:
-                t = op.inputs[s]
-                terms, true = giving(t, lambda h, t=t, want=want: pb.free(t, h, want))
-                if true:
-                    continue
-                z = var(("z", t, want), 0.0)
-                cost[z] = w(t)
-                row = {z: 1.0, col[("y", oi, k)]: -1.0}
-                for y, c in terms.items():
-                    row[y] = row.get(y, 0.0) + c
-                rows.append((row, 0.0))
-            for slot, t in enumerate(op.outputs):
-                if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
-                    z = var(("z", t, "pin"))
-                    cost[z] = w(t)
-                    rows.append(({z: 1.0, col[("y", oi, k)]: -1.0}, 0.0))
-    for t, allowed in pb.outputs_allowed.items():
-        terms, true = giving(t, lambda h, t=t: pb.free(t, h, presented(pb, t, h)))
-        if true:
-            continue
-        z = var(("z", t, "out"))
-        cost[z] = w(t)
-        rows.append(({z: 1.0, **{y: c for y, c in terms.items()}}, 1.0))
-
-    h = highspy._Highs()            # the bare solver: Highs() adds callbacks and prints a banner
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", float(time_budget))
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("mip_abs_gap", 1e-7)
-    n = len(cost)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, len(rows)
-    lp.col_cost_ = np.asarray(cost)
-    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
-    lp.row_lower_ = np.asarray([lo for _, lo in rows], dtype=float)
-    lp.row_upper_ = np.full(len(rows), highspy.kHighsInf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    starts, index, value = [0], [], []
-    for row, _ in rows:
-        index += list(row)
-        value += list(row.values())
-        starts.append(len(index))
-    lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.asarray(value, dtype=float)
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * n
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    values = h.getSolution().col_value
-    if len(values) != n or status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
-        return None
-    choice = {}
-    for oi, modes in pb.modes.items():
-        k = max(range(len(modes)), key=lambda k: values[col[("y", oi, k)]])
-        choice[oi] = modes[k]
-    dual = h.getInfo().mip_dual_bound             # -inf when stopped before any bound
-    bound = int(np.ceil(dual - 1 + 1e-6)) if np.isfinite(dual) else 0
-    return choice, bound, status == highspy.HighsModelStatus.kOptimal
