@@ -295,10 +295,10 @@ def _tables(pb: Problem, big: int, ops: list[int], readers: dict):
         return None
 
 
-def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float) -> tuple[Choice, bool] | None:
-    """(The best modes of one group, how: None, 0 (searched), 1 (by HiGHS)): `choice` itself when it reaches the sum of the
-    tables' minima (no choice does better) or the search finds nothing better (an equally good other plan is not
-    taken: fewer plans change), else the search's; HiGHS's optimal plan of the group when it is too wide for the
+def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float) -> tuple[Choice, int | None] | None:
+    """(The best modes of one group, how: None, 0 searched, 1 by HiGHS): `choice` itself when it reaches the sum
+    of the tables' minima (no choice does better) or the search finds nothing better (an equally good other plan is
+    not taken: fewer plans change), else the search's; HiGHS's optimal plan of the group when it is too wide for the
     search (`tables` None: one tensor's table alone is too big). None when both fail."""
     def value(pick: dict[int, int]) -> int:
         return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables)
