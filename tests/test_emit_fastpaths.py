@@ -30,8 +30,11 @@ RNG = np.random.default_rng(11)
 ])
 def test_value_info_matches_the_helper_byte_for_byte(name, elem, dims):
     want = helper.make_tensor_value_info(name, elem, dims).SerializeToString()
+    known = {}
+    assert make_value_info(name, elem, dims, known=known).SerializeToString() == want
+    assert len(known) == 1
+    assert make_value_info(name, elem, dims, known=known).SerializeToString() == want   # second time from `known`
     assert make_value_info(name, elem, dims).SerializeToString() == want
-    assert make_value_info(name, elem, dims).SerializeToString() == want      # second time from the cache
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32",
@@ -65,6 +68,20 @@ def test_fresh_names_are_shared_with_a_subgraph_emitter():
     root = _emitter()
     child = Emitter(root.sg, LayoutPlan(), 18, {}, parent=root)
     assert [root.fresh("y"), child.fresh("y"), root.fresh("y")] == ["y", "y_2", "y_3"]
+
+
+def test_value_info_types_are_shared_within_a_conversion_and_not_kept_after_it():
+    """Tensors of one (type, shape) share its TypeProto bytes within a conversion (a subgraph too); a new
+    conversion starts from none, so repeated conversions of a model cost what its first one does."""
+    root = _emitter()
+    child = Emitter(root.sg, LayoutPlan(), 18, {}, parent=root)
+    root.value_info_for(0, "a", (0, 1))
+    assert child._type_bytes is root._type_bytes and len(root._type_bytes) == 1
+    child.value_info_for(0, "b", (0, 1))              # the same (type, shape): no new entry
+    assert len(root._type_bytes) == 1
+    child.value_info_for(0, "c", (1, 0))              # transposed: another shape
+    assert len(root._type_bytes) == 2
+    assert _emitter()._type_bytes == {}
 
 
 def _relu_model(declared: list[int]) -> onnx.ModelProto:

@@ -51,13 +51,16 @@ def tensor_proto(arr: np.ndarray, name: str) -> onnx.TensorProto:
     return t
 
 
-def make_value_info(name: str, elem_type: int, dims, into=None) -> onnx.ValueInfoProto:
+def make_value_info(name: str, elem_type: int, dims, into=None, known: dict | None = None) -> onnx.ValueInfoProto:
     """helper.make_tensor_value_info's result (ints are dim_value, strings dim_param; a scalar still declares its
-    empty shape), parsed from its wire form: the TypeProto bytes of each (type, shape) are built once, and parsing
-    one small message is cheaper than setting its nested fields one by one (one per tensor of every model).
+    empty shape), parsed from its wire form: parsing one small message is cheaper than setting its nested fields
+    one by one (one per tensor of every model). `known`: the TypeProto bytes of each (type, shape) built so far in
+    this conversion (many tensors share one). Not kept between conversions: a process-wide table made every
+    conversion of a model after its first cheaper than the first (1-4 % of a single-op model's), which is what
+    repeated timings would then measure.
     `into`: a repeated field of the graph to parse it in place (no copy when the graph takes it)."""
     key = (elem_type, *dims)
-    tb = _TYPE_BYTES.get(key)
+    tb = known.get(key) if known is not None else None
     if tb is None:
         t = onnx.TypeProto()
         shape = t.tensor_type.shape
@@ -69,15 +72,12 @@ def make_value_info(name: str, elem_type: int, dims, into=None) -> onnx.ValueInf
             else:
                 shape.dim.add(dim_value=d)
         tb = t.SerializeToString()
-        if len(_TYPE_BYTES) < 4096:                 # shapes of a few large models, not unbounded
-            _TYPE_BYTES[key] = tb
+        if known is not None:
+            known[key] = tb
     nb = name.encode()
     vi = onnx.ValueInfoProto() if into is None else into.add()
     vi.ParseFromString(b"\n" + _varint(len(nb)) + nb + b"\x12" + _varint(len(tb)) + tb)
     return vi
-
-
-_TYPE_BYTES: dict[tuple, bytes] = {}
 
 
 def _varint(n: int) -> bytes:
@@ -142,6 +142,7 @@ class Emitter:
         self.initializers: list[onnx.TensorProto] = parent.initializers if parent is not None else []
         self._used: set[str] = parent._used if parent is not None else set()
         self._taken: dict[str, int] = parent._taken if parent is not None else {}   # base -> last k fresh() gave
+        self._type_bytes: dict[tuple, bytes] = parent._type_bytes if parent is not None else {}   # make_value_info's
         self.graph = parent.graph if parent is not None else None     # the whole Graph (set by convert)
         self.table = parent.table if parent is not None else None     # the op table (set by convert)
         # emits a nested TFLite subgraph (set by convert; op handlers call emit_subgraph, never convert)
@@ -442,4 +443,4 @@ class Emitter:
                 dims.append("batch" if axis == 0 else f"{ten.name or 't'}_d{axis}")
             else:
                 dims.append(int(ten.shape[axis]))
-        return make_value_info(name, onnx_dtype(dtype or ten.dtype), dims, into)
+        return make_value_info(name, onnx_dtype(dtype or ten.dtype), dims, into, self._type_bytes)
