@@ -1,6 +1,7 @@
 """GUI timings (a benchmark, not a test): open -> first paint, layout, frame times, UI stalls, peak memory.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python bench/gui_bench.py --corpus ../shared/corpus [--sizes ''] [--large-mib 256]
+        [--models A.tflite,B.tflite]
 
 Each case runs in its own process so peak memory (ru_maxrss) belongs to that case alone. Synthetic cases are
 .tflite files built in code: a chain of CONV_2D / ADD / RELU / AVERAGE_POOL_2D ops with skip connections. Last, a
@@ -219,11 +220,14 @@ def timed(app, w, action) -> tuple[float, float, float]:
 
 
 def pin_and_undo(app, w) -> dict:
-    """Pin a convolution's output in the middle of the graph to TFLite's layout (it costs Transposes), then undo.
+    """Pin a convolution's output in the middle of the graph to TFLite's layout (it costs Transposes), then undo
+    (a model without convolutions: an op's output of rank 3 or more).
     `incremental`: ops replayed / emitted again by the last re-run in this process (emit.incremental; a model
     converted in the child process keeps its records there)."""
     s = w.editor.session
-    ops = [op for op in s.graph.main.ops if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    sg = s.graph.main
+    ops = [op for op in sg.ops if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D")] or \
+        [op for op in sg.ops if op.outputs and sg.tensors[op.outputs[0]].rank >= 3]     # no conv: any 3-D+ output
     if not ops:
         return {}
     name = w.editor.pin_name(ops[len(ops) // 2].outputs[0])
@@ -244,6 +248,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="1000,3000,10000")
     ap.add_argument("--fan-in", type=int, default=100_000, help="inputs of the ADD_N case (0: none)")
     ap.add_argument("--large-mib", type=int, default=256, help="the large-weight model's weight (0: skip it)")
+    ap.add_argument("--models", default="", help="more .tflite files to time like NASNet (comma-separated), e.g. "
+                    "a real model of 2,000+ ops built elsewhere")
     ap.add_argument("--case", help=argparse.SUPPRESS)       # internal: run one case, print JSON
     ap.add_argument("--large", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -259,6 +265,7 @@ def main(argv=None) -> int:
         cases.append(str(nasnet))
     tmp = Path(tempfile.mkdtemp())
     cases += [str(synthetic(int(n), tmp / f"synthetic_{n}.tflite")) for n in args.sizes.split(",") if n]
+    cases += [m for m in args.models.split(",") if m]
     if args.fan_in:
         cases.append(str(fan_in(args.fan_in, tmp / f"add_n_{args.fan_in}.tflite")))
     rows = []

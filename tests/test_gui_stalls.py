@@ -229,3 +229,23 @@ def test_onnx_boxes_come_from_the_cache_only_for_the_same_node_and_initializers(
     line = lambda vg: next(n for n in vg.nodes if n.key == key).lines                  # noqa: E731
     assert any("float16" in x for x in line(graph_model.from_onnx(changed)))
     assert not any("float16" in x for x in line(graph_model.from_onnx(m)))
+
+
+def test_autosaves_are_written_off_the_gui_thread_in_order(qtbot, window, model, monkeypatch):  # noqa: F811
+    import json
+
+    from inspector.gui.autosave import Autosave
+    w = window
+    s = open_model(qtbot, w, model)
+    threads = []
+    real = Autosave.store
+    monkeypatch.setattr(Autosave, "store", lambda self, *a: (threads.append(threading.current_thread()),
+                                                             real(self, *a))[1])
+    w.editor.pin("y", "keep")
+    w.editor.pin("y", "NCHW")                 # two edits before the first write is done: the last one stays
+    settle(qtbot, w)
+    side = w.editor.autosave.path_for(s.path)
+    assert len(threads) == 2 and threading.main_thread() not in threads
+    assert json.loads(side.read_text())["pins"] == s.pins == {"y": "NCHW"}
+    w.editor.save_session()                   # saved: the side file goes, after any write still queued
+    assert not side.exists()

@@ -32,10 +32,17 @@ class Autosave:
         return self.folder / f"{Path(model).stem}-{key}.autosave.json"
 
     def write(self, session) -> Path:
+        return self.store(*self.encode(session))
+
+    def encode(self, session) -> tuple[Path, bytes, str]:
+        """(side file, its bytes, the model it protects): the session's decisions now, for store() to write later,
+        from any thread."""
         data = dict(session.decisions(), model_path=str(Path(session.path).resolve()))
+        return self.path_for(session.path), (json.dumps(data, indent=2) + "\n").encode(), session.path
+
+    def store(self, path: Path, data: bytes, model: str) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
-        return write_atomic(self.path_for(session.path), (json.dumps(data, indent=2) + "\n").encode(),
-                            protect=[session.path])
+        return write_atomic(path, data, protect=[model])
 
     def discard(self, session) -> None:
         try:

@@ -102,6 +102,29 @@ class RerunJob(QRunnable):
         self.signals.checked.emit(result, found)          # the job's last word (None: nothing was checked)
 
 
+class AutosaveJob(QRunnable):
+    """One autosave, written off the GUI thread (its fsyncs took 10-40 ms of a pin on a busy disk); the editor's
+    one-thread pool keeps them in order."""
+
+    def __init__(self, autosave: Autosave, encoded: tuple, signals: "AutosaveSignals"):
+        super().__init__()
+        self.autosave, self.encoded, self.signals = autosave, encoded, signals
+
+    def run(self) -> None:
+        error = ""
+        try:
+            self.autosave.store(*self.encoded)
+        except InspectorError as e:
+            error = str(e)
+        except OSError as e:            # the folder itself could not be made
+            error = f"{e.filename}: {e.strerror}"
+        self.signals.done.emit(error)
+
+
+class AutosaveSignals(QObject):
+    done = Signal(str)                  # "" or why the write failed
+
+
 class Banner(QFrame):
     """A bar above the graphs offering to restore an autosave."""
 
@@ -137,6 +160,11 @@ class Editor(QObject):
         self.export_job = None               # a big model's export running in the child process
         self._pending = False
         self._running: set = set()          # jobs started and not finished (their findings still to come)
+        self.io = QThreadPool(self)         # autosaves, in order, off the GUI thread
+        self.io.setMaxThreadCount(1)
+        self._writing = 0
+        self._saved = AutosaveSignals(self)
+        self._saved.done.connect(self._autosaved)
         self.stack.indexChanged.connect(self._edited)
         self.stack.cleanChanged.connect(self._unsaved)
         self._install()
@@ -323,6 +351,7 @@ class Editor(QObject):
     def close(self) -> None:
         self.validation.cancel()
         self.pool.waitForDone(30_000)
+        self.flush()
 
     # ---- edits ---------------------------------------------------------------------------------------------
     def pin_name(self, t: int) -> str:
@@ -383,9 +412,21 @@ class Editor(QObject):
         if self.session is None or is_pair(self.session):      # autosave keys on the TFLite model alone
             return
         try:
-            self.autosave.write(self.session)
+            encoded = self.autosave.encode(self.session)
         except InspectorError as e:
             self.window.statusBar().showMessage(f"Autosave failed: {e}", 8000)
+            return
+        self._writing += 1
+        self.io.start(AutosaveJob(self.autosave, encoded, self._saved))
+
+    def _autosaved(self, error: str) -> None:
+        self._writing -= 1
+        if error:
+            self.window.statusBar().showMessage(f"Autosave failed: {error}", 8000)
+
+    def flush(self) -> None:
+        """Every autosave written (before the side file is read, removed or the window closes)."""
+        self.io.waitForDone()
 
     # ---- re-running ----------------------------------------------------------------------------------------
     @property
@@ -394,8 +435,8 @@ class Editor(QObject):
 
     @property
     def idle(self) -> bool:
-        """Every re-run shown, its metadata findings included."""
-        return self.drawn and not self._running
+        """Every re-run shown, its metadata findings included, and every autosave written."""
+        return self.drawn and not self._running and not self._writing
 
     @property
     def drawn(self) -> bool:
@@ -476,6 +517,7 @@ class Editor(QObject):
                               "another folder.")
             return None
         self.stack.setClean()
+        self.flush()
         self.autosave.discard(self.session)
         self.window.statusBar().showMessage(f"Saved session {written}", 8000)
         return written
@@ -508,6 +550,7 @@ class Editor(QObject):
         return True
 
     def _offer_autosave(self) -> None:
+        self.flush()
         found = self.autosave.pending(self.session)
         if self.autosave.notice:
             self.window.statusBar().showMessage(self.autosave.notice, 15000)
@@ -524,11 +567,13 @@ class Editor(QObject):
     def restore_autosave(self) -> None:
         self.banner.hide()
         if self.session is not None:
+            self.flush()
             self.open_session(str(self.autosave.path_for(self.session.path)), "Restore autosave")
 
     def discard_autosave(self) -> None:
         self.banner.hide()
         if self.session is not None:
+            self.flush()
             self.autosave.discard(self.session)
 
     # ---- export and validation -----------------------------------------------------------------------------
