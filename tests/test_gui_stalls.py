@@ -249,3 +249,30 @@ def test_autosaves_are_written_off_the_gui_thread_in_order(qtbot, window, model,
     assert json.loads(side.read_text())["pins"] == s.pins == {"y": "NCHW"}
     w.editor.save_session()                   # saved: the side file goes, after any write still queued
     assert not side.exists()
+
+
+def test_a_burst_of_new_objects_is_left_to_settle_for_a_while_then_collected(qtbot, window, monkeypatch):
+    """A model's result arriving makes ~10^5 objects between two ticks: the guard does not scan them (settle()
+    freezes them when the result is shown), unless that takes longer than WAIT_S."""
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.gui import gc_guard
+    guard = QApplication.instance().findChild(gc_guard.MainThreadGC)
+    guard.timer.stop()
+    collected = []
+    gc.callbacks.append(lambda phase, info: phase == "start" and collected.append(info["generation"]))
+    try:
+        t0 = guard.threshold[0]
+        monkeypatch.setattr(gc, "get_count", lambda: (gc_guard.BURST * t0 + 1, 0, 0))
+        now = [100.0]
+        monkeypatch.setattr(gc_guard.time, "monotonic", lambda: now[0])
+        guard.check()
+        now[0] += gc_guard.WAIT_S / 2
+        guard.check()
+        assert collected == []                                  # left for settle()
+        now[0] += gc_guard.WAIT_S
+        guard.check()
+        assert collected == [0]                                 # no settle came: collected after all
+    finally:
+        gc.callbacks.pop()
+        guard.timer.start()

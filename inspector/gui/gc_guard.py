@@ -8,23 +8,28 @@ Child processes (forkserver) start with their own, enabled collector.
 
 Survivors of a full collection are frozen (gc.freeze): a model's graphs, scene items and results live as long as it
 is open, and rescanning them in every later full collection stalled the window 0.25 s on a 10,000-op model (the
-timer cannot apply CPython's rule that skips most full collections), and what a model's opening made is frozen at
-once (settle()). Opening another model thaws them (release()), so what it left behind is collected again.
+timer cannot apply CPython's rule that skips most full collections), and what a model's opening or a re-run made
+is frozen at once (settle(); check() leaves such a burst of new objects to it for a while). Opening another
+model thaws them (release()), so what it left behind is collected again.
 """
 from __future__ import annotations
 
 import gc
+import time
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 INTERVAL_MS = 250
+BURST, WAIT_S = 20, 2.0     # young objects past BURST times the threshold (a model or a result arriving) are left
+                            # for settle() to freeze for up to WAIT_S, not scanned
 
 
 class MainThreadGC(QObject):
     def __init__(self, parent: QObject):
         super().__init__(parent)
         self.threshold = gc.get_threshold()
+        self.since: float | None = None     # when a burst of young objects was first seen
         gc.disable()
         self.timer = QTimer(self, interval=INTERVAL_MS, timeout=self.check)
         self.timer.start()
@@ -32,6 +37,12 @@ class MainThreadGC(QObject):
     def check(self) -> None:
         c0, c1, c2 = gc.get_count()
         t0, t1, t2 = self.threshold
+        if c0 > BURST * t0:             # a worker is building a model's graph or a result: scanning its ~10^5 new
+            now = time.monotonic()      # objects stalled the window ~0.1 s, and settle() freezes them when shown
+            self.since = self.since or now
+            if now - self.since < WAIT_S:
+                return
+        self.since = None
         if c0 > t0:
             gen = 2 if c2 > t2 else 1 if c1 > t1 else 0
             gc.collect(gen)
@@ -41,10 +52,10 @@ class MainThreadGC(QObject):
 
 def settle() -> None:
     """A model, or a re-run's result, has just been shown: what lives now (graphs, results, scene items) mostly
-    lives on, so it is frozen after a young collection, without the full one that would scan it all once (73 ms on
-    NASNet, 0.1-0.25 s on 10,000 ops, at the first full collection after an open or a pin). A replaced result is
-    still freed by its reference counts; only cyclic garbage old enough to be frozen waits for release()."""
-    gc.collect(1)
+    lives on, so it is frozen, not scanned by the next collections (73 ms on NASNet, 0.1-0.25 s on 10,000 ops at
+    the first full one after an open or a pin; even a young one scanned a re-run's 10^5 new objects). A replaced
+    result is still freed by its reference counts; only cyclic garbage frozen with it waits for release() (twelve
+    NASNet pin/undo cycles left none)."""
     gc.freeze()
 
 

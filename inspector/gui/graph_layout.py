@@ -32,6 +32,7 @@ class Layout:
     height: float
     _segments: tuple[np.ndarray, np.ndarray] | None = None
     _boxes: tuple[np.ndarray, np.ndarray] | None = None
+    _order: list | None = None
 
     def segments(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of every straight piece of every edge route, for drawing overviews with numpy."""
@@ -49,10 +50,20 @@ class Layout:
             self._boxes = (np.asarray(self.pos, float).reshape(-1, 2) - size / 2, size)
         return self._boxes
 
+    def order(self, vg: ViewGraph) -> list[tuple[float, int, int]]:
+        """(top, 0, node) and (start, 1, edge) sorted top-down: the order a scene creates its items in."""
+        if self._order is None or len(self._order) != len(vg.nodes) + len(vg.edges):
+            order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(self.pos)]
+            order += [(route[0][1], 1, i) for i, route in enumerate(self.routes)]
+            order.sort()
+            self._order = order
+        return self._order
+
     def prepare(self, vg: ViewGraph) -> "Layout":
-        """Compute the overview arrays now (in a worker), not at the first overview paint on the GUI thread."""
+        """Compute the overview arrays and the item order now (in a worker), not on the GUI thread."""
         self.segments()
         self.boxes(vg)
+        self.order(vg)
         return self
 
 

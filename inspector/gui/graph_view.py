@@ -44,10 +44,7 @@ class GraphScene(QGraphicsScene):
         self._repaint: list = []                      # items colour() left to the event loop's slices
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
-        order = [(y - vg.nodes[i].height / 2, 0, i) for i, (_, y) in enumerate(layout.pos)]
-        order += [(route[0][1], 1, i) for i, route in enumerate(layout.routes)]
-        order.sort()
-        self._todo = iter(order)
+        self._todo = iter(layout.order(vg))
         self._timer = QTimer(self, interval=0, timeout=self._step)
         self.complete = False
         self.populate(self.FIRST_CHUNK)
