@@ -326,28 +326,30 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
     if prev is None or not topo or big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:
         return None
     modes, ops = pb.modes, pb.sg.ops
-    groups, of = components(pb)
-    dirty: set[int] = set()
+    free = _Free(modes)
+    groups: dict[int, list[int]] = {}           # the groups around a change, by their first op
+    found_in: set[int] = set()
 
-    def near(t: int) -> None:
-        for o in (producers.get(t, -1), *consumers.get(t, ())):
-            if o in of:
-                dirty.add(of[o])
+    def near(*around: int) -> None:
+        for o in around:
+            if o in free and o not in found_in:
+                group = _group(pb, o)
+                groups[group[0]] = group
+                found_in.update(group)
 
     for oi, ms in modes.items():
         if old.modes.get(oi) is not ms:
-            if oi in of:
-                dirty.add(of[oi])
+            near(oi)
             for t in (*ops[oi].inputs, *ops[oi].outputs):
                 if t >= 0:
-                    near(t)
+                    near(producers.get(t, -1), *consumers.get(t, ()))
     for t in {*pb.pins, *old.pins, *pb.fixed, *old.fixed}:
         if pb.pins.get(t) != old.pins.get(t) or pb.fixed.get(t) != old.fixed.get(t):
-            near(t)
-    mine = _greedy_in(pb, [oi for k in dirty for oi in groups[k]], prev, greedy)
+            near(producers.get(t, -1), *consumers.get(t, ()))
+    mine = _greedy_in(pb, [oi for group in groups.values() for oi in group], prev, greedy)
     readers: dict = {}
     searched = [0, 0]
-    for k in sorted(dirty):
+    for k in sorted(groups):
         found = _search(pb, groups[k], mine, _tables(pb, big, groups[k], readers), deadline)
         if found is None:
             return None
@@ -361,6 +363,25 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
             return None
         out[oi] = got
     return out, tuple(searched)
+
+
+def _group(pb: Problem, start: int) -> list[int]:
+    """The group of `components` that holds op `start` (which has a choice), found from it alone, in op order."""
+    modes, ops, pins = pb.modes, pb.sg.ops, pb.pins
+    producers, consumers = pb.graph_facts()[:2]
+
+    def touched(oi: int) -> list[int]:          # as components() joins them
+        op = ops[oi]
+        return [op.inputs[s] for s, _ in modes[oi][0].reads] + [t for t in op.outputs if t >= 0 and t not in pins]
+
+    seen, todo = {start}, [start]
+    while todo:
+        for t in touched(todo.pop()):
+            for o in (producers.get(t, -1), *consumers.get(t, ())):
+                if o not in seen and len(modes.get(o, ())) > 1 and t in touched(o):
+                    seen.add(o)
+                    todo.append(o)
+    return sorted(seen)
 
 
 def _greedy_in(pb: Problem, group_ops: list[int], prev: Choice, greedy) -> Choice:

@@ -120,12 +120,12 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
                 best, score = choice, got
         return best, Optimality(score[0], score[0], "every choice tried" if free else "every op has one way only")
     found = resolve(pb, previous, start + time_budget, greedy) if previous is not None else None
+    bound = lower_bound(pb)
     if found is not None:
         best, searched = found
     else:
         best = greedy(pb)
         count = transposes(pb, best)[0]
-        bound = lower_bound(pb)
         if count <= bound:
             pb.solution = best
             return best, Optimality(count, bound, "greedy plan meets the lower bound")
@@ -134,7 +134,7 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
             return _highs(pb, best, count, bound, start, time_budget)
         best, searched = found
     pb.solution = best
-    count, bound = transposes(pb, best)[0], lower_bound(pb)
+    count = transposes(pb, best)[0]
     if count <= bound and not any(searched):
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
     ms = (time.perf_counter() - start) * 1000
