@@ -276,3 +276,27 @@ def test_a_burst_of_new_objects_is_left_to_settle_for_a_while_then_collected(qtb
     finally:
         gc.callbacks.pop()
         guard.timer.start()
+
+
+def test_weights_over_64_kib_stay_in_the_child_and_their_histogram_comes_from_tflite(qtbot, window, tmp_path,
+                                                                                     monkeypatch):
+    """A 2,000-op transformer's 0.1-0.6 MB weights came back from the child whole (parsing 88 MB held the GIL):
+    from 64 KiB on they are left out, and Details reads such a weight's values from its TFLite constant."""
+    import numpy as np
+
+    from inspector.core.io.tflite_builder import ModelBuilder
+    from inspector.gui import loader_job
+    monkeypatch.setattr(loader_job, "PROCESS_BYTES", 0)          # converted in the child
+    b = ModelBuilder()
+    x, y = b.input("x", [1, 96]), b.tensor("y", [1, 300])
+    weights = np.random.default_rng(3).standard_normal((300, 96)).astype(np.float32)       # 112 KiB
+    b.op("FULLY_CONNECTED", [x, b.const("fc/weights", weights), b.const("fc/bias", np.ones(300, np.float32))], [y])
+    b.output(y)
+    w = window
+    open_model(qtbot, w, b.save(tmp_path / "fc.tflite"))
+    doc = w.doc
+    init = max(doc.model.graph.initializer, key=lambda t: int(np.prod(t.dims)))
+    assert not init.HasField("raw_data") and doc.result.weights_left_out
+    from inspector.gui.panels.details import initializer_values
+    values = initializer_values(doc, init)
+    assert values is not None and sorted(np.ravel(values)) == sorted(np.ravel(weights))

@@ -64,7 +64,8 @@ def initializer_values(doc, init):
     that tensor (the same values, maybe permuted: the same histogram) rather than copied out of the protobuf."""
     from onnx import numpy_helper
     size = int(np.prod(init.dims)) if init.dims else 1
-    t = doc.trace.value_tensor.get(init.name) if doc.trace is not None and size > SAMPLE else None
+    left_out = size > 1 and not init.HasField("raw_data")
+    t = doc.trace.value_tensor.get(init.name) if doc.trace is not None and (size > SAMPLE or left_out) else None
     if t is not None and doc.graph is not None:
         data = doc.graph.main.tensors[t].data
         if data is not None and np.size(data) == size:
