@@ -37,22 +37,28 @@ REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "Re
 # Everything else (Reshape, Flatten, MatMul, Gemm, Einsum, Shape, control flow ...) ends the denotations.
 
 
+class _Node:
+    """A node's fields as Python values, read from the protobuf once: `run` repeats per graph input and per pin,
+    and every field access on the message builds new objects (half of a run on a 10,000-node graph)."""
+    __slots__ = ("op_type", "domain", "input", "output", "attribute", "label")
+
+    def __init__(self, node, i: int):
+        self.op_type, self.domain, self.attribute = node.op_type, node.domain, node.attribute
+        self.input, self.output = list(node.input), list(node.output)
+        self.label = node.name or f"{node.op_type}#{i}"
+
+
 class Propagator:
     """One pass over the nodes in order (ONNX requires topological order); `run` may be repeated with other seeds."""
 
     def __init__(self, model):
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
-        self.shapes = _shapes(model)
+        self.nodes = [_Node(n, i) for i, n in enumerate(self.graph.node)]
         self.declared = {}
-        for vi in list(self.graph.input) + list(self.graph.value_info) + list(self.graph.output):
-            # A denotation outside the standard set carries no meaning we can check: treat it as unknown.
-            dims = tuple(d.denotation.upper() if d.denotation.upper() in ms.DIM_DENOTATIONS else ""
-                         for d in vi.type.tensor_type.shape.dim)
-            if any(dims):
-                self.declared.setdefault(vi.name, dims)
+        self.shapes = _shapes(model, self.nodes, self.declared)
         self.inits = {t.name: t for t in self.graph.initializer}
-        self.consts = {n.output[0]: n for n in self.graph.node if n.op_type == "Constant" and n.output}
+        self.consts = {n.output[0]: n for n in self.nodes if n.op_type == "Constant" and n.output}
 
     def run(self, seeds=None):
         """Propagate from the graph inputs' declared denotations, or from `seeds` (input name -> dens) instead."""
@@ -60,9 +66,8 @@ class Propagator:
             seeds = {i.name: self.declared[i.name] for i in self.graph.input if i.name in self.declared}
         self.dens: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in seeds.items()}
         self.findings: list[Finding] = []
-        for i, node in enumerate(self.graph.node):
-            self.node, self.index = node, i
-            self.label = node.name or f"{node.op_type}#{i}"
+        for i, node in enumerate(self.nodes):
+            self.node, self.index, self.label = node, i, node.label
             outs = self.rule(node)
             for name, dens in zip(node.output, outs):
                 if name:
@@ -201,14 +206,17 @@ class Propagator:
 
     def broadcast(self, names, ins):
         """Right-aligned merge; a contradiction where no side is a size-1 (broadcast) axis is a finding."""
-        ranks = [self.rank(n) if n else 0 for n in names]
+        known = [d for d in ins if d]
+        if not known:
+            return None
         out_rank = self.rank(self.node.output[0]) if self.node.output else None
         if out_rank is None:
+            ranks = [self.rank(n) if n else 0 for n in names]
             if None in ranks:
                 return None
             out_rank = max(ranks, default=0)
-        if not any(ins):
-            return None
+        if len(known) == 1 and len(known[0]) == out_rank:    # one side known, no broadcast: nothing to merge
+            return tuple(known[0]) if any(known[0]) else None
         out = [""] * out_rank
         owner = [""] * out_rank
         clashes: dict[tuple[str, str], list[int]] = {}
@@ -316,18 +324,36 @@ def _contradicts(actual, expected) -> bool:
     return False
 
 
-def _shapes(model) -> dict[str, tuple]:
-    """Static shapes (None for symbolic dims) from the model and from ONNX shape inference when it succeeds."""
-    try:
-        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
-        pass
-    out = {}
+def _shapes(model, nodes, declared: dict) -> dict[str, tuple]:
+    """Static shapes (None for symbolic dims) from the model, and from ONNX shape inference when it succeeds and can
+    add something: a node output with no shape, or a symbolic dim (the converter writes static shapes where it can;
+    inference on a 10,000-node graph costs as much as a propagation run). Fills `declared` with the model's
+    dimension denotations on the way (one pass over the value infos)."""
     g = model.graph
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-            out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+    out = _declared(g, declared)
+    if any(None in s for s in out.values()) or any(o and o not in out for n in nodes for o in n.output):
+        try:
+            g = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False).graph
+            out = _declared(g, {})
+        except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
+            pass
     for t in g.initializer:
         out.setdefault(t.name, tuple(t.dims))
+    return out
+
+
+def _declared(g, declared: dict) -> dict[str, tuple]:
+    """The value infos' shapes; their dimension denotations into `declared` (first declaration wins)."""
+    out = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        dims = vi.type.tensor_type.shape.dim
+        # A denotation outside the standard set carries no meaning we can check: treat it as unknown.
+        dens = [d.denotation for d in dims]
+        if any(dens):
+            dens = tuple(d.upper() if d.upper() in ms.DIM_DENOTATIONS else "" for d in dens)
+            if any(dens):
+                declared.setdefault(vi.name, dens)
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
     return out
