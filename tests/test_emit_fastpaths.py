@@ -26,7 +26,7 @@ RNG = np.random.default_rng(11)
 @pytest.mark.parametrize("name", ["x", "é" * 70, "n" * 200, ""])        # 200 bytes: a two-byte length varint
 @pytest.mark.parametrize("elem, dims", [
     (TensorProto.FLOAT, [1, 5, 7, 3]), (TensorProto.INT64, []), (TensorProto.UINT8, ["batch", 6, 4]),
-    (TensorProto.FLOAT16, [0, 300, 70000]), (TensorProto.BOOL, ["t_d1" * 40]),
+    (TensorProto.FLOAT16, [0, 300, 70000]), (TensorProto.BOOL, ["t_d1" * 40]), (TensorProto.INT32, [-1, 2**40, "é"]),
 ])
 def test_value_info_matches_the_helper_byte_for_byte(name, elem, dims):
     want = helper.make_tensor_value_info(name, elem, dims).SerializeToString()
