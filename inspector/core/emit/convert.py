@@ -173,7 +173,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         check_size(*em.initializers)
     g.node.extend(em.nodes)
     g.name = graph_name(graph)
-    cleaned = peephole.clean(g, trace, em.nodes)           # the planner should leave nothing for it: each rewrite is noted
+    cleaned = peephole.clean(g, trace, em.nodes)     # the planner should leave nothing: each rewrite is noted
     model.opset_import.add(domain="", version=opset)
     if allow_custom:
         from .ops.custom import CUSTOM_DOMAIN, uses_domain

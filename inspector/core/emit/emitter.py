@@ -56,9 +56,9 @@ def make_value_info(name: str, elem_type: int, dims, into=None, known: dict | No
     empty shape), parsed from its wire form: parsing one small message is cheaper than setting its nested fields
     one by one (one per tensor of every model). `known`: the TypeProto bytes of each (type, shape) built so far in
     this conversion (many tensors share one). Not kept between conversions: a process-wide table made every
-    conversion of a model after its first cheaper than the first (1-4 % of a single-op model's), which is what
-    repeated timings would then measure.
-    `into`: a repeated field of the graph to parse it in place (no copy when the graph takes it)."""
+    conversion of a model after its first cheaper than the first (a few per cent of a single-op model's), which is
+    what repeated timings would then measure. `into`: a repeated field of the graph to parse it in place (no copy
+    when the graph takes it)."""
     key = (elem_type, *dims)
     tb = known.get(key) if known is not None else None
     if tb is None:
