@@ -100,6 +100,10 @@ class QDQ:
         parent = getattr(em, "parent", None)
         self.keep_fp16 = parent.q.keep_fp16 if parent is not None else False   # convert() sets it on the root
         self.exact = parent.q.exact if parent is not None else False
+        # LiteRT's kernel tables by op and parameters, for this conversion only: a network repeats its
+        # activations' parameters (one LiteRT run each), but a table kept by the process made every conversion
+        # after a model's first a third cheaper than a user's first (the bench times repeated conversions)
+        self.tables: dict[tuple, np.ndarray | None] = parent.q.tables if parent is not None else {}
         self.ex = Exact(self)
         self.const_axes: dict[int, int] = {}     # per-channel constant -> its channel axis as stored in ONNX
         self.fp16_src: dict[int, int] = {}       # folded DEQUANTIZE output -> its float16 constant
@@ -682,7 +686,7 @@ def exact_table(ctx, op) -> bool:
             and tx.dtype in ("int8", "uint8") and ty.dtype in ("int8", "uint8")
             and params(tx.quantization) is not None and params(ty.quantization) is not None):
         return False
-    table = _kernel_table(op, tx, ty)
+    table = _kernel_table(qdq.tables, op, tx, ty)
     if table is None:
         return False
     if not qdq.exact and large(tx) and (misses := float_misses(op, tx, ty, table)) <= 1:
@@ -811,15 +815,12 @@ def float_twin(ctx, op, table: np.ndarray) -> bool:
     return True
 
 
-def _kernel_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
+def _kernel_table(tables: dict, op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
     key = (op.opcode, op.version, repr(sorted(op.options.items())), tx.dtype, params(tx.quantization), ty.dtype,
            params(ty.quantization))
-    if key not in _TABLES:                   # a network repeats its activations' parameters: one LiteRT run each
-        _TABLES[key] = _litert_table(op, tx, ty)
-    return _TABLES[key]
-
-
-_TABLES: dict[tuple, np.ndarray | None] = {}
+    if key not in tables:
+        tables[key] = _litert_table(op, tx, ty)
+    return tables[key]
 
 
 def _litert_table(op, tx: Tensor, ty: Tensor) -> np.ndarray | None:
