@@ -26,7 +26,7 @@ import onnxruntime as ort
 from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_reader import read_tflite
 from inspector.core.proof.islands import onnx_outputs
-from inspector.core.proof.validate import (make_inputs, own_kernel_steps, quant_step, run_tflite,
+from inspector.core.proof.validate import (make_inputs, onnx_feeds, own_kernel_steps, quant_step, run_tflite,
                                            validate)
 
 from float_drift import litert                      # tools/ is the script's directory
@@ -123,8 +123,7 @@ def litert_self(path: Path, graph) -> list[str]:
 def run_ms(result) -> float:
     """ONNX Runtime's median run time on one thread, fully optimised, seed-0 inputs."""
     graph = result.graph
-    feeds = {result.trace.tensor_values[t][0]: np.transpose(x, result.plan.perm(t, x.ndim))
-             for t, x in zip(graph.main.inputs, make_inputs(graph))}
+    feeds = onnx_feeds(result, make_inputs(graph))
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     sess = ort.InferenceSession(result.model.SerializeToString(), opts, providers=["CPUExecutionProvider"])

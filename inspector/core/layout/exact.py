@@ -272,7 +272,7 @@ def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, tuple[
     """`choice` (greedy's) made optimal group by group (`components`, _search). (The optimal choice, groups
     searched by elimination and by HiGHS), or None when a group defeats both (HiGHS out of time)."""
     big = pb.graph_facts()[3]
-    if big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:    # int64 could overflow: HiGHS decides
+    if not _fits(pb, big):                      # HiGHS decides
         return None
     groups, of = components(pb)
     readers: dict = {}
@@ -286,6 +286,11 @@ def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, tuple[
         if found[1] is not None:
             searched[found[1]] += 1
     return out, tuple(searched)
+
+
+def _fits(pb: Problem, big: int) -> bool:
+    """Every sum of the tables stays within int64 (a Transpose weighs `big`; each tensor and op adds a few)."""
+    return big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) < 1 << 62
 
 
 def _tables(pb: Problem, big: int, ops: list[int], readers: dict):
@@ -323,7 +328,7 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
     the op order is not topological (greedy would read other layouts) or a search fails."""
     prev = old.solution
     producers, consumers, topo, big = pb.graph_facts()
-    if prev is None or not topo or big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) >= 1 << 62:
+    if prev is None or not topo or not _fits(pb, big):
         return None
     modes, ops = pb.modes, pb.sg.ops
     free = _Free(modes)

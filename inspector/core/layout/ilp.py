@@ -32,8 +32,7 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
         cost[col[key]] += c
         return col[key]
 
-    producers = pb.graph_facts()[0]
-    total = sum(pb.nbytes(t.index) for t in sg.tensors) * 8 + 1.0      # so bytes never outweigh one Transpose
+    producers, total = pb.graph_facts()[0], float(pb.graph_facts()[3])   # so bytes never outweigh one Transpose
     weight = {}
 
     def w(t):

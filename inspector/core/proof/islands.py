@@ -61,11 +61,11 @@ def onnx_values(result, inputs, ref: dict | None = None, fused: bool = False) ->
     """Every mapped activation from ONNX Runtime, in TFLite's layout: on the inputs (ref None: unoptimised, as the
     intermediates are written), or each op on `ref`'s values of its inputs (`fused`: fully optimised; the QDQ
     fusions survive, the images staying QuantizeLinear outputs and DequantizeLinear inputs)."""
-    from .validate import run_onnx
+    from .validate import onnx_feeds, run_onnx
     sg, plan, trace = result.graph.main, result.plan, result.trace
     m = onnx.ModelProto()
     m.CopyFrom(result.model)
-    feeds = {trace.tensor_values[t][0]: np.transpose(x, plan.perm(t, x.ndim)) for t, x in zip(sg.inputs, inputs)}
+    feeds = onnx_feeds(result, inputs)
     typed = {v.name: _copy(v) for v in list(m.graph.value_info) + list(m.graph.output)}
     names = {t: trace.tensor_values[t][0] for t in activations(sg)
              if trace.tensor_values.get(t) and trace.tensor_values[t][0] in typed}
@@ -91,10 +91,9 @@ def onnx_values(result, inputs, ref: dict | None = None, fused: bool = False) ->
 
 def onnx_outputs(result, inputs, optimise: bool) -> dict[int, np.ndarray]:
     """The graph outputs from ONNX Runtime (fully optimised or not), in TFLite's layout."""
-    from .validate import run_onnx
+    from .validate import onnx_feeds, run_onnx
     sg, plan = result.graph.main, result.plan
-    feeds = {result.trace.tensor_values[t][0]: np.transpose(x, plan.perm(t, x.ndim)) for t, x in zip(sg.inputs, inputs)}
-    got = run_onnx(result.model, feeds, optimise=optimise)
+    got = run_onnx(result.model, onnx_feeds(result, inputs), optimise=optimise)
     return {t: np.transpose(got[sg.tensors[t].name], np.argsort(plan.outputs.get(t, plan.perm(t, sg.tensors[t].rank))))
             for t in sg.outputs}
 

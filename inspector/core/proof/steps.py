@@ -8,8 +8,8 @@ from inspector.core.emit.result import ConversionResult, ConversionTrace
 from inspector.core.ir.graph import Graph
 from inspector.core.layout.plan import LayoutPlan
 
-from .validate import (RTOL, Validation, _compare_all, _feeds, _refusal, checked_inputs, judge, model_kind, run_onnx,
-                       validate_files)
+from .validate import (RTOL, Validation, _compare_all, _refusal, checked_inputs, judge, model_kind, onnx_feeds,
+                       run_onnx, validate_files)
 
 
 def validate_steps(result: ConversionResult, steps: int, seed: int = 0,
@@ -41,7 +41,7 @@ def validate_steps(result: ConversionResult, steps: int, seed: int = 0,
         except (RuntimeError, ValueError) as e:
             raise _refusal(e) from None
         ref = {t: np.array(interp.get_tensor(t)) for t in sg.outputs}
-        got = run_onnx(result.model, {**_feeds(result, inputs), **carried})
+        got = run_onnx(result.model, {**onnx_feeds(result, inputs), **carried})
         carried = {i: got[o] for i, o in pairs if o in got}
         v = _compare_all(result, ref, got, rtol, False, {})
         judge(graph, v.outputs, inputs, ref, rtol, seed + k, False, False)

@@ -417,7 +417,7 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     else:
         inputs, ref, cut = _reference
     step("running ONNX Runtime", 0.4)
-    feeds = _feeds(result, inputs)
+    feeds = onnx_feeds(result, inputs)
     extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values] if intermediates else []
     got = run_onnx(result.model, feeds, extra)
     step("comparing", 0.6)
@@ -450,7 +450,9 @@ def reference(graph: Graph, inputs, keep_all: bool):
     return ref, Cut(k, refusal.op, refusal.reason, data)
 
 
-def _feeds(result: ConversionResult, inputs: list[np.ndarray]) -> dict:
+def onnx_feeds(result: ConversionResult, inputs: list[np.ndarray]) -> dict:
+    """The ONNX model's inputs for the TFLite `inputs`: each in its ONNX layout (real values where the ONNX model
+    takes a quantized input as float)."""
     sg, plan, trace = result.graph.main, result.plan, result.trace
     in_types = {i.name: i.type.tensor_type.elem_type for i in result.model.graph.input}
     feeds = {}

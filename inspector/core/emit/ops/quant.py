@@ -738,17 +738,21 @@ def _erf(v: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf)(v)
 
 
-def float_misses(op, tx: Tensor, ty: Tensor, table: np.ndarray) -> float:
-    """The most steps by which the op's float form, quantized once, misses LiteRT's table (inf: unknown)."""
-    form = REAL_FORMS.get(op.opcode)
-    if form is None:
-        return float("inf")
+def _float_form(op, tx: Tensor, ty: Tensor):
+    """(every input value, the op's float form of each in output steps before rounding, the output's int range)."""
     (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
-    out = np.iinfo(ty.dtype)
     xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
     with np.errstate(all="ignore"):
-        y = np.clip(np.round(form((xs - zx) * sx, op.options) / so + zo), out.min, out.max)
-    d = np.abs(y - table)
+        y = REAL_FORMS[op.opcode]((xs - zx) * sx, op.options) / so + zo
+    return xs, y, np.iinfo(ty.dtype)
+
+
+def float_misses(op, tx: Tensor, ty: Tensor, table: np.ndarray) -> float:
+    """The most steps by which the op's float form, quantized once, misses LiteRT's table (inf: unknown)."""
+    if op.opcode not in REAL_FORMS:
+        return float("inf")
+    _, y, out = _float_form(op, tx, ty)
+    d = np.abs(np.clip(np.round(y), out.min, out.max) - table)
     return float(d.max()) if np.all(np.isfinite(d)) else float("inf")
 
 
@@ -756,11 +760,7 @@ def float_offset(op, tx: Tensor, ty: Tensor, table: np.ndarray) -> float | None:
     """c, in output steps, such that the op's float form minus c rounds to LiteRT's table on every input, with
     OFFSET_MARGIN to spare on both sides (None: no such c). LiteRT's fixed-point kernels land a hundredth of a step
     or so below the real value, so a float form rounds up a few values LiteRT rounds down."""
-    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
-    out = np.iinfo(ty.dtype)
-    xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
-    with np.errstate(all="ignore"):
-        y = REAL_FORMS[op.opcode]((xs - zx) * sx, op.options) / so + zo
+    _, y, out = _float_form(op, tx, ty)
     t = table.astype(np.float64)
     lo = np.max((y - t - 0.5)[t < out.max], initial=-1.0)      # saturated entries bound c on one side only
     hi = np.min((y - t + 0.5)[t > out.min], initial=1.0)
@@ -795,11 +795,7 @@ def float_twin(ctx, op, table: np.ndarray) -> bool:
     if op.opcode not in FLOAT_TWINS or not large(tx):
         return False
     onnx_op = FLOAT_TWINS[op.opcode]
-    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
-    xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
-    out = np.iinfo(ty.dtype)
-    with np.errstate(over="ignore"):
-        y = REAL_FORMS[op.opcode]((xs - zx) * sx, op.options) / so + zo
+    xs, y, out = _float_form(op, tx, ty)
     near = (np.abs(y - np.floor(y) - 0.5) < TIE_MARGIN) & (y > out.min - 1) & (y < out.max + 1)
     bad = xs[(np.clip(np.round(y), out.min, out.max) != table) | near]
     if bad.size > PATCH_MAX:
