@@ -13,7 +13,7 @@ from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.ir.errors import ConversionError
 from inspector.core.proof.ort_check import ort_check
-from inspector.core.proof.validate import make_inputs, validate
+from inspector.core.proof.validate import make_inputs, run_tflite, validate
 
 from .test_quant import bias_for, per_channel, save
 
@@ -281,16 +281,7 @@ def test_cast_of_a_complex_tensor_is_its_real_part(tmp_path, pins):
 # --- 2: stale static shapes in the file ---------------------------------------------------------------------------
 def litert_shapes(graph, inputs) -> dict[str, tuple[int, ...]]:
     """Every non-constant tensor's shape after LiteRT ran the model on `inputs` (it resizes them in Prepare)."""
-    from ai_edge_litert.interpreter import Interpreter
-    it = Interpreter(model_path=graph.path, experimental_preserve_all_tensors=True)
-    for d, x in zip(it.get_input_details(), inputs):
-        it.resize_tensor_input(d["index"], x.shape)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), inputs):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    consts = {t.index for t in graph.main.tensors if t.data is not None}
-    return {d["name"]: it.get_tensor(d["index"]).shape for d in it.get_tensor_details() if d["index"] not in consts}
+    return {graph.main.tensors[i].name: v.shape for i, v in run_tflite(graph, inputs).items()}
 
 
 def onnx_shapes(result, batch: int) -> dict[str, tuple[int, ...]]:
@@ -416,14 +407,15 @@ def stale_everywhere(tmp_path):
     tr = s("TRANSPOSE", [cat, i([0, 2, 1, 3])])                                                       # 1, 3, 4, 16
     ss = s("STRIDED_SLICE", [tr, i([0, 0, 1, 0]), i([1, 3, 4, 16]), i([1, 2, 1, 3])], {"shrink_axis_mask": 1},
            rank=3)                                                                                    # 2, 3, 6
-    sl = s("SLICE", [ss, i([0, 1, 2]), i([-1, 2, 3])], exact=[2, 2, 3])
-    tl = s("TILE", [sl, i([1, 1, 2])], rank=3)                                                        # 2, 2, 6
-    a, bb = s("SPLIT", [i(2), tl], {"num_splits": 2}, rank=3, n=2)                                    # 2, 2, 3
-    sv = s("SPLIT_V", [s("ADD", [a, bb], rank=3), i([1, -1]), i(1)], {"num_splits": 2}, rank=3, n=2)  # 2, 1, 3
-    pk = s("PACK", sv, {"axis": 1, "values_count": 2})                                                # 2, 2, 1, 3
-    sq = s("SQUEEZE", [pk], {"squeeze_dims": [2]}, rank=3)                                            # 2, 2, 3
-    rs = s("RESHAPE", [s("EXPAND_DIMS", [sq, i(-1)]), i([3, -1])], rank=2)                            # 3, 4
-    fc = s("FULLY_CONNECTED", [rs, f(5, 4), f(5)], {"keep_num_dims": True}, rank=2)                   # 3, 5
+    sl = s("SLICE", [ss, i([0, 0, 1]), i([-1, 3, 4])], exact=[2, 3, 4])
+    tl = s("TILE", [sl, i([1, 1, 2])], rank=3)                                                        # 2, 3, 8
+    a, bb = s("SPLIT", [i(2), tl], {"num_splits": 2}, rank=3, n=2)                                    # 2, 3, 4
+    sv = s("SPLIT_V", [s("ADD", [a, bb], rank=3), i([1, 1, -1]), i(1)], {"num_splits": 3}, rank=3,
+           n=3)                                                                                       # 2, 1, 4
+    pk = s("PACK", sv, {"axis": 1, "values_count": 3})                                                # 2, 3, 1, 4
+    sq = s("SQUEEZE", [pk], {"squeeze_dims": [2]}, rank=3)                                            # 2, 3, 4
+    rs = s("RESHAPE", [s("EXPAND_DIMS", [sq, i(-1)]), i([3, -1])], rank=2)                            # 3, 8
+    fc = s("FULLY_CONNECTED", [rs, f(5, 8), f(5)], {"keep_num_dims": True}, rank=2)                   # 3, 5
     bm = s("BATCH_MATMUL", [s("EXPAND_DIMS", [fc, i(0)], rank=3), f(2, 5, 7)], rank=3)                # 2, 3, 7
     g = s("GATHER", [bm, i([2, 0, 1])], {"axis": 1}, rank=3)                                          # 2, 3, 7
     mean = s("MEAN", [g, i([1])], {"keep_dims": True}, rank=3)                                        # 2, 1, 7

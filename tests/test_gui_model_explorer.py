@@ -129,6 +129,9 @@ def test_export_for_model_explorer_writes_all_or_nothing_and_fails_in_one_senten
     assert "\n" not in w.last_error and "onnx.conflicts.json" in w.last_error and "folder" in w.last_error
     _export(w, monkeypatch, tmp_path / "missing")
     assert not (tmp_path / "missing").exists() and "does not exist" in w.last_error
-    cancelled = tmp_path / "untouched"
-    monkeypatch.setattr(export_model_explorer.QFileDialog, "getExistingDirectory", lambda *_: "")
-    assert export_model_explorer.export_dialog(w.editor) is None and not cancelled.exists()
+    asked, w.last_error = [], ""
+    monkeypatch.setattr(export_model_explorer.QFileDialog, "getExistingDirectory",
+                        lambda *_: asked.append(True) or "")      # the user cancels the folder dialog
+    before = sorted(tmp_path.rglob("*"))
+    assert export_model_explorer.export_dialog(w.editor) is None
+    assert asked and w.last_error == "" and sorted(tmp_path.rglob("*")) == before     # nothing written, no error

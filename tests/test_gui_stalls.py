@@ -14,16 +14,11 @@ from inspector.gui.live_layout import Placement, diff
 from inspector.gui.main_window import ONNX, TFLITE
 
 from .test_gui_debugger import mid_conv_output, picture
-from .test_gui_edit import make_window, open_model, settle
+from .test_gui_edit import open_model, settle, window  # noqa: F401  (fixture)
 from .test_session import model  # noqa: F401  (conv -> reshape -> conv, input x [1, 5, 7, 3])
 
 pytestmark = pytest.mark.gui
 MODEL = "torch/mobilenet_v2_w050.tflite"
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    return make_window(qtbot, tmp_path)
 
 
 def test_a_pin_recolours_and_relabels_only_the_items_that_changed(qtbot, window, corpus, monkeypatch):
@@ -84,9 +79,15 @@ def test_a_late_minimap_picture_of_older_colours_is_dropped(qtbot, window, corpu
     open_model(qtbot, w, corpus / MODEL)
     minimap = w.panes[ONNX].main_view.minimap
     qtbot.waitUntil(lambda: minimap.image is not None, timeout=10_000)
-    old = minimap.image
-    minimap._rendered(("another scene", 0, 1, 1), old.copy())
-    assert minimap.image is old
+    stale, fresh = minimap._want, minimap.image.copy()
+    minimap._rendered(stale, fresh)
+    assert minimap.image is fresh                       # the picture awaited is taken
+    w.panes[ONNX].main_view.scene().version += 1        # new colours, as a recolour bumps it
+    minimap.invalidate()
+    qtbot.waitUntil(lambda: minimap.image is not None, timeout=10_000)
+    newest = minimap.image
+    minimap._rendered(stale, fresh.copy())              # the older colours' picture arrives late
+    assert minimap.image is newest and minimap._want != stale
 
 
 def test_diff_keeps_each_edge_of_a_tensor_read_twice():

@@ -13,6 +13,7 @@ from inspector.core.io.tflite_reader import read_tflite_bytes
 from inspector.core.layout import exact as E
 from inspector.core.layout import solve as S
 
+FOREVER = float("inf")     # no time budget: a loaded machine must not change what is compared
 PERMS = [(0, 2, 3, 1), (0, 3, 1, 2), (0, 2, 1, 3), (0, 1, 3, 2)]
 
 
@@ -55,8 +56,8 @@ def test_every_combination_and_the_ilp_agree(steps):
     graph = read_tflite_bytes(build(steps), "m.tflite")
     pb = planner(graph).problem
     greedy = S.transposes(pb, S.greedy(pb))[0]
-    tried, proof = S.solve(pb)
-    found = S._ilp(pb, 10.0)
+    tried, proof = S.solve(pb, FOREVER)
+    found = S._ilp(pb, FOREVER)
     assert found is not None and found[2], "HiGHS did not prove its plan optimal"
     ilp = S.transposes(pb, found[0])[0]
     best = S.transposes(pb, tried)[0]
@@ -89,14 +90,15 @@ def test_elimination_is_as_good_as_the_ilp_and_deterministic(steps, pin_at):
     pb = planner(graph, pins).problem
     greedy = S.greedy(pb)
     found = E.refine(pb, greedy, float("inf"))
-    ilp = S._ilp(pb, 10.0)
+    ilp = S._ilp(pb, FOREVER)
     assert found is not None                # a part too wide for the elimination goes to HiGHS alone
     again = E.refine(planner(graph, pins).problem, S.greedy(planner(graph, pins).problem), float("inf"))[0]
     assert [m for _, m in sorted(again.items())] == [m for _, m in sorted(found[0].items())]
     assert ilp is not None and ilp[2]
     assert objective(pb, found[0]) <= objective(pb, ilp[0]) and objective(pb, found[0])[0] == objective(pb, ilp[0])[0]
     assert objective(pb, found[0]) <= objective(pb, greedy)
-    assert convert(graph, pins=pins).transposes >= S.transposes(pb, S.solve(pb)[0])[0] == objective(pb, ilp[0])[0]
+    best = S.solve(pb, FOREVER)[0]
+    assert convert(graph, pins=pins).transposes >= S.transposes(pb, best)[0] == objective(pb, ilp[0])[0]
 
 
 def test_a_tensor_read_by_too_many_choosing_ops_is_left_to_highs():
@@ -114,21 +116,21 @@ def test_a_tensor_read_by_too_many_choosing_ops_is_left_to_highs():
         b.output(z)
     graph = read_tflite_bytes(b.build(), "wide.tflite")
     base = planner(graph).problem
-    S.solve(base)
+    S.solve(base, FOREVER)
     pb = planner(graph, {"y": "channels-first"}).problem
     readers = sum(1 for op in graph.main.ops if y in op.inputs and len(pb.modes[op.index]) > 1)
     assert 2 ** readers > E.MAX_TABLE
     choice, (searched, by_highs) = E.refine(pb, S.greedy(pb), float("inf"))
     assert by_highs == 1
-    assert objective(pb, choice) == objective(pb, S._ilp(pb, 10.0)[0])
-    plan, proof = S.solve(pb)
+    assert objective(pb, choice) == objective(pb, S._ilp(pb, FOREVER)[0])
+    plan, proof = S.solve(pb, FOREVER)
     assert plan == choice and proof.proven and "HiGHS" in proof.method
     from inspector.core.emit.convert import _op_table, fold_constants, resolve_pins
     from inspector.core.layout.propagation import problem
     folded, constants = fold_constants(graph.main)
     again = problem(graph.main, _op_table(), resolve_pins(graph.main, {"y": "channels-first"}), False, folded,
                     set(constants), reuse=base)
-    assert S.solve(again, previous=base)[0] == choice
+    assert S.solve(again, FOREVER, previous=base)[0] == choice
 
 
 @settings(max_examples=30, deadline=None)
@@ -155,6 +157,6 @@ def test_a_replan_from_the_last_problem_chooses_what_a_fresh_one_does(steps, pin
         if prev is not None and prev.solution is not None:
             got = E.resolve(cur, prev, float("inf"), S.greedy)
             if got is not None:                 # None: a part too wide for the search (HiGHS's then)
-                assert got[0] == S.solve(fresh)[0]
-        assert S.solve(cur, previous=prev)[0] == S.solve(fresh)[0]
+                assert got[0] == S.solve(fresh, FOREVER)[0]
+        assert S.solve(cur, FOREVER, previous=prev)[0] == S.solve(fresh, FOREVER)[0]
         prev = cur

@@ -162,17 +162,24 @@ def test_small_real_error_on_a_well_conditioned_net_is_not_ok(tmp_path, shift, v
 
 
 # -- what LiteRT cannot run ----------------------------------------------------------------------------------
+def _landmarks(b: ModelBuilder, x: int, out: int, subset: list[int], left: int, right: int, radians: float,
+               height: int, width: int, scale: tuple[float, float]) -> None:
+    """MediaPipe's Landmarks2TransformMatrix, a custom op LiteRT has no kernel for, from x to out."""
+    from flatbuffers import flexbuffers
+    opts = {"subset_idxs": subset, "left_rotation_idx": left, "right_rotation_idx": right,
+            "target_rotation_radians": radians, "output_height": height, "output_width": width,
+            "scale_x": scale[0], "scale_y": scale[1]}
+    b.custom_op("Landmarks2TransformMatrix", [x], [out], bytes(flexbuffers.Dumps(opts)), version=2)
+
+
 def _landmarks_model() -> bytes:
     """x [1, 7, 3] -> MUL -> ADD -> Landmarks2TransformMatrix (a MediaPipe op LiteRT has no kernel for)."""
-    from flatbuffers import flexbuffers
-    opts = {"subset_idxs": [0, 3, 5, 6, 2], "left_rotation_idx": 2, "right_rotation_idx": 4,
-            "target_rotation_radians": 0.3, "output_height": 48, "output_width": 64, "scale_x": 1.5, "scale_y": 1.25}
     b = ModelBuilder()
     x = b.input("lm", (1, 7, 3))
     m, a, y = b.tensor("scaled", (1, 7, 3)), b.tensor("shifted", (1, 7, 3)), b.tensor("matrix", (1, 4, 4))
     b.op("MUL", [x, b.const("k", np.full((1, 1, 3), 50, np.float32))], [m])
     b.op("ADD", [m, b.const("c", np.full((1, 1, 3), 50, np.float32))], [a])
-    b.custom_op("Landmarks2TransformMatrix", [a], [y], bytes(flexbuffers.Dumps(opts)), version=2)
+    _landmarks(b, a, y, [0, 3, 5, 6, 2], 2, 4, 0.3, 48, 64, (1.5, 1.25))
     b.output(y)
     return b.build()
 
@@ -195,17 +202,14 @@ def test_custom_op_litert_cannot_run_is_named_and_what_precedes_it_compared(tmp_
 def _conv_then_landmarks() -> bytes:
     """x [1, 7, 5, 3] -> 3x3 CONV_2D (channels-first in the ONNX file) -> RESHAPE [1, 35, 3] ->
     Landmarks2TransformMatrix: the tensors before the op LiteRT cannot run are in two layouts."""
-    from flatbuffers import flexbuffers
     rng = np.random.default_rng(5)
-    opts = {"subset_idxs": [0, 9, 17, 30, 34], "left_rotation_idx": 1, "right_rotation_idx": 3,
-            "target_rotation_radians": 0.0, "output_height": 32, "output_width": 24, "scale_x": 1.5, "scale_y": 1.5}
     b = ModelBuilder()
     x = b.input("image", (1, 7, 5, 3))
     c, r, y = b.tensor("conv", (1, 7, 5, 3)), b.tensor("points", (1, 35, 3)), b.tensor("matrix", (1, 4, 4))
     w = (rng.standard_normal((3, 3, 3, 3)) * 20).astype(np.float32)
     b.op("CONV_2D", [x, b.const("w", w), b.const("b", np.full(3, 40, np.float32))], [c], {"padding": "SAME"})
     b.op("RESHAPE", [c, b.const("shape", np.asarray([1, 35, 3], np.int32))], [r], {"new_shape": [1, 35, 3]})
-    b.custom_op("Landmarks2TransformMatrix", [r], [y], bytes(flexbuffers.Dumps(opts)), version=2)
+    _landmarks(b, r, y, [0, 9, 17, 30, 34], 1, 3, 0.0, 32, 24, (1.5, 1.5))
     b.output(y)
     return b.build()
 
@@ -277,8 +281,6 @@ def test_validate_from_files_cuts_before_an_op_litert_cannot_run_and_compares_wh
 def test_a_long_cut_prints_only_the_tensors_not_ok(tmp_path, capsys):
     """24 ops before the op LiteRT cannot run: one line per tensor would bury the headline; beyond MAX_CUT_LINES
     only those not ok are listed (here the one a wrong constant breaks), and a count of the rest."""
-    from flatbuffers import flexbuffers
-
     from inspector.cli.validate import MAX_CUT_LINES
     b = ModelBuilder()
     x = b.input("lm", (1, 7, 3))
@@ -286,10 +288,8 @@ def test_a_long_cut_prints_only_the_tensors_not_ok(tmp_path, capsys):
         y = b.tensor(f"t{i}", (1, 7, 3))
         b.op("ADD", [x, b.const(f"c{i}", np.full((1, 1, 3), i + 1, np.float32))], [y])
         x = y
-    opts = {"subset_idxs": [0, 3, 5, 6, 2], "left_rotation_idx": 2, "right_rotation_idx": 4,
-            "target_rotation_radians": 0.0, "output_height": 8, "output_width": 8, "scale_x": 1.0, "scale_y": 1.0}
     out = b.tensor("matrix", (1, 4, 4))
-    b.custom_op("Landmarks2TransformMatrix", [x], [out], bytes(flexbuffers.Dumps(opts)), version=2)
+    _landmarks(b, x, out, [0, 3, 5, 6, 2], 2, 4, 0.0, 8, 8, (1.0, 1.0))
     b.output(out)
     graph = _save(tmp_path, "long.tflite", b.build())
     model = convert(graph).model

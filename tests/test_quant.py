@@ -10,7 +10,7 @@ from onnx import TensorProto, numpy_helper
 from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite
-from inspector.core.proof.validate import model_kind, validate, validate_files
+from inspector.core.proof.validate import model_kind, run_onnx, run_tflite, validate, validate_files
 
 RNG = np.random.default_rng(7)
 
@@ -383,8 +383,6 @@ def test_exact_int_rounds_mul_and_fully_connected_as_litert_does(tmp_path):
     only: MUL computes its multiplier in float32 (the 31-bit value differs from the double one in its last bits, and a
     product near a tie rounds the other way), and FULLY_CONNECTED rounds once where convolutions round twice. Every
     int8 pair through a broadcast MUL, and 64 x 256 FC outputs, bit for bit against the reference kernels."""
-    import onnxruntime as ort
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
     rng = np.random.default_rng(5)
     b = ModelBuilder()
     a = b.input("a", [2, 128, 256], "int8", quant=(0.05, 3))
@@ -398,21 +396,14 @@ def test_exact_int_rounds_mul_and_fully_connected_as_litert_does(tmp_path):
     b.op("FULLY_CONNECTED", [x, b.const("w", wq, quant=wquant), b.const("b", bq, quant=bquant)], [f])
     b.output(y)
     b.output(f)
-    data = b.build()
+    graph = save(b, tmp_path)
     feeds = {"a": np.repeat(np.arange(-128, 128), 256).reshape(2, 128, 256).astype(np.int8),
              "g": np.arange(-128, 128).reshape(1, 1, 256).astype(np.int8),
              "x": rng.integers(-128, 128, (64, 32)).astype(np.int8)}
-    it = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    for d in it.get_input_details():
-        it.set_tensor(d["index"], feeds[d["name"]])
-    it.invoke()
-    want = {d["name"]: it.get_tensor(d["index"]) for d in it.get_output_details()}
-    (tmp_path / "m.tflite").write_bytes(data)
-    model = convert(read_tflite(str(tmp_path / "m.tflite")), exact_int=True).model
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    outs = sess.run(None, {i.name: feeds[i.name] for i in sess.get_inputs()})
-    got = dict(zip([o.name for o in sess.get_outputs()], outs))
+    sg = graph.main
+    ref = run_tflite(graph, [feeds[sg.tensors[t].name] for t in sg.inputs], keep_all=False)   # reference kernels
+    want = {sg.tensors[t].name: v for t, v in ref.items()}
+    got = run_onnx(convert(graph, exact_int=True).model, feeds)
     for name in ("y", "f"):
         assert np.array_equal(got[name], want[name]), (name, int((got[name] != want[name]).sum()))
 
