@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.gui import export_model_explorer
 from inspector.gui.graph_model import CONFLICT
 from inspector.gui.palette import palette
 
 from .test_gui_edit import make_window, open_model
+from .test_session import conv_reshape_conv
 
 pytestmark = pytest.mark.gui
 
@@ -26,19 +26,7 @@ ERRORS = ["tflite.errors.json", "onnx.errors.json"]
 @pytest.fixture
 def model(tmp_path):
     """x [1, 5, 7, 3] -> conv -> reshape [1, 7, 4, 5] (mixes channels into space) -> conv: two conflicts."""
-    rng = np.random.default_rng(2)
-    b = ModelBuilder()
-    x = b.input("x", [1, 5, 7, 3])
-    a, r, y = b.tensor("a", [1, 5, 7, 4]), b.tensor("r", [1, 7, 4, 5]), b.tensor("y", [1, 7, 4, 2])
-    b.op("CONV_2D", [x, b.const("wa", rng.standard_normal((4, 3, 2, 3)).astype(np.float32)),
-                     b.const("ba", rng.standard_normal(4).astype(np.float32))], [a], {"padding": "SAME"})
-    b.op("RESHAPE", [a, b.const("shape", np.array([1, 7, 4, 5], np.int32))], [r], {"new_shape": [1, 7, 4, 5]})
-    b.op("CONV_2D", [r, b.const("wy", rng.standard_normal((2, 3, 2, 5)).astype(np.float32)),
-                     b.const("by", rng.standard_normal(2).astype(np.float32))], [y], {"padding": "SAME"})
-    b.output(y)
-    path = tmp_path / "m.tflite"
-    path.write_bytes(b.build())
-    return path
+    return conv_reshape_conv(tmp_path / "m.tflite", np.random.default_rng(2), bias=True)
 
 
 def _export(w, monkeypatch, folder):

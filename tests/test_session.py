@@ -16,24 +16,28 @@ from inspector.core.io.tflite_builder import ModelBuilder
 RNG = np.random.default_rng(11)
 
 
-@pytest.fixture
-def model(tmp_path):
-    """conv -> reshape -> conv: two Transposes by default; pinning the first conv's output moves one. The Reshape
-    regroups [5, 7, 4] as [7, 4, 5], mixing channels into space, so it needs TFLite's memory order."""
+def conv_reshape_conv(path, rng, bias: bool = False):
+    """x [1, 5, 7, 3] -> conv -> reshape [1, 7, 4, 5] -> conv [1, 7, 4, 2], weights (and with `bias`, biases: what
+    LiteRT's kernels run) drawn from `rng` in op order. The Reshape regroups [5, 7, 4] as [7, 4, 5], mixing channels
+    into space, so it needs TFLite's memory order: two Transposes by default."""
+    def const(name, shape):
+        return b.const(name, rng.standard_normal(shape).astype(np.float32))
     b = ModelBuilder()
     x = b.input("x", [1, 5, 7, 3])
     a = b.tensor("a", [1, 5, 7, 4])
-    b.op("CONV_2D", [x, b.const("wa", RNG.standard_normal((4, 3, 2, 3)).astype(np.float32)), None], [a],
-         {"padding": "SAME"})
+    b.op("CONV_2D", [x, const("wa", (4, 3, 2, 3)), const("ba", 4) if bias else None], [a], {"padding": "SAME"})
     r = b.tensor("r", [1, 7, 4, 5])
     b.op("RESHAPE", [a, b.const("shape", np.array([1, 7, 4, 5], np.int32))], [r], {"new_shape": [1, 7, 4, 5]})
     y = b.tensor("y", [1, 7, 4, 2])
-    b.op("CONV_2D", [r, b.const("wy", RNG.standard_normal((2, 3, 2, 5)).astype(np.float32)), None], [y],
-         {"padding": "SAME"})
+    b.op("CONV_2D", [r, const("wy", (2, 3, 2, 5)), const("by", 2) if bias else None], [y], {"padding": "SAME"})
     b.output(y)
-    path = tmp_path / "m.tflite"
-    path.write_bytes(b.build())
-    return path
+    return b.save(path)
+
+
+@pytest.fixture
+def model(tmp_path):
+    """conv -> reshape -> conv (conv_reshape_conv): pinning the first conv's output moves one Transpose."""
+    return conv_reshape_conv(tmp_path / "m.tflite", RNG)
 
 
 def test_pin_rerun_and_change_summary(model):
