@@ -207,6 +207,20 @@ def test_transposes_inserted_by_a_pin_sit_on_the_edge_they_split():
     assert placed.pos[:n] == lay.pos                            # the others did not move
 
 
+def test_a_route_drawn_again_is_the_one_later_placements_follow():
+    """A node grown taller (more labels) gets its edge's route drawn again; the routes by their ends, which place
+    later inserted Transposes, give the new one (they were cached by the number of routes, which did not change)."""
+    from inspector.gui.graph_layout import compute
+    a, c = Node("a", "op", "A"), Node("c", "op", "C")
+    old = ViewGraph("onnx", [a, c], [Edge(0, 1, "x", "")])
+    p = Placement(old, compute(old))
+    before = p._joins()[("a", "c")]["x"]
+    taller = Node("c", "op", "C", ["kernel_shape [3,3]", "pads [1,1,1,1]", "strides [2,2]"])
+    p.layout(ViewGraph("onnx", [a, taller], [Edge(0, 1, "x", "")]))
+    after = p.routes[("a", "c", "x")]
+    assert after != before and p._joins()[("a", "c")]["x"] is after
+
+
 def test_onnx_boxes_come_from_the_cache_only_for_the_same_node_and_initializers(model):  # noqa: F811
     """from_onnx keeps the box of each ONNX node it drew (a pin re-emits few); a node whose bytes or initializer
     types and dims changed gets a new box."""

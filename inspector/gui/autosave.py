@@ -31,9 +31,6 @@ class Autosave:
         key = hashlib.sha1(str(Path(model).resolve()).encode()).hexdigest()[:12]
         return self.folder / f"{Path(model).stem}-{key}.autosave.json"
 
-    def write(self, session) -> Path:
-        return self.store(*self.encode(session))
-
     def encode(self, session) -> tuple[Path, bytes, str]:
         """(side file, its bytes, the model it protects): the session's decisions now, for store() to write later,
         from any thread."""

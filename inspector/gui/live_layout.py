@@ -29,7 +29,7 @@ class Placement:
         self.routes: dict[tuple, list[tuple[float, float]]] = dict(zip(edge_keys(vg), layout.routes))
         self.width, self.height = layout.width, layout.height
         self.scene = None               # the window's scene these positions belong to (set by the window)
-        self._by_ends = None            # _joins(), kept while no route is added
+        self._by_ends = None            # _joins(), dropped whenever a route is added or replaced
 
     def new_share(self, vg: ViewGraph) -> float:
         return sum(n.key not in self.pos for n in vg.nodes) / max(len(vg.nodes), 1)
@@ -62,6 +62,7 @@ class Placement:
                                                vg.nodes[e.dst].height):
                 route = self.routes[key] = _bend(pos[e.src], vg.nodes[e.src].height, pos[e.dst],
                                                  vg.nodes[e.dst].height)
+                self._by_ends = None
             routes.append(route)
         xs = [x + vg.nodes[i].width / 2 for i, (x, _) in enumerate(pos)] or [0.0]
         ys = [y + vg.nodes[i].height / 2 for i, (_, y) in enumerate(pos)] or [0.0]
@@ -116,12 +117,11 @@ class Placement:
 
     def _joins(self) -> dict:
         """(producer key, consumer key) -> {tensor: route} of every route handed out."""
-        if self._by_ends is None or self._by_ends[0] != len(self.routes):
-            ends: dict = {}
+        if self._by_ends is None:
+            self._by_ends = {}
             for (a, b, t), r in self.routes.items():
-                ends.setdefault((a, b), {})[t] = r
-            self._by_ends = (len(self.routes), ends)
-        return self._by_ends[1]
+                self._by_ends.setdefault((a, b), {})[t] = r
+        return self._by_ends
 
     def _place(self, vg: ViewGraph, i: int, ins: list[int], outs: list[int]) -> tuple[float, float]:
         srcs = [j for j in ins if vg.nodes[j].key in self.pos]
