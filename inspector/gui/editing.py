@@ -83,7 +83,7 @@ class RerunJob(QRunnable):
             p = self.placement
             live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
             layout = p.layout(vg) if live else graph_layout.compute(vg)
-            layout.prepare(vg)                  # the minimap's arrays, here rather than on the GUI thread
+            layout.prepare(vg, order=not live)  # a live result updates the shown scene: no new items to order
             changes = diff(*self.shown, vg, layout) if live else None
             self.signals.done.emit(result, notes, vg, layout, changes)
         except InspectorError as e:
@@ -501,9 +501,11 @@ class Editor(QObject):
                           message + "\n\nUndo (Ctrl+Z) the last edit to go back.", details)
 
     def wait(self, timeout_ms: int = 120_000) -> None:
-        """Block until re-runs are shown (export and save want the latest result)."""
+        """Block until re-runs are shown with their findings and autosaves are written (export and save want the
+        latest result); a pending autosave is waited for, not spun on."""
         while not self.idle:
             self.pool.waitForDone(timeout_ms)
+            self.flush()
             QApplication.processEvents()
 
     # ---- session files and autosave ------------------------------------------------------------------------

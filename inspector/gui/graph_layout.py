@@ -59,11 +59,13 @@ class Layout:
             self._order = order
         return self._order
 
-    def prepare(self, vg: ViewGraph) -> "Layout":
-        """Compute the overview arrays and the item order now (in a worker), not on the GUI thread."""
+    def prepare(self, vg: ViewGraph, order: bool = True) -> "Layout":
+        """Compute the overview arrays and (with `order`: a new scene builds its items in it) the item order now, in
+        a worker, not on the GUI thread."""
         self.segments()
         self.boxes(vg)
-        self.order(vg)
+        if order:
+            self.order(vg)
         return self
 
 

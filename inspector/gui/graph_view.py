@@ -68,7 +68,7 @@ class GraphScene(QGraphicsScene):
                 edge = vg.edges[i]
                 item = EdgeItem(i, edge, layout.routes[i], frame)
                 if conflicts:
-                    item.set_conflict(conflicts.get((edge.tensor, vg.nodes[edge.dst].key), ""))
+                    self._colour_edge(item, conflicts, vg.nodes)
                 self.addItem(item)
                 self.edges.append(item)
                 self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
@@ -157,7 +157,7 @@ class GraphScene(QGraphicsScene):
             if isinstance(item, NodeItem):
                 self._colour_node(item, cats, markers)
             else:
-                item.set_conflict(conflicts.get((item.edge.tensor, nodes[item.edge.dst].key), ""))
+                self._colour_edge(item, conflicts, nodes)
             n += 1
             if deadline is not None and n % 32 == 0 and time.perf_counter() > deadline:
                 return not todo
@@ -182,6 +182,11 @@ class GraphScene(QGraphicsScene):
         marker = markers.get(key, "")
         tip = f"{item.node.title}  ({cat})" if item.node.kind == "op" else item.node.title
         item.set_category(cat, marker, tip + ("\n" + marker if marker else ""))
+
+    @staticmethod
+    def _colour_edge(item, conflicts, nodes) -> None:
+        """The conflict (if any) on the tensor this edge carries into its consumer."""
+        item.set_conflict(conflicts.get((item.edge.tensor, nodes[item.edge.dst].key), ""))
 
     def colour(self, categories: dict[Hashable, str], markers: dict[Hashable, str],
                edge_conflicts: dict[Hashable, str]) -> bool:
@@ -213,9 +218,8 @@ class GraphScene(QGraphicsScene):
             return True
         for item in nodes:
             self._colour_node(item, categories, markers)
-        vn = self.vg.nodes
         for e in edges:
-            e.set_conflict(edge_conflicts.get((e.edge.tensor, vn[e.edge.dst].key), ""))
+            self._colour_edge(e, edge_conflicts, self.vg.nodes)
         return True
 
     def repainted(self) -> None:

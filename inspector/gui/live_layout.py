@@ -193,13 +193,13 @@ def diff(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout) -> D
         j = index.get(n.key, -1)
         if j >= 0:
             o = old.nodes[j]
-            if o.width != n.width or o.height != n.height:      # another box: a new item
-                j = -1
-            else:
-                if o != n:
+            if o is not n:                      # (from_onnx hands back the same node for an unchanged one)
+                if o.width != n.width or o.height != n.height:      # another box: a new item
+                    j = -1
+                elif o != n:
                     d.relabelled.add(i)
-                if old_layout.pos[j] != layout.pos[i]:
-                    d.moved.add(i)
+            if j >= 0 and old_layout.pos[j] != layout.pos[i]:
+                d.moved.add(i)
         d.nodes.append(j)
     edges: dict[tuple, list[int]] = {}             # a key names several edges when an op reads a tensor twice
     for i, k in enumerate(edge_keys(old)):
