@@ -4,6 +4,7 @@ The scene keeps Qt's default BSP index: with one item per edge, hit-testing and 
 """
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Hashable
 
@@ -103,6 +104,7 @@ class GraphScene(QGraphicsScene):
             old_edges[it.index] = it
         self.vg, self.layout = vg, layout
         nodes, frame, relabelled, moved = [], self.frame, diff.relabelled, diff.moved
+        by_key, by_tensor = {}, {}                  # the lookups, filled on the way (not a pass more each)
         for i, (node, j) in enumerate(zip(vg.nodes, diff.nodes)):
             if j < 0:
                 item = NodeItem(i, node, frame)
@@ -119,6 +121,7 @@ class GraphScene(QGraphicsScene):
                 if i in moved:
                     item.setPos(*layout.pos[i])
             nodes.append(item)
+            by_key[node.key] = item
         edges, routes, restyled = [], layout.routes, diff.restyled
         for i, (edge, j) in enumerate(zip(vg.edges, diff.edges)):
             if j < 0:
@@ -132,17 +135,15 @@ class GraphScene(QGraphicsScene):
                 if i in restyled:
                     item.update()
             edges.append(item)
-        for item in old_nodes:
+            got = by_tensor.get(edge.tensor)
+            if got is None:
+                by_tensor[edge.tensor] = [item]
+            else:
+                got.append(item)
+        for item in itertools.chain(old_nodes, old_edges):     # what the new graph no longer has
             if item is not None:
                 self.removeItem(item)
-        for item in old_edges:
-            if item is not None:
-                self.removeItem(item)
-        self.nodes, self.edges = nodes, edges
-        self.node_by_key = {n.key: it for n, it in zip(vg.nodes, nodes)}
-        self.edges_by_tensor = {}
-        for e, it in zip(vg.edges, edges):
-            self.edges_by_tensor.setdefault(e.tensor, []).append(it)
+        self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = nodes, edges, by_key, by_tensor
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self.version += 1
 
