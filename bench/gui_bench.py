@@ -205,16 +205,18 @@ def timed(app, w, action) -> tuple[float, float, float]:
     timer = QTimer(interval=5, timeout=lambda: ticks.append(time.perf_counter()))
     timer.start()
     t0 = time.perf_counter()
+
+    def until(cond) -> float:
+        while not cond() and time.perf_counter() - t0 < 600:
+            app.processEvents()
+            time.sleep(0.0002)
+        return time.perf_counter()
+
     action()
-    while not (w.editor.drawn and w.idle) and time.perf_counter() - t0 < 600:
-        app.processEvents()
-        time.sleep(0.0002)
+    until(lambda: w.editor.drawn and w.idle)
     w.panes[ONNX].main_view.viewport().repaint()
     drawn = time.perf_counter()
-    while not (w.editor.idle and w.idle) and time.perf_counter() - t0 < 600:
-        app.processEvents()
-        time.sleep(0.0002)
-    done = time.perf_counter()
+    done = until(lambda: w.editor.idle and w.idle)
     timer.stop()
     return drawn - t0, done - t0, max((b - a for a, b in zip([t0] + ticks, ticks + [done])), default=0.0)
 

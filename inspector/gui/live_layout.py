@@ -151,7 +151,7 @@ def _clear(boxes, x: float, y: float, w: float, h: float, margin: float = 4.0) -
         cx = x + (k + 1) // 2 * step * (1 if k % 2 else -1)
         if cx - w / 2 < 0:              # the scene starts at 0: never left of it
             continue
-        if not any(abs(bx - cx) < (bw + w) / 2 + margin for bx, _, bw, _ in near):
+        if not _hits(near, cx, y, w, h, margin):
             return cx, y
     return x, y
 
