@@ -56,6 +56,14 @@ def open_model(qtbot, w, path):
     return w.editor.session
 
 
+def validated(qtbot, w):
+    """Validate from the window's action and wait until the panel has the result (or failed); the panel."""
+    panel = w.editor.validation
+    w.editor.validate_action.trigger()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    return panel
+
+
 def conflict_nodes(w) -> set:
     return {it.node.key for it in w.scenes[ONNX].nodes if it.category == CONFLICT}
 
@@ -318,8 +326,7 @@ def test_validation_fills_the_plots_colours_nodes_and_selects(qtbot, window, cor
     w = window
     open_model(qtbot, w, corpus / CONFLICT_MODEL)
     panel = w.editor.validation
-    w.editor.validate_action.trigger()
-    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    validated(qtbot, w)
     v = panel.validation
     assert v is not None and v.ok
     assert len(panel.scatter.points()) == len(v.outputs) + len(v.intermediates) > 3

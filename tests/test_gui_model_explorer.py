@@ -13,7 +13,7 @@ from inspector.gui import export_model_explorer
 from inspector.gui.graph_model import CONFLICT
 from inspector.gui.palette import palette
 
-from .test_gui_edit import make_window, open_model
+from .test_gui_edit import make_window, open_model, validated
 from .test_session import conv_reshape_conv
 
 pytestmark = pytest.mark.gui
@@ -88,9 +88,7 @@ def test_export_for_model_explorer_writes_categories_conflicts_errors_and_the_ma
     assert "Model Explorer files" in w.statusBar().currentMessage()
 
     # after a validation, each compared tensor's error joins them
-    panel = w.editor.validation
-    w.editor.validate_action.trigger()
-    qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
+    validated(qtbot, w)
     v = s.validation
     asked = _export(w, monkeypatch, out)
     assert asked[0][1] == str(out.resolve())                        # the chooser starts where the last export went

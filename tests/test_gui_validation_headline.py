@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from .test_gui_edit import make_window, open_model
+from .test_gui_edit import make_window, open_model, validated
 
 
 def _validated(qtbot, tmp_path, model, panels=None):
@@ -14,9 +14,7 @@ def _validated(qtbot, tmp_path, model, panels=None):
     itself appended to `panels` when given)."""
     w = make_window(qtbot, tmp_path)
     open_model(qtbot, w, model)
-    panel = w.editor.validation
-    w.editor.validate_action.trigger()
-    qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
+    panel = validated(qtbot, w)
     if panels is not None:
         panels.append(panel)
     return panel.status.text(), panel.validation

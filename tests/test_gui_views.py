@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from inspector.gui.main_window import ONNX, TFLITE
 from inspector.gui.panels.validation import LO
 
-from .test_gui_edit import CONFLICT_MODEL, open_model, settle, window  # noqa: F401  (fixture)
+from .test_gui_edit import CONFLICT_MODEL, open_model, settle, validated, window  # noqa: F401  (fixture)
 from .test_gui_trust import chain
 from .test_session import model  # noqa: F401  (conv -> reshape -> conv, input x [1, 5, 7, 3])
 
@@ -66,8 +66,7 @@ def test_opening_a_model_resets_every_model_specific_view(qtbot, window, model, 
     w.select(TFLITE, nodes=[("op", 1)])
     w.search_field.setText("c1")
     w.search_step(+1)
-    w.editor.validate()
-    qtbot.waitUntil(lambda: not w.editor.validation.running, timeout=120_000)
+    validated(qtbot, w)
     assert w.details.html() and w._matches and w.editor.validation.validation is not None
     assert s.graph.main.ops
     w.open_path(str(model))
@@ -136,9 +135,7 @@ def open_kind(qtbot, w, kind: str, tmp_path, model):
 
 
 def validate(qtbot, w):
-    panel = w.editor.validation
-    w.editor.validate()
-    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    panel = validated(qtbot, w)
     assert panel.validation is not None and len(panel.scatter.points()) > 0, panel.status.text()
     return panel
 
