@@ -42,6 +42,7 @@ class ConflictsPanel(QTreeWidget):
         self.setItemDelegate(WrappingDelegate(self))
         self.setColumnHidden(1, True)                  # the reason names the tensor and its consumer already
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self._widest: dict[int, int] = {}
         self._relayout = QTimer(self, singleShot=True, interval=0, timeout=self.doItemsLayout)
         header.sectionResized.connect(lambda *_: self._relayout.start())   # narrower: more lines per row
         self.setAlternatingRowColors(True)
@@ -53,6 +54,7 @@ class ConflictsPanel(QTreeWidget):
 
     def set_document(self, doc) -> None:
         self.clear()
+        self._widest: dict[int, int] = {}             # column -> its longest line's width (fit_columns)
         if doc is None or doc.graph is None:
             return
         sg = doc.graph.main
@@ -83,16 +85,19 @@ class ConflictsPanel(QTreeWidget):
 
     def fit_columns(self) -> None:
         """Each column as wide as its longest line, capped at its share of the width; the reason (stretched) takes
-        the rest, and every column wraps what does not fit."""
-        room, fm = self.viewport().width(), self.fontMetrics()
-        pad = 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 12
+        the rest, and every column wraps what does not fit. The longest lines are measured once per document (a
+        resize only moves the caps)."""
+        room = self.viewport().width()
         for col, share in enumerate(SHARE):
             if self.isColumnHidden(col):
                 continue
-            lines = [self.headerItem().text(col)] + [self.topLevelItem(i).text(col)
-                                                       for i in range(self.topLevelItemCount())]
-            widest = max(fm.horizontalAdvance(t) for t in lines) + pad
-            self.setColumnWidth(col, max(40, min(widest, int(room * share))))
+            if col not in self._widest:
+                fm = self.fontMetrics()
+                pad = 2 * self.style().pixelMetric(self.style().PixelMetric.PM_FocusFrameHMargin) + 12
+                lines = [self.headerItem().text(col)] + [self.topLevelItem(i).text(col)
+                                                           for i in range(self.topLevelItemCount())]
+                self._widest[col] = max(fm.horizontalAdvance(t) for t in lines) + pad
+            self.setColumnWidth(col, max(40, min(self._widest[col], int(room * share))))
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
