@@ -12,7 +12,8 @@ from onnx import TensorProto
 
 from . import schema as ms
 from .findings import Finding, fmt
-from .edits import MetadataEdits, value_infos
+from .edits import MetadataEdits
+from .parsed import SHARED, Memo, Parts
 
 FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16}
 INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
@@ -20,46 +21,50 @@ INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
 
 # -- image metadata consistency -------------------------------------------------------------------------------------
 
-def consistency_findings(model) -> list[Finding]:
-    """IMAGE tensors vs their shape, their dimension denotations and the model's Image.* metadata."""
-    state = MetadataEdits.from_model(model)
-    image = {k: v for k, v in state.image.items() if v}
+def consistency_findings(model, parts: Parts | None = None) -> list[Finding]:
+    """IMAGE tensors vs their shape, their dimension denotations and the model's Image.* metadata (`parts`: the
+    model's, parsed.SHARED's reading when None)."""
+    image = {}
+    for p in model.metadata_props:          # as MetadataEdits.from_model reads them, the last of a key winning
+        k = ms.image_key(p.key)
+        if k:
+            image[k] = p.value
+    image = {k: v for k, v in image.items() if v}
     fmt_value = _canonical(ms.PIXEL_FORMAT, image.get(ms.PIXEL_FORMAT))
     rng = _canonical(ms.PIXEL_RANGE, image.get(ms.PIXEL_RANGE))
     out: list[Finding] = []
     seen = set()
-    for vi in value_infos(model.graph):
-        if vi.name in seen or vi.type.denotation.upper() != "IMAGE" or not vi.type.HasField("tensor_type"):
+    for vi in (parts or SHARED.parts(model)).values():
+        if vi.name in seen or vi.denotation.upper() != "IMAGE" or not vi.tensor:
             continue
         seen.add(vi.name)
-        tt = vi.type.tensor_type
 
         def add(kind, msg, code, name=vi.name, field=""):
             out.append(Finding("", f"IMAGE tensor '{name}': {msg}", kind, name, code=code,
                                field=field or f"dims:{name}"))
 
-        dims = list(tt.shape.dim) if tt.HasField("shape") else None
+        dims = vi.shape
         if dims is None or len(dims) != 4:
             add("image", "an image needs a 4-D tensor, this one has "
                 + ("no known shape" if dims is None else f"{len(dims)} axes"), "image-rank", field=f"type:{vi.name}")
         else:
-            dens = [d.denotation.upper() for d in dims]
+            dens = [d.upper() for d in vi.dims]
             if ms.DATA_CHANNEL not in dens:
                 add("image", f"dimension denotations {fmt(dens)} do not say which axis holds the channels "
                              "(expected one DATA_CHANNEL)", "image-channel-axis")
             elif fmt_value:
                 want = ms.PIXEL_FORMAT_CHANNELS.get(fmt_value)
                 c = dims[dens.index(ms.DATA_CHANNEL)]
-                if want and c.HasField("dim_value") and c.dim_value != want:
+                if want and c is not None and c != want:
                     add("image", f"{ms.PIXEL_FORMAT}={fmt_value} means {want} channel(s), "
-                                 f"but its DATA_CHANNEL axis has {c.dim_value}", "pixel-format-channels",
+                                 f"but its DATA_CHANNEL axis has {c}", "pixel-format-channels",
                         field=ms.PIXEL_FORMAT)
-        if rng in ms.EIGHT_BIT_RANGES and tt.elem_type in FLOAT_TYPES:
+        if rng in ms.EIGHT_BIT_RANGES and vi.elem_type in FLOAT_TYPES:
             lo, hi = rng.split("_")[1:3]
             add("range", f"{ms.PIXEL_RANGE}={rng} on a float input: consumers will feed unnormalised values "
                          f"{lo}..{hi}; if the model expects normalised pixels, use Normalized_0_1 or Normalized_1_1",
                 "range-unnormalised-float", field=ms.PIXEL_RANGE)
-        elif rng and rng.startswith("Normalized") and tt.elem_type in INT8_TYPES:
+        elif rng and rng.startswith("Normalized") and vi.elem_type in INT8_TYPES:
             add("range", f"{ms.PIXEL_RANGE}={rng} on an 8-bit integer tensor, which cannot hold normalised values",
                 "range-normalised-int", field=ms.PIXEL_RANGE)
         if not image:
@@ -80,14 +85,16 @@ def _canonical(key: str, value: str | None) -> str | None:
 
 # -- dimension denotation propagation and verification -----------------------------------------------------------
 
-def propagate(model) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
-    """Dimension denotations of every value reachable from the graph inputs and format ops, and the findings.
+def propagate(model, memo: Memo | None = None, parts: Parts | None = None
+              ) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
+    """Dimension denotations of every value reachable from the graph inputs and format ops, and the findings
+    (`memo`, `parts`: see denotation_rules.Propagator).
 
     Returns value name -> one denotation per axis ("" where unknown); values whose rank or meaning is lost (after a
     Reshape, MatMul, Gemm ...) are absent.
     """
     from .denotation_rules import Propagator
-    return Propagator(shape_view(model)).run()
+    return Propagator(shape_view(model), memo, parts).run()
 
 
 LARGE_CONSTANT = 1024      # elements; the propagator's rules read only small constants (axes, scales, sizes)
@@ -156,17 +163,19 @@ def _io_map(result) -> dict[str, tuple[str, tuple[int, ...] | None]]:
     return out
 
 
-def annotate(result, edits: MetadataEdits | None = None) -> list[str]:
+def annotate(result, edits: MetadataEdits | None = None, memo: Memo | None = None) -> list[str]:
     """The metadata pass of a conversion, in place on result.model; returns notes for the user.
 
     1. dimension denotations of the graph inputs from their layouts (a 4-D input read as TFLite's NHWC), kept only
        where propagation through the graph does not contradict them, then the outputs' from that propagation,
     2. the TFLite metadata hints (IMAGE, Image.* keys, doc string) as a pre-fill,
     3. the user's `edits` on top (they win), validated: MetadataError when invalid, and the model is untouched.
+    `memo`: parsed.Memo of the models read before (parsed.SHARED when None): after a pin, only what it changed
+    is read again.
     """
     io = _io_map(result)
     inputs = {vi.name for vi in result.model.graph.input}
-    dims, notes = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs})
+    dims, notes = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs}, memo)
     meta, prefill = None, MetadataEdits()
     if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
         from .tflite import edits_from_metadata, read_tflite_metadata
@@ -204,12 +213,12 @@ def _channels_first_reading(d: list[str]) -> list[str] | None:
     return None
 
 
-def _io_dims(model, input_layouts) -> tuple[MetadataEdits, list[str]]:
+def _io_dims(model, input_layouts, memo: Memo | None) -> tuple[MetadataEdits, list[str]]:
     """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
     from .denotation_rules import Propagator
     from .edits import layout_edits
     guessed, notes = layout_edits(model, input_layouts)
-    prop = Propagator(shape_view(model))
+    prop = Propagator(shape_view(model), memo)
     accepted: dict[str, list[str]] = {}
     dens, found = prop.run(accepted)            # the propagation from what is accepted so far (runs are pure)
     before = {f.message for f in found}

@@ -1,14 +1,19 @@
 """Per-op rules for dimension denotation propagation and verification over an ONNX graph (see denotation.py)."""
 from __future__ import annotations
 
+from copy import copy
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from . import schema as ms
 from .findings import Finding, fmt
+from .parsed import SHARED, Memo, Parts
 
 B, C, F = ms.DATA_BATCH, ms.DATA_CHANNEL, ms.DATA_FEATURE
+MISSING = object()
+MAX_OUTCOMES = 16           # outcomes kept per node (one per distinct input denotations seen): a bound, not a need
 
 # Input 0 must be [DATA_BATCH, DATA_CHANNEL, spatial...]; output 0 is in that format too.
 FORMAT_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "DeformConv", "MaxPool", "AveragePool",
@@ -37,41 +42,86 @@ REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "Re
 # Everything else (Reshape, Flatten, MatMul, Gemm, Einsum, Shape, control flow ...) ends the denotations.
 
 
-class _Node:
-    """A node's fields as Python values, read from the protobuf once: `run` repeats per graph input and per pin,
-    and every field access on the message builds new objects (half of a run on a 10,000-node graph)."""
-    __slots__ = ("op_type", "domain", "input", "output", "attribute", "label")
-
-    def __init__(self, node, i: int):
-        self.op_type, self.domain, self.attribute = node.op_type, node.domain, node.attribute
-        self.input, self.output = list(node.input), list(node.output)
-        self.label = node.name or f"{node.op_type}#{i}"
-
-
 class Propagator:
     """One pass over the nodes in order (ONNX requires topological order); `run` may be repeated with other seeds."""
 
-    def __init__(self, model):
+    def __init__(self, model, memo: Memo | None = None, parts: Parts | None = None):
+        """`memo`: records of models read before (parsed.SHARED when None; parsed.Memo() reads all of it anew);
+        `parts`: the model's, when the caller read them already."""
+        memo = SHARED if memo is None else memo
+        parts = parts or memo.parts(model)
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
-        self.nodes = [_Node(n, i) for i, n in enumerate(self.graph.node)]
+        self.nodes = parts.nodes
+        self.labels = [n.name or f"{n.op_type}#{i}" for i, n in enumerate(self.nodes)]
+        self.input_names = [v.name for v in parts.inputs]
         self.declared = {}
-        self.shapes = _shapes(model, self.nodes, self.declared)
+        self.shapes = _shapes(model, parts, self.declared, memo)
         self.inits = {t.name: t for t in self.graph.initializer}
         self.consts = {n.output[0]: n for n in self.nodes if n.op_type == "Constant" and n.output}
+        self.outcomes = self._outcomes(memo, parts)
+
+    def _outcomes(self, memo: Memo, parts: Parts) -> list[dict]:
+        """Per node, what its step did (see `run`), kept from the last model wherever this node reads what it read
+        there: the same bytes and label, and the same shapes, declared denotations, initializers and constants
+        under each of its input and output names (a step reads nothing else but the denotations of those names,
+        which key the outcome)."""
+        consts = {out: parts.node_keys[i] for i, n in enumerate(self.nodes)
+                  if n.op_type == "Constant" and n.output for out in n.output[:1]}
+        env = (self.opset, self.shapes, self.declared, {t.name: t.SerializeToString() for t in self.graph.initializer},
+               consts)
+        last = memo.outcomes
+        stale: set | None = None                    # names whose surroundings changed; None: nothing may be reused
+        if last is not None and last[0][0] == env[0]:
+            stale = set()
+            for old, new in zip(last[0][1:], env[1:]):
+                if old is not new:
+                    stale.update(k for k, v in new.items() if old.get(k, MISSING) != v)
+                    stale.update(k for k in old if k not in new)
+        kept = last[1] if stale is not None else {}
+        out, now = [], {}
+        for node, key, label in zip(self.nodes, parts.node_keys, self.labels):
+            k = (key, label)
+            seen = now.get(k)
+            if seen is None:
+                seen = kept.get(k)
+                if seen is None or len(seen) > MAX_OUTCOMES or (
+                        stale and not (stale.isdisjoint(node.input) and stale.isdisjoint(node.output))):
+                    seen = {}
+                now[k] = seen
+            out.append(seen)
+        memo.outcomes = (env, now)
+        return out
 
     def run(self, seeds=None):
-        """Propagate from the graph inputs' declared denotations, or from `seeds` (input name -> dens) instead."""
+        """Propagate from the graph inputs' declared denotations, or from `seeds` (input name -> dens) instead.
+
+        A node's step (its rule, then storing its outputs) reads the denotations of its inputs and outputs so far
+        and what `_outcomes` compares; the step's outcome under those denotations (its outputs' denotations after
+        it, its findings) is kept and replayed wherever they recur: in this model's next run, or the next model's
+        after a pin. Only the nodes a pin changed, or whose inputs it changed, run their rule again."""
         if seeds is None:
-            seeds = {i.name: self.declared[i.name] for i in self.graph.input if i.name in self.declared}
+            seeds = {name: self.declared[name] for name in self.input_names if name in self.declared}
         self.dens: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in seeds.items()}
         self.findings: list[Finding] = []
+        dens, findings, get = self.dens, self.findings, self.dens.get
         for i, node in enumerate(self.nodes):
-            self.node, self.index, self.label = node, i, node.label
+            seen = self.outcomes[i]
+            before = (tuple(map(get, node.input)), tuple(map(get, node.output)))
+            hit = seen.get(before)
+            if hit is not None:
+                for name, d in zip(node.output, hit[0]):
+                    if d is not None:
+                        dens[name] = d
+                findings.extend(copy(f) for f in hit[1])
+                continue
+            n = len(findings)
+            self.node, self.index, self.label = node, i, self.labels[i]
             outs = self.rule(node)
-            for name, dens in zip(node.output, outs):
+            for name, d in zip(node.output, outs):
                 if name:
-                    self.settle(name, dens)
+                    self.settle(name, d)
+            seen[before] = (tuple(map(get, node.output)), tuple(copy(f) for f in findings[n:]))
         return self.dens, self.findings
 
     # -- helpers ---------------------------------------------------------------------------------------------------
@@ -324,36 +374,51 @@ def _contradicts(actual, expected) -> bool:
     return False
 
 
-def _shapes(model, nodes, declared: dict) -> dict[str, tuple]:
+def _shapes(model, parts: Parts, declared: dict, memo: Memo) -> dict[str, tuple]:
     """Static shapes (None for symbolic dims) from the model, and from ONNX shape inference when it succeeds and can
     add something: a node output with no shape, or a symbolic dim (the converter writes static shapes where it can;
     inference on a 10,000-node graph costs as much as a propagation run). Fills `declared` with the model's
-    dimension denotations on the way (one pass over the value infos)."""
+    dimension denotations on the way (one pass over the value infos). Inference reads no denotation, so its shapes
+    are kept in `memo` for the next model that differs from this one only there (the checker's pass after the
+    conversion's, which set the graph inputs' denotations). The dict returned is shared: read it only."""
+    out = _declared(parts, declared)
+    if not (any(None in s for s in out.values()) or any(o and o not in out for n in parts.nodes for o in n.output)):
+        return _with_initializers(out, model.graph)
+    key = (tuple(parts.node_keys), tuple(v.type_key for v in parts.inputs), tuple(v.type_key for v in parts.value_info),
+           tuple(v.type_key for v in parts.outputs), tuple(t.SerializeToString() for t in model.graph.initializer),
+           tuple(o.SerializeToString() for o in model.opset_import), model.ir_version)
+    hit = memo.inferred
+    if hit is not None and hit[0] == key:
+        return hit[1]
     g = model.graph
-    out = _declared(g, declared)
-    if any(None in s for s in out.values()) or any(o and o not in out for n in nodes for o in n.output):
-        try:
-            g = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False).graph
-            out = _declared(g, {})
-        except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
-            pass
+    try:
+        g = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False).graph
+        out = _declared(memo.add_values(g), {})
+    except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
+        pass
+    out = _with_initializers(out, g)
+    memo.inferred = (key, out)
+    return out
+
+
+def _with_initializers(out: dict, g) -> dict:
     for t in g.initializer:
         out.setdefault(t.name, tuple(t.dims))
     return out
 
 
-def _declared(g, declared: dict) -> dict[str, tuple]:
+def _declared(parts: Parts, declared: dict) -> dict[str, tuple]:
     """The value infos' shapes; their dimension denotations into `declared` (first declaration wins)."""
     out = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        dims = vi.type.tensor_type.shape.dim
-        # A denotation outside the standard set carries no meaning we can check: treat it as unknown.
-        dens = [d.denotation for d in dims]
-        if any(dens):
-            dens = tuple(d.upper() if d.upper() in ms.DIM_DENOTATIONS else "" for d in dens)
+    for part in (parts.inputs, parts.value_info, parts.outputs):
+        for v in part:
+            # A denotation outside the standard set carries no meaning we can check: treat it as unknown.
+            dens = v.dims
             if any(dens):
-                declared.setdefault(vi.name, dens)
-        tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-            out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+                dens = tuple(d.upper() if d.upper() in ms.DIM_DENOTATIONS else "" for d in dens)
+                if any(dens):
+                    declared.setdefault(v.name, dens)
+            if v.shape is not None:
+                out[v.name] = v.shape
     return out
+

@@ -148,7 +148,7 @@ class MetadataEdits:
     def apply(self, model) -> list[str]:
         """Validate, then edit `model` (an onnx.ModelProto) in place; returns notes for the user."""
         e, notes = self.normalized()
-        infos = _infos_by_name(model.graph)
+        infos = _infos_by_name(model.graph, set(e.types) | set(e.dims))
         for name in set(e.types) | set(e.dims):
             if name not in infos:
                 raise MetadataError(f"no tensor named '{name}' in the model: inputs are "
@@ -186,11 +186,14 @@ def value_infos(graph) -> Iterator:
     yield from graph.value_info
 
 
-def _infos_by_name(graph) -> dict[str, list]:
-    """Every ValueInfoProto of a name (a name may be both an input and an output, or repeated in value_info)."""
+def _infos_by_name(graph, names: set[str]) -> dict[str, list]:
+    """Every ValueInfoProto of each of `names` (a name may be both an input and an output, or repeated in
+    value_info); the others are not kept (a conversion's pass edits 2 of 10,000)."""
     out: dict[str, list] = {}
-    for vi in value_infos(graph):
-        out.setdefault(vi.name, []).append(vi)
+    if names:
+        for vi in value_infos(graph):
+            if vi.name in names:
+                out.setdefault(vi.name, []).append(vi)
     return out
 
 

@@ -17,7 +17,8 @@ from inspector.core.ir.errors import InspectorError
 
 from . import schema as ms
 from .findings import Finding
-from .edits import MetadataEdits, value_infos
+from .edits import MetadataEdits
+from .parsed import SHARED, Memo, Parts
 
 TARGETS = ("onnx", "winml")
 META, DIMS, TYPES = "ONNX docs/MetadataProps.md", "ONNX docs/DimensionDenotation.md", "ONNX docs/TypeDenotation.md"
@@ -69,18 +70,20 @@ class MetadataCheckError(InspectorError):
                          + "; ".join(f"{f.message} [{f.code}]" for f in errors))
 
 
-def lint(model, target: str = "onnx", dims: bool = True) -> list[Finding]:
+def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = None) -> list[Finding]:
     """Every finding for `target`, errors first; `dims=False` skips dimension denotation propagation (which only
-    ever warns) for the pre-write gate."""
+    ever warns) for the pre-write gate. `memo`: parsed.Memo of the models read before (parsed.SHARED when None)."""
     if target not in TARGETS:
         raise InspectorError(f"unknown check target '{target}': choose one of {', '.join(TARGETS)}")
     from .denotation import consistency_findings, propagate
-    shared = consistency_findings(model)
-    out = shared + _spelling(model, target) + _images(model, shared)
+    memo = SHARED if memo is None else memo
+    parts = memo.parts(model)
+    shared = consistency_findings(model, parts)
+    out = shared + _spelling(model, parts, target) + _images(model, shared, parts)
     if target == "winml":
-        out += _winml(model)
+        out += _winml(model, parts)
     if dims:
-        for f in propagate(model)[1]:
+        for f in propagate(model, memo, parts)[1]:
             f.code = f.code or KIND_CODES.get(f.kind, "dims-mismatch")
             out.append(f)
     for f in out:
@@ -116,10 +119,10 @@ def fix(model, target: str = "onnx", rounds: int = 3) -> tuple[list[Finding], li
 
 # -- rules ------------------------------------------------------------------------------------------------------
 
-def _image_infos(model) -> list:
+def _image_infos(parts: Parts) -> list:
     seen, out = set(), []
-    for vi in value_infos(model.graph):
-        if vi.name not in seen and vi.type.denotation.upper() == "IMAGE" and vi.type.HasField("tensor_type"):
+    for vi in parts.values():
+        if vi.name not in seen and vi.denotation.upper() == "IMAGE" and vi.tensor:
             seen.add(vi.name)
             out.append(vi)
     return out
@@ -136,10 +139,7 @@ def canonical_value(key: str, value: str) -> str | None:
 
 
 def _shape(vi) -> list[int | None] | None:
-    tt = vi.type.tensor_type
-    if not tt.HasField("shape"):
-        return None
-    return [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+    return None if vi.shape is None else list(vi.shape)
 
 
 def channel_candidates(shape, channels: int | None) -> list[int]:
@@ -154,7 +154,7 @@ def layout_dims(axis: int) -> list[str]:
     return [B, C, F, F] if axis == 1 else [B, F, F, C]
 
 
-def _spelling(model, target: str) -> list[Finding]:
+def _spelling(model, parts: Parts, target: str) -> list[Finding]:
     """Keys, values and denotations spelled otherwise than the documents do (ONNX: a warning, matched
     case-insensitively; WinML: an error, it compares exactly); values outside the documented lists."""
     code = "winml-spelling" if target == "winml" else "spelling"
@@ -171,13 +171,13 @@ def _spelling(model, target: str) -> list[Finding]:
             out.append(Finding("", f"'{key}={value}' is spelled '{ck}={cv}' in the ONNX documents: {why}",
                                "metadata", code=code, field=ck, fix=MetadataEdits(image={ck: cv}),
                                fix_text=f"write {ck}={cv}"))
-    for vi in value_infos(model.graph):
-        d = vi.type.denotation
+    for vi in parts.values():
+        d = vi.denotation
         if d and d != d.upper() and d.upper() in ms.TYPE_DENOTATIONS:
             out.append(Finding("", f"type denotation '{d}' of '{vi.name}' is spelled '{d.upper()}': {why}",
                                "metadata", vi.name, code=code, field=f"type:{vi.name}",
                                fix=MetadataEdits(types={vi.name: d.upper()}), fix_text=f"write {d.upper()}"))
-        dens = [x.denotation for x in vi.type.tensor_type.shape.dim] if vi.type.HasField("tensor_type") else []
+        dens = list(vi.dims) if vi.tensor and any(vi.dims) else []
         upper = [x.upper() for x in dens]
         if dens != upper and all(not x or x in ms.DIM_DENOTATIONS for x in upper):
             out.append(Finding("", f"dimension denotations of '{vi.name}' are spelled {upper}: {why}", "metadata",
@@ -186,19 +186,19 @@ def _spelling(model, target: str) -> list[Finding]:
     return _unique(out)
 
 
-def _images(model, shared: list[Finding]) -> list[Finding]:
+def _images(model, shared: list[Finding], parts: Parts) -> list[Finding]:
     """Both targets: an IMAGE whose channel axis its shape cannot tell, dimension denotations a shape implies,
     Image.* keys no tensor uses (their safe fix: drop them)."""
     values = _image_values(model)
     fmt = canonical_value(ms.PIXEL_FORMAT, values[ms.PIXEL_FORMAT][1]) if ms.PIXEL_FORMAT in values else None
     channels = ms.PIXEL_FORMAT_CHANNELS.get(fmt)
     out = []
-    images = _image_infos(model)
+    images = _image_infos(parts)
     for vi in images:
         shape = _shape(vi)
         if shape is None or len(shape) != 4:
             continue
-        dens = [d.denotation.upper() for d in vi.type.tensor_type.shape.dim]
+        dens = [d.upper() for d in vi.dims]
         axes = channel_candidates(shape, channels) or channel_candidates(shape, None)
         if len(axes) == 2:
             out.append(Finding("", f"IMAGE tensor '{vi.name}' has shape {_fmt_shape(shape)}: axis 1 and axis 3 "
@@ -228,9 +228,9 @@ def _images(model, shared: list[Finding]) -> list[Finding]:
     return out
 
 
-def _winml(model) -> list[Finding]:
+def _winml(model, parts: Parts) -> list[Finding]:
     values = {k: canonical_value(k, v) or v for k, (_key, v) in _image_values(model).items()}
-    images = _image_infos(model)
+    images = _image_infos(parts)
     out = []
     if not images:
         return out                       # WinML reads the Image.* keys only for IMAGE tensors
@@ -261,16 +261,15 @@ def _winml(model) -> list[Finding]:
                            manual="remove the key (Windows ML then assumes SRGB) or set SRGB, if the model was "
                                   "trained on sRGB pixels"))
     for vi in images:
-        tt = vi.type.tensor_type
-        if tt.elem_type != FLOAT32:
-            out.append(Finding("", f"IMAGE tensor '{vi.name}' is {_dtype(tt.elem_type)}: Windows ML binds only "
+        if vi.elem_type != FLOAT32:
+            out.append(Finding("", f"IMAGE tensor '{vi.name}' is {_dtype(vi.elem_type)}: Windows ML binds only "
                                    "float32 images, so it is bound as a plain tensor", "image", vi.name,
                                code="winml-image-type", field=f"type:{vi.name}",
                                manual="denote it TENSOR, or convert with float inputs (convert --float-io)"))
         shape = _shape(vi)
         if shape is None or len(shape) != 4:
             continue
-        dens = [d.denotation.upper() for d in tt.shape.dim]
+        dens = [d.upper() for d in vi.dims]
         at = dens.index(ms.DATA_CHANNEL) if ms.DATA_CHANNEL in dens else None
         axes = channel_candidates(shape, ms.PIXEL_FORMAT_CHANNELS.get(fmt))
         if (at is not None and at != 1) or (at is None and axes == [3]):
@@ -287,7 +286,7 @@ def _winml(model) -> list[Finding]:
 def _channels(vi) -> int | None:
     """The channel count: on the DATA_CHANNEL axis, else on the one axis an image shape allows."""
     shape = _shape(vi)
-    dens = [d.denotation.upper() for d in vi.type.tensor_type.shape.dim]
+    dens = [d.upper() for d in vi.dims]
     if shape and ms.DATA_CHANNEL in dens:
         return shape[dens.index(ms.DATA_CHANNEL)]
     axes = channel_candidates(shape, None) if shape and len(shape) == 4 else []
