@@ -118,25 +118,12 @@ def test_incremental_pass_is_the_whole_pass_on_nasnet(corpus):
 
 def test_incremental_pass_is_the_whole_pass_on_10000_ops(tmp_path):
     """gui_bench's synthetic model of 10,000 ops (a chain of 5x7x3 convolutions, adds, relus, pools)."""
-    rng = random.Random(0)
-    b = ModelBuilder()
-    shape = [1, 5, 7, 3]
-    w = b.const("w", np.full((3, 3, 3, 3), 0.01, np.float32))
-    bias = b.const("b", np.zeros(3, np.float32))
-    made = [b.input("x", shape)]
-    for i in range(10_000):
-        prev, y, kind = made[-1], b.tensor(f"t{i}", shape), rng.random()
-        if kind < 0.35:
-            b.op("CONV_2D", [prev, w, bias], [y], {"padding": "SAME"})
-        elif kind < 0.65 and len(made) > 2:
-            b.op("ADD", [prev, made[rng.randrange(max(0, len(made) - 30), len(made) - 1)]], [y])
-        elif kind < 0.85:
-            b.op("RELU", [prev], [y])
-        else:
-            b.op("AVERAGE_POOL_2D", [prev], [y], {"padding": "SAME", "filter_height": 3, "filter_width": 3})
-        made.append(y)
-    b.output(made[-1])
-    graph = load_model(b.save(tmp_path / "s10k.tflite"))
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("gui_bench", Path(__file__).parent.parent / "bench" / "gui_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    graph = load_model(bench.synthetic(10_000, tmp_path / "s10k.tflite"))
     a, _, c = conv_outputs(graph.main)
     check_pins(graph, [{a: "keep"}, {}])
 
