@@ -14,7 +14,8 @@ from inspector.core.session.events import (MetadataChanged, ModelOpened, Options
 from inspector.core.session.pipeline import ConvertOptions, run
 from inspector.gui.loader_job import convert_and_lay_out
 from inspector.gui.chunked import unpack
-from inspector.gui.rerun_child import piece, rerun
+from inspector.gui.graph_model import from_onnx
+from inspector.gui.rerun_child import annotated, piece, rerun
 from tests.test_session import model  # noqa: F401  (conv -> reshape -> conv, non-square)
 
 
@@ -86,10 +87,13 @@ def test_cli_window_and_child_process_run_the_same_pipeline(model):  # noqa: F81
     s.convert(check=False)
     direct = run(load_model(model), pins, options, edits, check=False)
     number, *sent = rerun(str(model), pins, options.to_dict(), edits.to_dict())       # as the child sends it
-    child, child_notes, _ = unpack(sent, lambda i: piece(number, i))
+    (vg,) = unpack(sent, lambda i: piece(number, i))
+    number, *sent = annotated(number)                   # the metadata pass, while the window lays the view out
+    child, child_notes = unpack(sent, lambda i: piece(number, i))
     data = s.result.model.SerializeToString()
     assert direct.result.model.SerializeToString() == data == child.model.SerializeToString()
     assert direct.notes == s.notes == child_notes and any("denotation" in n for n in s.notes)
+    assert vg == from_onnx(s.result.model)     # the view sent before the metadata pass is the final model's
     opened, notes, _, _ = convert_and_lay_out(load_model(model))           # the window opening the model
     fresh = Session.open(model)
     fresh.convert()

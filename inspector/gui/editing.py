@@ -60,31 +60,22 @@ class RerunJob(QRunnable):
         check = None                            # the metadata findings, worked out after the graph is sent
         try:
             if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
-                from .rerun_child import findings, rerun
-                outcome = executor().submit(rerun, s.path, dict(s.pins), s.options.to_dict(),
-                                             s.metadata.to_dict()).result()
-                if isinstance(outcome, str):
-                    raise InspectorError(outcome)
-                from .loader_job import received
-                result, notes, vg = received(outcome)
+                from .rerun_child import findings
+                result, notes, vg, layout, changes, number = self._in_child(executor())
                 result.graph = s.graph
-                check = lambda number=outcome[0]: executor().submit(findings, number).result()    # noqa: E731
-            elif is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
-                s.convert(check=False)
-                result, notes = with_findings(s.result), s.notes
-                vg = graph_model.from_onnx(result.model)
+                check = lambda: executor().submit(findings, number).result()                     # noqa: E731
             else:
-                outcome = run(s.graph, s.pins, s.options, s.metadata, check=False, cache=self.cache)
-                result, notes = outcome.result, outcome.notes
-                check = lambda model=result.model: findings_of(model)                          # noqa: E731
+                if is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
+                    s.convert(check=False)
+                    result, notes = with_findings(s.result), s.notes
+                else:
+                    outcome = run(s.graph, s.pins, s.options, s.metadata, check=False, cache=self.cache)
+                    result, notes = outcome.result, outcome.notes
+                    check = lambda model=result.model: findings_of(model)                      # noqa: E731
                 vg = graph_model.from_onnx(result.model)
+                layout, changes = self._lay_out(vg)
             if check is not None:
                 result.findings, result.checking = None, True       # the Metadata dock waits for them
-            p = self.placement
-            live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
-            layout = p.layout(vg) if live else graph_layout.compute(vg)
-            layout.prepare(vg, order=not live)  # a live result updates the shown scene: no new items to order
-            changes = diff(*self.shown, vg, layout) if live else None
             self.signals.done.emit(result, notes, vg, layout, changes)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
@@ -100,6 +91,36 @@ class RerunJob(QRunnable):
                 from inspector.core.metadata.findings import Finding
                 found = [Finding("", f"checker failed: {e}")]
         self.signals.checked.emit(result, found)          # the job's last word (None: nothing was checked)
+
+    def _in_child(self, pool) -> tuple:
+        """The re-run in the child process (rerun_child): it converts and sends the graph view; the view is laid
+        out here while the child runs the metadata pass, then the result follows. (result, notes, ViewGraph,
+        Layout, Diff, the number `findings` asks about)."""
+        from .loader_job import received
+        from .rerun_child import annotated, rerun
+        s = self.session
+        while True:
+            sent = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict()).result()
+            if isinstance(sent, str):
+                raise InspectorError(sent)
+            (vg,) = received(sent)
+            annotating = pool.submit(annotated, sent[0])
+            layout, changes = self._lay_out(vg)
+            outcome = annotating.result()
+            if outcome is None:             # another window's re-run came in between: again
+                continue
+            if isinstance(outcome, str):
+                raise InspectorError(outcome)
+            return (*received(outcome), vg, layout, changes, outcome[0])
+
+    def _lay_out(self, vg) -> tuple:
+        """(Layout, live_layout.Diff or None): with a Placement, nodes the graph keeps stay where they were; without
+        one, or when too much is new, the graph is laid out afresh."""
+        p = self.placement
+        live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
+        layout = p.layout(vg) if live else graph_layout.compute(vg)
+        layout.prepare(vg, order=not live)  # a live result updates the shown scene: no new items to order
+        return layout, diff(*self.shown, vg, layout) if live else None
 
 
 class AutosaveJob(QRunnable):

@@ -2,9 +2,10 @@
 would freeze the window if it ran in a thread. Qt-free, so the child never imports Qt.
 
 The child keeps the last model it read (keyed by path, size and mtime), so a pin after the first re-run reads
-nothing; it runs the same pipeline as the Session (session.pipeline). The result comes back without its source
-graph (the window re-attaches its own), without a layout (the window places the graph where the last one was) and
-without the data of big weights; big models also export here (export): their weights are never serialised in the
+nothing; it runs the same pipeline as the Session (session.pipeline), in two calls: `rerun` converts and sends the
+ONNX graph view, which the window lays out while `annotated` runs the metadata pass. The result comes back without
+its source graph (the window re-attaches its own), without a layout (the window places the graph where the last one
+was) and without the data of big weights; big models also export here (export): their weights are never serialised in the
 window's process.
 """
 from __future__ import annotations
@@ -99,23 +100,44 @@ def findings(number: int) -> list | None:
     return findings_of(_CHECK[1])
 
 
+_CONVERTED: list = [0, None]   # (number of the view sent by `rerun`, its ConversionResult and metadata edits)
+
+
 def rerun(path: str, pins: dict, options: dict, metadata: dict):
-    """(ConversionResult without graph and findings, notes, ONNX ViewGraph) as `send` packs them (the window calls
-    loader_job.received, then `findings`), or the error's message."""
+    """A re-run's first step: convert, and send the ONNX ViewGraph as `send` packs it (or the error's message).
+    The window lays the graph out while `annotated` runs the metadata pass here: the two processes overlap
+    (the metadata pass changes no node, value or shape the view shows)."""
     from inspector.core.ir.errors import InspectorError
-    from inspector.core.metadata.edits import MetadataEdits
-    from inspector.core.session.pipeline import ConvertOptions, run
+    from inspector.core.session.pipeline import ConvertOptions, converted
 
     from . import graph_model
     try:
-        outcome = run(_graph(path), pins, ConvertOptions.from_dict(options), MetadataEdits.from_dict(metadata),
-                      check=False, cache=reconverter())
+        result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter())
     except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    vg = graph_model.from_onnx(outcome.result.model)
+    sent = send(graph_model.from_onnx(result.model))
+    _CONVERTED[:] = [sent[0], (result, metadata)]
+    return sent
+
+
+def annotated(number: int):
+    """A re-run's second step: the metadata pass on re-run `number`'s model; (ConversionResult without graph and
+    findings, notes) as `send` packs them (the window calls loader_job.received, then `findings`), the error's
+    message, or None when another re-run replaced it."""
+    from inspector.core.ir.errors import InspectorError
+    from inspector.core.metadata.edits import MetadataEdits
+    from inspector.core.session.pipeline import metadata_pass
+    if number != _CONVERTED[0]:
+        return None                     # another window's re-run came in between: the caller runs again
+    result, metadata = _CONVERTED[1]
+    _CONVERTED[1] = None
+    try:
+        outcome = metadata_pass(result, MetadataEdits.from_dict(metadata))
+    except InspectorError as e:
+        return str(e)
     outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
     kept: list = []
-    sent = send(leave_out_weights(outcome.result, kept), outcome.notes, vg)
+    sent = send(leave_out_weights(outcome.result, kept), outcome.notes)
     _CHECK[:] = [sent[0], outcome.result.model, kept]
     return sent
 

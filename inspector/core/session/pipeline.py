@@ -46,11 +46,22 @@ def run(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = 
     A metadata pass that fails raises, or with `metadata_failure_is_note` becomes a note (a model just opened:
     nothing the user decided can be at fault). `cache`: an emit.incremental.Reconverter kept for this graph
     between runs (the window's re-runs after a pin: the same result, less work)."""
+    return metadata_pass(converted(graph, pins, options, check, cache), metadata, metadata_failure_is_note)
+
+
+def converted(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = ConvertOptions(),
+              check: bool = True, cache=None):
+    """run's first step: the ConversionResult, its model without the metadata pass (the window's child process
+    sends the graph view of it, and runs metadata_pass while the window lays that out)."""
     from inspector.core.emit.convert import convert
+    return convert(graph, pins=dict(pins or {}), check=check, cache=cache, **asdict(options))
+
+
+def metadata_pass(result, metadata=None, metadata_failure_is_note: bool = False) -> Outcome:
+    """run's second step, in place on result.model (it changes no node, value name or shape)."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.denotation import annotate
     from inspector.core.metadata.edits import MetadataEdits
-    result = convert(graph, pins=dict(pins or {}), check=check, cache=cache, **asdict(options))
     try:
         notes = list(result.warnings) + annotate(result, metadata if metadata is not None else MetadataEdits())
     except InspectorError as e:
