@@ -98,3 +98,37 @@ def test_cli_window_and_child_process_run_the_same_pipeline(model):  # noqa: F81
     fresh = Session.open(model)
     fresh.convert()
     assert opened.model.SerializeToString() == fresh.result.model.SerializeToString() and notes == fresh.notes
+
+
+def test_a_rerun_sends_the_nodes_the_window_has_as_references(model):  # noqa: F811
+    """The child sends the ONNX view's unchanged nodes as indices into the view the window has; the window's
+    view is then the one a full conversion gives, sharing the unchanged nodes' objects with the view before."""
+    import pickle
+
+    from inspector.gui import rerun_child
+    from inspector.gui.rerun_child import last_view, view_in
+
+    def window_gets(sent):                   # through pickle, as across the process boundary
+        number, *objs = pickle.loads(pickle.dumps(sent))
+        (vg,) = unpack(objs, lambda i: pickle.loads(pickle.dumps(piece(number, i))))
+        return vg, view_in(vg)
+
+    options = ConvertOptions().to_dict()
+    first, ok = window_gets(rerun(str(model), {}, options, {}))
+    assert ok and len(first.nodes) > 3
+    sent = rerun(str(model), {"y": "keep"}, options, {}, last_view())
+    refs = sum(type(n) is int for n in sent[1].small["nodes"])      # what crossed: indices, and the new nodes
+    pinned, ok = window_gets(sent)
+    assert ok
+    full = from_onnx(run(load_model(model), {"y": "keep"}, check=False).result.model)
+    assert pinned.nodes == full.nodes and pinned.edges == full.edges
+    kept = {id(n) for n in first.nodes}
+    shared = [n for n in pinned.nodes if id(n) in kept]
+    assert refs == len(shared) and 0 < len(shared) < len(pinned.nodes)   # the inserted Transpose is new
+    assert any(n.title == "Transpose" for n in pinned.nodes if id(n) not in kept)
+    lost = rerun(str(model), {}, options, {}, ("elsewhere", 1))      # a view the child never sent: whole
+    back, ok = window_gets(lost)
+    assert ok and not any(id(n) in kept for n in back.nodes) and back.nodes == first.nodes
+    rerun_child._GOT.clear()
+    stale = rerun(str(model), {}, options, {}, last_view() or next(iter(rerun_child._SENT)))
+    assert not window_gets(stale)[1]                         # sent against a view the window dropped: asks again

@@ -97,13 +97,18 @@ class RerunJob(QRunnable):
         out here while the child runs the metadata pass, then the result follows. (result, notes, ViewGraph,
         Layout, Diff, the number `findings` asks about)."""
         from .loader_job import received
-        from .rerun_child import annotated, rerun
+        from .rerun_child import annotated, last_view, rerun, view_in
         s = self.session
+        whole = False
         while True:
-            sent = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict()).result()
+            sent = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict(),
+                               None if whole else last_view()).result()
             if isinstance(sent, str):
                 raise InspectorError(sent)
             (vg,) = received(sent)
+            if not view_in(vg):             # sent against a view no longer kept here: again, whole
+                whole = True
+                continue
             annotating = pool.submit(annotated, sent[0])
             layout, changes = self._lay_out(vg)
             outcome = annotating.result()

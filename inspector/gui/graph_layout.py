@@ -12,6 +12,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import chain
 
 import igraph
 import numpy as np
@@ -36,18 +37,23 @@ class Layout:
 
     def segments(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of every straight piece of every edge route, for drawing overviews with numpy."""
-        if self._segments is None:
-            a = [p for route in self.routes for p in route[:-1]]
-            b = [p for route in self.routes for p in route[1:]]
-            self._segments = (np.asarray(a, float).reshape(-1, 2), np.asarray(b, float).reshape(-1, 2))
+        if self._segments is None:        # all points in one flat pass (lists of tuples to numpy: 2x slower)
+            pts = _points(chain.from_iterable(self.routes))
+            lens = np.fromiter(map(len, self.routes), np.intp, len(self.routes))
+            lens = lens[lens > 0]
+            last = np.cumsum(lens) - 1
+            starts, ends = np.ones(len(pts), bool), np.ones(len(pts), bool)
+            starts[last] = False            # a segment starts at any point but its route's last
+            ends[last - lens + 1] = False   # and ends at any but its first
+            self._segments = (pts[starts], pts[ends])
         return self._segments
 
     def boxes(self, vg: ViewGraph) -> tuple[np.ndarray, np.ndarray]:
         """(top-left corners, sizes) of vg's nodes in node order, for drawing overviews with numpy (the layout
         fits vg's node sizes: its cache key holds them)."""
         if self._boxes is None or len(self._boxes[0]) != len(vg.nodes):
-            size = np.array([(n.width, n.height) for n in vg.nodes], float).reshape(-1, 2)
-            self._boxes = (np.asarray(self.pos, float).reshape(-1, 2) - size / 2, size)
+            size = _points([(n.width, n.height) for n in vg.nodes])
+            self._boxes = (_points(self.pos) - size / 2, size)
         return self._boxes
 
     def order(self, vg: ViewGraph) -> list[tuple[float, int, int]]:
@@ -67,6 +73,11 @@ class Layout:
         if order:
             self.order(vg)
         return self
+
+
+def _points(pairs) -> np.ndarray:
+    """An n×2 float array of (x, y) pairs."""
+    return np.fromiter(chain.from_iterable(pairs), float).reshape(-1, 2)
 
 
 def topology_key(vg: ViewGraph) -> str:

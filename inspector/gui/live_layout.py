@@ -61,17 +61,24 @@ class Placement:
                 self.pos[n.key] = (x, y)
                 boxes.append((x, y, n.width, n.height))
         pos = [self.pos[n.key] for n in vg.nodes]
+        half = [n.height / 2 for n in vg.nodes]     # (a property: asked for once per node, not per edge end)
         routes = []
+        known = self.routes.get
         for e, key in zip(vg.edges, edge_keys(vg)):
-            route = self.routes.get(key)
-            if route is None or not _ends_fit(route, pos[e.src], vg.nodes[e.src].height, pos[e.dst],
-                                               vg.nodes[e.dst].height):
-                route = self.routes[key] = _bend(pos[e.src], vg.nodes[e.src].height, pos[e.dst],
-                                                 vg.nodes[e.dst].height)
-                self._by_ends = None
+            route, s, d = known(key), e.src, e.dst
+            (sx, sy), (dx, dy) = pos[s], pos[d]
+            if route is not None:           # it still starts at its producer's bottom and ends at its consumer's top
+                (x0, y0), (x1, y1) = route[0], route[-1]
+                if abs(x0 - sx) < 0.5 and abs(y0 - sy - half[s]) < 0.5 and abs(x1 - dx) < 0.5 \
+                        and abs(y1 - dy + half[d]) < 0.5:
+                    routes.append(route)
+                    continue
+            a, b = sy + half[s], dy - half[d]
+            route = self.routes[key] = [(sx, a), (sx, (a + b) / 2), (dx, (a + b) / 2), (dx, b)]
+            self._by_ends = None
             routes.append(route)
-        xs = [x + vg.nodes[i].width / 2 for i, (x, _) in enumerate(pos)] or [0.0]
-        ys = [y + vg.nodes[i].height / 2 for i, (_, y) in enumerate(pos)] or [0.0]
+        xs = [x + n.width / 2 for n, (x, _) in zip(vg.nodes, pos)] or [0.0]
+        ys = [y + h for h, (_, y) in zip(half, pos)] or [0.0]
         self.width, self.height = max(self.width, max(xs)), max(self.height, max(ys))
         return Layout(pos, routes, self.width, self.height)
 
@@ -164,19 +171,6 @@ def _clear(boxes, x: float, y: float, w: float, h: float, margin: float = 4.0) -
 
 def _hits(boxes, x: float, y: float, w: float, h: float, margin: float = 1.0) -> bool:
     return any(abs(bx - x) < (bw + w) / 2 + margin and abs(by - y) < (bh + h) / 2 + margin for bx, by, bw, bh in boxes)
-
-
-def _ends_fit(route, src_pos, src_h, dst_pos, dst_h) -> bool:
-    (x0, y0), (x1, y1) = route[0], route[-1]
-    return (abs(x0 - src_pos[0]) < 0.5 and abs(y0 - (src_pos[1] + src_h / 2)) < 0.5
-            and abs(x1 - dst_pos[0]) < 0.5 and abs(y1 - (dst_pos[1] - dst_h / 2)) < 0.5)
-
-
-def _bend(src_pos, src_h, dst_pos, dst_h) -> list[tuple[float, float]]:
-    (sx, sy), (dx, dy) = src_pos, dst_pos
-    a, b = sy + src_h / 2, dy - dst_h / 2
-    mid = (a + b) / 2
-    return [(sx, a), (sx, mid), (dx, mid), (dx, b)]
 
 
 @dataclass

@@ -82,9 +82,9 @@ def convert_and_lay_out(source, cache=None):
     vg = graph_model.from_onnx(outcome.result.model)
     layout = graph_layout.compute(vg)
     if child:                           # back to the window in pieces it unpickles in short steps
-        from .rerun_child import send
+        from .rerun_child import send, view_out
         outcome.result.graph = None
-        return send(leave_out_weights(outcome.result), outcome.notes, vg, layout)
+        return send(leave_out_weights(outcome.result), outcome.notes, view_out(vg), layout)
     return outcome.result, outcome.notes, vg, layout
 
 
@@ -163,7 +163,9 @@ class LoadJob(QRunnable):
         if in_child(self.path, graph):
             outcome = executor().submit(convert_and_lay_out, self.path).result()
             if not isinstance(outcome, str):
+                from .rerun_child import view_in
                 outcome = received(outcome)
+                view_in(outcome[2])         # sent whole: the re-runs after a pin send what they share with it
         else:
             from inspector.core.emit.incremental import Reconverter
             doc.reconverter = Reconverter()

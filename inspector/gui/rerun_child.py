@@ -100,11 +100,55 @@ def findings(number: int) -> list | None:
     return findings_of(_CHECK[1])
 
 
+_SENT: dict = {}       # (in the child) the nodes of the last ONNX view sent, by its key
+_GOT: dict = {}        # (in the window) the nodes of the last few ONNX views received, by key
+_VIEW_COUNT = [0]
+
+
+def view_out(vg, have=None):
+    """(In the child) vg as sent: the nodes the window has in view `have` (from_onnx hands back the same Node for
+    an unchanged ONNX node) as their indices there, so that it neither unpickles them again nor compares them
+    (10,000 nodes: ~15 ms of unpickling and as much of comparing, and their garbage to collect)."""
+    import copy
+    old = _SENT.get(have) if have is not None else None
+    _VIEW_COUNT[0] += 1
+    key = (os.getpid(), _VIEW_COUNT[0])          # a child started again counts from 1 again
+    _SENT.clear()
+    _SENT[key] = vg.nodes
+    out = copy.copy(vg)
+    out.view, out.against = key, None
+    if old is not None:
+        at = {id(n): i for i, n in enumerate(old)}
+        out.nodes, out.against = [at.get(id(n), n) for n in vg.nodes], have
+    return out
+
+
+def view_in(vg) -> bool:
+    """(In the window) vg as received made whole again with the nodes of the view it was sent against; False when
+    that view is no longer kept (the caller asks again without one)."""
+    if vg.against is not None:
+        old = _GOT.get(vg.against)
+        if old is None:
+            return False
+        vg.nodes = [old[x] if type(x) is int else x for x in vg.nodes]
+    _GOT[vg.view] = vg.nodes
+    while len(_GOT) > 4:                # (two windows may re-run at once)
+        del _GOT[next(iter(_GOT))]
+    del vg.view, vg.against
+    return True
+
+
+def last_view():
+    """(In the window) the key of the view received last, to send the next one against."""
+    return next(reversed(_GOT), None)
+
+
 _CONVERTED: list = [0, None]   # (number of the view sent by `rerun`, its ConversionResult and metadata edits)
 
 
-def rerun(path: str, pins: dict, options: dict, metadata: dict):
-    """A re-run's first step: convert, and send the ONNX ViewGraph as `send` packs it (or the error's message).
+def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
+    """A re-run's first step: convert, and send the ONNX ViewGraph as `send` packs it (or the error's message),
+    against the window's view `have` (view_out).
     The window lays the graph out while `annotated` runs the metadata pass here: the two processes overlap
     (the metadata pass changes no node, value or shape the view shows)."""
     from inspector.core.ir.errors import InspectorError
@@ -115,7 +159,7 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict):
         result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter())
     except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    sent = send(graph_model.from_onnx(result.model))
+    sent = send(view_out(graph_model.from_onnx(result.model), have))
     _CONVERTED[:] = [sent[0], (result, metadata)]
     return sent
 
