@@ -9,6 +9,7 @@ import pytest
 
 from inspector.gui import graph_view
 from inspector.gui.graph_model import Edge, Node, ViewGraph
+from inspector.gui.graph_items import NodeItem
 from inspector.gui.graph_view import GraphScene
 from inspector.gui.live_layout import Placement, diff
 from inspector.gui.main_window import ONNX, TFLITE
@@ -170,11 +171,117 @@ def test_a_recolour_of_many_items_is_painted_in_slices_from_the_event_loop(qtbot
     assert scene.colour(other, markers, conflicts)
     ops = [it for it in scene.nodes if it.node.key in other]
     assert not scene.complete and any(it.category != "Terminate" for it in ops)      # not all at once
+    assert scene.built                                          # the overview picture stays meanwhile
     newer = {k: "Attribute" for k in cats}
     scene.colour(newer, markers, conflicts)                     # changed again before the slices ran
+    version = scene.version
     qtbot.waitUntil(lambda: scene.complete, timeout=10_000)
     assert all(it.category == "Attribute" for it in ops)
     assert w.idle and not scene._repaint
+    assert scene.version > version                              # pictures of the half-painted colours redraw
+
+
+def _chain(n: int, after=()) -> ViewGraph:
+    """n Relus in a chain, a Transpose inserted after each index in `after` (as a pin inserts them)."""
+    nodes, edges, prev, tensor = [], [], None, None
+    for i in range(n):
+        nodes.append(Node(f"n{i}", "op", "Relu"))
+        if prev is not None:
+            edges.append(Edge(prev, len(nodes) - 1, tensor, "1×3×5"))
+        prev, tensor = len(nodes) - 1, f"t{i}"
+        if i in after:
+            nodes.append(Node(f"tr{i}", "op", "Transpose"))
+            edges.append(Edge(prev, len(nodes) - 1, tensor, "1×3×5"))
+            prev, tensor = len(nodes) - 1, f"t{i}_T"
+    return ViewGraph("onnx", nodes, edges)
+
+
+def _categories(vg: ViewGraph) -> dict:
+    return {n.key: "conflict" if n.title == "Transpose" else "Transparent" for n in vg.nodes}
+
+
+def _pins(monkeypatch, n: int = 300):
+    """A shown chain and two re-converted ones laid out as a pin's re-run lays them out, with every slice of a
+    scene ending at its first look at the clock (the re-indexing takes many)."""
+    from inspector.gui.graph_layout import compute
+    monkeypatch.setattr(GraphScene, "SLICE_S", 0.0)
+    a = _chain(n)
+    lay_a = compute(a)
+    placement = Placement(a, lay_a)
+    b, c = _chain(n, {n // 2}), _chain(n, {n // 7})
+    return (a, lay_a), (b, placement.layout(b)), (c, placement.layout(c))
+
+
+def test_a_scene_update_interrupted_by_another_ends_as_the_last_graph(qtbot, monkeypatch):
+    """apply() changes what is seen at once and re-indexes the kept items in slices; colours asked for meanwhile,
+    and another re-run's result arriving before the slices ran, end with the scene exactly the last graph's."""
+    (a, lay_a), (b, lay_b), (c, lay_c) = _pins(monkeypatch)
+    scene = GraphScene(a, lay_a)
+    scene.colour(_categories(a), {}, {})
+    scene.finish()
+    first = scene.node_by_key["n0"]
+    scene.select(["n3"], ["t150"])                              # t150's edge is split by b's Transpose
+    scene.apply(b, lay_b, diff(a, lay_a, b, lay_b))
+    assert not scene.complete and scene._update is not None
+    assert scene.selects(["n3"], ["t150"])                      # the edge's replacement is selected in its place
+    assert [it.edge.dst for it in scene.selectedItems() if it in scene._fresh] == [b.index()["tr150"]]
+    assert {it.node.key for it in scene.items() if isinstance(it, NodeItem)} == {n.key for n in b.nodes}
+    assert "tr150" not in scene.node_by_key                     # the lookups wait for the re-indexing
+    scene.colour(_categories(b), {}, {})                        # painted when it ends
+    tr = next(it for it in scene.items() if isinstance(it, NodeItem) and it.node.key == "tr150")
+    assert tr.category != "conflict"
+    scene.apply(c, lay_c, diff(b, lay_b, c, lay_c))             # the next result, before the slices ran
+    assert tr.scene() is None and scene._update is not None     # b's Transpose gone at once
+    scene.colour(_categories(c), {"n9": "pinned"}, {("t9", "n10"): "a conflict"})
+    qtbot.waitUntil(lambda: scene.complete, timeout=10_000)
+    assert scene.vg is c and scene.layout is lay_c
+    assert [it.index for it in scene.nodes] == list(range(len(c.nodes)))
+    assert all(it.node is n for it, n in zip(scene.nodes, c.nodes)) and len(scene.nodes) == len(c.nodes)
+    assert all(it.edge is e for it, e in zip(scene.edges, c.edges)) and len(scene.edges) == len(c.edges)
+    assert scene.node_by_key == {n.key: it for n, it in zip(c.nodes, scene.nodes)}
+    tensors: dict = {}
+    for e, it in zip(c.edges, scene.edges):
+        tensors.setdefault(e.tensor, []).append(it)
+    assert scene.edges_by_tensor == tensors
+    assert set(scene.items()) == set(scene.nodes) | set(scene.edges)         # nothing left over, nothing missing
+    assert [(it.pos().x(), it.pos().y()) for it in scene.nodes] == [tuple(p) for p in lay_c.pos]
+    assert [it.points for it in scene.edges] == lay_c.routes
+    assert scene.node_by_key["n0"] is first                     # kept through both
+    cats = _categories(c)
+    assert {it.node.key: it.category for it in scene.nodes} == cats and cats["tr42"] == "conflict"
+    assert [it.node.key for it in scene.nodes if it.marker] == ["n9"]
+    assert [it.edge.tensor for it in scene.edges if it.conflict] == ["t9"]
+
+
+def test_the_overview_keeps_its_picture_while_a_scene_update_runs_and_redraws_after(qtbot, monkeypatch):
+    """Zoomed far out, a paint during apply()'s slices shows the picture of before (the lookups it reads are not
+    ready) rather than finishing them on the GUI thread; once they are, the picture is drawn again. A view that
+    moved meanwhile has no such picture: it finishes the update first."""
+    from inspector.gui.graph_view import GraphView
+    (a, lay_a), (b, lay_b), (c, lay_c) = _pins(monkeypatch)
+    scene = GraphScene(a, lay_a)
+    scene.finish()
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    monkeypatch.setattr(view, "OVERVIEW_ITEMS", 10)
+    view.resize(300, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    view.scale(0.05, 0.05)
+    assert view.overview()
+    view.viewport().grab()
+    before = view._overview_key
+    assert before is not None
+    scene.apply(b, lay_b, diff(a, lay_a, b, lay_b))
+    view.viewport().grab()
+    assert scene._update is not None and view._overview_key == before       # not finished by the paint
+    qtbot.waitUntil(lambda: scene.complete, timeout=10_000)
+    view.viewport().grab()
+    assert view._overview_key[:-1] == before[:-1] and view._overview_key[-1] > before[-1]
+    scene.apply(c, lay_c, diff(b, lay_b, c, lay_c))
+    view.scale(0.9, 0.9)                                        # the picture of before would not fit
+    view.viewport().grab()
+    assert scene.complete and view._overview_key == view._key()
 
 
 def test_transposes_inserted_by_a_pin_sit_on_the_edge_they_split():

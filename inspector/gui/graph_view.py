@@ -23,7 +23,11 @@ MARGIN = 40
 
 class GraphScene(QGraphicsScene):
     """Items are created top-down in chunks: the first chunk covers where the view starts (the top), the rest is
-    added from the event loop, so a 10k-node graph paints at once and the window stays responsive."""
+    added from the event loop, so a 10k-node graph paints at once and the window stays responsive. A re-converted
+    graph (apply) and a recolour of many items are finished from the event loop too, in slices.
+
+    `built`: every item exists (the overview picture can be drawn); `complete`: built, re-indexed after the last
+    apply() and every colour painted (the minimap's picture shows colours: it waits for `completed`)."""
     FIRST_CHUNK, SLICE_S = 600, 0.012           # items before the first paint (the top of the graph); seconds per
                                                 # later slice: each a short event-loop pause, never a stall (a
                                                 # worker busy in Python can double a slice's wall time)
@@ -39,23 +43,58 @@ class GraphScene(QGraphicsScene):
         self.edges: list[EdgeItem] = []
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
-        self._colours: tuple[dict, dict, dict] = ({}, {}, {})
+        self._colours: tuple[dict, dict, dict] = ({}, {}, {})     # the latest colours asked for
+        self._shown: tuple[dict, dict, dict] = ({}, {}, {})       # what the items are painted with (or queued to)
         self._fresh: set = set()                      # items apply() made: colour() must paint them
         self._stale = False                           # items painted by other colours than _colours (overlay)
         self._repaint: list = []                      # items colour() left to the event loop's slices
+        self._sliced = False                          # _repaint was painted in slices: cached pictures redraw
+        self._update = None                           # apply()'s re-indexing still to do (a generator)
+        self._deadline: float | None = None           # when the running slice ends (None: no end)
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self._todo = iter(layout.order(vg))
         self._timer = QTimer(self, interval=0, timeout=self._step)
-        self.complete = False
+        self.built = False
+        self._announced = False                       # completed emitted since the scene last had work left
         self.populate(self.FIRST_CHUNK)
 
+    @property
+    def complete(self) -> bool:
+        return self.built and self._update is None and not self._repaint
+
     def populate(self, limit: int | None = None, seconds: float | None = None) -> None:
-        """Create up to `limit` more items, or as many as fit in `seconds` (all when both are None)."""
+        """Create up to `limit` more items, or do as much of the work left (re-indexing, creating, recolouring) as
+        fits in `seconds` (all of it when both are None)."""
+        deadline = self._deadline = time.perf_counter() + seconds if seconds is not None else None
+        if self._update is not None and next(self._update) is not True:
+            self._later()
+            return
+        if not self.built and not self._create(limit, deadline):
+            self._later()
+            return
+        if not self._paint(deadline):
+            self._later()
+            return
+        self._timer.stop()
+        if self._sliced:                # the colours painted in slices: overview and minimap pictures redraw
+            self._sliced = False
+            self.version += 1
+            self.update()
+        if not self._announced:
+            self._announced = True
+            self.completed.emit()
+
+    def _later(self) -> None:
+        self._announced = False
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _create(self, limit: int | None, deadline: float | None) -> bool:
+        """Items of the graph not made yet; True when all are."""
         vg, layout, frame = self.vg, self.layout, self.frame
         cats, markers, conflicts = self._colours
         made = 0
-        deadline = time.perf_counter() + seconds if seconds is not None else None
         for _, kind, i in self._todo:
             if kind == 0:
                 node = vg.nodes[i]
@@ -76,76 +115,102 @@ class GraphScene(QGraphicsScene):
             made += 1
             if (limit is not None and made >= limit) or \
                     (deadline is not None and made % 16 == 0 and time.perf_counter() > deadline):
-                if not self._timer.isActive():
-                    self._timer.start()
-                return
-        if not self._paint(deadline):
-            if not self._timer.isActive():
-                self._timer.start()
-            return
-        self._timer.stop()
-        if not self.complete:
-            self.complete = True
-            self.completed.emit()
+                return False
+        self.built = True
+        return True
 
     def apply(self, vg: ViewGraph, layout: Layout, diff=None) -> None:
         """Show a re-converted graph in place: items whose node or edge key is in both graphs stay (relabelled,
         moved only if the layout moved them), the others are removed or added. Colours follow with colour().
-        `diff` (live_layout.Diff, made in the worker) says which; without one for the shown graph it is made here."""
+        `diff` (live_layout.Diff, made in the worker) says which; without one for the shown graph it is made here.
+
+        What is seen changes at once; re-indexing the kept items (20,000 on the 10k-op model, ~30-60 ms) follows
+        in slices from the event loop, and the lookups (nodes, node_by_key, edges_by_tensor) and colour() wait
+        for it: finish() first to read them."""
         from .live_layout import diff as make_diff
         self.finish()
         if diff is None or diff.old is not self.vg:
             diff = make_diff(self.vg, self.layout, vg, layout)
+        self._update = self._updating(vg, layout, diff)
+        next(self._update)              # the visible change, now; the rest from the event loop (the window has more
+        self._later()                   # to do for this result before it)
+
+    def _updating(self, vg: ViewGraph, layout: Layout, diff):
+        """apply()'s work: first what is seen (items removed, added, moved, relabelled), then, yielding whenever a
+        slice's time is up, every kept item re-indexed and the lookups rebuilt; yields True when done."""
         old_nodes: list = [None] * len(self.vg.nodes)
         for it in self.nodes:
             old_nodes[it.index] = it
         old_edges: list = [None] * len(self.vg.edges)
         for it in self.edges:
             old_edges[it.index] = it
-        self.vg, self.layout = vg, layout
-        nodes, frame, relabelled, moved = [], self.frame, diff.relabelled, diff.moved
-        by_key, by_tensor = {}, {}                  # the lookups, filled on the way (not a pass more each)
-        for i, (node, j) in enumerate(zip(vg.nodes, diff.nodes)):
+        selected = set()        # keys of selected items going: their replacements are selected (same keys)
+        for items, kept in ((old_nodes, diff.nodes), (old_edges, diff.edges)):    # what the new graph no longer has
+            for j in set(range(len(items))).difference(kept):
+                if items[j].isSelected():
+                    selected.add(_key(items[j]))
+                self.removeItem(items[j])
+        frame, fresh = self.frame, self._fresh
+        new_nodes: dict[int, NodeItem] = {}
+        new_edges: dict[int, EdgeItem] = {}
+        for i, j in enumerate(diff.nodes):
             if j < 0:
-                item = NodeItem(i, node, frame)
+                item = new_nodes[i] = NodeItem(i, vg.nodes[i], frame)
                 item.setPos(*layout.pos[i])
                 self.addItem(item)
-                self._fresh.add(item)
-            else:
-                item = old_nodes[j]
-                old_nodes[j] = None
-                item.index, item.node = i, node
-                if i in relabelled:
-                    item._elided, item._fit_pt = None, 0.0      # new labels: re-elided on paint
-                    item.update()
-                if i in moved:
-                    item.setPos(*layout.pos[i])
+                fresh.add(item)
+        for i, j in enumerate(diff.edges):
+            if j < 0:
+                item = new_edges[i] = EdgeItem(i, vg.edges[i], layout.routes[i], frame)
+                self.addItem(item)
+                fresh.add(item)
+        for item in fresh if selected else ():
+            if _key(item) in selected:
+                item.setSelected(True)
+        for i in diff.relabelled | diff.moved:
+            item = old_nodes[diff.nodes[i]]
+            item.index, item.node = i, vg.nodes[i]
+            if i in diff.relabelled:
+                item._elided, item._fit_pt = None, 0.0          # new labels: re-elided on paint
+                item.update()
+            if i in diff.moved:
+                item.setPos(*layout.pos[i])
+        for i in diff.restyled:
+            item = old_edges[diff.edges[i]]
+            item.index, item.edge = i, vg.edges[i]
+            item.update()
+        self.vg, self.layout = vg, layout
+        self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
+        self.version += 1
+        yield False
+        nodes, by_key = [], {}
+        for i, (node, j) in enumerate(zip(vg.nodes, diff.nodes)):
+            item = new_nodes[i] if j < 0 else old_nodes[j]
+            item.index, item.node = i, node
             nodes.append(item)
             by_key[node.key] = item
-        edges, routes, restyled = [], layout.routes, diff.restyled
+            if i % 64 == 63 and self._out_of_time():
+                yield False
+        edges, by_tensor = [], {}
         for i, (edge, j) in enumerate(zip(vg.edges, diff.edges)):
-            if j < 0:
-                item = EdgeItem(i, edge, routes[i], frame)
-                self.addItem(item)
-                self._fresh.add(item)
-            else:
-                item = old_edges[j]
-                old_edges[j] = None
-                item.index, item.edge = i, edge
-                if i in restyled:
-                    item.update()
+            item = new_edges[i] if j < 0 else old_edges[j]
+            item.index, item.edge = i, edge
             edges.append(item)
             got = by_tensor.get(edge.tensor)
             if got is None:
                 by_tensor[edge.tensor] = [item]
             else:
                 got.append(item)
-        for item in itertools.chain(old_nodes, old_edges):     # what the new graph no longer has
-            if item is not None:
-                self.removeItem(item)
+            if i % 64 == 63 and self._out_of_time():
+                yield False
         self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = nodes, edges, by_key, by_tensor
-        self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
-        self.version += 1
+        self._update = None
+        self._recolour()                        # the colours asked for meanwhile
+        self.update()                           # an overview picture kept meanwhile (GraphView.paintEvent) redraws
+        yield True
+
+    def _out_of_time(self) -> bool:
+        return self._deadline is not None and time.perf_counter() > self._deadline
 
     def _paint(self, deadline: float | None) -> bool:
         """Recolour what colour() queued, with the latest colours, until `deadline`; True when none is left."""
@@ -168,7 +233,7 @@ class GraphScene(QGraphicsScene):
         self.populate(seconds=self.SLICE_S)
 
     def finish(self) -> None:
-        """Everything created and coloured: before a search or a selection by key."""
+        """Everything created, re-indexed and coloured: before a search or a selection by key."""
         if not self.complete:
             self.populate()
 
@@ -193,9 +258,16 @@ class GraphScene(QGraphicsScene):
                edge_conflicts: dict[Hashable, str]) -> bool:
         """Recolour in place: categories and marker texts by node key, conflict reasons by (tensor, consumer key).
         Items created later take the same colours. Only items whose colours changed are touched (a pin changes a
-        few of 10,000); returns whether any was."""
-        old, new = self._colours, (categories, markers, edge_conflicts)
-        self._colours = new
+        few of 10,000); returns whether any was (or may be: while apply()'s re-indexing runs, its end recolours)."""
+        self._colours = (categories, markers, edge_conflicts)
+        if self._update is not None:
+            return True
+        return self._recolour()
+
+    def _recolour(self) -> bool:
+        """Paint the items whose colours differ between what they show and the latest colours."""
+        old, new = self._shown, self._colours
+        categories, markers, edge_conflicts = self._shown = new
         fresh, self._fresh = self._fresh, set()
         stale, self._stale = self._stale, False
         if not fresh and not stale and old == new:
@@ -205,7 +277,10 @@ class GraphScene(QGraphicsScene):
             nodes, edges = self.nodes, self.edges
         else:
             keys = _changed(old[0], categories) | _changed(old[1], markers)
-            nodes = [it for it in map(self.node_by_key.get, keys) if it is not None]
+            if len(keys) > len(self.nodes):         # a first conversion, while most items are still to be made
+                nodes = [it for it in self.nodes if it.node.key in keys]
+            else:
+                nodes = [it for it in map(self.node_by_key.get, keys) if it is not None]
             nodes += [it for it in fresh if isinstance(it, NodeItem)]
             ends = _changed(old[2], edge_conflicts)
             edges = [it for t in {t for t, _ in ends} for it in self.edges_by_tensor.get(t, ())]
@@ -213,9 +288,8 @@ class GraphScene(QGraphicsScene):
         if len(nodes) + len(edges) > self.PAINT_NOW:        # in slices from the event loop: not a stall
             self._repaint += edges
             self._repaint += nodes                          # popped from the end: nodes first
-            if self.complete:
-                self.complete = False
-                self._timer.start()
+            self._sliced = True
+            self._later()
             return True
         for item in nodes:
             self._colour_node(item, categories, markers)
@@ -238,6 +312,11 @@ class GraphScene(QGraphicsScene):
                 tensors.append(it.edge.tensor)
         return nodes, tensors
 
+    def selects(self, node_keys, tensor_keys) -> bool:
+        """Whether these keys are what is selected (apply() keeps the selection: no select() needed after it)."""
+        nodes, tensors = self.selected_keys()
+        return set(nodes) == set(node_keys) and set(tensors) == set(tensor_keys)
+
     def select(self, node_keys=(), tensor_keys=()) -> QRectF:
         """Replace the selection; returns the bounding rect of what got selected (empty if nothing)."""
         self.finish()
@@ -256,6 +335,10 @@ class GraphScene(QGraphicsScene):
         self.blockSignals(False)
         self.selectionChanged.emit()
         return rect
+
+
+def _key(item) -> Hashable:
+    return item.node.key if isinstance(item, NodeItem) else item.edge.tensor
 
 
 def _changed(old: dict, new: dict) -> set:
@@ -304,7 +387,7 @@ class GraphView(QGraphicsView):
 
     def overview(self) -> bool:
         sc = self.scene()
-        return (sc is not None and sc.complete and len(sc.nodes) + len(sc.edges) >= self.OVERVIEW_ITEMS
+        return (sc is not None and sc.built and len(sc.nodes) + len(sc.edges) >= self.OVERVIEW_ITEMS
                 and self.transform().m11() < self.OVERVIEW_SCALE)
 
     def paintEvent(self, event):
@@ -312,11 +395,17 @@ class GraphView(QGraphicsView):
             super().paintEvent(event)
             return
         scene, vp = self.scene(), self.viewport()
-        k = self.transform().m11()
-        top_left = self.mapToScene(0, 0)
-        key = (round(top_left.x(), 3), round(top_left.y(), 3), k, vp.width(), vp.height(), scene.version)
+        key = self._key()
         if key != self._overview_key:
-            self._overview_image = raster(scene, (top_left.x(), top_left.y()), k, vp.width(), vp.height())
+            if scene._update is not None:       # re-indexing after a pin: the picture of before, if it fits, until
+                if self._overview_key is not None and key[:-1] == self._overview_key[:-1]:     # it ends (redraws)
+                    key = self._overview_key
+                else:
+                    scene.finish()              # the picture reads the lookups: they are finished first
+                    key = self._key()
+        if key != self._overview_key:
+            top_left = self.mapToScene(0, 0)
+            self._overview_image = raster(scene, (top_left.x(), top_left.y()), key[2], vp.width(), vp.height())
             self._overview_key = key
         p = QPainter(vp)
         p.drawImage(0, 0, self._overview_image)
@@ -326,6 +415,12 @@ class GraphView(QGraphicsView):
             r = self.mapFromScene(item.sceneBoundingRect()).boundingRect()
             p.drawRect(r.adjusted(-4, -4, 4, 4) if r.width() > 8 else r.adjusted(-6, -6, 6, 6))
         p.end()
+
+    def _key(self) -> tuple:
+        """What the overview picture depends on: place, scale, size, the scene's colours."""
+        top_left, vp = self.mapToScene(0, 0), self.viewport()
+        return (round(top_left.x(), 3), round(top_left.y(), 3), self.transform().m11(), vp.width(), vp.height(),
+                self.scene().version)
 
     def zoom(self, factor: float) -> None:
         self.auto = False

@@ -424,6 +424,8 @@ class MainWindow(QMainWindow):
             view.setTransform(transform)
             view.centerOn(centre)
             view.minimap.sync()
+        if scene.selects(nodes, tensors):           # a re-run shown in place keeps the selection; select() would
+            return                                  # wait for the scene's re-indexing
         self._syncing = True
         try:
             scene.select(nodes, tensors)
