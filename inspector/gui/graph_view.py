@@ -4,7 +4,6 @@ The scene keeps Qt's default BSP index: with one item per edge, hit-testing and 
 """
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Hashable
 
