@@ -63,6 +63,35 @@ def test_a_replayed_op_whose_names_would_change_is_emitted_again(tmp_path):
         same(run(graph, pins, cache=cache, check=False), run(graph, pins, check=False))
 
 
+def test_an_initializer_a_pin_changes_is_not_taken_from_the_last_run(tmp_path):
+    """A Pad's pads are an initializer in its input's layout: a pin that changes that layout changes the weight,
+    which the re-run must emit anew, not take from the kept wire form of the last run's (convert's initializers
+    parse in from Reconverter.wire)."""
+    import numpy as np
+    import onnx
+
+    from inspector.core.io.tflite_builder import ModelBuilder
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    w = b.const("w", np.arange(3 * 3 * 3 * 4, dtype=np.float32).reshape(4, 3, 3, 3) / 100)
+    bias = b.const("bias", np.zeros(4, np.float32))
+    y, p, r = b.tensor("y", [1, 5, 7, 4]), b.tensor("p", [1, 6, 10, 4]), b.tensor("r", [1, 6, 10, 4])
+    b.op("CONV_2D", [x, w, bias], [y], {"padding": "SAME"})
+    b.op("PAD", [y, b.const("pads", np.array([[0, 0], [0, 1], [1, 2], [0, 0]], np.int32))], [p])
+    b.op("RELU", [p], [r])
+    b.output(r)
+    graph = load_model(b.save(tmp_path / "pad.tflite"))
+    cache = Reconverter()
+    pads = set()
+    for pins in ({}, {"y": "keep"}, {}, {"y": "keep"}, {"y": "NCHW"}):
+        inc = run(graph, pins, cache=cache, check=False)
+        same(inc, run(graph, pins, check=False))
+        pad = next(n for n in inc.result.model.graph.node if n.op_type == "Pad")
+        init = {t.name: t for t in inc.result.model.graph.initializer}[pad.input[1]]
+        pads.add(tuple(onnx.numpy_helper.to_array(init)))
+    assert len(pads) == 2                        # NHWC and NCHW pads: the pin changed the initializer
+
+
 def test_quantized_models_convert_in_full_each_time(corpus):
     """Quantization keeps state outside the records: no replay, the same result."""
     path = next(p for p in sorted((corpus / "ops").glob("*.tflite")) if "int8" in p.name)

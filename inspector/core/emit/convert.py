@@ -197,7 +197,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         result.state = em.state.describe()
         result.warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    _add_initializers(model, em.initializers, init_bound)
+    _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable else None)
     if check:
         check_model(model)
     return result
@@ -317,11 +317,17 @@ def _size_bound(proto) -> int:
     return _byte_size(proto)
 
 
-def _add_initializers(model, initializers, bound: int) -> None:
+def _add_initializers(model, initializers, bound: int, cache=None) -> None:
     """Put the initializers in the model, after proving it stays under protobuf's limit: the rest of the model
-    measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths."""
+    measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths.
+    With `cache` (a Reconverter whose records hold them) each is parsed in from its kept wire form."""
     rest = _byte_size(model)
-    model.graph.initializer.extend(initializers)
+    if cache is not None:
+        merge = model.graph.MergeFromString
+        for t in initializers:
+            merge(cache.wire(t))
+    else:
+        model.graph.initializer.extend(initializers)
     if rest + bound + 16 * len(initializers) > _protobuf_limit():
         check_size(model)
 
