@@ -160,8 +160,12 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         outputs += state_out
 
     io_names = {v.name for v in inputs + outputs}
-    for t, name in em.named_values():
-        if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant"):
+    values = [(t, name) for t, name in em.named_values()
+              if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant")]
+    if cache is not None:
+        g.MergeFromString(cache.value_infos(em, values))
+    else:
+        for t, name in values:
             em.value_info_for(t, name, em.perm(t), into=g.value_info)
 
     # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
