@@ -114,3 +114,27 @@ def test_igraph_bends_are_kept_and_a_garbage_bend_is_rebuilt_straight(corpus, mo
         assert route == [(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)]
     ok = [(1.5, 1.0), (2.5, 2.0), (3.5, 3.0)]
     assert real(ok, want, layer, 0, 1) is ok
+
+
+def test_onnx_view_reads_each_values_shape_and_fills_the_missing_ones():
+    """from_onnx reads shapes once per distinct type: values of different types keep their own (non-square, one
+    symbolic), a Conv's output without value_info takes the shape of the Relu after it, and a Transpose's output
+    without one is its input's shape permuted."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from inspector.gui.graph_model import from_onnx
+    w = numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "W")
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Transpose", ["r"], ["t"], name="tr", perm=[0, 2, 3, 1]),
+             helper.make_node("Identity", ["t"], ["y"], name="id")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 5, 7])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 5, 7, 4])], [w],
+                          value_info=[helper.make_tensor_value_info("r", TensorProto.FLOAT, ["n", 4, 5, 7])])
+    vg = from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
+    assert vg.shapes["x"] == ("n", 3, 5, 7) and vg.shapes["r"] == ("n", 4, 5, 7)
+    assert vg.shapes["c"] == ("n", 4, 5, 7) and vg.shapes["t"] == ("n", 5, 7, 4) and vg.shapes["y"] == ("n", 5, 7, 4)
+    assert {e.tensor: e.label for e in vg.edges} == {"x": "n×3×5×7", "c": "n×4×5×7", "r": "n×4×5×7",
+                                                     "t": "n×5×7×4", "y": "n×5×7×4"}
+    assert next(n for n in vg.nodes if n.key == "conv").lines[-1] == "W 4×3×3×3 float32"

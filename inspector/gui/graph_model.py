@@ -256,14 +256,24 @@ def onnx_node_name(node, i: int) -> str:
 
 
 def _value_shapes(g) -> dict[str, tuple]:
-    """Value name -> shape, from a GraphProto's inputs, value_info and outputs."""
+    """Value name -> shape, from a GraphProto's inputs, value_info and outputs. Read once per distinct type (most
+    values of a model share a few): the bytes of a small TypeProto are cheaper to get than its dims one by one."""
     shapes: dict[str, tuple] = {}
+    by_type: dict[bytes, tuple | None] = {}
     for vi in [*g.input, *g.value_info, *g.output]:
-        tt = vi.type.tensor_type
-        if tt.HasField("shape"):
-            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                                    for d in tt.shape.dim)
+        t = vi.type
+        key = t.SerializeToString()
+        shape = by_type.get(key, _MISSING)
+        if shape is _MISSING:
+            tt = t.tensor_type
+            shape = by_type[key] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                         for d in tt.shape.dim) if tt.HasField("shape") else None
+        if shape is not None:
+            shapes[vi.name] = shape
     return shapes
+
+
+_MISSING = object()
 
 
 # Ops whose output has their (first) input's shape: a converter's fused activations (Conv → Relu) leave the
@@ -273,13 +283,14 @@ _SAME_SHAPE = {"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSwish", "Har
                "PRelu", "QuantizeLinear", "DequantizeLinear", "Relu6"}
 
 
-def _same_shape_fill(g, shapes: dict) -> None:
-    for n in reversed(g.node):            # backwards: a Conv's output from the Relu after it
-        if n.op_type in _SAME_SHAPE and n.input and n.output and n.output[0] in shapes and n.input[0] not in shapes:
-            shapes[n.input[0]] = shapes[n.output[0]]
-    for n in g.node:
-        if n.op_type in _SAME_SHAPE and n.input and n.output and n.input[0] in shapes and n.output[0] not in shapes:
-            shapes[n.output[0]] = shapes[n.input[0]]
+def _same_shape_fill(nodes, shapes: dict) -> None:
+    """`nodes`: (op type, inputs, outputs) of each node, in graph order."""
+    for op_type, ins, outs in reversed(nodes):     # backwards: a Conv's output from the Relu after it
+        if op_type in _SAME_SHAPE and ins and outs and outs[0] in shapes and ins[0] not in shapes:
+            shapes[ins[0]] = shapes[outs[0]]
+    for op_type, ins, outs in nodes:
+        if op_type in _SAME_SHAPE and ins and outs and ins[0] in shapes and outs[0] not in shapes:
+            shapes[outs[0]] = shapes[ins[0]]
 
 
 _NODES: dict[tuple, Node] = {}      # ONNX node (bytes, its initializers' types and dims) -> its box (never changed)
@@ -310,24 +321,25 @@ def from_onnx(model, graph=None) -> ViewGraph:
     """An ONNX graph (the model's, or `graph`, a Loop/If body): nodes keyed by node name (or 'OpType#i'),
     initializers folded into consumers, values from outside the graph as input terminals."""
     import onnx
-    if graph is not None:
-        g, shapes = graph, _value_shapes(graph)
-    else:
-        shapes = _value_shapes(model.graph)
-        _same_shape_fill(model.graph, shapes)
-        outputs = [o for n in model.graph.node for o in n.output if o]
+    g = graph if graph is not None else model.graph
+    # each node's fields read once (upb builds a new container on every access; six passes read them)
+    nodes = [(n.op_type, list(n.input), list(n.output)) for n in g.node]
+    shapes = _value_shapes(g)
+    if graph is None:
+        _same_shape_fill(nodes, shapes)
+        outputs = [o for _, _, outs in nodes for o in outs if o]
         if sum(o not in shapes for o in outputs) > len(outputs) // 10:
             try:    # a model saved without shapes; inference holds the GIL, so only when most are missing
-                model = onnx.shape_inference.infer_shapes(model)
-                shapes = _value_shapes(model.graph)
+                g = onnx.shape_inference.infer_shapes(model).graph
+                shapes = _value_shapes(g)
+                nodes = [(n.op_type, list(n.input), list(n.output)) for n in g.node]
             except Exception:  # shapes are decoration: a model that fails inference still draws
                 pass
-        g = model.graph
-    for n in g.node:        # Transposes a converter inserted often carry no value_info: permute the input's
-        if n.op_type == "Transpose" and n.output[0] not in shapes and n.input[0] in shapes:
+    for n, (op_type, ins, outs) in zip(g.node, nodes):  # Transposes a converter inserted often carry no
+        if op_type == "Transpose" and outs[0] not in shapes and ins[0] in shapes:    # value_info: permute
             perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
-            src = shapes[n.input[0]]
-            shapes[n.output[0]] = tuple(src[p] for p in perm) if perm else tuple(reversed(src))
+            src = shapes[ins[0]]
+            shapes[outs[0]] = tuple(src[p] for p in perm) if perm else tuple(reversed(src))
     inits = {t.name: t for t in g.initializer}
     b = _Builder("onnx")
     b.g.tensor_names = {}
@@ -339,26 +351,34 @@ def from_onnx(model, graph=None) -> ViewGraph:
     node_idx: list[int] = []
     if len(_NODES) > 200_000:
         _NODES.clear()
+    no_inits = not inits
     for i, n in enumerate(g.node):
         # a re-run after a pin re-emits few nodes: the others' boxes come from here (half of this loop's time)
+        ins, outs = nodes[i][1], nodes[i][2]
         key = (i if not n.name else 0, n.SerializeToString(),
-               tuple((inits[x].data_type, tuple(inits[x].dims)) if x in inits else None for x in n.input))
+               None if no_inits else
+               tuple((inits[x].data_type, tuple(inits[x].dims)) if x in inits else None for x in ins))
         node = _NODES.get(key)
         if node is None:
             node = _NODES[key] = _onnx_node(n, i, inits)
         idx = b.node(node)
         node_idx.append(idx)
-        for o in n.output:
+        for o in outs:
             if o:
                 producer[o] = idx
-    for i, n in enumerate(g.node):
-        for name in n.input:
+    texts: dict = {}                    # shape -> its text (most values share a few shapes)
+    for i, (_, ins, _) in enumerate(nodes):
+        for name in ins:
             if not name or name in inits:
                 continue
             if name not in producer:        # from the enclosing graph (Loop/If bodies): a terminal
                 producer[name] = b.node(Node(("in", name), "input", name,
                                              _nonempty(shape_text(shapes.get(name))), search=name))
-            b.edge(producer[name], node_idx[i], name, shape_text(shapes.get(name)))
+            shape = shapes.get(name)
+            text = texts.get(shape) if shape is not None else ""
+            if text is None:
+                text = texts[shape] = shape_text(shape)
+            b.edge(producer[name], node_idx[i], name, text)
     for vi in g.output:
         out = b.node(Node(("out", vi.name), "output", vi.name, _nonempty(shape_text(shapes.get(vi.name))),
                           search=vi.name))
