@@ -40,11 +40,11 @@ def passes(result, memo: Memo) -> dict:
             "propagated": finding_rows(found)}
 
 
-def check_pins(graph, pin_steps) -> Memo:
+def check_pins(graph, pin_steps) -> list[str]:
     """Convert after each pin step as the window does (one Reconverter), and compare the incremental pass (one Memo
-    kept over the steps) with a whole one on each result."""
+    kept over the steps) with a whole one on each result; returns how shape inference was done at each step."""
     cache, memo = Reconverter(), Memo()
-    transposes = set()
+    transposes, how = set(), []
     for pins in [{}] + pin_steps:
         result = convert(graph, pins=pins, check=False, cache=cache)
         transposes.add(result.transposes)
@@ -52,8 +52,11 @@ def check_pins(graph, pin_steps) -> Memo:
         assert got == passes(result, Memo()), pins
         if pins:
             assert memo.parsed < len(result.model.graph.node), pins     # most of the model was looked up, not read
+        how.append(memo.inferred.how)
+        if memo.inferred.how == "waves":                                # only the nodes the pin reached
+            assert 0 < memo.inferred.redone < len(result.model.graph.node) // 4
     assert len(transposes) > 1                                          # the pins changed the graph
-    return memo
+    return how
 
 
 def generated(path, seed: int, n_ops: int = 60, dynamic_batch: bool = False):
@@ -107,13 +110,14 @@ def steps(a, b, c) -> list[dict]:
 @pytest.mark.parametrize("seed,dynamic", [(1, False), (2, True), (3, False)])
 def test_incremental_pass_after_pins_is_the_whole_pass_on_generated_models(tmp_path, seed, dynamic):
     graph = generated(tmp_path / f"g{seed}.tflite", seed, dynamic_batch=dynamic)
-    check_pins(graph, steps(*conv_outputs(graph.main)))
+    how = check_pins(graph, steps(*conv_outputs(graph.main)))
+    assert "waves" in how                   # symbolic dims (dynamic) or a pin's new values without a value info
 
 
 def test_incremental_pass_is_the_whole_pass_on_nasnet(corpus):
     graph = load_model(corpus / "keras/nasnetmobile_fp32.tflite")
     a, b, c = conv_outputs(graph.main)
-    check_pins(graph, [{a: "keep"}, {a: "keep", b: "keep"}, {}, {c: "keep"}])
+    assert check_pins(graph, [{a: "keep"}, {a: "keep", b: "keep"}, {}, {c: "keep"}])[1:] == ["waves"] * 4
 
 
 def test_incremental_pass_is_the_whole_pass_on_10000_ops(tmp_path):
@@ -125,7 +129,7 @@ def test_incremental_pass_is_the_whole_pass_on_10000_ops(tmp_path):
     spec.loader.exec_module(bench)
     graph = load_model(bench.synthetic(10_000, tmp_path / "s10k.tflite"))
     a, _, c = conv_outputs(graph.main)
-    check_pins(graph, [{a: "keep"}, {}])
+    assert check_pins(graph, [{a: "keep"}, {}, {c: "keep"}]) == ["as declared", "waves", "as declared", "waves"]
 
 
 # -- what the kept outcomes are keyed on: each change below alters findings while every node stays the same ---------
@@ -198,3 +202,36 @@ def test_shapes_only_inference_gives_are_inferred_again_when_a_shape_changes():
                                [_vi("y", [1, 3, 4, 6])]), x=[B, C, F, F], b=[B, C, F, F], z=[B, F, C, F])
     one, two = _same_as_whole([model([1, 3, 1, 6]), model([1, 3, 4, 6])])
     assert one and two and one != two      # c's axis 2 has size 1 in the first model only: no clash there
+
+
+def test_a_type_change_is_inferred_again_down_to_where_it_stops_mattering():
+    """x's declared shape changes; a, b and c have no value info, so inference gives their shapes: the waves must
+    reach the Add reading c (its broadcast changes) and no further, and whole inference says the same."""
+    def model(x_shape):
+        nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"), helper.make_node("Relu", ["a"], ["b"], name="r2"),
+                 helper.make_node("Relu", ["b"], ["c"], name="r3"), helper.make_node("Add", ["c", "z"], ["y"], name="add")]
+        nodes += [helper.make_node("Relu", [f"u{i}"], [f"u{i + 1}"], name=f"untouched{i}") for i in range(16)]
+        return _denoted(_model(nodes, [_vi("x", x_shape), _vi("z", [1, 3, 4, 6]), _vi("u0", [1, 3, 4, 6])],
+                               [_vi("y", [1, 3, 4, 6]), _vi("u16", [1, 3, 4, 6])]), x=[B, C, F, F], z=[B, F, C, F])
+    memo = Memo()
+    first = finding_rows(lint(model([1, 3, 1, 6]), memo=memo))
+    second = finding_rows(lint(model([1, 3, 4, 6]), memo=memo))
+    assert second == finding_rows(lint(model([1, 3, 4, 6]), memo=Memo())) and first != second
+    assert memo.inferred.how == "waves" and memo.inferred.redone == 4         # r1, r2, r3, add; no 'untouched'
+
+
+def test_changed_initializer_data_is_inferred_again():
+    """Expand's target shape (an initializer) changes, nothing else: e's inferred shape, and so the Add's broadcast
+    after it, must follow."""
+    def model(target):
+        nodes = [helper.make_node("Expand", ["x", "s"], ["e"], name="expand"),
+                 helper.make_node("Add", ["e", "z"], ["y"], name="add")]
+        nodes += [helper.make_node("Relu", [f"u{i}"], [f"u{i + 1}"], name=f"untouched{i}") for i in range(16)]
+        return _denoted(_model(nodes, [_vi("x", [1, 3, 1, 6]), _vi("z", [1, 3, 4, 6]), _vi("u0", [1, 3, 4, 6])],
+                               [_vi("y", [1, 3, 4, 6]), _vi("u16", [1, 3, 4, 6])], [("s", np.array(target, np.int64))]),
+                        x=[B, C, F, F], z=[B, F, C, F])
+    memo = Memo()
+    first = finding_rows(lint(model([1, 3, 1, 6]), memo=memo))
+    second = finding_rows(lint(model([1, 3, 4, 6]), memo=memo))
+    assert second == finding_rows(lint(model([1, 3, 4, 6]), memo=Memo())) and first != second
+    assert memo.inferred.how == "waves"

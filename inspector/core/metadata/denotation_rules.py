@@ -113,7 +113,8 @@ class Propagator:
                 for name, d in zip(node.output, hit[0]):
                     if d is not None:
                         dens[name] = d
-                findings.extend(copy(f) for f in hit[1])
+                if hit[1]:
+                    findings.extend(copy(f) for f in hit[1])
                 continue
             n = len(findings)
             self.node, self.index, self.label = node, i, self.labels[i]
@@ -377,34 +378,13 @@ def _contradicts(actual, expected) -> bool:
 def _shapes(model, parts: Parts, declared: dict, memo: Memo) -> dict[str, tuple]:
     """Static shapes (None for symbolic dims) from the model, and from ONNX shape inference when it succeeds and can
     add something: a node output with no shape, or a symbolic dim (the converter writes static shapes where it can;
-    inference on a 10,000-node graph costs as much as a propagation run). Fills `declared` with the model's
-    dimension denotations on the way (one pass over the value infos). Inference reads no denotation, so its shapes
-    are kept in `memo` for the next model that differs from this one only there (the checker's pass after the
-    conversion's, which set the graph inputs' denotations). The dict returned is shared: read it only."""
+    inference on a 10,000-node graph costs as much as a propagation run; after a pin only the nodes it changed
+    are inferred again: inference.py). Fills `declared` with the model's dimension denotations on the way (one
+    pass over the value infos). The dict returned is shared: read it only."""
+    from . import inference
     out = _declared(parts, declared)
-    if not (any(None in s for s in out.values()) or any(o and o not in out for n in parts.nodes for o in n.output)):
-        return _with_initializers(out, model.graph)
-    key = (tuple(parts.node_keys), tuple(v.type_key for v in parts.inputs), tuple(v.type_key for v in parts.value_info),
-           tuple(v.type_key for v in parts.outputs), tuple(t.SerializeToString() for t in model.graph.initializer),
-           tuple(o.SerializeToString() for o in model.opset_import), model.ir_version)
-    hit = memo.inferred
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    g = model.graph
-    try:
-        g = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False).graph
-        out = _declared(memo.add_values(g), {})
-    except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
-        pass
-    out = _with_initializers(out, g)
-    memo.inferred = (key, out)
-    return out
-
-
-def _with_initializers(out: dict, g) -> dict:
-    for t in g.initializer:
-        out.setdefault(t.name, tuple(t.dims))
-    return out
+    needed = any(None in s for s in out.values()) or any(o and o not in out for n in parts.nodes for o in n.output)
+    return inference.shapes(model, parts, out, memo, needed)
 
 
 def _declared(parts: Parts, declared: dict) -> dict[str, tuple]:
