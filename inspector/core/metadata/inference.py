@@ -16,7 +16,8 @@ import onnx
 
 from .parsed import Memo, Parts, Value
 
-SUBGRAPH_OPS = {"If", "Loop", "Scan", "SequenceMap"}
+SUBGRAPH_OPS = {"If", "Loop", "Scan", "SequenceMap"}    # the standard ops with graph attributes (inference skips
+                                                         # other domains' ops: no schema)
 PART_OF_WHOLE = 4              # past 1/4 of the nodes, one whole inference is cheaper than waves
 
 
@@ -38,9 +39,10 @@ def shapes(model, parts: Parts, declared_shapes: dict, memo: Memo, needed: bool)
     without a shape, or a symbolic dim) what inference adds (see the module's doc); kept in `memo` with what the
     next model's inference needs. The dict returned is shared: read it only."""
     g = model.graph
-    inits = {t.name: t.SerializeToString() for t in g.initializer}
+    init_list = [(t.name, t.SerializeToString()) for t in g.initializer]
+    inits = dict(init_list)
     key = (tuple(parts.node_keys), tuple(v.type_key for v in parts.inputs), tuple(v.type_key for v in parts.value_info),
-           tuple(v.type_key for v in parts.outputs), tuple(inits.items()),
+           tuple(v.type_key for v in parts.outputs), tuple(init_list),
            tuple(o.SerializeToString() for o in model.opset_import), model.ir_version)
     last = memo.inferred
     if last is not None and last.key == key:
@@ -48,7 +50,8 @@ def shapes(model, parts: Parts, declared_shapes: dict, memo: Memo, needed: bool)
     state = None
     if not needed:
         state = _as_declared(parts, declared_shapes)
-    elif last is not None and last.finals is not None and last.key[5:] == key[5:] and not model.functions:
+    elif last is not None and last.finals is not None and last.key[5:] == key[5:] and not model.functions \
+            and len(inits) == len(init_list):
         try:
             state = _incremental(parts, inits, model, last, memo)
         except Exception:  # noqa: BLE001 - whatever it cannot do, the whole inference does (and says the same)
@@ -133,10 +136,9 @@ def _incremental(parts: Parts, inits: dict[str, bytes], model, last: Inferred, m
     if set(inits) & set(declared):
         return None
     nodes, keys = parts.nodes, parts.node_keys
-    todo = {i for i, k in enumerate(keys) if k not in last.nodes}
-    if any(nodes[i].op_type in SUBGRAPH_OPS or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                                                    for a in nodes[i].attribute) for i in todo):
+    if any(n.op_type in SUBGRAPH_OPS for n in nodes):     # a subgraph reads outer values its node does not list
         return None
+    todo = {i for i, k in enumerate(keys) if k not in last.nodes}
     # Names whose type or data changed outside any node's inference: their readers are inferred again.
     forced = {n for n, v in declared.items() if last.declared.get(n) != v.type_key}
     forced.update(n for n in last.declared if n not in declared)
