@@ -461,8 +461,9 @@ class Editor(QObject):
 
     @property
     def idle(self) -> bool:
-        """Every re-run shown, its metadata findings included, and every autosave written."""
-        return self.drawn and not self._running and not self._writing
+        """Every re-run shown, its metadata findings included (the Metadata dock rebuilt), and every autosave
+        written."""
+        return self.drawn and not self._running and not self._writing and not self.metadata.pending
 
     @property
     def drawn(self) -> bool:

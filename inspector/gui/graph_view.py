@@ -275,12 +275,12 @@ class GraphScene(QGraphicsScene):
         if stale:                       # painted by something else (the validation overlay): all of it again
             nodes, edges = self.nodes, self.edges
         else:
-            keys = _changed(old[0], categories) | _changed(old[1], markers)
-            if len(keys) > len(self.nodes):         # a first conversion, while most items are still to be made
-                nodes = [it for it in self.nodes if it.node.key in keys]
+            if not old[0] and not old[1]:           # the first colours (a first conversion): every node, not
+                nodes = list(self.nodes)            # the keys of 10,000 compared first
             else:
+                keys = _changed(old[0], categories) | _changed(old[1], markers)
                 nodes = [it for it in map(self.node_by_key.get, keys) if it is not None]
-            nodes += [it for it in fresh if isinstance(it, NodeItem)]
+                nodes += [it for it in fresh if isinstance(it, NodeItem)]
             ends = _changed(old[2], edge_conflicts)
             edges = [it for t in {t for t, _ in ends} for it in self.edges_by_tensor.get(t, ())]
             edges += [it for it in fresh if isinstance(it, EdgeItem)]
