@@ -118,12 +118,13 @@ class MetadataEditor(QWidget):
         # ops, was one stall with the graph's), greyed until then
         self._soon = QTimer(self, singleShot=True, interval=0, timeout=self.refresh)
         views.subscribe(lambda _e: self.refresh_soon(), PlanChanged)
-        # its findings, right after; while a rebuild waits for the user to stop typing, that rebuild shows them
-        views.subscribe(lambda _e: self.stale or self.refresh(), FindingsChecked)
+        # its findings, right after; while a rebuild waits (for the event loop, or for the user to stop typing),
+        # that rebuild shows them
+        views.subscribe(lambda _e: self.stale or self.pending or self.refresh(), FindingsChecked)
 
     def refresh_soon(self) -> None:
         body = self.scroll.widget()
-        if body is not None:
+        if body is not None and not self.editing():     # a field being typed in keeps the keyboard (refresh())
             body.setEnabled(False)
         self._soon.start()
 
