@@ -92,6 +92,69 @@ def test_an_initializer_a_pin_changes_is_not_taken_from_the_last_run(tmp_path):
     assert len(pads) == 2                        # NHWC and NCHW pads: the pin changed the initializer
 
 
+def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
+    """Pins picked at random on a graph of convolutions, adds, pads, means, concatenations and a reshape, whose
+    tensor names collide with the names conversion makes ("t3_NCHW", "t3_1", "t 4"): each re-run equals a full
+    conversion, and most records are replayed without being checked read by read (Reconverter.checked)."""
+    import random
+
+    import numpy as np
+
+    from inspector.core.io.tflite_builder import ModelBuilder
+    rng = random.Random(7)
+    b = ModelBuilder()
+    shape = [1, 5, 7, 3]
+    w = b.const("w", np.arange(81, dtype=np.float32).reshape(3, 3, 3, 3) / 100)
+    bias = b.const("bias", np.zeros(3, np.float32))
+    names = ["t0", "t0_NCHW", "t1", "t 4", "t3", "t3_1", "t3_NCHW", "t3_NHWC", "t2"]
+    made = [b.input("x", shape)]
+    for i in range(40):
+        prev = made[-1]
+        name = names[i] if i < len(names) else f"t{i}"
+        kind = i % 6
+        if kind == 0:
+            y = b.tensor(name, shape)
+            b.op("CONV_2D", [prev, w, bias], [y], {"padding": "SAME"})
+        elif kind == 1 and len(made) > 2:
+            y = b.tensor(name, shape)
+            b.op("ADD", [prev, made[rng.randrange(len(made) - 1)]], [y])
+        elif kind == 2:
+            p, y = b.tensor(name + "_p", [1, 6, 9, 3]), b.tensor(name, shape)
+            b.op("PAD", [prev, b.const(name + "_pads", np.array([[0, 0], [0, 1], [1, 1], [0, 0]], np.int32))],
+                 [p])
+            b.op("AVERAGE_POOL_2D", [p], [y], {"padding": "VALID", "filter_height": 2, "filter_width": 3})
+        elif kind == 3:
+            m, y = b.tensor(name + "_m", [1, 1, 1, 3]), b.tensor(name, shape)
+            b.op("MEAN", [prev, b.const(name + "_axes", np.array([1, 2], np.int32))], [m], {"keep_dims": True})
+            b.op("ADD", [prev, m], [y])
+        elif kind == 4:
+            c, y = b.tensor(name + "_c", [1, 5, 7, 6]), b.tensor(name, shape)
+            b.op("CONCATENATION", [prev, made[-2]], [c], {"axis": 3})
+            b.op("CONV_2D", [c, b.const(name + "_w", np.ones((3, 1, 1, 6), np.float32) / 6), bias], [y],
+                 {"padding": "SAME"})
+        else:
+            y = b.tensor(name, shape)
+            b.op("RELU", [prev], [y])
+        made.append(y)
+    flat = b.tensor("flat", [1, 105])
+    b.op("RESHAPE", [made[-1], b.const("shape", np.array([1, 105], np.int32))], [flat], {"new_shape": [1, 105]})
+    b.output(flat)
+    graph = load_model(b.save(tmp_path / "mixed.tflite"))
+    sg = graph.main
+    pinnable = [sg.tensors[t].name for t in range(len(sg.tensors))
+                if sg.tensors[t].rank == 4 and sg.tensors[t].data is None]
+    cache = Reconverter()
+    run(graph, cache=cache, check=False)
+    counts, unchecked = set(), 0
+    for _ in range(12):
+        pins = {t: rng.choice(["keep", "NCHW"]) for t in rng.sample(pinnable, rng.randint(0, 3))}
+        inc = run(graph, pins, cache=cache, check=False)
+        same(inc, run(graph, pins, check=False))
+        counts.add(inc.result.transposes)
+        unchecked += cache.checked < len(sg.ops) // 2
+    assert len(counts) > 2 and unchecked >= 6      # the pins changed the graph; most runs checked few records
+
+
 def test_quantized_models_convert_in_full_each_time(corpus):
     """Quantization keeps state outside the records: no replay, the same result."""
     path = next(p for p in sorted((corpus / "ops").glob("*.tflite")) if "int8" in p.name)

@@ -64,8 +64,9 @@ class Logged(dict):
 
 
 class Segment:
-    """One op's emission: what it read, the names it took, and its nodes, initializers, trace and warnings."""
-    __slots__ = ("reads", "wrote", "writes", "names", "nodes", "inits", "trace", "warnings")
+    """One op's emission: what it read, the names it took, and its nodes, initializers, trace and warnings;
+    once recorded, `keys`: the (dict, key) pairs it read and `bases`: the name bases it asked fresh names of."""
+    __slots__ = ("reads", "wrote", "writes", "names", "nodes", "inits", "trace", "warnings", "keys", "bases")
 
     def __init__(self):
         self.reads: list[tuple] = []
@@ -134,6 +135,8 @@ class Reconverter:
         self._wire: dict[int, tuple] = {}       # id(initializer) -> (it, wire): see `wire`
         self._infos: dict[tuple, bytes] = {}    # (tensor, name, layout) -> its value_info's wire: see `value_infos`
         self.replayed = self.emitted = 0
+        self.checked = 0                # records checked read by read in the last run (the others met no change)
+        self._last: dict | None = None  # _inputs of the last run
 
     def start(self, graph, options: tuple) -> bool:
         """Is this run for the same model and options as the last? (Otherwise everything is forgotten.)"""
@@ -183,21 +186,34 @@ class Reconverter:
         return Recorder(sg, plan, opset, constants, trace)
 
     def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
-        """Every op in order: replayed from its record when that still holds, else emitted and recorded."""
+        """Every op in order: replayed from its record when that still holds, else emitted and recorded.
+
+        A record holds when nothing it read and no name base it drew from changed since the last run: `dirty`
+        starts as the plan entries and conflicts that differ from the last run's (when the names and values
+        taken before the first op are the same) and grows by what each op emitted again wrote and named. Only
+        records that meet it are checked read by read (_holds); the others are replayed at once."""
         old = self.segments if self.usable else {}
+        now = _inputs(em)
+        dirty = _dirty(now, self._last) if old else None
+        bases: set[str] = set()
         new: dict[int, Segment] = {}
         trace = em.trace
-        self.replayed = self.emitted = 0
+        self.replayed = self.emitted = self.checked = 0
         for op in em.sg.ops:
             if op.index in folded:
                 trace.op_nodes[op.index] = []
                 continue
             seg = old.get(op.index)
-            if seg is not None and _holds(em, seg):
+            if seg is not None and dirty is not None and dirty.isdisjoint(seg.keys) and bases.isdisjoint(seg.bases):
+                em.begin(op)
+                _apply(em, seg)
+                self.replayed += 1
+            elif seg is not None and _counted(self) and _holds(em, seg):
                 em.begin(op)
                 _apply(em, seg)
                 self.replayed += 1
             else:
+                was = seg
                 seg = Segment()
                 n_nodes, n_inits, n_warn, n_ins = len(em.nodes), len(em.initializers), len(em.warnings), \
                     len(trace.inserted)
@@ -213,10 +229,16 @@ class Reconverter:
                     for node, c in list(trace.inserted.items())[n_ins:]:
                         seg.trace.append(("inserted", node, ("pin", c.tensor) if c.kind == "pin"
                                           else ("at", (c.tensor, c.to_perm))))
+                seg.keys = frozenset((tag, key) for tag, key, _ in seg.reads)
+                seg.bases = frozenset(clean_base(base) for kind, base, _ in seg.names if kind == "fresh")
+                if dirty is not None:       # what it wrote or named, then or now, may differ for the ops after it
+                    for s in (was, seg) if was is not None else (seg,):
+                        dirty.update((tag, key) for tag, key, _ in s.writes)
+                        bases.update(_touched(s))
                 self.emitted += 1
             new[op.index] = seg
         em.begin(None)
-        self.segments = new
+        self.segments, self._last = new, now      # together: a run that fails half-way changes neither
 
     def finish(self, em: Emitter, graph, initializer_bytes: int) -> None:
         """Whether the next run may replay: only when the records hold all the emission's state."""
@@ -227,6 +249,50 @@ class Reconverter:
         live = {id(t) for t in em.initializers}                 # only the initializers the records still hold
         self._bounds = {k: v for k, v in self._bounds.items() if k in live} if self.usable else {}
         self._wire = {k: v for k, v in self._wire.items() if k in live} if self.usable else {}
+
+
+def _counted(rc: Reconverter) -> bool:
+    rc.checked += 1
+    return True
+
+
+def _inputs(em: Recorder) -> dict:
+    """What the ops' emission reads that is set before the first op: the plan, the conflicts, and the names,
+    values and memo taken by the graph's inputs and outputs."""
+    plan = em.plan
+    return {"perm": dict(plan.perms), "in": dict(plan.inputs), "out": dict(plan.produced),
+            "at": {k for k, v in dict.items(em.conflict_at) if _present(v)},
+            "pin": {k for k, v in dict.items(em.pin_conflicts) if _present(v)},
+            "start": (frozenset(em._used), dict(em._taken), dict(dict.items(em._vname)), dict(dict.items(em.memo)))}
+
+
+def _dirty(now: dict, last: dict | None) -> set | None:
+    """(dict, key) pairs whose value differs from the last run's; None when the state before the first op differs
+    (every record is then checked)."""
+    if last is None or now["start"] != last["start"]:
+        return None
+    out = set()
+    for tag in ("perm", "in", "out"):
+        a, b = now[tag], last[tag]
+        get = b.get
+        out.update((tag, k) for k, v in a.items() if get(k, MISSING) != v)
+        out.update((tag, k) for k in b.keys() - a.keys())
+    for tag in ("at", "pin"):
+        out.update((tag, k) for k in now[tag] ^ last[tag])
+    return out
+
+
+def _touched(seg: Segment):
+    """The name bases whose next fresh name may change if `seg`'s names change: the bases it drew from, and for
+    each name it took, that name and the base it would be numbered from ("x_3": "x"). (Like _dirty's plan and
+    conflict entries, a superset: more is only checked read by read.)"""
+    for kind, base, name in seg.names:
+        if kind == "fresh":
+            yield clean_base(base)
+        yield name
+        head, _, k = name.rpartition("_")
+        if head and k.isdigit():
+            yield head
 
 
 def _holds(em: Recorder, seg: Segment) -> bool:
