@@ -139,6 +139,10 @@ def test_from_model_and_json_round_trip():
     assert state.image == {"Image.NominalPixelRange": "Normalized_0_1"} and state.props == {"keepme": "42"}
     again = MetadataEdits.from_dict(json.loads(json.dumps(state.to_dict())))
     assert again == state
+    own = MetadataEdits.from_model(m, values=False)             # the model's own fields, no value info read
+    assert not own.types and not own.dims
+    assert (own.image, own.props, own.doc_string, own.producer, own.model_version) == \
+        (state.image, state.props, state.doc_string, state.producer, state.model_version)
     with pytest.raises(MetadataError, match="unknown metadata edit field"):
         MetadataEdits.from_dict({"typo": 1})
 

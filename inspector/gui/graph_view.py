@@ -42,6 +42,8 @@ class GraphScene(QGraphicsScene):
         self.edges: list[EdgeItem] = []
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
+        self._node_at: list = [None] * len(vg.nodes)  # the items by index (nodes and edges are in creation order)
+        self._edge_at: list = [None] * len(vg.edges)
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})     # the latest colours asked for
         self._shown: tuple[dict, dict, dict] = ({}, {}, {})       # what the items are painted with (or queued to)
         self._fresh: set = set()                      # items apply() made: colour() must paint them
@@ -102,6 +104,7 @@ class GraphScene(QGraphicsScene):
                 self._colour_node(item, cats, markers)
                 self.addItem(item)
                 self.nodes.append(item)
+                self._node_at[i] = item
                 self.node_by_key[node.key] = item
             else:
                 edge = vg.edges[i]
@@ -110,6 +113,7 @@ class GraphScene(QGraphicsScene):
                     self._colour_edge(item, conflicts, vg.nodes)
                 self.addItem(item)
                 self.edges.append(item)
+                self._edge_at[i] = item
                 self.edges_by_tensor.setdefault(edge.tensor, []).append(item)
             made += 1
             if (limit is not None and made >= limit) or \
@@ -137,12 +141,7 @@ class GraphScene(QGraphicsScene):
     def _updating(self, vg: ViewGraph, layout: Layout, diff):
         """apply()'s work: first what is seen (items removed, added, moved, relabelled), then, yielding whenever a
         slice's time is up, every kept item re-indexed and the lookups rebuilt; yields True when done."""
-        old_nodes: list = [None] * len(self.vg.nodes)
-        for it in self.nodes:
-            old_nodes[it.index] = it
-        old_edges: list = [None] * len(self.vg.edges)
-        for it in self.edges:
-            old_edges[it.index] = it
+        old_nodes, old_edges = self._node_at, self._edge_at
         selected = set()        # keys of selected items going: their replacements are selected (same keys)
         for items, kept in ((old_nodes, diff.nodes), (old_edges, diff.edges)):    # what the new graph no longer has
             for j in set(range(len(items))).difference(kept):
@@ -203,6 +202,7 @@ class GraphScene(QGraphicsScene):
             if i % 64 == 63 and self._out_of_time():
                 yield False
         self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = nodes, edges, by_key, by_tensor
+        self._node_at, self._edge_at = nodes, edges         # in index order
         self._update = None
         self._recolour()                        # the colours asked for meanwhile
         self.update()                           # an overview picture kept meanwhile (GraphView.paintEvent) redraws

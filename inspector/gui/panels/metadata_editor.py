@@ -175,7 +175,7 @@ class MetadataEditor(QWidget):
             self.scroll.setWidget(body)
             return
         model = s.result.model
-        self.state = MetadataEdits.from_model(model)
+        self.state = MetadataEdits.from_model(model, values=False)     # types and dims: read from the model
         self.sources = self._sources()
         self.found = self._lint(model)
         form.addWidget(self._target_row())
