@@ -132,3 +132,18 @@ def test_a_rerun_sends_the_nodes_the_window_has_as_references(model):  # noqa: F
     rerun_child._GOT.clear()
     stale = rerun(str(model), {}, options, {}, last_view() or next(iter(rerun_child._SENT)))
     assert not window_gets(stale)[1]                         # sent against a view the window dropped: asks again
+
+
+def test_the_childs_second_step_answers_only_the_rerun_it_follows(model):  # noqa: F811
+    """annotated(number) runs the metadata pass of re-run `number` only: after another re-run it answers None (the
+    window runs again), and a metadata edit that cannot apply comes back as its message."""
+    options = ConvertOptions().to_dict()
+    first = rerun(str(model), {}, options, {})
+    second = rerun(str(model), {"y": "keep"}, options, {})
+    assert annotated(first[0]) is None
+    number, *sent = annotated(second[0])
+    rest, notes = unpack(sent, lambda i: piece(number, i))
+    assert sum(n.op_type == "Transpose" for n in rest.model.graph.node) == 3   # the pinned run's model
+    assert annotated(second[0]) is None                                          # answered once
+    bad = rerun(str(model), {}, options, MetadataEdits(types={"nowhere": "IMAGE"}).to_dict())
+    assert "no tensor named 'nowhere'" in annotated(bad[0])

@@ -171,7 +171,7 @@ def annotated(number: int):
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.pipeline import metadata_pass
-    if number != _CONVERTED[0]:
+    if number != _CONVERTED[0] or _CONVERTED[1] is None:
         return None                     # another window's re-run came in between: the caller runs again
     result, metadata = _CONVERTED[1]
     _CONVERTED[1] = None
