@@ -235,3 +235,38 @@ def test_changed_initializer_data_is_inferred_again():
     second = finding_rows(lint(model([1, 3, 4, 6]), memo=memo))
     assert second == finding_rows(lint(model([1, 3, 4, 6]), memo=Memo())) and first != second
     assert memo.inferred.how == "waves"
+
+
+CHILD = """
+import gc, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from inspector.gui import rerun_child as rc
+path = {path!r}
+sg = rc._graph(path).main
+convs = [sg.tensors[op.outputs[0]].name for op in sg.ops if op.opcode == "CONV_2D"]
+gc.collect()
+for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]: "NCHW"}}, {{}}):
+    sent = rc.rerun(path, pins, {{}}, {{}})
+    assert gc.get_freeze_count() > 0               # what the re-run keeps is frozen...
+    assert rc.annotated(sent[0])[0] > sent[0]
+frozen = gc.get_freeze_count()
+gc.unfreeze()
+print(frozen, gc.collect())                      # ...and nothing it replaced was left as cyclic garbage
+"""
+
+
+def test_the_childs_reruns_freeze_what_they_keep_and_leave_no_cyclic_garbage(tmp_path):
+    """rerun_child._settle: the re-run child's collector skips what a re-run keeps (its full collections scanned the
+    whole model each re-run); frozen objects in reference cycles would never be freed, so the sequence of pins and
+    undos must leave none behind."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    path = tmp_path / "g.tflite"
+    generated(path, 4)
+    code = CHILD.format(root=str(Path(__file__).parent.parent), path=str(path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    frozen, garbage = map(int, out.stdout.split())
+    assert frozen > 10_000 and garbage == 0
