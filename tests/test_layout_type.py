@@ -65,6 +65,23 @@ def test_names_say_what_they_mean(rank):
     assert L.name(cf.perm) == cf.name and L.parse(cf.name, rank) == cf.perm
 
 
+@settings(max_examples=300, deadline=None)
+@given(layouts(0, 7))
+def test_the_name_function_is_the_layouts_name_and_keeps_no_table(a):
+    """L.name (the planner's and emitter's) spells what Layout.name does, is_identity agrees with the type, and no
+    table of names outlives a conversion: a process-wide one made every conversion after the first cheaper."""
+    assert L.name(a.perm) == L.name(list(a.perm)) == a.name
+    assert L.is_identity(a.perm) == L.is_identity(list(a.perm)) == a.is_as_tflite == (a.perm == L.identity(a.rank))
+    assert not hasattr(L.name, "cache_info") and not any(hasattr(f, "cache_info") for f in vars(L).values())
+
+
+def test_the_name_function_refuses_what_layout_refuses():
+    for bad in [(0, 0), (1, 2), (0, 2, 3)]:
+        with pytest.raises(ValueError, match="is not a permutation"):
+            L.name(bad)
+    assert L.name(None) == "as TFLite"
+
+
 @pytest.mark.parametrize("text,rank", [("NCHW", 3), ("0,1,1", 3), ("channels-first", 2), ("sideways", 4),
                                        ("0,x,1", 3), ("0,1,2", 4)])
 def test_refusals_are_one_line(text, rank):

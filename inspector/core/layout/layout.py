@@ -9,7 +9,6 @@ reads exactly what `name` writes, plus the words `channels-first` and `keep`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Sequence
 
 Perm = tuple[int, ...]
@@ -25,10 +24,7 @@ class Layout:
     perm: Perm
 
     def __post_init__(self):
-        perm = tuple(int(p) for p in self.perm)
-        if sorted(perm) != list(range(len(perm))):
-            raise ValueError(f"{list(self.perm)} is not a permutation of {len(perm)} axes")
-        object.__setattr__(self, "perm", perm)
+        object.__setattr__(self, "perm", _checked(self.perm))
 
     @classmethod
     def as_tflite(cls, rank: int) -> Layout:
@@ -71,10 +67,7 @@ class Layout:
     @property
     def name(self) -> str:
         """The ONNX axis order in TFLite's letters (ranks 3-5), else 'identity' or the numbers."""
-        letters = LETTERS.get(self.rank)
-        if letters:
-            return "".join(letters[p] for p in self.perm)
-        return "identity" if self.is_as_tflite else "(" + ",".join(map(str, self.perm)) + ")"
+        return _spelled(self.perm)
 
     def __str__(self) -> str:
         return self.name
@@ -109,7 +102,8 @@ def channels_first(rank: int) -> Perm:
 
 
 def is_identity(perm: Sequence[int] | None) -> bool:
-    return perm is None or all(i == p for i, p in enumerate(perm))
+    # (compared whole: a generator over the axes cost more than the rest of a small model's checks)
+    return perm is None or list(perm) == list(range(len(perm)))
 
 
 def inverse(perm: Sequence[int]) -> Perm:
@@ -144,13 +138,24 @@ def is_trivial(shape: Sequence[int], perm: Sequence[int]) -> bool:
 
 
 def name(perm: Sequence[int] | None, rank: int | None = None) -> str:
-    """Layout(perm).name; 'as TFLite' for None."""
-    return "as TFLite" if perm is None else _name(tuple(perm))
+    """Layout(perm).name, checked as Layout checks it, without building one; 'as TFLite' for None. Not memoised:
+    a process-wide table of names made every conversion after a process's first cheaper than the first."""
+    return "as TFLite" if perm is None else _spelled(_checked(perm))
 
 
-@lru_cache(maxsize=1024)
-def _name(perm: Perm) -> str:
-    return Layout(perm).name
+def _checked(perm: Sequence[int]) -> Perm:
+    """perm as a tuple of ints; ValueError when it is not a permutation."""
+    out = tuple(map(int, perm))
+    if sorted(out) != list(range(len(out))):
+        raise ValueError(f"{list(perm)} is not a permutation of {len(out)} axes")
+    return out
+
+
+def _spelled(perm: Perm) -> str:
+    letters = LETTERS.get(len(perm))
+    if letters:
+        return "".join([letters[p] for p in perm])
+    return "identity" if is_identity(perm) else "(" + ",".join(map(str, perm)) + ")"
 
 
 def parse(text: str, rank: int) -> Perm:
