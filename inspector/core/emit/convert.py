@@ -61,7 +61,7 @@ def check_arity(graph: Graph) -> None:
     """Every op but the stateful few writes something: emitters and folders may rely on op.outputs[0]."""
     for k, sg in enumerate(graph.subgraphs):
         for op in sg.ops:
-            if not any(t >= 0 for t in op.outputs) and op.opcode not in NO_OUTPUT_OPS:
+            if max(op.outputs, default=-1) < 0 and op.opcode not in NO_OUTPUT_OPS:
                 where = f" in subgraph {k} ({sg.name})" if k else ""
                 raise ConversionError(f"{op.label}{where} has no output: the model is inconsistent")
 
@@ -69,6 +69,8 @@ def check_arity(graph: Graph) -> None:
 def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
     """Pins by tensor name or index -> {tensor index: perm}; ConversionError names what is wrong."""
     out: dict[int, Perm] = {}
+    if not pins:                                    # the usual case: no name table to build
+        return out
     by_name = {}
     for ten in reversed(sg.tensors):                # the first tensor of a name wins, as tensor_by_name does
         by_name[ten.name] = ten.index

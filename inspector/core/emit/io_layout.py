@@ -25,7 +25,7 @@ def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[
             ten = tensors[t]
             shape = ten.dims
             rows.append(f'{head}{_str(name)},"tflite":{_str(ten.name)},"tflite_shape":{_ints(shape)},'
-                        f'"onnx_shape":{_ints([shape[p] for p in perm])},"perm":{_ints(perm)}}}')
+                        f'"onnx_shape":{_ints(map(shape.__getitem__, perm))},"perm":{_ints(perm)}}}')
     return "[" + ",".join(rows) + "]"
 
 

@@ -11,6 +11,7 @@ import math
 import re
 import struct
 from functools import lru_cache
+from operator import add
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,9 @@ _TENSOR_N = max(_T_SHAPE, _T_TYPE, _T_BUFFER, _T_NAME, _T_QUANT, _T_VARIABLE, _T
     "LargeCustomOptionsOffset", "LargeCustomOptionsSize", "BuiltinOptions2Type", "BuiltinOptions2"))
 _OP_N = max(_O_OPCODE, _O_INPUTS, _O_OUTPUTS, _O_KIND, _O_OPTIONS, _O_CUSTOM, _O_INTERMEDIATES, _O_LARGE_OFFSET,
             _O_LARGE_SIZE, _O_KIND2, _O_OPTIONS2) + 1
+_Q_SCALE = _Q["Scale"]
+_OC_DEPRECATED, _OC_CUSTOM, _OC_VERSION, _OC_CODE = (_OC[k] for k in (
+    "DeprecatedBuiltinCode", "CustomCode", "Version", "BuiltinCode"))
 
 
 def __getattr__(name: str):
@@ -132,7 +136,7 @@ def _offsets(buf: bytes, pos: int, n: int) -> list[int]:
 
 _VTABLES = [struct.Struct(f"<{k}H").unpack_from for k in range(64)]      # k vtable entries at once
 _TABLE_LISTS = [struct.Struct(f"<{k}I").unpack_from for k in range(65)]  # k table offsets at once
-_SHAPES = [struct.Struct(f"<{k}i").unpack_from for k in range(MAX_RANK + 1)]  # a shape of rank k
+_INT32S = [struct.Struct(f"<{k}i").unpack_from for k in range(65)]      # k int32s: a shape, an op's inputs
 
 
 def _field(buf: bytes, pos: int, fid: int) -> int:
@@ -156,7 +160,7 @@ def _int_vector(buf: bytes, p: int, limit: int, what: str, fmt: str = "i") -> li
     if n > 64 or n > limit:
         return _vector(buf, v, "<" + fmt, limit, what).tolist()
     try:
-        return list(_unpacker(f"<{n}{fmt}")(buf, v + 4))
+        return list(_INT32S[n](buf, v + 4) if fmt == "i" else _unpacker(f"<{n}{fmt}")(buf, v + 4))
     except struct.error:
         raise _Bad(f"{_snake(what)}: {n} entries run past the end of the file") from None
 
@@ -188,7 +192,7 @@ def _table_positions(table: "_Table", accessor: str, what: str, limit: int) -> l
     if n > limit // 4 or end > limit:
         raise _Bad(f"{what}: count {n} is more than the file can hold")
     if n <= 64:                                  # numpy's per-call cost dominates short vectors
-        targets = [start + 4 * i + off for i, off in enumerate(_TABLE_LISTS[n](table.buf, start))]
+        targets = list(map(add, _TABLE_LISTS[n](table.buf, start), range(start, end, 4)))
         low, high = min(targets), max(targets)
     else:
         arr = np.frombuffer(table.buf, "<u4", count=n, offset=start) + (start + 4 * np.arange(n, dtype=np.int64))
@@ -377,12 +381,15 @@ class _Reader:
         return p + 4, n
 
     def opcodes(self) -> list[tuple[str, bool, int]]:
-        out = []
-        for oc in self.model.tables("OperatorCodes", "operator codes", self.limit, _OC):
-            code = max(oc.scalar("DeprecatedBuiltinCode", _I8), oc.scalar("BuiltinCode"))
-            version = oc.scalar("Version", default=1)
+        """(name, custom, version) of each operator code, its vtable read once (as tensor and op do)."""
+        buf, out = self.buf, []
+        for pos in _table_positions(self.model, "OperatorCodes", "operator codes", self.limit):
+            f = _offsets(buf, pos, _OC[""])
+            code = max(_I8(buf, f[_OC_DEPRECATED])[0] if f[_OC_DEPRECATED] else 0,
+                       _I32(buf, f[_OC_CODE])[0] if f[_OC_CODE] else 0)
+            version = _I32(buf, f[_OC_VERSION])[0] if f[_OC_VERSION] else 1
             if code == S.CUSTOM:
-                out.append((_name(oc.string("CustomCode")) or "CUSTOM", True, version))
+                out.append((_string(buf, f[_OC_CUSTOM], "custom_code") or "CUSTOM", True, version))
             else:
                 out.append((S.BUILTIN_OPERATORS.get(code, f"UNKNOWN_{code}"), False, version))
         return out
@@ -397,7 +404,7 @@ class _Reader:
             if rank > MAX_RANK:
                 raise _Bad(f"tensor {i} has rank {rank}, beyond any real model")
             try:                                    # (rank <= 32: one struct call, no numpy)
-                shape = _SHAPES[rank](buf, v + 4) if rank <= self.limit else tuple(_int_vector(buf, p, self.limit,
+                shape = _INT32S[rank](buf, v + 4) if rank <= self.limit else tuple(_int_vector(buf, p, self.limit,
                                                                                               "Shape"))
             except struct.error:
                 raise _Bad(f"shape: {rank} entries run past the end of the file") from None
@@ -405,7 +412,7 @@ class _Reader:
             shape = ()
         sig_list = _int_vector(buf, f[_T_SIG], self.limit, "ShapeSignature") if f[_T_SIG] else []
         ttype = _I8(buf, f[_T_TYPE])[0] if f[_T_TYPE] else 0
-        dtype = TENSOR_TYPES.get(ttype, f"type{ttype}")
+        dtype = TENSOR_TYPES.get(ttype) or f"type{ttype}"
         name = _string(buf, f[_T_NAME], "name")
         if shape and min(shape) < 0:
             raise _Bad(f"tensor {i} '{name}' has a negative dimension {shape}")
@@ -428,7 +435,7 @@ class _Reader:
         p = f[_T_QUANT]                  # present but empty on most float tensors: skip it cheaply
         if p:
             p += _U32(buf, p)[0]
-            scale = _field(buf, p, _Q["Scale"])
+            scale = _field(buf, p, _Q_SCALE)
             if scale and _U32(buf, scale + _U32(buf, scale)[0])[0]:
                 quant = self.quantization(_Table(buf, p, _Q), len(shape))
         return Tensor(
@@ -505,7 +512,7 @@ class _Reader:
         else:
             kind = _U8(buf, f[_O_KIND])[0] if f[_O_KIND] else 0
             fields, p = S.OPTIONS.get(kind, (None, None))[1], f[_O_OPTIONS]
-        options = _decode_options(buf, p + _U32(buf, p)[0] if p else 0, fields, limit)
+        options = _decode_options(buf, p + _U32(buf, p)[0], fields, limit) if p and fields else {}
         custom_options = None
         if custom:
             off = _U64(buf, f[_O_LARGE_OFFSET])[0] if f[_O_LARGE_OFFSET] else 0

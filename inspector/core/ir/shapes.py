@@ -45,7 +45,7 @@ def _subgraph(sg: Subgraph, where: str) -> list[str]:
         unsure.difference_update(sg.inputs)
     for op in sg.ops:
         rule = RULES.get(op.opcode)
-        if rule is None or op.custom or any(i in unsure for i in op.inputs):
+        if rule is None or op.custom or not unsure.isdisjoint(op.inputs):
             continue
         try:
             ins = [Operand(tensors[i].shape, values.get(i)) if 0 <= i < n else None for i in op.inputs]

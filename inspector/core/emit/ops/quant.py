@@ -327,6 +327,8 @@ class QDQ:
         """Every quantized tensor's parameters, with its channel axis in the ONNX layout it got."""
         em, out = self.em, {}
         for ten in em.sg.tensors:
+            if ten.quantization is None:             # most tensors of a float model: describe() gives None
+                continue
             d = describe(ten, None if ten.data is not None else em.perm(ten.index))
             if d is not None:
                 if ten.index in self.const_axes:
