@@ -3,18 +3,20 @@ measures those (bench/run.py)."""
 from __future__ import annotations
 
 import gc
+import itertools
 import json
+import os
 
 import numpy as np
 import pytest
 
 from inspector.core.emit import io_layout
-from inspector.core.emit.convert import convert
+from inspector.core.emit.convert import convert, graph_name
 from inspector.core.io import tflite_reader
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite_bytes
 from inspector.core.ir.errors import ModelLoadError
-from inspector.core.ir.graph import Subgraph, Tensor
+from inspector.core.ir.graph import Graph, Subgraph, Tensor
 
 from .test_control_flow import while_model
 from .test_verified_reading import _unterminated
@@ -69,6 +71,31 @@ def test_the_io_entry_is_the_json_of_its_rows():
             {"kind": "output", "onnx": "y", "tflite": names[1], "tflite_shape": [2], "onnx_shape": [2], "perm": [0]},
             {"kind": "output", "onnx": "z", "tflite": "", "tflite_shape": [], "onnx_shape": [], "perm": []}]
     assert got == json.dumps(rows, separators=(",", ":"))
+
+
+def test_the_io_entry_writes_repeated_shapes_and_perms_as_json_does():
+    """Rows repeat shapes and perms (written once per entry): lists, numpy ints and a perm equal to a shape."""
+    tensors = [Tensor(0, "a", [1, 3, 5, 4], "float32"), Tensor(1, "b", (1, 3, 5, 4), "float32"),
+               Tensor(2, "c", (0, 1), "float32")]
+    sg = Subgraph("main", tensors, [], [0], [1, 2])
+    perm = tuple(np.array([0, 3, 1, 2]))
+    got = io_layout.describe(sg, {0: ("a", perm)}, {1: ("b", (0, 1, 2, 3)), 2: ("c", (0, 1))})
+    rows = [{"kind": "input", "onnx": "a", "tflite": "a", "tflite_shape": [1, 3, 5, 4], "onnx_shape": [1, 4, 3, 5],
+             "perm": [0, 3, 1, 2]},
+            {"kind": "output", "onnx": "b", "tflite": "b", "tflite_shape": [1, 3, 5, 4], "onnx_shape": [1, 3, 5, 4],
+             "perm": [0, 1, 2, 3]},
+            {"kind": "output", "onnx": "c", "tflite": "c", "tflite_shape": [0, 1], "onnx_shape": [0, 1],
+             "perm": [0, 1]}]
+    assert got == json.dumps(rows, separators=(",", ":"))
+
+
+def test_the_graph_name_is_the_file_name_without_its_extension():
+    """graph_name cuts the extension as os.path.splitext does (leading dots kept), on every short path."""
+    for k in range(7):
+        for chars in itertools.product("a./", repeat=k):
+            path = "".join(chars)
+            want = os.path.splitext(os.path.basename(path))[0] or "model"
+            assert graph_name(Graph(format="tflite", subgraphs=[], path=path)) == want, path
 
 
 def test_the_litert_check_falls_back_to_the_public_interpreter(monkeypatch):

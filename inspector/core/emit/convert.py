@@ -439,7 +439,11 @@ def check_model(model) -> None:
 
 
 def graph_name(graph: Graph) -> str:
-    return os.path.splitext(os.path.basename(graph.path))[0] or "model"
+    """The file's name without its extension, as os.path.splitext cuts it (a name of leading dots only keeps them),
+    from one rpartition: splitext's general walk was most of this call's cost."""
+    base = os.path.basename(graph.path)
+    stem, dot, _ = base.rpartition(".")
+    return (stem if dot and stem.strip(".") else base) or "model"
 
 
 def _version() -> str:

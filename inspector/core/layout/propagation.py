@@ -98,7 +98,6 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
             continue
         m = choice[oi]
         why = m.why.replace("{layout}", L.name(m.writes[0]) if m.writes and m.writes[0] else "as TFLite")
-        category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
         for s, w in m.reads:
             t = op.inputs[s]
             plan.inputs[(oi, s)] = w
@@ -111,6 +110,7 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
                 needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
                 reason = f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} (Terminate) needs {needs}"
             else:
+                category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
                 reason = f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} ({category}) reads it as {L.name(w)}"
             need(oi, t, w, m.kind, reason)
         for slot, t in enumerate(op.outputs):

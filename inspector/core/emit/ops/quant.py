@@ -94,7 +94,7 @@ class QDQ:
     def __init__(self, em):
         self._em = weakref.ref(em)               # the emitter owns this: no reference cycle back to it
         sg = em.sg
-        self.q = {t.index for t in sg.tensors if quantized(t)}
+        self.q = {t.index for t in sg.tensors if t.quantization is not None and quantized(t)}   # (no call per float)
         self._raw: dict[int, bool] = {}
         self._views: dict[int, Tensor] = {}
         parent = getattr(em, "parent", None)
