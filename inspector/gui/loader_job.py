@@ -163,9 +163,10 @@ class LoadJob(QRunnable):
         if in_child(self.path, graph):
             outcome = executor().submit(convert_and_lay_out, self.path).result()
             if not isinstance(outcome, str):
-                from .rerun_child import view_in
+                from .rerun_child import settle, view_in
                 outcome = received(outcome)
                 view_in(outcome[2])         # sent whole: the re-runs after a pin send what they share with it
+                executor().submit(settle)   # not waited for: the child freezes what the open left meanwhile
         else:
             from inspector.core.emit.incremental import Reconverter
             doc.reconverter = Reconverter()
