@@ -92,6 +92,29 @@ def test_an_initializer_a_pin_changes_is_not_taken_from_the_last_run(tmp_path):
     assert len(pads) == 2                        # NHWC and NCHW pads: the pin changed the initializer
 
 
+def test_re_runs_leave_no_reference_cycles(corpus):
+    """A re-run's Recorder and its Logged dicts must be freed by their reference counts: the window freezes what
+    lives after a pin (gc_guard.settle), so a cycle among them was kept for good, pin after pin."""
+    import gc
+    graph = load_model(corpus / "torch/mobilenet_v2_w050.tflite")
+    a, b, _ = conv_outputs(graph.main)
+    cache = Reconverter()
+    gc.collect()
+    gc.disable()
+    try:
+        for pins in ({}, {a: "keep"}, {a: "keep", b: "NCHW"}, {}):
+            run(graph, pins, cache=cache, check=False)
+        assert cache.replayed > 0                               # the re-runs recorded and replayed
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        kinds = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not kinds & {"Recorder", "Logged", "Cursor", "Segment"}, kinds
+
+
 def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
     """Pins picked at random on a graph of convolutions, adds, pads, means, concatenations and a reshape, whose
     tensor names collide with the names conversion makes ("t3_NCHW", "t3_1", "t 4"): each re-run equals a full

@@ -242,6 +242,7 @@ import gc, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from inspector.gui import rerun_child as rc
+rc._in_child = lambda: True                      # this process plays the loader's child
 path = {path!r}
 sg = rc._graph(path).main
 convs = [sg.tensors[op.outputs[0]].name for op in sg.ops if op.opcode == "CONV_2D"]
@@ -270,3 +271,17 @@ def test_the_childs_reruns_freeze_what_they_keep_and_leave_no_cyclic_garbage(tmp
     assert out.returncode == 0, out.stderr
     frozen, garbage = map(int, out.stdout.split())
     assert frozen > 10_000 and garbage == 0
+
+
+def test_a_rerun_called_in_this_process_freezes_nothing(tmp_path):
+    """Only the loader's child freezes what a re-run keeps: a test or tool calling rerun() in its own process would
+    otherwise have its whole heap frozen, its cyclic garbage kept until someone unfreezes."""
+    import gc
+
+    from inspector.gui import rerun_child as rc
+    path = tmp_path / "g.tflite"
+    generated(path, 4)
+    before = gc.get_freeze_count()
+    sent = rc.rerun(str(path), {}, {}, {})
+    rc.annotated(sent[0])
+    assert gc.get_freeze_count() == before

@@ -11,6 +11,7 @@ window's process.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 
 _GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
@@ -54,14 +55,22 @@ def _graph(path: str):
     return _GRAPH[1]
 
 
+def _in_child() -> bool:
+    """Whether this is the loader's child process: a test or tool that calls rerun() in its own process must not
+    have its whole heap frozen (its cyclic garbage would wait for someone's unfreeze)."""
+    return multiprocessing.parent_process() is not None
+
+
 def _settle() -> None:
     """What a re-run leaves alive (the model, the Reconverter's records, the metadata pass's memo, what is being
     sent) lives until the next one: frozen, so that the collector no longer scans it (a full collection here went
-    through ~350,000 objects: 0.2-0.5 s of each re-run of the 10,000-op model at load 4, ~30 ms once frozen), as
-    gc_guard.settle does in the window. What a re-run replaces is freed by its reference counts (pin, undo and
-    pin again on that model left no cyclic garbage); reading another model thaws it all (_graph)."""
-    gc.collect()                        # only what is not frozen: this re-run's objects (its cyclic garbage, the
-    gc.freeze()                         # Recorder and its Logged dicts, must not be frozen)
+    through ~350,000 objects: 0.2-0.5 s of each re-run of the 10,000-op model at load 4, ~30 ms once frozen); the
+    window's gc_guard.settle freezes in the same way. What a re-run replaces is freed by its reference counts (pin,
+    undo and pin again on that model left no cyclic garbage); reading another model thaws it all (_graph)."""
+    if not _in_child():
+        return
+    gc.collect()                        # only what is not frozen: this re-run's objects (its cyclic garbage must
+    gc.freeze()                         # not be frozen)
 
 
 def settle() -> None:

@@ -17,7 +17,17 @@ from dataclasses import replace
 from .emitter import Emitter, _varint, clean_base, next_free
 
 MISSING = object()
-RECORD_BYTES = 256 << 20        # weights past this are not kept twice (the model's and the records' copies)
+RECORD_BYTES = 128 << 20        # weights past this are not kept again: the records' copies and their wire forms
+                                # (Reconverter.wire) are two on top of the model's own
+
+
+class Cursor:
+    """The segment being recorded, which the Logged dicts write to. They point at this, not at the Recorder that
+    owns them: that was a reference cycle, which the window's frozen collector kept for good after every pin."""
+    __slots__ = ("seg",)
+
+    def __init__(self):
+        self.seg: "Segment | None" = None
 
 
 class Logged(dict):
@@ -26,7 +36,7 @@ class Logged(dict):
     "is there one")."""
     __slots__ = ("rec", "tag", "norm")
 
-    def __init__(self, data, rec: "Recorder", tag: str, norm=None):
+    def __init__(self, data, rec: Cursor, tag: str, norm=None):
         super().__init__(data)
         self.rec, self.tag, self.norm = rec, tag, norm
 
@@ -81,14 +91,22 @@ class Recorder(Emitter):
     """An Emitter whose plan lookups, memo and tensor names are Logged, and which notes every name it takes."""
 
     def __init__(self, sg, plan, opset, constants, trace=None, parent=None):
-        self.seg: Segment | None = None
-        view = replace(plan, perms=Logged(plan.perms, self, "perm"), inputs=Logged(plan.inputs, self, "in"),
-                       produced=Logged(plan.produced, self, "out"))
+        self.cursor = cur = Cursor()
+        view = replace(plan, perms=Logged(plan.perms, cur, "perm"), inputs=Logged(plan.inputs, cur, "in"),
+                       produced=Logged(plan.produced, cur, "out"))
         super().__init__(sg, view, opset, constants, trace, parent)
-        self.conflict_at = Logged(self.conflict_at, self, "at", norm=_present)
-        self.pin_conflicts = Logged(self.pin_conflicts, self, "pin", norm=_present)
-        self.memo = Logged({}, self, "memo")
-        self._vname = Logged({}, self, "name")
+        self.conflict_at = Logged(self.conflict_at, cur, "at", norm=_present)
+        self.pin_conflicts = Logged(self.pin_conflicts, cur, "pin", norm=_present)
+        self.memo = Logged({}, cur, "memo")
+        self._vname = Logged({}, cur, "name")
+
+    @property
+    def seg(self) -> Segment | None:
+        return self.cursor.seg
+
+    @seg.setter
+    def seg(self, seg: Segment | None) -> None:
+        self.cursor.seg = seg
 
     def fresh(self, base: str) -> str:
         name = super().fresh(base)
