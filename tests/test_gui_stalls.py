@@ -268,9 +268,10 @@ def test_a_scene_update_interrupted_by_another_ends_as_the_last_graph(qtbot, mon
     assert [it.edge.dst for it in scene.selectedItems() if it in scene._fresh] == [b.index()["tr150"]]
     assert {it.node.key for it in scene.items() if isinstance(it, NodeItem)} == {n.key for n in b.nodes}
     assert "tr150" not in scene.node_by_key                     # the lookups wait for the re-indexing
-    scene.colour(_categories(b), {}, {})                        # painted when it ends
+    n5 = scene.node_by_key["n5"]
+    scene.colour({**_categories(b), "n5": "Terminate"}, {}, {})  # new items painted now, the rest when it ends
     tr = next(it for it in scene.items() if isinstance(it, NodeItem) and it.node.key == "tr150")
-    assert tr.category != "conflict"
+    assert tr.category == "conflict" and n5.category == "Transparent"
     scene.apply(c, lay_c, diff(b, lay_b, c, lay_c))             # the next result, before the slices ran
     assert tr.scene() is None and scene._update is not None     # b's Transpose gone at once
     scene.colour(_categories(c), {"n9": "pinned"}, {("t9", "n10"): "a conflict"})
@@ -292,6 +293,22 @@ def test_a_scene_update_interrupted_by_another_ends_as_the_last_graph(qtbot, mon
     assert {it.node.key: it.category for it in scene.nodes} == cats and cats["tr42"] == "conflict"
     assert [it.node.key for it in scene.nodes if it.marker] == ["n9"]
     assert [it.edge.tensor for it in scene.edges if it.conflict] == ["t9"]
+
+
+def test_a_small_graph_is_updated_and_recoloured_at_once(qtbot):
+    """Fewer than 64 items of a kind never look at the clock: NASNet-sized updates end inside apply(), so no frame
+    shows the new graph with the old colours."""
+    from inspector.gui.graph_layout import compute
+    a, b = _chain(30), _chain(30, {15})
+    lay_a = compute(a)
+    lay_b = Placement(a, lay_a).layout(b)
+    scene = GraphScene(a, lay_a)
+    scene.colour(_categories(a), {}, {})
+    scene.finish()
+    scene.apply(b, lay_b, diff(a, lay_a, b, lay_b))
+    assert scene.complete and scene.vg is b and "tr15" in scene.node_by_key
+    scene.colour(_categories(b), {}, {})
+    assert scene.node_by_key["tr15"].category == "conflict" and scene.complete
 
 
 def test_the_overview_keeps_its_picture_while_a_scene_update_runs_and_redraws_after(qtbot, monkeypatch):

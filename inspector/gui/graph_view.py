@@ -135,8 +135,8 @@ class GraphScene(QGraphicsScene):
         if diff is None or diff.old is not self.vg:
             diff = make_diff(self.vg, self.layout, vg, layout)
         self._update = self._updating(vg, layout, diff)
-        next(self._update)              # the visible change, now; the rest from the event loop (the window has more
-        self._later()                   # to do for this result before it)
+        next(self._update)                          # the visible change, now
+        self.populate(seconds=self.SLICE_S)         # a small graph (NASNet) all of it; a big one in slices
 
     def _updating(self, vg: ViewGraph, layout: Layout, diff):
         """apply()'s work: first what is seen (items removed, added, moved, relabelled), then, yielding whenever a
@@ -259,7 +259,12 @@ class GraphScene(QGraphicsScene):
         Items created later take the same colours. Only items whose colours changed are touched (a pin changes a
         few of 10,000); returns whether any was (or may be: while apply()'s re-indexing runs, its end recolours)."""
         self._colours = (categories, markers, edge_conflicts)
-        if self._update is not None:
+        if self._update is not None:        # the items apply() made now (not grey until it ends), the rest then
+            for item in self._fresh:
+                if isinstance(item, NodeItem):
+                    self._colour_node(item, categories, markers)
+                else:
+                    self._colour_edge(item, edge_conflicts, self.vg.nodes)
             return True
         return self._recolour()
 
