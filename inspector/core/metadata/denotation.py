@@ -24,21 +24,12 @@ INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
 def consistency_findings(model, parts: Parts | None = None) -> list[Finding]:
     """IMAGE tensors vs their shape, their dimension denotations and the model's Image.* metadata (`parts`: the
     model's, parsed.SHARED's reading when None)."""
-    image = {}
-    for p in model.metadata_props:          # as MetadataEdits.from_model reads them, the last of a key winning
-        k = ms.image_key(p.key)
-        if k:
-            image[k] = p.value
-    image = {k: v for k, v in image.items() if v}
+    image = {k: v for k, (_, v) in ms.image_props(model).items() if v}
     fmt_value = _canonical(ms.PIXEL_FORMAT, image.get(ms.PIXEL_FORMAT))
     rng = _canonical(ms.PIXEL_RANGE, image.get(ms.PIXEL_RANGE))
     out: list[Finding] = []
-    seen = set()
-    for vi in (parts or SHARED.parts(model)).values():
-        if vi.name in seen or vi.denotation.upper() != "IMAGE" or not vi.tensor:
-            continue
-        seen.add(vi.name)
-
+    images = (parts or SHARED.parts(model)).images()
+    for vi in images:
         def add(kind, msg, code, name=vi.name, field=""):
             out.append(Finding("", f"IMAGE tensor '{name}': {msg}", kind, name, code=code,
                                field=field or f"dims:{name}"))
@@ -70,7 +61,7 @@ def consistency_findings(model, parts: Parts | None = None) -> list[Finding]:
         if not image:
             add("metadata", "no Image.* metadata (pixel format, gamma, range): consumers cannot prepare its pixels",
                 "image-no-metadata", field=ms.PIXEL_FORMAT)
-    if image and not seen:
+    if image and not images:
         out.append(Finding("", f"Image.* metadata ({', '.join(image)}) is set but no tensor is denoted IMAGE",
                            "metadata", code="image-metadata-unused", field=next(iter(image))))
     return out

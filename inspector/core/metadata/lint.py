@@ -119,20 +119,6 @@ def fix(model, target: str = "onnx", rounds: int = 3) -> tuple[list[Finding], li
 
 # -- rules ------------------------------------------------------------------------------------------------------
 
-def _image_infos(parts: Parts) -> list:
-    seen, out = set(), []
-    for vi in parts.values():
-        if vi.name not in seen and vi.denotation.upper() == "IMAGE" and vi.tensor:
-            seen.add(vi.name)
-            out.append(vi)
-    return out
-
-
-def _image_values(model) -> dict[str, tuple[str, str]]:
-    """Canonical Image.* key -> (key as written, value as written)."""
-    return {ms.image_key(p.key): (p.key, p.value) for p in model.metadata_props if ms.image_key(p.key)}
-
-
 def canonical_value(key: str, value: str) -> str | None:
     low = value.strip().lower()
     return next((a for a in ms.IMAGE_KEYS[key] if a.lower() == low), None)
@@ -161,7 +147,7 @@ def _spelling(model, parts: Parts, target: str) -> list[Finding]:
     why = ("Windows ML compares it exactly, so it will not see it" if target == "winml"
            else "consumers that compare exactly will not see it")
     out = []
-    for ck, (key, value) in _image_values(model).items():
+    for ck, (key, value) in ms.image_props(model).items():
         cv = canonical_value(ck, value)
         if cv is None:
             out.append(Finding("", f"{ck}={value!r} is not one of {', '.join(ms.IMAGE_KEYS[ck])}", "metadata",
@@ -189,11 +175,11 @@ def _spelling(model, parts: Parts, target: str) -> list[Finding]:
 def _images(model, shared: list[Finding], parts: Parts) -> list[Finding]:
     """Both targets: an IMAGE whose channel axis its shape cannot tell, dimension denotations a shape implies,
     Image.* keys no tensor uses (their safe fix: drop them)."""
-    values = _image_values(model)
+    values = ms.image_props(model)
     fmt = canonical_value(ms.PIXEL_FORMAT, values[ms.PIXEL_FORMAT][1]) if ms.PIXEL_FORMAT in values else None
     channels = ms.PIXEL_FORMAT_CHANNELS.get(fmt)
     out = []
-    images = _image_infos(parts)
+    images = parts.images()
     for vi in images:
         shape = _shape(vi)
         if shape is None or len(shape) != 4:
@@ -229,8 +215,8 @@ def _images(model, shared: list[Finding], parts: Parts) -> list[Finding]:
 
 
 def _winml(model, parts: Parts) -> list[Finding]:
-    values = {k: canonical_value(k, v) or v for k, (_key, v) in _image_values(model).items()}
-    images = _image_infos(parts)
+    values = {k: canonical_value(k, v) or v for k, (_key, v) in ms.image_props(model).items()}
+    images = parts.images()
     out = []
     if not images:
         return out                       # WinML reads the Image.* keys only for IMAGE tensors

@@ -60,6 +60,15 @@ class Parts:
         yield from self.outputs
         yield from self.value_info
 
+    def images(self) -> list[Value]:
+        """The IMAGE tensors, each name once (the first of its entries) and only those with a tensor type."""
+        seen, out = set(), []
+        for vi in self.values():
+            if vi.name not in seen and vi.denotation.upper() == "IMAGE" and vi.tensor:
+                seen.add(vi.name)
+                out.append(vi)
+        return out
+
 
 class Memo:
     """Records of the last model read (nodes and values by their bytes), and of its shape inference (`inferred`:

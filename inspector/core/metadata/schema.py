@@ -69,6 +69,11 @@ def image_key(key: str) -> str | None:
     return next((k for k in IMAGE_KEYS if k.lower() == low), None)
 
 
+def image_props(model) -> dict[str, tuple[str, str]]:
+    """A model's Image.* entries: canonical key -> (key as written, value as written), the last of a key winning."""
+    return {k: (p.key, p.value) for p in model.metadata_props if (k := image_key(p.key))}
+
+
 def image_value(key: str, value: str) -> tuple[str, str]:
     """(canonical key, canonical value) for an Image.* entry; MetadataError for an unknown key or value."""
     k = image_key(key)
