@@ -53,9 +53,8 @@ def tensor_proto(arr: np.ndarray, name: str) -> onnx.TensorProto:
 
 def make_value_info(name: str, elem_type: int, dims, into=None, known: dict | None = None) -> onnx.ValueInfoProto:
     """helper.make_tensor_value_info's result (ints are dim_value, strings dim_param; a scalar still declares its
-    empty shape), parsed from its wire form written here: parsing one small message is cheaper than setting its
-    nested fields one by one (one per tensor of every model), and writing the few bytes of its TypeProto directly
-    cheaper than building one to serialise it. `known`: the TypeProto bytes of each (type, shape) built so far in
+    empty shape), parsed from its wire form: parsing one small message is cheaper than setting its nested fields
+    one by one (one per tensor of every model). `known`: the TypeProto bytes of each (type, shape) built so far in
     this conversion (many tensors share one). Not kept between conversions: a process-wide table made every
     conversion of a model after its first cheaper than the first (a few per cent of a single-op model's), which is
     what repeated timings would then measure. `into`: a repeated field of the graph to parse it in place (no copy
@@ -63,7 +62,16 @@ def make_value_info(name: str, elem_type: int, dims, into=None, known: dict | No
     key = (elem_type, *dims)
     tb = known.get(key) if known is not None else None
     if tb is None:
-        tb = _type_bytes(elem_type, dims)
+        t = onnx.TypeProto()
+        shape = t.tensor_type.shape
+        t.tensor_type.elem_type = elem_type
+        shape.SetInParent()
+        for d in dims:
+            if type(d) is str:
+                shape.dim.add(dim_param=d)
+            else:
+                shape.dim.add(dim_value=d)
+        tb = t.SerializeToString()
         if known is not None:
             known[key] = tb
     nb = name.encode()
@@ -72,28 +80,9 @@ def make_value_info(name: str, elem_type: int, dims, into=None, known: dict | No
     return vi
 
 
-def _type_bytes(elem_type: int, dims) -> bytes:
-    """TypeProto{tensor_type{elem_type, shape{dim...}}} as protobuf writes it: every field was set, so each is
-    written, a 0 or an empty shape too (proto2); a negative dim_value is a 10-byte varint (int64)."""
-    shape = b""
-    for d in dims:
-        if type(d) is str:
-            b = d.encode()
-            dim = b"\x12" + _varint(len(b)) + b
-        else:
-            dim = b"\x08" + _varint(d & _U64 if d < 0 else d)
-        shape += b"\n" + _varint(len(dim)) + dim
-    tensor = b"\x08" + _varint(elem_type) + b"\x12" + _varint(len(shape)) + shape
-    return b"\n" + _varint(len(tensor)) + tensor
-
-
-_U64 = (1 << 64) - 1
-_SMALL = [bytes((n,)) for n in range(0x80)]       # the one-byte varints
-
-
 def _varint(n: int) -> bytes:
     if n < 0x80:
-        return _SMALL[n]
+        return bytes((n,))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
