@@ -181,32 +181,31 @@ class GraphScene(QGraphicsScene):
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self.version += 1
         yield False
-        nodes, by_key = [], {}
-        for i, (node, j) in enumerate(zip(vg.nodes, diff.nodes)):
-            item = new_nodes[i] if j < 0 else old_nodes[j]
-            item.index, item.node = i, node
-            nodes.append(item)
-            by_key[node.key] = item
-            if i % 64 == 63 and self._out_of_time():
-                yield False
-        edges, by_tensor = [], {}
-        for i, (edge, j) in enumerate(zip(vg.edges, diff.edges)):
-            item = new_edges[i] if j < 0 else old_edges[j]
-            item.index, item.edge = i, edge
-            edges.append(item)
-            got = by_tensor.get(edge.tensor)
-            if got is None:
-                by_tensor[edge.tensor] = [item]
-            else:
-                got.append(item)
-            if i % 64 == 63 and self._out_of_time():
-                yield False
+        nodes = yield from self._reindexed(vg.nodes, diff.nodes, new_nodes, old_nodes, "node")
+        edges = yield from self._reindexed(vg.edges, diff.edges, new_edges, old_edges, "edge")
+        by_key = {item.node.key: item for item in nodes}
+        by_tensor: dict = {}
+        for item in edges:
+            by_tensor.setdefault(item.edge.tensor, []).append(item)
         self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = nodes, edges, by_key, by_tensor
         self._node_at, self._edge_at = nodes, edges         # in index order
         self._update = None
         self._recolour()                        # the colours asked for meanwhile
         self.update()                           # an overview picture kept meanwhile (GraphView.paintEvent) redraws
         yield True
+
+    def _reindexed(self, values, kept, new, old, field: str):
+        """_updating's items of `values` (nodes or edges) in the new graph's order, each told its index and value:
+        the new one made for it, or the old one `kept` says it keeps; yields False whenever a slice's time is up."""
+        items = []
+        for i, (value, j) in enumerate(zip(values, kept)):
+            item = new[i] if j < 0 else old[j]
+            item.index = i
+            setattr(item, field, value)
+            items.append(item)
+            if i % 64 == 63 and self._out_of_time():
+                yield False
+        return items
 
     def _out_of_time(self) -> bool:
         return self._deadline is not None and time.perf_counter() > self._deadline
