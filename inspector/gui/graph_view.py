@@ -207,21 +207,23 @@ class GraphScene(QGraphicsScene):
                 yield False
         return items
 
+    def _colour_item(self, item, colours: tuple, nodes) -> None:
+        """A node or an edge in `colours` ((categories, markers, edge conflicts), as colour() keeps them)."""
+        if isinstance(item, NodeItem):
+            self._colour_node(item, colours[0], colours[1])
+        else:
+            self._colour_edge(item, colours[2], nodes)
+
     def _out_of_time(self) -> bool:
         return self._deadline is not None and time.perf_counter() > self._deadline
 
     def _paint(self, deadline: float | None) -> bool:
         """Recolour what colour() queued, with the latest colours, until `deadline`; True when none is left."""
         todo = self._repaint
-        cats, markers, conflicts = self._colours
-        nodes = self.vg.nodes
+        colours, nodes = self._colours, self.vg.nodes
         n = 0
         while todo:
-            item = todo.pop()
-            if isinstance(item, NodeItem):
-                self._colour_node(item, cats, markers)
-            else:
-                self._colour_edge(item, conflicts, nodes)
+            self._colour_item(todo.pop(), colours, nodes)
             n += 1
             if deadline is not None and n % 32 == 0 and time.perf_counter() > deadline:
                 return not todo
@@ -260,10 +262,7 @@ class GraphScene(QGraphicsScene):
         self._colours = (categories, markers, edge_conflicts)
         if self._update is not None:        # the items apply() made now (not grey until it ends), the rest then
             for item in self._fresh:
-                if isinstance(item, NodeItem):
-                    self._colour_node(item, categories, markers)
-                else:
-                    self._colour_edge(item, edge_conflicts, self.vg.nodes)
+                self._colour_item(item, self._colours, self.vg.nodes)
             return True
         return self._recolour()
 
