@@ -310,13 +310,20 @@ def test_cli_has_gui_command():
 
 
 def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatch):
-    from inspector.gui import loader_job
+    from collections import OrderedDict
+
+    from inspector.gui import graph_layout, loader_job
     monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)     # any model takes the child-process path
+    monkeypatch.setattr(graph_layout, "_CACHE", OrderedDict())     # laid out afresh, not found from another test
     calls = []
     real = loader_job.executor
     monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
     doc = open_model(qtbot, window, corpus / CONFLICT_MODEL)
-    assert calls == [1, 1]                  # the conversion, then the child's settle (rerun_child.settle, not waited)
+    # the TFLite graph's layout, the conversion, then the child's settle (rerun_child.settle, not waited)
+    assert calls == [1, 1, 1]
+    tflite = window.scenes[TFLITE]
+    assert [n.pos().toTuple() for n in sorted(tflite.nodes, key=lambda n: n.index)] == \
+        graph_layout._compute(tflite.vg).pos                       # the child's layout is the one made here
     assert doc.result.graph is doc.graph                           # re-attached to the window's graph
     assert len(op_keys(window.scenes[ONNX])) == len(doc.model.graph.node)
     assert {k for k, v in window.scenes[ONNX].node_by_key.items() if v.category == CONFLICT} == set(doc.inserted())

@@ -97,6 +97,28 @@ def test_layout_cached_by_topology_not_colour():
     assert not graph_layout.cached(changed)
 
 
+def test_a_layout_made_in_the_child_process_equals_the_one_made_here(monkeypatch):
+    """The loader sends a big graph's node sizes and edges to its child and gets arrays back (igraph holds the GIL
+    while it lays out): the same positions and routes as laying it out here, back edges and terminals included."""
+    from collections import OrderedDict
+
+    from inspector.gui import loader_job
+    vg = random_dag(240, 11)
+    vg.nodes += [Node(("in", 0), "input", "x"), Node(("out", 0), "output", "y")]     # terminals: another width
+    vg.edges += [Edge(240, 3, "x", "1×5×7×3"), Edge(200, 241, "y", "1×5×7×3"), Edge(150, 120, "back", "")]
+    assert len({(n.width, n.height) for n in vg.nodes}) > 2
+    here = graph_layout._compute(vg)
+    monkeypatch.setattr(graph_layout, "_CACHE", OrderedDict())
+    sent = []
+    there = graph_layout.compute(vg, lambda *a: sent.append(a) or loader_job.in_the_child(*a))
+    assert len(sent) == 1 and sent[0][0].shape == (242, 2) and sent[0][1].shape == (len(vg.edges), 2)
+    assert there.pos == here.pos and there.routes == here.routes
+    assert (there.width, there.height) == (here.width, here.height)
+    assert graph_layout.compute(vg) is there                    # cached like one made here
+    empty = ViewGraph("tflite", [], [])
+    assert graph_layout.Layout.from_arrays(*graph_layout._compute(empty).arrays()).pos == []
+
+
 def test_igraph_bends_are_kept_and_a_garbage_bend_is_rebuilt_straight(corpus, monkeypatch):
     """A full-suite run once got a bend from igraph on a row past 2**63 (IndexError while laying out a subgraph):
     such a route is rebuilt on a straight line, one bend per layer crossed; igraph's own routes are kept."""

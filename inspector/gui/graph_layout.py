@@ -65,6 +65,18 @@ class Layout:
             self._order = order
         return self._order
 
+    def arrays(self) -> tuple:
+        """(positions, every route's points in a row, each route's length, width, height): what from_arrays takes."""
+        lens = np.fromiter(map(len, self.routes), np.intp, len(self.routes))
+        return _points(self.pos), _points(chain.from_iterable(self.routes)), lens, self.width, self.height
+
+    @classmethod
+    def from_arrays(cls, pos: np.ndarray, points: np.ndarray, lens: np.ndarray, width: float, height: float):
+        pts = list(zip(*points.T.tolist()))
+        ends = np.cumsum(lens).tolist()
+        routes = [pts[a:b] for a, b in zip([0] + ends[:-1], ends)]
+        return cls(list(zip(*pos.T.tolist())), routes, width, height)
+
     def prepare(self, vg: ViewGraph, order: bool = True) -> "Layout":
         """Compute the overview arrays and (with `order`: a new scene builds its items in it) the item order now, in
         a worker, not on the GUI thread."""
@@ -116,13 +128,20 @@ def layers_of(n: int, edges: list[tuple[int, int]]) -> list[int]:
     return layer
 
 
-def compute(vg: ViewGraph) -> Layout:
+def compute(vg: ViewGraph, elsewhere=None) -> Layout:
+    """vg's layout, cached by topology. `elsewhere(sizes, edges)`, when given, runs `placed` in another process and
+    returns what it returned (the window's loader sends a big graph to its child process: igraph's Sugiyama is one
+    C call that holds the GIL, ~90 ms on 10,000 ops, and the window froze while a thread of it ran it)."""
     key = topology_key(vg)
     with _LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    layout = _compute(vg)
+    if elsewhere is None:
+        layout = _compute(vg)
+    else:
+        layout = Layout.from_arrays(*elsewhere(np.array([(n.width, n.height) for n in vg.nodes]).reshape(-1, 2),
+                                               np.array([(e.src, e.dst) for e in vg.edges], np.intp).reshape(-1, 2)))
     layout.prepare(vg)                      # in the worker, not at first overview
     with _LOCK:
         _CACHE[key] = layout
@@ -131,26 +150,36 @@ def compute(vg: ViewGraph) -> Layout:
     return layout
 
 
+def placed(sizes: np.ndarray, edges: np.ndarray) -> tuple:
+    """In a child process: the layout of nodes of these (width, height) joined by these (src, dst), as arrays
+    (Layout.arrays: one short unpickling where 100,000 tuples were a long one)."""
+    return _place(sizes.tolist(), edges.tolist()).arrays()
+
+
 def cached(vg: ViewGraph) -> bool:
     with _LOCK:
         return topology_key(vg) in _CACHE
 
 
 def _compute(vg: ViewGraph) -> Layout:
-    n = len(vg.nodes)
+    return _place([(n.width, n.height) for n in vg.nodes], [(e.src, e.dst) for e in vg.edges])
+
+
+def _place(sizes: list, edges: list) -> Layout:
+    """Nodes of these (width, height) joined by these (src, dst) edges, laid out."""
+    n = len(sizes)
     if n == 0:
         return Layout([], [], 0.0, 0.0)
-    edges = [(e.src, e.dst) for e in vg.edges]
     layer = layers_of(n, edges)
     # Edges must point down a layer; a back edge (from a cycle) is laid out reversed.
     ig_edges = [(s, d) if layer[s] < layer[d] else (d, s) for s, d in edges]
     g = igraph.Graph(n=n, edges=ig_edges, directed=True)
     lay = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=100 if n < 1000 else (30 if n < 3000 else 10))
-    slot = max(nd.width for nd in vg.nodes) + H_GAP
+    slot = max(w for w, _ in sizes) + H_GAP
     nlayers = max(layer) + 1
     band = [0.0] * nlayers
-    for i, nd in enumerate(vg.nodes):
-        band[layer[i]] = max(band[layer[i]], nd.height)
+    for i, (_, h) in enumerate(sizes):
+        band[layer[i]] = max(band[layer[i]], h)
     top = [0.0] * nlayers
     for k in range(1, nlayers):
         top[k] = top[k - 1] + band[k - 1] + V_GAP
@@ -174,16 +203,15 @@ def _compute(vg: ViewGraph) -> Layout:
     routes = []
     for ei, (s, d) in enumerate(edges):
         if layer[s] >= layer[d]:            # back edge: drawn straight, it is rare
-            routes.append([(pos[s][0], pos[s][1] + vg.nodes[s].height / 2),
-                           (pos[d][0], pos[d][1] - vg.nodes[d].height / 2)])
+            routes.append([(pos[s][0], pos[s][1] + sizes[s][1] / 2), (pos[d][0], pos[d][1] - sizes[d][1] / 2)])
             continue
         sx, sy = pos[s]
-        pts = [(sx, sy + vg.nodes[s].height / 2), (sx, top[layer[s]] + band[layer[s]])]
+        pts = [(sx, sy + sizes[s][1] / 2), (sx, top[layer[s]] + band[layer[s]])]
         for k, (_, cy) in enumerate(routing[ei]):
             dx, lk = xs[first_dummy[ei] + k], int(round(cy))
             pts += [(dx, top[lk]), (dx, top[lk] + band[lk])]
         dx, dy = pos[d]
-        pts += [(dx, top[layer[d]]), (dx, dy - vg.nodes[d].height / 2)]
+        pts += [(dx, top[layer[d]]), (dx, dy - sizes[d][1] / 2)]
         routes.append(pts)
     width = max(xs) + slot / 2
     height = top[-1] + band[-1]

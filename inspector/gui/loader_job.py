@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import threading
 import traceback
 
 from PySide6.QtCore import QObject, QRunnable, Signal
@@ -21,20 +22,36 @@ from .rerun_child import leave_out_weights
 
 
 _EXECUTOR = None
+_EXECUTOR_LOCK = threading.Lock()     # the warm-up's thread and the loader's may ask for it at once
 
 
 def executor():
+    return _executor()
+
+
+def _executor():
+    """The child's pool, made once (tests count calls to executor(); the warm-up's own go here)."""
     global _EXECUTOR
-    if _EXECUTOR is None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        ctx = multiprocessing.get_context("forkserver")     # never fork a process that runs Qt threads
-        ctx.set_forkserver_preload(["inspector.core.session.pipeline", "inspector.core.emit.convert",
-                                    "inspector.gui.graph_model", "inspector.gui.graph_layout",
-                                    "inspector.gui.rerun_child"])
-        _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
-        atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            ctx = multiprocessing.get_context("forkserver")     # never fork a process that runs Qt threads
+            ctx.set_forkserver_preload(["inspector.core.session.pipeline", "inspector.core.emit.convert",
+                                        "inspector.gui.graph_model", "inspector.gui.graph_layout",
+                                        "inspector.gui.rerun_child"])
+            _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+            atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
     return _EXECUTOR
+
+
+def warm() -> None:
+    """Start the child now (its forkserver, imports and worker: ~0.3 s at load 1), in a thread of its own: the
+    first submit waits for the worker's fork. Asked for as the window opens, so that a big model's layout and
+    conversion, sent to the child as the model opens, do not wait for it."""
+    if _EXECUTOR is None:
+        threading.Thread(target=lambda: _executor().submit(os.getpid).result(), name="warm child",
+                         daemon=True).start()
 
 
 def received(outcome) -> tuple:
@@ -88,6 +105,11 @@ def convert_and_lay_out(source, cache=None):
     return outcome.result, outcome.notes, vg, layout
 
 
+def in_the_child(sizes, edges) -> tuple:
+    """graph_layout.placed run in the child (graph_layout.compute's `elsewhere`)."""
+    return executor().submit(graph_layout.placed, sizes, edges).result()
+
+
 class JobSignals(QObject):
     stage = Signal(str)
     tfliteReady = Signal(object, object, object)    # Document, ViewGraph, Layout
@@ -135,7 +157,8 @@ class LoadJob(QRunnable):
             return None
         self._emit(self.signals.stage, "Laying out…")
         vg = graph_model.from_tflite(graph)
-        if not self._emit(self.signals.tfliteReady, doc, vg, graph_layout.compute(vg)):
+        big = len(graph.main.ops) >= self.PROCESS_OPS             # laid out in the child, like its conversion
+        if not self._emit(self.signals.tfliteReady, doc, vg, graph_layout.compute(vg, in_the_child if big else None)):
             return None
         return graph, doc
 

@@ -18,6 +18,7 @@ from .document import Document
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
+from . import loader_job
 from .loader_job import LoadJob
 from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
@@ -92,6 +93,8 @@ class MainWindow(QMainWindow):
         self.job: LoadJob | None = None
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(1)
+        if convert:
+            loader_job.warm()           # a big model's layout and conversion run in the child: started now
         self.scenes: dict[str, GraphScene] = {}
         self.active = TFLITE
         self._syncing = False
