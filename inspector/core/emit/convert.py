@@ -177,7 +177,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         cache.finish(em, graph, init_bound)
     if init_bound > _protobuf_limit():
         check_size(*em.initializers)
-    g.node.extend(em.nodes)
+    if cache is not None:
+        g.MergeFromString(cache.node_wire(em.nodes))
+    else:
+        g.node.extend(em.nodes)
     g.name = graph_name(graph)
     cleaned = peephole.clean(g, trace, em.nodes)     # the planner should leave nothing: each rewrite is noted
     model.opset_import.add(domain="", version=opset)
