@@ -43,6 +43,7 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
     pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old)
     if memo is not None:
         memo.problem = pb
+        pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
     choice, optimality = solve(pb, time_budget, previous=old)
     return assemble(pb, choice, optimality)
 
