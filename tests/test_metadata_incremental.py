@@ -249,8 +249,12 @@ convs = [sg.tensors[op.outputs[0]].name for op in sg.ops if op.opcode == "CONV_2
 gc.collect()
 for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]: "NCHW"}}, {{}}):
     sent = rc.rerun(path, pins, {{}}, {{}})
-    assert gc.get_freeze_count() > 0               # what the re-run keeps is frozen...
-    assert rc.annotated(sent[0])[0] > sent[0]
+    assert not gc.isenabled()                      # no automatic collection while the window waits...
+    annotated = rc.annotated(sent[0])
+    assert annotated[0] > sent[0] and not gc.isenabled()
+    assert rc.findings(annotated[0]) is not None
+    assert gc.isenabled() and gc.get_freeze_count() > 0     # ...then what the re-run keeps is frozen
+assert isinstance(rc.rerun(path, {{"no such tensor": "keep"}}, {{}}, {{}}), str) and gc.isenabled()
 frozen = gc.get_freeze_count()
 gc.unfreeze()
 print(frozen, gc.collect())                      # ...and nothing it replaced was left as cyclic garbage
@@ -260,7 +264,8 @@ print(frozen, gc.collect())                      # ...and nothing it replaced wa
 def test_the_childs_reruns_freeze_what_they_keep_and_leave_no_cyclic_garbage(tmp_path):
     """rerun_child._settle: the re-run child's collector skips what a re-run keeps (its full collections scanned the
     whole model each re-run); frozen objects in reference cycles would never be freed, so the sequence of pins and
-    undos must leave none behind."""
+    undos must leave none behind. Automatic collection is off from a re-run's start until its last step (findings),
+    and back on after a re-run that failed (no findings follows it)."""
     import subprocess
     import sys
     from pathlib import Path

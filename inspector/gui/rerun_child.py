@@ -71,6 +71,14 @@ def _settle() -> None:
         return
     gc.collect()                        # only what is not frozen: this re-run's objects (its cyclic garbage must
     gc.freeze()                         # not be frozen)
+    gc.enable()                         # (see _hold)
+
+
+def _hold() -> None:
+    """No automatic collection from a re-run's start to its _settle: each full one scanned all that the re-run
+    had made so far (~10^5 objects on 10,000 ops: 20-50 ms, at random points of what the window waits for)."""
+    if _in_child():
+        gc.disable()
 
 
 def settle() -> None:
@@ -119,13 +127,18 @@ _CHECK: list = [0, None, []]    # (number of the last re-run sent, its model, th
 
 def findings(number: int) -> list | None:
     """findings_of re-run `number`'s model, with its weights back (None when a newer re-run replaced it). A re-run
-    is sent before its metadata is checked: the window draws the graph meanwhile."""
-    if number != _CHECK[0]:
-        return None
-    for t, data in _CHECK[2]:
-        t.raw_data = data
-    _CHECK[2] = []
-    return findings_of(_CHECK[1])
+    is sent before its metadata is checked: the window draws the graph meanwhile. The re-run's last step: what
+    it keeps is settled here (_settle), once the window has the graph, not in `rerun` or `annotated`, which the
+    window waits for before it repaints."""
+    try:
+        if number != _CHECK[0]:
+            return None
+        for t, data in _CHECK[2]:
+            t.raw_data = data
+        _CHECK[2] = []
+        return findings_of(_CHECK[1])
+    finally:
+        _settle()
 
 
 _SENT: dict = {}       # (in the child) the nodes of the last ONNX view sent, by its key
@@ -183,13 +196,16 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     from inspector.core.session.pipeline import ConvertOptions, converted
 
     from . import graph_model
+    _hold()
     try:
         result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter())
-    except InspectorError as e:          # as text: exception classes with custom __init__ do not unpickle
-        return str(e)
+    except Exception as e:
+        _settle()                        # no `findings` follows
+        if isinstance(e, InspectorError):   # as text: exception classes with custom __init__ do not unpickle
+            return str(e)
+        raise
     sent = send(view_out(graph_model.from_onnx(result.model), have))
     _CONVERTED[:] = [sent[0], (result, metadata)]
-    _settle()
     return sent
 
 
@@ -206,13 +222,15 @@ def annotated(number: int):
     _CONVERTED[1] = None
     try:
         outcome = metadata_pass(result, MetadataEdits.from_dict(metadata))
-    except InspectorError as e:
-        return str(e)
+    except Exception as e:
+        _settle()                       # no `findings` follows
+        if isinstance(e, InspectorError):
+            return str(e)
+        raise
     outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
     kept: list = []
     sent = send(leave_out_weights(outcome.result, kept), outcome.notes)
     _CHECK[:] = [sent[0], outcome.result.model, kept]
-    _settle()
     return sent
 
 
