@@ -97,26 +97,32 @@ class RerunJob(QRunnable):
         out here while the child runs the metadata pass, then the result follows. (result, notes, ViewGraph,
         Layout, Diff, the number `findings` asks about)."""
         from .loader_job import received
-        from .rerun_child import annotated, last_view, rerun, view_in
+        from .rerun_child import Replaced, annotated, last_result, last_view, rerun, view_in
         s = self.session
         whole = False
-        while True:
+        while True:             # again whenever another window's re-run (or an open) came in between
             sent = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict(),
                                None if whole else last_view()).result()
             if isinstance(sent, str):
                 raise InspectorError(sent)
-            (vg,) = received(sent)
+            try:
+                (vg,) = received(sent)
+            except Replaced:
+                continue
             if not view_in(vg):             # sent against a view no longer kept here: again, whole
                 whole = True
                 continue
-            annotating = pool.submit(annotated, sent[0])
+            annotating = pool.submit(annotated, sent[0], last_result())
             layout, changes = self._lay_out(vg)
             outcome = annotating.result()
-            if outcome is None:             # another window's re-run came in between: again
+            if outcome is None:
                 continue
             if isinstance(outcome, str):
                 raise InspectorError(outcome)
-            return (*received(outcome), vg, layout, changes, outcome[0])
+            try:
+                return (*received(outcome), vg, layout, changes, outcome[0])
+            except Replaced:
+                continue
 
     def _lay_out(self, vg) -> tuple:
         """(Layout, live_layout.Diff or None): with a Placement, nodes the graph keeps stay where they were; without

@@ -57,10 +57,14 @@ def warm() -> None:
 def received(outcome) -> tuple:
     """In the window (a worker thread): what the child's rerun_child.send packed, its pieces fetched one call at a
     time (each a short unpickling: the GUI thread runs in between)."""
-    from .chunked import unpack
-    from .rerun_child import piece
+    from .chunked import Chunked, unpack
+    from .rerun_child import piece, result_in
     number, *objs = outcome
-    return unpack(objs, lambda i: executor().submit(piece, number, i).result())
+    top = next((o for o in objs if isinstance(o, Chunked)), None)
+    key = top.key if top is not None else None
+    base = top.base if top is not None and any(o.diffed() for o in objs if isinstance(o, Chunked)) else None
+    return result_in(key, base, lambda had: unpack(objs, lambda i: executor().submit(piece, number, i).result(),
+                                                   had))
 
 
 PROCESS_BYTES = 64 << 20      # a file this big converts in the child too: its weights' copies hold the GIL
@@ -101,7 +105,7 @@ def convert_and_lay_out(source, cache=None):
     if child:                           # back to the window in pieces it unpickles in short steps
         from .rerun_child import send, view_out
         outcome.result.graph = None
-        return send(leave_out_weights(outcome.result), outcome.notes, view_out(vg), layout)
+        return send(leave_out_weights(outcome.result), outcome.notes, view_out(vg), layout, diff=True)
     return outcome.result, outcome.notes, vg, layout
 
 
@@ -184,12 +188,7 @@ class LoadJob(QRunnable):
             return
         self._emit(s.stage, "Converting to ONNX…")
         if in_child(self.path, graph):
-            outcome = executor().submit(convert_and_lay_out, self.path).result()
-            if not isinstance(outcome, str):
-                from .rerun_child import settle, view_in
-                outcome = received(outcome)
-                view_in(outcome[2])         # sent whole: the re-runs after a pin send what they share with it
-                executor().submit(settle)   # not waited for: the child freezes what the open left meanwhile
+            outcome = self._in_child()
         else:
             from inspector.core.emit.incremental import Reconverter
             doc.reconverter = Reconverter()
@@ -203,6 +202,21 @@ class LoadJob(QRunnable):
         result.graph = graph
         doc.result, doc.model, doc.notes, doc.onnx_shapes = result, result.model, notes, dict(vg.shapes)
         self._emit(s.onnxReady, doc, vg, layout)
+
+    def _in_child(self):
+        """convert_and_lay_out in the child: its result, or the error's message."""
+        from .rerun_child import Replaced, settle, view_in
+        while True:             # again when another window's re-run was sent before all its pieces came
+            outcome = executor().submit(convert_and_lay_out, self.path).result()
+            if isinstance(outcome, str):
+                return outcome
+            try:
+                outcome = received(outcome)
+            except Replaced:
+                continue
+            view_in(outcome[2])             # sent whole: the re-runs after a pin send what they share with it
+            executor().submit(settle)       # not waited for: the child freezes what the open left meanwhile
+            return outcome
 
     def _onnx(self, doc: Document) -> None:
         self._emit(self.signals.stage, "Laying out the ONNX graph…")

@@ -13,25 +13,43 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import threading
 
 _GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
 _RECONVERTER = None                             # its conversion's pieces, for the re-runs after a pin
 _PIECES: list = [0, []]                         # (number of the last result sent, its big parts: gui.chunked)
 
 
-def send(*objs) -> tuple:
+_MEMO: list = [None, None]      # (in the child) key and chunked.pack memo of the last result sent with `diff`
+
+
+def send(*objs, diff: bool = False, have=None) -> tuple:
     """What the window gets back: (number, skeletons of objs) (gui.chunked); their big parts are kept for `piece`
-    until the next result is sent."""
-    from .chunked import pack
+    until the next result is sent. With `diff` (a conversion result), the next such result can be sent as its
+    changes from this one: it is, when the window says it `have`s this one (loader_job.received)."""
+    from .chunked import Chunked, pack
     _PIECES[0] += 1
     _PIECES[1] = []
-    return (_PIECES[0], *pack(objs, _PIECES[1]))
+    memo = [] if diff else None
+    against = _MEMO[1] if diff and have is not None and have == _MEMO[0] else None
+    skeletons = pack(objs, _PIECES[1], memo, against)
+    if diff:
+        _MEMO[:] = [(os.getpid(), _PIECES[0]), memo]
+        for sk in skeletons:
+            if isinstance(sk, Chunked):
+                sk.key, sk.base = _MEMO[0], have if against is not None else None
+    return (_PIECES[0], *skeletons)
+
+
+class Replaced(RuntimeError):
+    """A result's pieces were asked for after another result was sent (another window's re-run or open came in
+    between): the caller asks for its result again. (No custom __init__: it crosses the process boundary.)"""
 
 
 def piece(number: int, i: int) -> list:
     """Piece i of result `number` (a window that asks for an older result's pieces has dropped that result)."""
     if number != _PIECES[0]:
-        raise RuntimeError(f"result {number} was replaced by result {_PIECES[0]}")
+        raise Replaced(f"result {number} was replaced by result {_PIECES[0]}")
     return _PIECES[1][i]
 
 
@@ -141,47 +159,129 @@ def findings(number: int) -> list | None:
         _settle()
 
 
-_SENT: dict = {}       # (in the child) the nodes of the last ONNX view sent, by its key
-_GOT: dict = {}        # (in the window) the nodes of the last few ONNX views received, by key
+_SENT: dict = {}       # (in the child) the last ONNX view sent, by its key
+_GOT: dict = {}        # (in the window) the last few ONNX views received, by key
+_GOT_LOCK = threading.Lock()    # the loader's and each window's re-run threads receive views at the same time
 _VIEW_COUNT = [0]
+_DIFF = "diff"         # a dict sent as (_DIFF, changed items, removed keys) against the view the window has
 
 
 def view_out(vg, have=None):
-    """(In the child) vg as sent: the nodes the window has in view `have` (from_onnx hands back the same Node for
-    an unchanged ONNX node) as their indices there, so that it neither unpickles them again nor compares them
-    (10,000 nodes: ~15 ms of unpickling and as much of comparing, and their garbage to collect)."""
+    """(In the child) vg as sent against the window's view `have`: what the window has crosses as references.
+    Nodes it has (from_onnx hands back the same Node for an unchanged ONNX node) as their indices there; edges
+    between such nodes with the same tensor and label as the index of the old edge; the value shapes and names as
+    what changed. A pin on 10,000 ops sends a few nodes, ~13,000 small ints and a few dict items instead of
+    ~45 ms of objects to unpickle (and as much garbage to collect)."""
     import copy
     old = _SENT.get(have) if have is not None else None
     _VIEW_COUNT[0] += 1
     key = (os.getpid(), _VIEW_COUNT[0])          # a child started again counts from 1 again
     _SENT.clear()
-    _SENT[key] = vg.nodes
+    _SENT[key] = vg
     out = copy.copy(vg)
     out.view, out.against = key, None
-    if old is not None:
-        at = {id(n): i for i, n in enumerate(old)}
-        out.nodes, out.against = [at.get(id(n), n) for n in vg.nodes], have
+    if old is None:
+        return out
+    at = {id(n): i for i, n in enumerate(old.nodes)}
+    was = [at.pop(id(n), -1) for n in vg.nodes]      # (pop: an old node stands for one new node at most)
+    out.nodes = [n if j < 0 else j for n, j in zip(vg.nodes, was)]
+    ends: dict = {}                     # (old src, old dst, tensor) -> old edges, last first
+    for j, e in reversed(list(enumerate(old.edges))):
+        ends.setdefault((e.src, e.dst, e.tensor), []).append(j)
+    edges = []
+    for e in vg.edges:
+        same = ends.get((was[e.src], was[e.dst], e.tensor))
+        j = same.pop() if same else -1
+        if j >= 0:
+            o = old.edges[j]
+            if o.label == e.label and o.first == e.first and o.count == e.count:
+                edges.append(j)
+                continue
+        edges.append(e)
+    out.edges = edges
+    out.shapes, out.tensor_names = _dict_out(old.shapes, vg.shapes), _dict_out(old.tensor_names, vg.tensor_names)
+    out.against = have
     return out
 
 
+def _dict_out(old: dict, new: dict):
+    missing = object()
+    changed = {k: v for k, v in new.items() if old.get(k, missing) != v}
+    return _DIFF, changed, [k for k in old if k not in new] if len(new) - len(changed) != len(old) else []
+
+
+def _dict_in(old: dict, sent) -> dict:
+    if type(sent) is not tuple:
+        return sent
+    _, changed, removed = sent
+    new = dict(old)
+    new.update(changed)
+    for k in removed:
+        del new[k]
+    return new
+
+
 def view_in(vg) -> bool:
-    """(In the window) vg as received made whole again with the nodes of the view it was sent against; False when
-    that view is no longer kept (the caller asks again without one)."""
-    if vg.against is not None:
-        old = _GOT.get(vg.against)
-        if old is None:
-            return False
-        vg.nodes = [old[x] if type(x) is int else x for x in vg.nodes]
-    _GOT[vg.view] = vg.nodes
-    while len(_GOT) > 4:                # (two windows may re-run at once)
-        del _GOT[next(iter(_GOT))]
-    del vg.view, vg.against
+    """(In the window) vg as received made whole again with the view it was sent against (view_out); False when
+    that view is no longer kept (the caller asks again without one). Edges kept between nodes that moved in the
+    list are new Edge objects with the new indices; the others are the old objects (the shown graph's)."""
+    from .graph_model import Edge
+    with _GOT_LOCK:
+        if vg.against is not None:
+            old = _GOT.get(vg.against)
+            if old is None:
+                return False
+            now = [-1] * len(old.nodes)         # old node index -> new
+            nodes = vg.nodes
+            for i, x in enumerate(nodes):
+                if type(x) is int:
+                    now[x] = i
+            vg.nodes = [old.nodes[x] if type(x) is int else x for x in nodes]
+            edges = []
+            for x in vg.edges:
+                if type(x) is int:
+                    o = old.edges[x]
+                    s, d = now[o.src], now[o.dst]
+                    x = o if s == o.src and d == o.dst else Edge(s, d, o.tensor, o.label, o.first, o.count)
+                edges.append(x)
+            vg.edges = edges
+            vg.shapes, vg.tensor_names = _dict_in(old.shapes, vg.shapes), _dict_in(old.tensor_names, vg.tensor_names)
+        _GOT[vg.view] = vg
+        while len(_GOT) > 4:                # (two windows may re-run at once)
+            del _GOT[next(iter(_GOT))]
+        del vg.view, vg.against
     return True
+
+
+_HAD: dict = {}         # (in the window) the last few results received from a `diff` send, by key
+
+
+def result_in(key, base_key, fetch_all):
+    """(In the window) `fetch_all(base)` of a result sent against the one received as `base_key` (None: whole),
+    kept as `key` for the next; Replaced when that one is no longer kept (the caller asks again)."""
+    with _GOT_LOCK:
+        base = _HAD.get(base_key) if base_key is not None else None
+    if base_key is not None and base is None:
+        raise Replaced(f"result {base_key} is no longer kept")
+    got = fetch_all(base)
+    if key is not None:
+        with _GOT_LOCK:
+            _HAD[key] = got
+            while len(_HAD) > 3:
+                del _HAD[next(iter(_HAD))]
+    return got
+
+
+def last_result():
+    """(In the window) the key of the result received last, to send the next one against."""
+    with _GOT_LOCK:
+        return next(reversed(_HAD), None)
 
 
 def last_view():
     """(In the window) the key of the view received last, to send the next one against."""
-    return next(reversed(_GOT), None)
+    with _GOT_LOCK:
+        return next(reversed(_GOT), None)
 
 
 _CONVERTED: list = [0, None]   # (number of the view sent by `rerun`, its ConversionResult and metadata edits)
@@ -209,10 +309,10 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     return sent
 
 
-def annotated(number: int):
+def annotated(number: int, have=None):
     """A re-run's second step: the metadata pass on re-run `number`'s model; (ConversionResult without graph and
     findings, notes) as `send` packs them (the window calls loader_job.received, then `findings`), the error's
-    message, or None when another re-run replaced it."""
+    message, or None when another re-run replaced it. Sent as its changes from the result the window `have`s."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.pipeline import metadata_pass
@@ -229,7 +329,7 @@ def annotated(number: int):
         raise
     outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
     kept: list = []
-    sent = send(leave_out_weights(outcome.result, kept), outcome.notes)
+    sent = send(leave_out_weights(outcome.result, kept), outcome.notes, diff=True, have=have)
     _CHECK[:] = [sent[0], outcome.result.model, kept]
     return sent
 

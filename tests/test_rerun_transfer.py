@@ -1,0 +1,171 @@
+"""What crosses from the re-run child to the window after a pin: the ONNX view and the conversion result as their
+changes from what the window has, made whole again there to what a full conversion gives; and the two races of
+several windows sharing one child (pieces of a result replaced, views received from two threads)."""
+from __future__ import annotations
+
+import pickle
+import sys
+import threading
+from concurrent.futures import Future
+
+import numpy as np
+import pytest
+
+from inspector.core.io.loader import load_model
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.session.pipeline import ConvertOptions, run
+from inspector.gui import chunked, loader_job, rerun_child
+from inspector.gui.graph_model import ViewGraph, from_onnx
+
+
+class Pool:
+    """The child's executor run in this process, every call's answer through pickle as across the process
+    boundary; `between` runs before the first `piece` asked for (another window's send coming in between)."""
+
+    def __init__(self, between=None):
+        self.calls, self.between = [], between
+
+    def submit(self, fn, *args):
+        self.calls.append(fn.__name__)
+        if fn is rerun_child.piece and self.between is not None:
+            self.between, between = None, self.between
+            between()
+        f = Future()
+        try:
+            f.set_result(pickle.loads(pickle.dumps(fn(*args))))
+        except Exception as e:      # as the executor hands it back
+            f.set_exception(pickle.loads(pickle.dumps(e)))
+        return f
+
+
+@pytest.fixture
+def pool(monkeypatch):
+    p = Pool()
+    monkeypatch.setattr(loader_job, "executor", lambda: p)
+    monkeypatch.setattr(chunked, "CHUNK", 16)      # small models' lists and dicts in pieces and as changes too
+    for name in ("_GOT", "_HAD", "_SENT"):
+        monkeypatch.setattr(rerun_child, name, {})
+    monkeypatch.setattr(rerun_child, "_MEMO", [None, None])
+    return p
+
+
+def branches(path, n: int = 24):
+    """Non-square [1, 5, 7, 3] convs in a chain with skip ADDs and a RESHAPE that needs TFLite's order: pins on
+    its conv outputs add and remove Transposes."""
+    rng = np.random.default_rng(5)
+    b = ModelBuilder()
+    w = b.const("w", rng.standard_normal((3, 3, 3, 3)).astype(np.float32))
+    made = [b.input("x", [1, 5, 7, 3])]
+    for i in range(n):
+        y = b.tensor(f"t{i}", [1, 5, 7, 3])
+        if i % 3 == 2:
+            b.op("ADD", [made[-1], made[-3]], [y])
+        else:
+            b.op("CONV_2D", [made[-1], w], [y], {"padding": "SAME"})
+        made.append(y)
+    r = b.tensor("r", [1, 7, 3, 5])
+    b.op("RESHAPE", [made[-1]], [r], {"new_shape": [1, 7, 3, 5]})
+    b.output(r)
+    return b.save(path)
+
+
+def window_reruns(path, pins: dict):
+    """A pin's two steps as RerunJob._in_child takes them: (view, result, notes, (edges that crossed as references,
+    the result's skeleton))."""
+    options = ConvertOptions().to_dict()
+    sent = rerun_child.rerun(str(path), pins, options, {}, rerun_child.last_view())
+    view = sent[1]
+    edges = view.small.get("edges") or [e for i in view.big["edges"][1] for e in rerun_child._PIECES[1][i]]
+    (vg,) = loader_job.received(pickle.loads(pickle.dumps(sent)))
+    assert rerun_child.view_in(vg)
+    outcome = rerun_child.annotated(sent[0], rerun_child.last_result())
+    result, notes = loader_job.received(pickle.loads(pickle.dumps(outcome)))
+    return vg, result, notes, (sum(type(e) is int for e in edges), outcome[1])
+
+
+def same_as_full(path, pins, vg, result, notes):
+    full = run(load_model(path), pins, check=False)
+    assert vg == from_onnx(full.result.model)
+    timeless = lambda plan: {k: v for k, v in vars(plan).items() if k != "optimality"}    # noqa: E731 (its ms)
+    assert timeless(result.plan) == timeless(full.result.plan)
+    assert (result.trace, result.categories) == (full.result.trace, full.result.categories)
+    assert [n.SerializeToString() for n in result.model.graph.node] == \
+        [n.SerializeToString() for n in full.result.model.graph.node]
+    assert notes == full.notes
+    return full
+
+
+def pinned_sequence(path, graph):
+    """Opened, two pins on conv outputs, then back to none (an undo): each as a full conversion gives it."""
+    sg = graph.main
+    convs = [op.outputs[0] for op in sg.ops if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    pick = [sg.tensors[convs[len(convs) // 3]].name, sg.tensors[convs[2 * len(convs) // 3]].name]
+    return [{}, {pick[0]: "keep"}, {pick[0]: "keep", pick[1]: "keep"}, {}]
+
+
+def check_sequence(path, pool):
+    transposes, diffed_views, diffed_results = [], 0, 0
+    for i, pins in enumerate(pinned_sequence(path, load_model(path))):
+        vg, result, notes, (refs, res) = window_reruns(path, pins)
+        full = same_as_full(path, pins, vg, result, notes)
+        transposes.append(full.result.transposes)
+        if i:                               # against the last: references and changes, not the whole lists
+            diffed_views += refs > len(vg.edges) // 2
+            diffed_results += bool(res.changed) and res.diffed()
+            assert not res.big.get("categories")
+    assert diffed_views == diffed_results == 3
+    assert len(set(transposes)) > 1 and transposes[0] == transposes[-1]     # the pins changed the graph
+    return pool
+
+
+def test_a_pin_crosses_as_changes_and_is_made_whole_as_a_full_conversion(tmp_path, pool):
+    check_sequence(branches(tmp_path / "b.tflite"), pool)
+    assert "piece" in pool.calls
+
+
+def test_nasnet_pins_cross_as_changes_and_are_made_whole_as_a_full_conversion(corpus, pool):
+    check_sequence(corpus / "keras/nasnetmobile_fp32.tflite", pool)
+
+
+def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, pool):
+    """Another window's send between a re-run and its pieces: `piece` answers Replaced, and the re-run job asks
+    again instead of failing with a traceback."""
+    from inspector.core.session.document import Session
+    from inspector.gui.editing import RerunJob
+    path = branches(tmp_path / "b.tflite")
+    s = Session.open(str(path))
+    s.pins = {pinned_sequence(path, s.graph)[1].popitem()[0]: "keep"}
+    pool.between = lambda: rerun_child.send(ViewGraph("onnx", list(range(100)), []))   # another window's
+    result, notes, vg, layout, _, _ = RerunJob(s)._in_child(pool)
+    assert pool.calls.count("rerun") == 2 and pool.between is None
+    same_as_full(path, s.pins, vg, result, notes)
+    with pytest.raises(rerun_child.Replaced):                           # what the first attempt met
+        rerun_child.piece(rerun_child._PIECES[0] - 1, 0)
+
+
+def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypatch):
+    """The loader's and two windows' re-run threads receive views at the same time: none fails, and the last four
+    are kept (unlocked, two threads trimming at once deleted the same key twice)."""
+    monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)
+    sys.setswitchinterval(1e-6)
+    monkeypatch.setattr(rerun_child, "_GOT", {})
+    errors = []
+
+    def receive(t: int):
+        try:
+            for i in range(300):
+                vg = ViewGraph("onnx", [], [])
+                vg.view, vg.against = (t, i), None
+                rerun_child.view_in(vg)
+        except Exception as e:
+            errors.append(e)
+    threads = [threading.Thread(target=receive, args=(t,)) for t in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(0.005)
+    assert errors == [] and len(rerun_child._GOT) == 4
+    assert rerun_child.last_view() in rerun_child._GOT
