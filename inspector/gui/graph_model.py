@@ -294,6 +294,8 @@ def _same_shape_fill(nodes, shapes: dict) -> None:
 
 
 _NODES: dict[tuple, Node] = {}      # ONNX node (bytes, its initializers' types and dims) -> its box (never changed)
+_FIELDS: dict[bytes, tuple] = {}    # ONNX node bytes -> (op type, inputs, outputs): upb builds a container per field
+                                    # read, and a re-run after a pin re-emits few nodes
 
 
 def _onnx_node(n, i: int, inits: dict) -> Node:
@@ -322,8 +324,18 @@ def from_onnx(model, graph=None) -> ViewGraph:
     initializers folded into consumers, values from outside the graph as input terminals."""
     import onnx
     g = graph if graph is not None else model.graph
-    # each node's fields read once (upb builds a new container on every access; six passes read them)
-    nodes = [(n.op_type, list(n.input), list(n.output)) for n in g.node]
+    # each node's fields read once (upb builds a new container on every access; six passes read them), and only
+    # for a node not seen before: its bytes name it
+    if len(_NODES) > 200_000 or len(_FIELDS) > 200_000:
+        _NODES.clear()
+        _FIELDS.clear()
+    blobs = [n.SerializeToString() for n in g.node]
+    fields = list(map(_FIELDS.get, blobs))
+    for i, f in enumerate(fields):
+        if f is None:
+            n = g.node[i]
+            fields[i] = _FIELDS[blobs[i]] = (n.op_type, list(n.input), list(n.output), bool(n.name))
+    nodes = [f[:3] for f in fields]
     shapes = _value_shapes(g)
     if graph is None:
         _same_shape_fill(nodes, shapes)
@@ -332,12 +344,11 @@ def from_onnx(model, graph=None) -> ViewGraph:
             try:    # a model saved without shapes; inference holds the GIL, so only when most are missing
                 g = onnx.shape_inference.infer_shapes(model).graph
                 shapes = _value_shapes(g)
-                nodes = [(n.op_type, list(n.input), list(n.output)) for n in g.node]
             except Exception:  # shapes are decoration: a model that fails inference still draws
                 pass
-    for n, (op_type, ins, outs) in zip(g.node, nodes):  # Transposes a converter inserted often carry no
+    for i, (op_type, ins, outs) in enumerate(nodes):    # Transposes a converter inserted often carry no
         if op_type == "Transpose" and outs[0] not in shapes and ins[0] in shapes:    # value_info: permute
-            perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
+            perm = next((list(a.ints) for a in g.node[i].attribute if a.name == "perm"), None)
             src = shapes[ins[0]]
             shapes[outs[0]] = tuple(src[p] for p in perm) if perm else tuple(reversed(src))
     inits = {t.name: t for t in g.initializer}
@@ -348,37 +359,37 @@ def from_onnx(model, graph=None) -> ViewGraph:
         if vi.name not in inits:
             producer[vi.name] = b.node(Node(("in", vi.name), "input", vi.name,
                                             _nonempty(shape_text(shapes.get(vi.name))), search=vi.name))
-    node_idx: list[int] = []
-    if len(_NODES) > 200_000:
-        _NODES.clear()
-    no_inits = not inits
-    for i, n in enumerate(g.node):
-        # a re-run after a pin re-emits few nodes: the others' boxes come from here (half of this loop's time)
-        ins, outs = nodes[i][1], nodes[i][2]
-        key = (i if not n.name else 0, n.SerializeToString(),
-               None if no_inits else
-               tuple((inits[x].data_type, tuple(inits[x].dims)) if x in inits else None for x in ins))
+    nodes_out = b.g.nodes
+    first = len(nodes_out)              # graph nodes are nodes_out[first + i]
+    sig = {name: (t.data_type, tuple(t.dims)) for name, t in inits.items()}.get
+    for i, (blob, (_, ins, outs, named)) in enumerate(zip(blobs, fields)):
+        # a re-run after a pin re-emits few nodes: the others' boxes come from here
+        key = (0 if named else i, blob, tuple(map(sig, ins)) if inits else None)
         node = _NODES.get(key)
         if node is None:
-            node = _NODES[key] = _onnx_node(n, i, inits)
-        idx = b.node(node)
-        node_idx.append(idx)
+            node = _NODES[key] = _onnx_node(g.node[i], i, inits)
+        nodes_out.append(node)
+        idx = first + i
         for o in outs:
             if o:
                 producer[o] = idx
+    edges, seen = b.g.edges, b.seen
     texts: dict = {}                    # shape -> its text (most values share a few shapes)
     for i, (_, ins, _) in enumerate(nodes):
+        dst = first + i
         for name in ins:
             if not name or name in inits:
                 continue
-            if name not in producer:        # from the enclosing graph (Loop/If bodies): a terminal
-                producer[name] = b.node(Node(("in", name), "input", name,
-                                             _nonempty(shape_text(shapes.get(name))), search=name))
+            src = producer.get(name)
+            if src is None:             # from the enclosing graph (Loop/If bodies): a terminal
+                src = producer[name] = b.node(Node(("in", name), "input", name,
+                                                   _nonempty(shape_text(shapes.get(name))), search=name))
             shape = shapes.get(name)
             text = texts.get(shape) if shape is not None else ""
             if text is None:
                 text = texts[shape] = shape_text(shape)
-            b.edge(producer[name], node_idx[i], name, text)
+            edges.append(Edge(src, dst, name, text, name not in seen))
+            seen.add(name)
     for vi in g.output:
         out = b.node(Node(("out", vi.name), "output", vi.name, _nonempty(shape_text(shapes.get(vi.name))),
                           search=vi.name))
