@@ -77,6 +77,8 @@ class RerunJob(QRunnable):
             if check is not None:
                 result.findings, result.checking = None, True       # the Metadata dock waits for them
             self.signals.done.emit(result, notes, vg, layout, changes)
+            if changes is not None:         # the overview's arrays, after the repaint (the minimap waits 120 ms
+                layout.prepare(vg, order=False)     # for a picture; an overview asking first makes them itself)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
             return
@@ -129,8 +131,7 @@ class RerunJob(QRunnable):
         one, or when too much is new, the graph is laid out afresh."""
         p = self.placement
         live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
-        layout = p.layout(vg) if live else graph_layout.compute(vg)
-        layout.prepare(vg, order=not live)  # a live result updates the shown scene: no new items to order
+        layout = p.layout(vg) if live else graph_layout.compute(vg).prepare(vg)    # (prepared: a new scene's order)
         return layout, diff(*self.shown, vg, layout) if live else None
 
 
