@@ -15,13 +15,24 @@ from onnx import NodeProto, ValueInfoProto
 
 
 class Node:
-    """A node's fields, read from a private copy (a record may outlive its model; it must not keep it alive)."""
-    __slots__ = ("op_type", "domain", "input", "output", "attribute", "name")
+    """A node's fields, read from a private copy (a record may outlive its model; it must not keep it alive).
+    A big node (a Constant holding weights) keeps its attributes only as `data`, the bytes that key it in the Memo
+    anyway, and parses them when asked: a parsed copy kept beside the bytes was a second copy of the weights."""
+    __slots__ = ("op_type", "domain", "input", "output", "_attribute", "name", "data")
 
     def __init__(self, data: bytes):
         n = NodeProto.FromString(data)
-        self.op_type, self.domain, self.name, self.attribute = n.op_type, n.domain, n.name, n.attribute
+        self.op_type, self.domain, self.name, self.data = n.op_type, n.domain, n.name, data
+        self._attribute = n.attribute if len(data) <= BIG_NODE else None
         self.input, self.output = tuple(n.input), tuple(n.output)
+
+    @property
+    def attribute(self):
+        a = self._attribute
+        return a if a is not None else NodeProto.FromString(self.data).attribute
+
+
+BIG_NODE = 64 << 10
 
 
 class Value:
