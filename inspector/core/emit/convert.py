@@ -195,10 +195,13 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
                                        "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
-                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}},
+                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}
+                                       if pin_map else {}},
                               subgraphs=dict(em.subgraphs))
     result.quantization = em.q.report()
-    result.warnings += graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
+    result.warnings += graph.notes + em.warnings
+    if cleaned:
+        result.warnings += [f"peephole: {line}" for line in cleaned]
     model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
         sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
         {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))

@@ -76,8 +76,13 @@ def make_value_info(name: str, elem_type: int, dims, into=None, known: dict | No
             known[key] = tb
     nb = name.encode()
     vi = onnx.ValueInfoProto() if into is None else into.add()
-    vi.ParseFromString(b"\n" + _varint(len(nb)) + nb + b"\x12" + _varint(len(tb)) + tb)
+    n, m = len(nb), len(tb)
+    vi.ParseFromString(b"\n" + (_VARINT1[n] if n < 0x80 else _varint(n)) + nb + b"\x12" +
+                       (_VARINT1[m] if m < 0x80 else _varint(m)) + tb)
     return vi
+
+
+_VARINT1 = [bytes((n,)) for n in range(0x80)]      # one-byte varints: nearly every name and type is that short
 
 
 def _varint(n: int) -> bytes:
@@ -155,7 +160,7 @@ class Emitter:
         self.op: Op | None = None
         self.last_node = ""
         self.warnings: list[str] = []
-        self.conflict_at = {(c.tensor, c.to_perm): c for c in plan.conflicts}
+        self.conflict_at = {(c.tensor, c.to_perm): c for c in plan.conflicts} if plan.conflicts else {}
         self.pin_conflicts: dict[int, list] = {}            # tensor -> its "pin" conflicts (flush names their node)
         for c in plan.conflicts:
             if c.kind == "pin":

@@ -49,7 +49,7 @@ def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: b
     ident = L.identity(rank)
     if rank < 3:
         return ident, "graph input of rank < 3: as in TFLite"
-    reach, via = reaches_implicit(sg, t, table, consumers, skip)
+    reach, via = reaches_implicit(sg, t, table, consumers, skip) if consumers else (None, None)   # nothing to walk
     if reach is not None:
         if keep_io_layout:
             return ident, "graph input kept in the TFLite layout (--keep-io-layout)"

@@ -55,8 +55,12 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     constants = constants if constants is not None else {t.index for t in sg.tensors if t.is_constant}
     # The I/O rules walk the graph for an Implicit op or a TRANSPOSE; a graph with neither (most small ones) has
     # nothing for them to find: no walk, the same answers.
-    walk = any(op.opcode == "TRANSPOSE" or (op.opcode in table and table[op.opcode].category is Category.IMPLICIT)
-               for op in sg.ops if op.index not in skip)
+    walk = False                                     # (a loop, not any() over a generator; not named `op`:
+    for o in sg.ops:                                 # convert._culprit reads that name in the planner's frames)
+        if o.index not in skip and (o.opcode == "TRANSPOSE" or (o.opcode in table and table[o.opcode].category
+                                                                 is Category.IMPLICIT)):
+            walk = True
+            break
     # (a re-plan takes them from the last problem, which keeps the graph's; 10,000 ops: ~5 ms a pin)
     consumers = (reuse.graph_facts()[1] if reuse is not None else sg.consumers()) if walk else {}
     fixed = {}
@@ -74,61 +78,55 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
 
 
 def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
-    """The LayoutPlan of a choice: layouts, what each op reads and writes, and a Conflict for every Transpose."""
+    """The LayoutPlan of a choice: layouts, what each op reads and writes, and a Conflict for every Transpose.
+    (No closures: three function objects made per plan were a tenth of a single-op model's planning.)"""
     sg, pins = pb.sg, pb.pins
     plan = LayoutPlan(pins=dict(pins), optimality=optimality)
-    tensors = sg.tensors
-
-    def cur(t: int) -> Perm:
-        return plan.perms.get(t) or L.identity(tensors[t].rank)
-
-    def label(oi: int) -> str:
-        return f"{sg.ops[oi].opcode}#{oi}"
-
-    def need(oi: int | None, t: int, want: Perm, kind: str, reason: str) -> None:
-        if not pb.free(t, cur(t), want):
-            plan.conflicts.append(Conflict(tensor=t, op=oi, kind=kind, reason=reason, from_perm=cur(t), to_perm=want))
-
+    tensors, perms, why_of, conflicts = sg.tensors, plan.perms, plan.why, plan.conflicts
     for t, (perm, why) in pb.fixed.items():
-        plan.perms[t], plan.why[t] = perm, why
+        perms[t], why_of[t] = perm, why
         plan.io_rules[t] = why
     names: dict[Perm, str] = {}         # L.name of each layout written (a few, each ~thousands of times)
     for op in sg.ops:
         oi = op.index
         if oi in pb.skip:
             for t in op.outputs:
-                plan.why[t] = f"constant, folded from {label(oi)} at conversion"
+                why_of[t] = f"constant, folded from {op.opcode}#{oi} at conversion"
             continue
         m = choice[oi]
         w = m.writes[0] if m.writes else None
-        why = m.why.replace("{layout}", (names.get(w) or names.setdefault(w, L.name(w))) if w else "as TFLite")
+        why = m.why.replace("{layout}", (names.get(w) or names.setdefault(w, L.name(w))) if w else "as TFLite") \
+            if "{layout}" in m.why else m.why
         for s, w in m.reads:
             t = op.inputs[s]
             plan.inputs[(oi, s)] = w
-            have = cur(t)
-            if have == w:
+            have = perms.get(t) or L.identity(tensors[t].rank)
+            if have == w or pb.free(t, have, w):
                 continue
             if m.kind == "no-rule":
-                reason = f"{label(oi)} has no layout rule for a {L.name(have)} input"
+                reason = f"{op.opcode}#{oi} has no layout rule for a {L.name(have)} input"
             elif m.kind == "terminate":
                 needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
-                reason = f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} (Terminate) needs {needs}"
+                reason = f"{tensors[t].name} is {L.name(have)} but {op.opcode}#{oi} (Terminate) needs {needs}"
             else:
                 category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
-                reason = f"{sg.tensors[t].name} is {L.name(have)} but {label(oi)} ({category}) reads it as {L.name(w)}"
-            need(oi, t, w, m.kind, reason)
+                reason = f"{tensors[t].name} is {L.name(have)} but {op.opcode}#{oi} ({category}) reads it as " \
+                         f"{L.name(w)}"
+            conflicts.append(Conflict(tensor=t, op=oi, kind=m.kind, reason=reason, from_perm=have, to_perm=w))
         for slot, t in enumerate(op.outputs):
             if t < 0:
                 continue
             natural = m.writes[slot]
             plan.produced[(oi, slot)] = natural
-            plan.perms[t], plan.why[t] = natural, why
+            perms[t], why_of[t] = natural, why
             if t in pins and pins[t] != natural:
-                need(oi, t, pins[t], "pin", f"{sg.tensors[t].name} pinned to {L.name(pins[t])}; {label(oi)} writes "
-                     f"{L.name(natural)}")
-                plan.perms[t], plan.why[t] = pins[t], f"pinned by the user to {L.name(pins[t])}"
+                if not pb.free(t, natural, pins[t]):
+                    conflicts.append(Conflict(tensor=t, op=oi, kind="pin", reason=(
+                        f"{tensors[t].name} pinned to {L.name(pins[t])}; {op.opcode}#{oi} writes {L.name(natural)}"),
+                        from_perm=natural, to_perm=pins[t]))
+                perms[t], why_of[t] = pins[t], f"pinned by the user to {L.name(pins[t])}"
     for t in sg.outputs:
-        have = cur(t)
+        have = perms.get(t) or L.identity(tensors[t].rank)
         want = presented(pb, t, have)
         plan.outputs[t] = want
         keep = pb.keep_io_layout and t not in pins and tensors[t].rank >= 3
@@ -137,13 +135,13 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
                                                                    else f"as {L.name(want)}") +
                                  (" (pinned)" if t in pins else " (as it is computed)" if want == have
                                   else " (TFLite's layout)"))
-        if want != have:
+        if want != have and not pb.free(t, have, want):
             reason = ("graph output kept in the TFLite layout (--keep-io-layout)" if keep
-                      else f"graph output {sg.tensors[t].name} is {L.name(have)}; presented as TFLite's")
-            need(None, t, want, "io", reason)
+                      else f"graph output {tensors[t].name} is {L.name(have)}; presented as TFLite's")
+            conflicts.append(Conflict(tensor=t, op=None, kind="io", reason=reason, from_perm=have, to_perm=want))
     for t in range(len(tensors)):
-        if t not in plan.why:
-            plan.why[t] = "constant" if t in pb.constants else "TFLite layout"
+        if t not in why_of:
+            why_of[t] = "constant" if t in pb.constants else "TFLite layout"
     return plan
 
 

@@ -158,7 +158,7 @@ class QDQ:
     def view(self, t: int) -> Tensor:
         """What emitters see of tensor t: a quantized one is a float32 tensor (they work on real values)."""
         ten = self.em.sg.tensors[t]
-        if not self.active(t):
+        if t not in self.q or self.raw():           # (active(t), inline: emitters ask for every tensor they touch)
             return ten
         if t not in self._views:
             self._views[t] = dataclasses.replace(ten, dtype="float32")
