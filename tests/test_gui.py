@@ -318,6 +318,7 @@ def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatc
     calls = []
     real = loader_job.executor
     monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
+    qtbot.waitUntil(loader_job.warmed, timeout=60_000)            # the window started the child as it opened
     doc = open_model(qtbot, window, corpus / CONFLICT_MODEL)
     # the TFLite graph's layout, the conversion, then the child's settle (rerun_child.settle, not waited)
     assert calls == [1, 1, 1]
@@ -327,6 +328,24 @@ def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatc
     assert doc.result.graph is doc.graph                           # re-attached to the window's graph
     assert len(op_keys(window.scenes[ONNX])) == len(doc.model.graph.node)
     assert {k for k, v in window.scenes[ONNX].node_by_key.items() if v.category == CONFLICT} == set(doc.inserted())
+
+
+def test_a_big_model_opened_before_the_child_is_up_is_laid_out_here(qtbot, window, corpus, monkeypatch):
+    """Opened from the command line, the model would wait for the child to start: its layout is made here."""
+    from collections import OrderedDict
+
+    from inspector.gui import graph_layout, loader_job
+    monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)
+    monkeypatch.setattr(graph_layout, "_CACHE", OrderedDict())
+    monkeypatch.setattr(loader_job, "warmed", lambda: False)
+    calls = []
+    real = loader_job.executor
+    monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
+    open_model(qtbot, window, corpus / CONFLICT_MODEL)
+    assert calls == [1, 1]                  # the conversion and the settle only
+    tflite = window.scenes[TFLITE]
+    assert [n.pos().toTuple() for n in sorted(tflite.nodes, key=lambda n: n.index)] == \
+        graph_layout._compute(tflite.vg).pos
 
 
 def test_far_zoomed_out_big_scene_paints_as_one_picture(qtbot):
