@@ -254,7 +254,8 @@ for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]
     assert not gc.isenabled()                      # no automatic collection while the window waits...
     annotated = rc.annotated(sent[0])
     assert annotated[0] > sent[0] and not gc.isenabled()
-    assert rc.findings(annotated[0]) is not None
+    assert rc._REPLACED                            # what they replaced is freed later, not while the window waits
+    assert rc.findings(annotated[0]) is not None and not rc._REPLACED
     assert gc.isenabled() and gc.get_freeze_count() > 0     # ...then what the re-run keeps is frozen
 assert isinstance(rc.rerun(path, {{"no such tensor": "keep"}}, {{}}, {{}}), str) and gc.isenabled()
 frozen = gc.get_freeze_count()

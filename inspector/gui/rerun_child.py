@@ -18,8 +18,7 @@ import threading
 _GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
 _RECONVERTER = None                             # its conversion's pieces, for the re-runs after a pin
 _PIECES: list = [0, []]                         # (number of the last result sent, its big parts: gui.chunked)
-
-
+_REPLACED: list = []                            # what a re-run replaced, freed by _settle (see `dropped`)
 _MEMO: list = [None, None]      # (in the child) key and chunked.pack memo of the last result sent with `diff`
 
 
@@ -29,11 +28,13 @@ def send(*objs, diff: bool = False, have=None) -> tuple:
     changes from this one: it is, when the window says it `have`s this one (loader_job.received)."""
     from .chunked import Chunked, pack
     _PIECES[0] += 1
+    dropped(_PIECES[1])
     _PIECES[1] = []
     memo = [] if diff else None
     against = _MEMO[1] if diff and have is not None and have == _MEMO[0] else None
     skeletons = pack(objs, _PIECES[1], memo, against)
     if diff:
+        dropped(_MEMO[1])
         _MEMO[:] = [(os.getpid(), _PIECES[0]), memo]
         for sk in skeletons:
             if isinstance(sk, Chunked):
@@ -44,6 +45,14 @@ def send(*objs, diff: bool = False, have=None) -> tuple:
 class Replaced(RuntimeError):
     """A result's pieces were asked for after another result was sent (another window's re-run or open came in
     between): the caller asks for its result again. (No custom __init__: it crosses the process boundary.)"""
+
+
+def dropped(obj) -> None:
+    """Keep `obj`, which a re-run replaces, until _settle: freeing the last result (its pieces, model, plan and
+    trace: ~10^5 objects on 10,000 ops) took ~10 ms of `rerun` and as much of `annotated`, which the window waits
+    for."""
+    if _in_child():                     # (a test calling rerun() in its own process frees at once)
+        _REPLACED.append(obj)
 
 
 def piece(number: int, i: int) -> list:
@@ -85,6 +94,7 @@ def _settle() -> None:
     through ~350,000 objects: 0.2-0.5 s of each re-run of the 10,000-op model at load 4, ~30 ms once frozen); the
     window's gc_guard.settle freezes in the same way. What a re-run replaces is freed by its reference counts (pin,
     undo and pin again on that model left no cyclic garbage); reading another model thaws it all (_graph)."""
+    _REPLACED.clear()
     if not _in_child():
         return
     gc.collect()                        # only what is not frozen: this re-run's objects (its cyclic garbage must
@@ -330,6 +340,7 @@ def annotated(number: int, have=None):
     outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
     kept: list = []
     sent = send(leave_out_weights(outcome.result, kept), outcome.notes, diff=True, have=have)
+    dropped((_CHECK[:], outcome))      # the last model, and this result's objects (freed on return otherwise)
     _CHECK[:] = [sent[0], outcome.result.model, kept]
     return sent
 
