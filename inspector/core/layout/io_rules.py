@@ -59,10 +59,11 @@ def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: b
     return ident, "graph input, no layout-sensitive op reaches it: as in TFLite"
 
 
-def image_output(sg: Subgraph, t: int, table, skip) -> bool:
+def image_output(sg: Subgraph, t: int, table, skip, producers: dict | None = None) -> bool:
     """A graph output is image-like (may stay channels-first) when an Implicit op writes it, directly or through
-    layout-carrying ops; a RESHAPE or TRANSPOSE on the way gives it a meaning of its own ([1, anchors, values])."""
-    producers, rank = sg.producers(), sg.tensors[t].rank
+    layout-carrying ops; a RESHAPE or TRANSPOSE on the way gives it a meaning of its own ([1, anchors, values]).
+    `producers`: sg.producers(), when the caller has it."""
+    producers, rank = producers if producers is not None else sg.producers(), sg.tensors[t].rank
     seen, stack = set(), [t]
     while stack:
         cur = stack.pop()

@@ -61,8 +61,9 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
                                                                  is Category.IMPLICIT)):
             walk = True
             break
-    # (a re-plan takes them from the last problem, which keeps the graph's; 10,000 ops: ~5 ms a pin)
-    consumers = (reuse.graph_facts()[1] if reuse is not None else sg.consumers()) if walk else {}
+    # (a re-plan takes the graph's from the last problem, which keeps them; 10,000 ops: ~7 ms a pin)
+    facts = reuse.graph_facts() if reuse is not None and walk else None
+    consumers = (facts[1] if facts else sg.consumers()) if walk else {}
     fixed = {}
     for t in sg.inputs:
         if t in pins:
@@ -72,7 +73,8 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     allowed = {}
     for t in sg.outputs:
         r = sg.tensors[t].rank
-        image = r >= 3 and not keep_io_layout and walk and image_output(sg, t, table, skip)
+        image = r >= 3 and not keep_io_layout and walk and image_output(sg, t, table, skip,
+                                                                        facts[0] if facts else None)
         allowed[t] = (pins[t],) if t in pins else (L.identity(r), L.channels_first(r)) if image else (L.identity(r),)
     return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build(reuse)
 
