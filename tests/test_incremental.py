@@ -211,3 +211,32 @@ def test_results_from_the_child_come_back_whole_from_their_pieces(corpus, monkey
     assert (result.trace, result.plan, result.categories) == (out.result.trace, out.result.plan, out.result.categories)
     assert notes == out.notes and vg2 == vg
     assert (layout2.pos, layout2.routes, layout2.width) == (layout.pos, layout.routes, layout.width)
+
+
+def test_a_childs_rerun_leaves_big_weights_out_as_the_window_gets_them(corpus):
+    """The child's re-runs convert with weights_over: NASNet's big weights join the model as name, type and dims
+    only, never parsed in to be cleared again. The model is byte for byte a full conversion's with those weights
+    cleared (what leave_out_weights sent before), small initializers keep their data, and the metadata pass and
+    its findings are those of the model with its weights."""
+    from inspector.core.session.pipeline import ConvertOptions, converted, metadata_pass
+    from inspector.gui.rerun_child import STRIP_BYTES, findings_of, leave_out_weights
+    graph = load_model(corpus / "keras/nasnetmobile_fp32.tflite")
+    a, b, _ = conv_outputs(graph.main)
+    cache = Reconverter()
+    run(graph, cache=cache, check=False)
+    for pins in ({a: "keep"}, {a: "keep", b: "NCHW"}, {}):
+        expect = leave_out_weights(converted(graph, pins, ConvertOptions(), check=False)).model
+        for c in (cache, None):            # replayed records, and a conversion without any
+            out = converted(graph, pins, ConvertOptions(), check=False, cache=c, weights_over=STRIP_BYTES)
+            assert out.weights_left_out
+            assert out.model.SerializeToString() == expect.SerializeToString()
+            data = {t.name: len(t.raw_data) for t in out.model.graph.initializer}
+            assert 0 < sum(n > 0 for n in data.values()) < len(data)       # small ones kept, big ones left out
+            annotated = metadata_pass(out)
+            whole = run(graph, pins, check=False)
+            assert annotated.notes == whole.notes
+            assert [f.message for f in findings_of(annotated.result.model)] == \
+                [f.message for f in findings_of(whole.result.model)]
+            assert annotated.result.model.SerializeToString() == \
+                leave_out_weights(whole.result).model.SerializeToString()
+    assert cache.replayed > cache.emitted

@@ -136,34 +136,29 @@ STRIP_BYTES = 64 << 10        # weights this big come back from the child as nam
                               # 2,000 ops with 0.1-0.6 MB weights came back whole: parsing its 88 MB held the GIL)
 
 
-def leave_out_weights(result, kept: list | None = None):
+def leave_out_weights(result):
     """Clear the data of initializers over STRIP_BYTES (as the denotation pass's shape view does): parsing them back
     in the window's process would hold the GIL for as long as copying them. `weights_left_out` tells export and
-    validation to convert again (in the child, or in their worker). `kept` gets (tensor, data) of each, to put
-    them back."""
+    validation to convert again (in the child, or in their worker). (A re-run's conversion leaves them out
+    itself: convert's weights_over.)"""
     for t in result.model.graph.initializer:
         if t.HasField("raw_data") and len(t.raw_data) > STRIP_BYTES:
-            if kept is not None:
-                kept.append((t, t.raw_data))
             t.ClearField("raw_data")
             result.weights_left_out = True
     return result
 
 
-_CHECK: list = [0, None, []]    # (number of the last re-run sent, its model, the weights left out of what was sent)
+_CHECK: list = [0, None]        # (number of the last re-run sent, its model)
 
 
 def findings(number: int) -> list | None:
-    """findings_of re-run `number`'s model, with its weights back (None when a newer re-run replaced it). A re-run
-    is sent before its metadata is checked: the window draws the graph meanwhile. The re-run's last step: what
-    it keeps is settled here (_settle), once the window has the graph, not in `rerun` or `annotated`, which the
-    window waits for before it repaints."""
+    """findings_of re-run `number`'s model (None when a newer re-run replaced it); the checks read no weight's data
+    (denotation.shape_view), which a re-run's model is without. A re-run is sent before its metadata is checked:
+    the window draws the graph meanwhile. The re-run's last step: what it keeps is settled here (_settle), once
+    the window has the graph, not in `rerun` or `annotated`, which the window waits for before it repaints."""
     try:
         if number != _CHECK[0]:
             return None
-        for t, data in _CHECK[2]:
-            t.raw_data = data
-        _CHECK[2] = []
         return findings_of(_CHECK[1])
     finally:
         _settle()
@@ -307,8 +302,9 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
 
     from . import graph_model
     _hold()
-    try:
-        result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter())
+    try:            # big weights are left out of the model as the window gets it: never parsed in to be cleared
+        result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter(),
+                           weights_over=STRIP_BYTES)
     except Exception as e:
         _settle()                        # no `findings` follows
         if isinstance(e, InspectorError):   # as text: exception classes with custom __init__ do not unpickle
@@ -338,10 +334,9 @@ def annotated(number: int, have=None):
             return str(e)
         raise
     outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
-    kept: list = []
-    sent = send(leave_out_weights(outcome.result, kept), outcome.notes, diff=True, have=have)
+    sent = send(outcome.result, outcome.notes, diff=True, have=have)      # (big weights: left out by `rerun`)
     dropped((_CHECK[:], outcome))      # the last model, and this result's objects (freed on return otherwise)
-    _CHECK[:] = [sent[0], outcome.result.model, kept]
+    _CHECK[:] = [sent[0], outcome.result.model]
     return sent
 
 

@@ -114,11 +114,14 @@ def unsupported(sg: Subgraph, table, folded) -> list[str]:
 
 def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
             check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
-            allow_custom: bool = False, cache=None) -> ConversionResult:
+            allow_custom: bool = False, cache=None, weights_over: int | None = None) -> ConversionResult:
     """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
     `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
     `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ);
-    `cache`: an incremental.Reconverter kept between runs on this graph (the same bytes, less work after a pin)."""
+    `cache`: an incremental.Reconverter kept between runs on this graph (the same bytes, less work after a pin);
+    `weights_over`: initializers with more raw bytes than this join the model without their data (as
+    without_data makes them; the result's `weights_left_out` says so): for a model only viewed and annotated,
+    never exported or validated, whose weights would be parsed in only to be cleared again."""
     if graph.format != "tflite":
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
@@ -209,7 +212,9 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         result.state = em.state.describe()
         result.warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable else None)
+    if _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable else None,
+                         weights_over):
+        result.weights_left_out = True
     if check:
         check_model(model)
     return result
@@ -329,19 +334,43 @@ def _size_bound(proto) -> int:
     return _byte_size(proto)
 
 
-def _add_initializers(model, initializers, bound: int, cache=None) -> None:
+def _add_initializers(model, initializers, bound: int, cache=None, weights_over: int | None = None) -> bool:
     """Put the initializers in the model, after proving it stays under protobuf's limit: the rest of the model
     measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths.
-    With `cache` (a Reconverter whose records hold them) each is parsed in from its kept wire form."""
+    With `cache` (a Reconverter whose records hold them) each is parsed in from its kept wire form. Those with
+    more raw bytes than `weights_over` go in without their data (without_data); returns whether any did."""
     rest = _byte_size(model)
-    if cache is not None:
-        merge = model.graph.MergeFromString
+    left_out = False
+    if cache is not None or weights_over is not None:
+        merge, into = model.graph.MergeFromString, model.graph.initializer
+        raw_size = cache.raw_size if cache is not None else lambda t: len(t.raw_data)
         for t in initializers:
-            merge(cache.wire(t))
+            big = weights_over is not None and raw_size(t) > weights_over
+            left_out |= big
+            if cache is not None:
+                merge(cache.wire(t, data=not big))
+            else:
+                into.append(without_data(t) if big else t)
     else:
         model.graph.initializer.extend(initializers)
     if rest + bound + 16 * len(initializers) > _protobuf_limit():
         check_size(model)
+    return left_out
+
+
+def without_data(tensor) -> onnx.TensorProto:
+    """A copy of `tensor` without raw_data (name, type, dims and the rest kept): what the window's copy of a result
+    holds for a big weight, and what the metadata pass reads of one (denotation.shape_view)."""
+    out = onnx.TensorProto()
+    for f, v in tensor.ListFields():
+        if f.name != "raw_data":
+            if f.is_repeated:
+                getattr(out, f.name).extend(v)
+            elif f.message_type is not None:
+                getattr(out, f.name).CopyFrom(v)
+            else:
+                setattr(out, f.name, v)
+    return out
 
 
 def check_size(*parts) -> None:

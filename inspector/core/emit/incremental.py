@@ -151,8 +151,8 @@ class Reconverter:
         self.problem = None             # the layout problem of the last run (layout.propagation.plan_layouts)
         self.segments: dict[int, Segment] = {}
         self.usable = False             # the last run's records may be replayed
-        self._bounds: dict[int, tuple] = {}     # id(initializer) -> (it, its size bound): replayed ones are the same
-        self._wire: dict[int, tuple] = {}       # id(initializer) -> (it, wire): see `wire`
+        self._bounds: dict[int, list] = {}      # id(initializer) -> [it, its size bound, its raw bytes or None]
+        self._wire: dict[int, list] = {}        # id(initializer) -> [it, wire, wire without data]: see `wire`
         self._infos: dict[tuple, bytes] = {}    # (tensor, name, layout) -> its value_info's wire: see `value_infos`
         self._nodes: dict[int, tuple] = {}      # id(node) -> (it, its wire): see `node_wire`
         self.replayed = self.emitted = 0
@@ -170,21 +170,38 @@ class Reconverter:
     def size_bound(self, tensor) -> int:
         """convert._size_bound of an initializer, once per initializer object (ListFields on each of NASNet's 564
         took 16 ms per run)."""
+        return self._sizes(tensor)[1]
+
+    def raw_size(self, tensor) -> int:
+        """len(tensor.raw_data), once per initializer object (reading raw_data copies it)."""
+        got = self._sizes(tensor)
+        if got[2] is None:
+            got[2] = len(tensor.raw_data)
+        return got[2]
+
+    def _sizes(self, tensor) -> list:
         got = self._bounds.get(id(tensor))
         if got is None or got[0] is not tensor:
             from .convert import _size_bound
-            got = self._bounds[id(tensor)] = (tensor, _size_bound(tensor))
-        return got[1]
+            got = self._bounds[id(tensor)] = [tensor, _size_bound(tensor), None]
+        return got
 
-    def wire(self, tensor) -> bytes:
+    def wire(self, tensor, data: bool = True) -> bytes:
         """An initializer as GraphProto's field holds it on the wire (tag, length, message), once per initializer
         object: the graph parses it in (one copy of its weights), where extend serialises and parses each
-        initializer again (two; NASNet's 21 MB: ~10 ms of each re-run, ~25 ms at the first, in fresh memory)."""
+        initializer again (two; NASNet's 21 MB: ~10 ms of each re-run, ~25 ms at the first, in fresh memory).
+        Without `data`: convert.without_data of it, kept the same way."""
         got = self._wire.get(id(tensor))
         if got is None or got[0] is not tensor:
-            data = tensor.SerializeToString()
-            got = self._wire[id(tensor)] = (tensor, b"\x2a" + _varint(len(data)) + data)      # field 5, bytes
-        return got[1]
+            got = self._wire[id(tensor)] = [tensor, None, None]
+        if got[1 + (not data)] is None:
+            if data:
+                body = tensor.SerializeToString()
+            else:
+                from .convert import without_data
+                body = without_data(tensor).SerializeToString()
+            got[1 + (not data)] = b"\x2a" + _varint(len(body)) + body                     # field 5, bytes
+        return got[1 + (not data)]
 
     def value_infos(self, em: Emitter, values) -> bytes:
         """GraphProto's value_info entries of `values` ((tensor, name)) on the wire, each kept by tensor, name and
