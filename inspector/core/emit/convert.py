@@ -362,14 +362,8 @@ def without_data(tensor) -> onnx.TensorProto:
     """A copy of `tensor` without raw_data (name, type, dims and the rest kept): what the window's copy of a result
     holds for a big weight, and what the metadata pass reads of one (denotation.shape_view)."""
     out = onnx.TensorProto()
-    for f, v in tensor.ListFields():
-        if f.name != "raw_data":
-            if f.is_repeated:
-                getattr(out, f.name).extend(v)
-            elif f.message_type is not None:
-                getattr(out, f.name).CopyFrom(v)
-            else:
-                setattr(out, f.name, v)
+    out.CopyFrom(tensor)            # (once per initializer with a Reconverter, which keeps the result's wire form)
+    out.ClearField("raw_data")
     return out
 
 
