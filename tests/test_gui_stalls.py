@@ -154,6 +154,36 @@ def test_scene_items_made_after_the_open_are_frozen_once_the_scene_is_built(qtbo
         guard.timer.start()
 
 
+def test_a_big_scene_makes_only_its_top_before_the_first_paint_and_the_opening_view_shows_no_gap(qtbot):
+    """The first items are those of the top FIRST_SPAN px (not 600: ~100 ms as the 10k model's ONNX pane first
+    showed at load 5): every node the opening view shows, in a tall pane, is among them."""
+    from PySide6.QtCore import QRectF
+
+    from inspector.gui.graph_layout import compute
+    from inspector.gui.graph_view import GraphView
+    n = 1500
+    nodes = [Node(("op", i), "op", f"OP{i}", ["k"] * (i % 3)) for i in range(n)]       # three heights
+    edges = [Edge(i, i + 1, i, "1×5×7×3") for i in range(n - 1)] + [Edge(i, i + 3, -i, "") for i in range(0, n - 3, 7)]
+    vg = ViewGraph("onnx", nodes, edges)
+    scene = GraphScene(vg, compute(vg))
+    made = len(scene.nodes) + len(scene.edges)
+    assert 0 < made < GraphScene.FIRST_CHUNK and not scene.built
+    top = min(it.pos().y() - it.node.height / 2 for it in scene.nodes)
+    assert max(it.pos().y() - it.node.height / 2 for it in scene.nodes) < top + GraphScene.FIRST_SPAN
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(700, 2400)
+    view.show()
+    view.initial()
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    shown = [i for i, (x, y) in enumerate(scene.layout.pos)
+             if seen.intersects(QRectF(x - nodes[i].width / 2, y - nodes[i].height / 2, nodes[i].width, nodes[i].height))]
+    assert shown and all(("op", i) in scene.node_by_key for i in shown)
+    small = ViewGraph("onnx", nodes[:200], [e for e in edges if e.dst < 200])      # all of it, as it may open fitted
+    small_scene = GraphScene(small, compute(small))
+    assert len(small_scene.nodes) == 200 and small_scene.built
+
+
 def test_the_metadata_dock_is_rebuilt_after_the_graph_and_greyed_until_then(qtbot, window, corpus):
     """Its rebuild (30-40 ms on 10k ops) no longer adds to the stall of showing a conversion: it follows from the
     event loop; meanwhile its old content cannot be used, and the editor is not idle."""

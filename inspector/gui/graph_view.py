@@ -4,6 +4,7 @@ The scene keeps Qt's default BSP index: with one item per edge, hit-testing and 
 """
 from __future__ import annotations
 
+import bisect
 import time
 from typing import Hashable
 
@@ -30,6 +31,7 @@ class GraphScene(QGraphicsScene):
     FIRST_CHUNK, SLICE_S = 600, 0.012           # items before the first paint (the top of the graph); seconds per
                                                 # later slice: each a short event-loop pause, never a stall (a
                                                 # worker busy in Python can double a slice's wall time)
+    FIRST_SPAN = 4000                           # scene px: the opening view at 0.8 on a 3,200 px high pane
     PAINT_NOW = 2000                            # recoloured at once; more (a first conversion's 10,000) in slices
     completed = Signal()
 
@@ -58,7 +60,16 @@ class GraphScene(QGraphicsScene):
         self._timer = QTimer(self, interval=0, timeout=self._step)
         self.built = False
         self._announced = False                       # completed emitted since the scene last had work left
-        self.populate(self.FIRST_CHUNK)
+        self.populate(self._first_chunk())
+
+    def _first_chunk(self) -> int:
+        """Items made before the first paint: a big graph opens on its top (GraphView.initial), so those of its top
+        FIRST_SPAN px suffice (10,000 ops: ~110 items, not 600; 600 were ~100 ms of the GUI thread at load 5 as the
+        ONNX pane first showed); a small graph all of its first FIRST_CHUNK, as it may open fitted."""
+        order = self.layout.order(self.vg)
+        if len(order) <= self.FIRST_CHUNK:
+            return self.FIRST_CHUNK
+        return min(self.FIRST_CHUNK, bisect.bisect_left(order, (order[0][0] + self.FIRST_SPAN,)))
 
     @property
     def complete(self) -> bool:
