@@ -114,6 +114,8 @@ def test_a_layout_made_in_the_child_process_equals_the_one_made_here(monkeypatch
     assert len(sent) == 1 and sent[0][0].shape == (242, 2) and sent[0][1].shape == (len(vg.edges), 2)
     assert there.pos == here.pos and there.routes == here.routes
     assert (there.width, there.height) == (here.width, here.height)
+    import numpy as np
+    assert all(np.array_equal(a, b) for a, b in zip(there.segments(), here.segments()))     # from the arrays sent
     assert graph_layout.compute(vg) is there                    # cached like one made here
     empty = ViewGraph("tflite", [], [])
     assert graph_layout.Layout.from_arrays(*graph_layout._compute(empty).arrays()).pos == []

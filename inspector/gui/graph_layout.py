@@ -38,14 +38,8 @@ class Layout:
     def segments(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of every straight piece of every edge route, for drawing overviews with numpy."""
         if self._segments is None:        # all points in one flat pass (lists of tuples to numpy: 2x slower)
-            pts = _points(chain.from_iterable(self.routes))
-            lens = np.fromiter(map(len, self.routes), np.intp, len(self.routes))
-            lens = lens[lens > 0]
-            last = np.cumsum(lens) - 1
-            starts, ends = np.ones(len(pts), bool), np.ones(len(pts), bool)
-            starts[last] = False            # a segment starts at any point but its route's last
-            ends[last - lens + 1] = False   # and ends at any but its first
-            self._segments = (pts[starts], pts[ends])
+            self._segments = _segments(_points(chain.from_iterable(self.routes)),
+                                       np.fromiter(map(len, self.routes), np.intp, len(self.routes)))
         return self._segments
 
     def boxes(self, vg: ViewGraph) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +69,7 @@ class Layout:
         pts = list(zip(*points.T.tolist()))
         ends = np.cumsum(lens).tolist()
         routes = [pts[a:b] for a, b in zip([0] + ends[:-1], ends)]
-        return cls(list(zip(*pos.T.tolist())), routes, width, height)
+        return cls(list(zip(*pos.T.tolist())), routes, width, height, _segments(points, lens))
 
     def prepare(self, vg: ViewGraph, order: bool = True) -> "Layout":
         """Compute the overview arrays and (with `order`: a new scene builds its items in it) the item order now, in
@@ -85,6 +79,16 @@ class Layout:
         if order:
             self.order(vg)
         return self
+
+
+def _segments(pts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the straight pieces of routes whose points are `pts`, route after route, `lens` each."""
+    lens = lens[lens > 0]
+    last = np.cumsum(lens) - 1
+    starts, ends = np.ones(len(pts), bool), np.ones(len(pts), bool)
+    starts[last] = False                    # a segment starts at any point but its route's last
+    ends[last - lens + 1] = False           # and ends at any but its first
+    return pts[starts], pts[ends]
 
 
 def _points(pairs) -> np.ndarray:
