@@ -154,11 +154,13 @@ class GraphScene(QGraphicsScene):
         slice's time is up, every kept item re-indexed and the lookups rebuilt; yields True when done."""
         old_nodes, old_edges = self._node_at, self._edge_at
         selected = set()        # keys of selected items going: their replacements are selected (same keys)
+        gone: list = []
         for items, kept in ((old_nodes, diff.nodes), (old_edges, diff.edges)):    # what the new graph no longer has
             for j in set(range(len(items))).difference(kept):
                 if items[j].isSelected():
                     selected.add(_key(items[j]))
                 self.removeItem(items[j])
+                gone.append(items[j])
         frame, fresh = self.frame, self._fresh
         new_nodes: dict[int, NodeItem] = {}
         new_edges: dict[int, EdgeItem] = {}
@@ -194,10 +196,24 @@ class GraphScene(QGraphicsScene):
         yield False
         nodes = yield from self._reindexed(vg.nodes, diff.nodes, new_nodes, old_nodes, "node")
         edges = yield from self._reindexed(vg.edges, diff.edges, new_edges, old_edges, "edge")
-        by_key = {item.node.key: item for item in nodes}
-        by_tensor: dict = {}
-        for item in edges:
-            by_tensor.setdefault(item.edge.tensor, []).append(item)
+        # the lookups as they were, less what went and plus what came: a kept item keeps its key and tensor
+        by_key = dict(self.node_by_key)
+        by_tensor = dict(self.edges_by_tensor)
+        out = set(gone)
+        for t in {it.edge.tensor for it in gone if isinstance(it, EdgeItem)} | {it.edge.tensor for it in
+                                                                                new_edges.values()}:
+            by_tensor[t] = [it for it in by_tensor.get(t, ()) if it not in out]
+        for item in gone:
+            if isinstance(item, NodeItem) and by_key.get(item.node.key) is item:
+                del by_key[item.node.key]
+        for item in new_nodes.values():
+            by_key[item.node.key] = item
+        for item in new_edges.values():
+            by_tensor[item.edge.tensor].append(item)
+        for t in {item.edge.tensor for item in new_edges.values()}:
+            by_tensor[t].sort(key=lambda it: it.index)              # in the graph's order, as a new scene's
+        for t in [t for t in by_tensor if not by_tensor[t]] if gone else ():
+            del by_tensor[t]
         self.nodes, self.edges, self.node_by_key, self.edges_by_tensor = nodes, edges, by_key, by_tensor
         self._node_at, self._edge_at = nodes, edges         # in index order
         self._update = None
@@ -208,13 +224,16 @@ class GraphScene(QGraphicsScene):
     def _reindexed(self, values, kept, new, old, field: str):
         """_updating's items of `values` (nodes or edges) in the new graph's order, each told its index and value:
         the new one made for it, or the old one `kept` says it keeps; yields False whenever a slice's time is up."""
-        items = []
-        for i, (value, j) in enumerate(zip(values, kept)):
-            item = new[i] if j < 0 else old[j]
+        items = [new[i] if j < 0 else old[j] for i, j in enumerate(kept)]
+        # only the items whose index or value changed: those before an inserted node keep both (and the window
+        # gets unchanged nodes and edges as the very objects it shows: rerun_child.view_in)
+        todo = [i for i, (j, item, value) in enumerate(zip(kept, items, values))
+                if j != i or getattr(item, field) is not value]
+        for n, i in enumerate(todo):
+            item = items[i]
             item.index = i
-            setattr(item, field, value)
-            items.append(item)
-            if i % 64 == 63 and self._out_of_time():
+            setattr(item, field, values[i])
+            if n % 64 == 63 and self._out_of_time():
                 yield False
         return items
 
