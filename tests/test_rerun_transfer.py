@@ -3,6 +3,7 @@ changes from what the window has, made whole again there to what a full conversi
 several windows sharing one child (pieces of a result replaced, views received from two threads)."""
 from __future__ import annotations
 
+import copy
 import pickle
 import sys
 import threading
@@ -206,7 +207,13 @@ def test_pins_applied_to_the_shown_scene_equal_a_scene_built_afresh(qtbot, tmp_p
         vg, *_ = window_reruns(path, pins)
         assert any(n is o for n, o in zip(vg.nodes, scene.vg.nodes))      # the shown objects, kept
         laid = placement.layout(vg)
-        scene.apply(vg, laid, diff(scene.vg, scene.layout, vg, laid))
+        changes = diff(scene.vg, scene.layout, vg, laid)
+        assert vg.__dict__["_was"][0]() is scene.vg          # what crossed says what it was in the shown view
+        by_keys = copy.copy(vg)                 # the same graph without that: diffed key by key
+        del by_keys.__dict__["_was"]
+        assert vars(changes) == {**vars(diff(scene.vg, scene.layout, by_keys, laid)), "old": scene.vg}
+        assert changes.nodes.count(-1) < 8 and changes.edges.count(-1) < 16     # what the pin changed
+        scene.apply(vg, laid, changes)
         scene.colour(colours(vg), {}, {})
         fresh = GraphScene(vg, laid)
         fresh.colour(colours(vg), {}, {})

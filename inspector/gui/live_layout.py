@@ -35,7 +35,7 @@ class Placement:
         self.routes: dict[tuple, list[tuple[float, float]]] = dict(zip(edge_keys(vg), layout.routes))
         self.width, self.height = layout.width, layout.height
         self.scene = None               # the window's scene these positions belong to (set by the window)
-        self._by_ends = None            # _joins(), dropped whenever a route is added or replaced
+        self._by_ends = None            # _joins(), made when first asked for, then updated with every route
 
     def new_share(self, vg: ViewGraph) -> float:
         return sum(n.key not in self.pos for n in vg.nodes) / max(len(vg.nodes), 1)
@@ -44,13 +44,18 @@ class Placement:
         """Positions for vg: remembered ones kept, new nodes put where the edge they split ran."""
         fresh = [i for i, n in enumerate(vg.nodes) if n.key not in self.pos]
         if fresh:
-            ins: list[list[int]] = [[] for _ in vg.nodes]
-            outs: list[list[int]] = [[] for _ in vg.nodes]
+            # the links of the new nodes and of their neighbours (what placing them reads), not of all
+            near = set(fresh)
+            near.update(*[(e.src, e.dst) for e in vg.edges if e.src in near or e.dst in near])
+            ins: dict[int, list[int]] = {i: [] for i in near}
+            outs: dict[int, list[int]] = {i: [] for i in near}
+            tensor = {}
             for e in vg.edges:
-                ins[e.dst].append(e.src)
-                outs[e.src].append(e.dst)
+                if e.src in near or e.dst in near:
+                    ins.setdefault(e.dst, []).append(e.src)
+                    outs.setdefault(e.src, []).append(e.dst)
+                    tensor[(e.src, e.dst)] = e.tensor
             boxes = [(*self.pos[n.key], n.width, n.height) for n in vg.nodes if n.key in self.pos]
-            tensor = {(e.src, e.dst): e.tensor for e in vg.edges}
             for i in fresh:                 # in graph order: a new node's new producer is placed before it
                 n = vg.nodes[i]
                 if n.key in self.pos:       # placed with the chain it belongs to
@@ -69,13 +74,14 @@ class Placement:
             (sx, sy), (dx, dy) = pos[s], pos[d]
             if route is not None:           # it still starts at its producer's bottom and ends at its consumer's top
                 (x0, y0), (x1, y1) = route[0], route[-1]
-                if abs(x0 - sx) < 0.5 and abs(y0 - sy - half[s]) < 0.5 and abs(x1 - dx) < 0.5 \
-                        and abs(y1 - dy + half[d]) < 0.5:
+                if -0.5 < x0 - sx < 0.5 and -0.5 < y0 - sy - half[s] < 0.5 and -0.5 < x1 - dx < 0.5 \
+                        and -0.5 < y1 - dy + half[d] < 0.5:
                     routes.append(route)
                     continue
             a, b = sy + half[s], dy - half[d]
             route = self.routes[key] = [(sx, a), (sx, (a + b) / 2), (dx, (a + b) / 2), (dx, b)]
-            self._by_ends = None
+            if self._by_ends is not None:   # kept up to date: rebuilt it was ~10 ms of each pin on 10,000 ops
+                self._by_ends.setdefault(key[:2], {})[key[2]] = route
             routes.append(route)
         xs = [x + n.width / 2 for n, (x, _) in zip(vg.nodes, pos)] or [0.0]
         ys = [y + h for h, (_, y) in zip(half, pos)] or [0.0]
@@ -105,7 +111,8 @@ class Placement:
         if not route:
             return False
         w, h = max(vg.nodes[j].width for j in chain), max(vg.nodes[j].height for j in chain)
-        taken = list(boxes)
+        top, bottom = min(y for _, y in route) - h, max(y for _, y in route) + h
+        taken = [b for b in boxes if top - b[3] < b[1] < bottom + b[3]]   # only boxes beside the route can be hit
         spots: list[tuple[int, float, float]] = []            # (segment, x, y)
         segments = list(enumerate(zip(route, route[1:])))
         for k, ((x0, y0), (x1, y1)) in reversed(segments):
@@ -187,6 +194,9 @@ class Diff:
 
 
 def diff(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout) -> Diff:
+    was = vg.__dict__.get("_was")
+    if was is not None and was[0]() is old:
+        return _diff_from(old, old_layout, vg, layout, was[1], was[2])
     index = {n.key: i for i, n in enumerate(old.nodes)}
     d = Diff(old, [], [])
     for i, n in enumerate(vg.nodes):
@@ -215,5 +225,52 @@ def diff(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout) -> D
                 j = -1
             elif (o.label, o.first, o.count) != (e.label, e.first, e.count):
                 d.restyled.add(i)
+        d.edges.append(j)
+    return d
+
+
+def _diff_from(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout, nodes: list, edges: list) -> Diff:
+    """diff() of a view that crossed from the child against `old` (rerun_child.view_in): `nodes` and `edges` say
+    which old node and edge each new one is (-1: a new object). Only those new objects are matched by key, as
+    diff() matches all; the others are the same nodes, and edges with the same ends, tensor and label."""
+    d = Diff(old, [], [])
+    opos, pos = old_layout.pos, layout.pos
+    index = None
+    for i, j in enumerate(nodes):
+        if j < 0:
+            n = vg.nodes[i]
+            if index is None:           # keys of the old nodes no new one is: a new object with an old key
+                taken = set(nodes)
+                index = {m.key: k for k, m in enumerate(old.nodes) if k not in taken}
+            j = index.get(n.key, -1)
+            if j >= 0:
+                o = old.nodes[j]
+                if o.width != n.width or o.height != n.height:
+                    j = -1
+                elif o != n:
+                    d.relabelled.add(i)
+        if j >= 0 and opos[j] != pos[i]:
+            d.moved.add(i)
+        d.nodes.append(j)
+    ends = None
+    oroutes, routes = old_layout.routes, layout.routes
+    for i, j in enumerate(edges):
+        if j < 0:
+            if ends is None:            # the old edges no new one is, by key, last first (a tensor read twice)
+                taken = set(edges)
+                ends = {}
+                for k, key in reversed(list(enumerate(edge_keys(old)))):
+                    if k not in taken:
+                        ends.setdefault(key, []).append(k)
+            same = ends.get(edge_keys(vg)[i])
+            j = same.pop() if same else -1
+            if j >= 0:
+                o, e = old.edges[j], vg.edges[i]
+                if oroutes[j] != routes[i]:
+                    j = -1
+                elif (o.label, o.first, o.count) != (e.label, e.first, e.count):
+                    d.restyled.add(i)
+        elif oroutes[j] is not routes[i] and oroutes[j] != routes[i]:
+            j = -1
         d.edges.append(j)
     return d

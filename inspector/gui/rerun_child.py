@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import os
 import threading
+import weakref
 
 _GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
 _RECONVERTER = None                             # its conversion's pieces, for the re-runs after a pin
@@ -249,6 +250,9 @@ def view_in(vg) -> bool:
                     s, d = now[o.src], now[o.dst]
                     x = o if s == o.src and d == o.dst else Edge(s, d, o.tensor, o.label, o.first, o.count)
                 edges.append(x)
+            # which of the old view's nodes and edges each one is, for live_layout.diff against it
+            vg.__dict__["_was"] = (weakref.ref(old), [x if type(x) is int else -1 for x in nodes],
+                                   [x if type(x) is int else -1 for x in vg.edges])
             vg.edges = edges
             vg.shapes, vg.tensor_names = _dict_in(old.shapes, vg.shapes), _dict_in(old.tensor_names, vg.tensor_names)
         _GOT[vg.view] = vg
