@@ -39,9 +39,7 @@ class Chunked:
                 frozen = memo[key] = _frozen(value)
                 was = against.get(key) if against is not None else None
                 if isinstance(was, dict):
-                    missing = object()
-                    changed = {k: value[k] for k, v in frozen.items() if was.get(k, missing) != v}
-                    removed = [k for k in was if k not in value] if len(value) - len(changed) != len(was) else []
+                    changed, removed = _changes(was, frozen, value)
                     if len(changed) + len(removed) <= CHUNK:
                         self.changed[key] = (changed, removed)
                         continue
@@ -88,6 +86,16 @@ def _ours(value) -> bool:
     """A plain-__dict__ object of this project (a result, trace, plan, graph view, layout)."""
     return type(value).__module__.startswith("inspector.") and hasattr(value, "__dict__") \
         and not isinstance(value, (type, Enum))
+
+
+def _changes(was: dict, frozen: dict, value: dict) -> tuple[dict, list]:
+    """(items of `value` whose frozen form differs from `was`, keys `was` has and `value` lacks)."""
+    try:                                # hashable values (most): the differing items in one set operation
+        keys = {k for k, _ in frozen.items() ^ was.items()}
+    except TypeError:
+        missing = object()
+        keys = {k for k, v in frozen.items() if was.get(k, missing) != v} | (was.keys() - frozen.keys())
+    return {k: value[k] for k in keys if k in value}, [k for k in keys if k not in value]
 
 
 def _frozen(d: dict) -> dict:
