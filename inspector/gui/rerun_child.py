@@ -185,6 +185,7 @@ def view_out(vg, have=None):
     key = (os.getpid(), _VIEW_COUNT[0])          # a child started again counts from 1 again
     _SENT.clear()
     _SENT[key] = vg
+    dropped(old)                        # (its ~10^4 edges freed by the settle, not on the way to the repaint)
     out = copy.copy(vg)
     out.view, out.against = key, None
     if old is None:
