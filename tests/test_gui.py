@@ -314,6 +314,7 @@ def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatc
 
     from inspector.gui import graph_layout, loader_job
     monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)     # any model takes the child-process path
+    monkeypatch.setattr(loader_job.LoadJob, "LAYOUT_NODES", 0)     # and is laid out there
     monkeypatch.setattr(graph_layout, "_CACHE", OrderedDict())     # laid out afresh, not found from another test
     calls = []
     real = loader_job.executor
@@ -330,14 +331,18 @@ def test_big_models_convert_in_a_child_process(qtbot, window, corpus, monkeypatc
     assert {k for k, v in window.scenes[ONNX].node_by_key.items() if v.category == CONFLICT} == set(doc.inserted())
 
 
-def test_a_big_model_opened_before_the_child_is_up_is_laid_out_here(qtbot, window, corpus, monkeypatch):
-    """Opened from the command line, the model would wait for the child to start: its layout is made here."""
+@pytest.mark.parametrize("up,nodes", [(False, 0), (True, 10_000)])
+def test_a_model_opened_before_the_child_is_up_or_of_fewer_nodes_is_laid_out_here(qtbot, window, corpus, monkeypatch,
+                                                                                   up, nodes):
+    """Opened from the command line, the model would wait for the child to start; a graph under LAYOUT_NODES
+    holds the GIL less in igraph than sending it costs: either is laid out here, converted in the child."""
     from collections import OrderedDict
 
     from inspector.gui import graph_layout, loader_job
     monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)
+    monkeypatch.setattr(loader_job.LoadJob, "LAYOUT_NODES", nodes)
     monkeypatch.setattr(graph_layout, "_CACHE", OrderedDict())
-    monkeypatch.setattr(loader_job, "warmed", lambda: False)
+    monkeypatch.setattr(loader_job, "warmed", lambda: up)
     calls = []
     real = loader_job.executor
     monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
