@@ -46,20 +46,18 @@ def _executor():
 
 
 _WARM = threading.Event()             # the child has answered the warm-up: work sent to it starts at once
+_WARMING: list = []                   # a warm-up was started
 
 
 def warm() -> None:
     """Start the child now (its forkserver, imports and worker: ~0.3 s at load 1, ~1 s at load 5), in a thread of
     its own: the first submit waits for the worker's fork. The window asks for it as it opens, so that a model
-    opened from the start page has its big graph laid out there at no extra cost."""
+    opened from the start page has its big graph laid out there without waiting for the child to start."""
     with _EXECUTOR_LOCK:
         if _WARMING or _WARM.is_set():
             return
         _WARMING.append(True)
     threading.Thread(target=_warm, name="warm child", daemon=True).start()
-
-
-_WARMING: list = []                   # a warm-up was started
 
 
 def _warm() -> None:
