@@ -106,13 +106,13 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
     `previous`: the same graph's problem under other pins (pb built from it): its plan is kept wherever nothing
     around a part changed (exact.resolve), the same plan as without it."""
     start = time.perf_counter()
-    free, best, combos = [], {}, 1                   # (one pass: this runs on every model, most of them small)
+    free, combos = [], 1                             # (one pass, no generator: this runs on every model)
     for oi, modes in pb.modes.items():
-        best[oi] = modes[0]
         if len(modes) > 1:
             free.append(oi)
             combos *= len(modes)
     if combos <= ENUMERATE:                          # a few choices: try them all, no solver
+        best = {oi: modes[0] for oi, modes in pb.modes.items()}
         score = transposes(pb, best)
         if free and not score[0]:               # no Transpose at all: nothing later in the order can beat it
             return best, Optimality(0, 0, "the first choice tried needs no Transpose")
