@@ -255,8 +255,10 @@ for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]
     annotated = rc.annotated(sent[0])
     assert annotated[0] > sent[0] and not gc.isenabled()
     assert rc._REPLACED                            # what they replaced is freed later, not while the window waits
-    assert rc.findings(annotated[0]) is not None and not rc._REPLACED
-    assert gc.isenabled() and gc.get_freeze_count() > 0     # ...then what the re-run keeps is frozen
+    assert rc.findings(annotated[0]) is not None     # the Metadata dock's answer waits for no collection...
+    assert rc._REPLACED and not gc.isenabled()
+    rc.finish()
+    assert not rc._REPLACED and gc.isenabled() and gc.get_freeze_count() > 0     # ...then what it keeps is frozen
 assert isinstance(rc.rerun(path, {{"no such tensor": "keep"}}, {{}}, {{}}), str) and gc.isenabled()
 frozen = gc.get_freeze_count()
 gc.unfreeze()
@@ -267,7 +269,7 @@ print(frozen, gc.collect())                      # ...and nothing it replaced wa
 def test_the_childs_reruns_freeze_what_they_keep_and_leave_no_cyclic_garbage(tmp_path):
     """rerun_child._settle: the re-run child's collector skips what a re-run keeps (its full collections scanned the
     whole model each re-run); frozen objects in reference cycles would never be freed, so the sequence of pins and
-    undos must leave none behind. Automatic collection is off from a re-run's start until its last step (findings),
+    undos must leave none behind. Automatic collection is off from a re-run's start until its last step (finish, after findings),
     and back on after a re-run that failed (no findings follows it)."""
     import subprocess
     import sys

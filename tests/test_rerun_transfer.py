@@ -82,7 +82,8 @@ def window_reruns(path, pins: dict):
     assert rerun_child.view_in(vg)
     outcome = rerun_child.annotated(sent[0], rerun_child.last_result())
     result, notes = loader_job.received(pickle.loads(pickle.dumps(outcome)))
-    rerun_child.findings(outcome[0])        # the re-run's last call: the child indexes the view it sent
+    rerun_child.findings(outcome[0])
+    rerun_child.finish()                    # the re-run's last call: the child indexes the view it sent
     assert rerun_child._INDEX[0] is next(iter(rerun_child._SENT.values()))
     return vg, result, notes, (sum(type(e) is int for e in edges), outcome[1])
 

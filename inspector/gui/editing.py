@@ -60,10 +60,9 @@ class RerunJob(QRunnable):
         check = None                            # the metadata findings, worked out after the graph is sent
         try:
             if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
-                from .rerun_child import findings
                 result, notes, vg, layout, changes, number = self._in_child(executor())
                 result.graph = s.graph
-                check = lambda: executor().submit(findings, number).result()                     # noqa: E731
+                check = lambda: _findings_then_finish(executor(), number)                     # noqa: E731
             else:
                 if is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
                     s.convert(check=False)
@@ -640,3 +639,12 @@ class Editor(QObject):
 def _mtime(p: Path) -> str:
     import datetime
     return datetime.datetime.fromtimestamp(p.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _findings_then_finish(pool, number: int):
+    """The child's findings for re-run `number`; its `finish` is queued behind them at once, so that it runs even
+    when this thread stops waiting, and before any later re-run."""
+    from .rerun_child import findings, finish
+    found = pool.submit(findings, number)
+    pool.submit(finish)
+    return found.result()

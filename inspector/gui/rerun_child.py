@@ -155,15 +155,19 @@ _CHECK: list = [0, None]        # (number of the last re-run sent, its model)
 def findings(number: int) -> list | None:
     """findings_of re-run `number`'s model (None when a newer re-run replaced it); the checks read no weight's data
     (denotation.shape_view), which a re-run's model is without. A re-run is sent before its metadata is checked:
-    the window draws the graph meanwhile. The re-run's last step: what it keeps is settled here (_settle), once
-    the window has the graph, not in `rerun` or `annotated`, which the window waits for before it repaints."""
-    try:
-        if number != _CHECK[0]:
-            return None
-        return findings_of(_CHECK[1])
-    finally:
-        index_sent()
-        _settle()
+    the window draws the graph meanwhile. The window submits `finish` with it, to run next."""
+    if number != _CHECK[0]:
+        return None
+    return findings_of(_CHECK[1])
+
+
+def finish() -> None:
+    """A re-run's last step, submitted with `findings` so that it runs after it, whatever findings did: what the
+    re-run keeps is settled here (_settle), not in `rerun` or `annotated`, which the window waits for before it
+    repaints, nor in `findings`, whose answer the Metadata dock waits for (the settle's collection is ~40-70 ms on
+    10,000 ops)."""
+    index_sent()
+    _settle()
 
 
 _SENT: dict = {}       # (in the child) the last ONNX view sent, by its key
@@ -332,7 +336,7 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
         result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter(),
                            weights_over=STRIP_BYTES)
     except Exception as e:
-        _settle()                        # no `findings` follows
+        _settle()                        # no `finish` follows
         if isinstance(e, InspectorError):   # as text: exception classes with custom __init__ do not unpickle
             return str(e)
         raise
@@ -355,7 +359,7 @@ def annotated(number: int, have=None):
     try:
         outcome = metadata_pass(result, MetadataEdits.from_dict(metadata))
     except Exception as e:
-        _settle()                       # no `findings` follows
+        _settle()                       # no `finish` follows
         if isinstance(e, InspectorError):
             return str(e)
         raise
