@@ -510,3 +510,27 @@ def test_weights_over_64_kib_stay_in_the_child_and_their_histogram_comes_from_tf
     from inspector.gui.panels.details import initializer_values
     values = initializer_values(doc, init)
     assert values is not None and sorted(np.ravel(values)) == sorted(np.ravel(weights))
+
+
+def test_the_scenes_take_turns_one_slice_per_timer_call(qtbot, monkeypatch):
+    """Both panes building at once (a big model opening): each call of the one timer runs one scene's slice, the
+    scenes in turn, so an event-loop pass never holds two slices; both end with every item made."""
+    from inspector.gui.graph_layout import compute
+    monkeypatch.setattr(GraphScene, "SLICE_S", 0.0)
+    a, b = _chain(900), _chain(700, {300})
+    sa, sb = GraphScene(a, compute(a)), GraphScene(b, compute(b))
+    assert not sa.built and not sb.built
+    ran: list = []
+    real = GraphScene.populate
+    monkeypatch.setattr(GraphScene, "populate", lambda self, *a, **k: (ran.append(self), real(self, *a, **k)))
+    calls = []
+    while graph_view.TURNS.queue:
+        ran.clear()
+        graph_view.TURNS.step()
+        calls.append(list(ran))
+    assert all(len(c) == 1 for c in calls)                      # one scene's slice per call
+    order = [c[0] for c in calls]
+    both = order[:min(len(order) - order[::-1].index(s) for s in (sa, sb))]        # while both had work left
+    assert len(both) > 4 and all(x is not y for x, y in zip(both, both[1:]))       # in turn
+    assert sa.complete and sb.complete and not graph_view.TURNS.timer.isActive()
+    assert len(sa.nodes) == len(a.nodes) and len(sb.edges) == len(b.edges)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import bisect
 import time
+import weakref
 from typing import Hashable
 
+import shiboken6
 from PySide6.QtCore import QObject, QPointF, QRectF, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
@@ -21,6 +23,40 @@ from .raster import arrays, draw, raster
 MARGIN = 40
 
 
+class Turns:
+    """One timer for every scene's work left (building, re-indexing, recolouring), each call one scene's slice, in
+    turn: with a timer per scene, both panes' slices ran back to back in one event-loop pass (10,000 ops opening:
+    the TFLite pane's recolour and the ONNX pane's building, 24-40 ms before anything else of that pass)."""
+
+    def __init__(self):
+        self.queue: list[weakref.ref] = []      # scenes with work left, the next to run first (a scene nothing
+        self.timer: QTimer | None = None        # else holds is not kept alive); the timer is made on first use
+
+    def want(self, scene) -> None:
+        if not any(r() is scene for r in self.queue):
+            self.queue.append(weakref.ref(scene))
+        if self.timer is None:
+            self.timer = QTimer(interval=0, timeout=self.step)
+        if not self.timer.isActive():
+            self.timer.start()
+
+    def drop(self, scene) -> None:
+        self.queue = [r for r in self.queue if r() is not scene]
+
+    def step(self) -> None:
+        """One slice of the first scene waiting (a scene left unfinished queues again, after the others)."""
+        while self.queue:
+            scene = self.queue.pop(0)()
+            if scene is not None and shiboken6.isValid(scene):     # one closed meanwhile is gone
+                scene.populate(seconds=scene.SLICE_S)
+                break
+        if not self.queue and self.timer is not None:
+            self.timer.stop()
+
+
+TURNS = Turns()
+
+
 class GraphScene(QGraphicsScene):
     """Items are created top-down in chunks: the first chunk covers where the view starts (the top), the rest is
     added from the event loop, so a 10k-node graph paints at once and the window stays responsive. A re-converted
@@ -29,8 +65,8 @@ class GraphScene(QGraphicsScene):
     `built`: every item exists (the overview picture can be drawn); `complete`: built, re-indexed after the last
     apply() and every colour painted (the minimap's picture shows colours: it waits for `completed`)."""
     FIRST_CHUNK, SLICE_S = 600, 0.012           # items before the first paint (the top of the graph); seconds per
-                                                # later slice: each a short event-loop pause, never a stall (a
-                                                # worker busy in Python can double a slice's wall time)
+                                                # later slice (TURNS: one scene's per event-loop pass): each a short
+                                                # pause, never a stall (a worker busy in Python can double its time)
     FIRST_SPAN = 4000                           # scene px: the opening view at 0.8 on a 3,200 px high pane
     PAINT_NOW = 2000                            # recoloured at once; more (a first conversion's 10,000) in slices
     completed = Signal()
@@ -57,7 +93,6 @@ class GraphScene(QGraphicsScene):
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self._todo = iter(layout.order(vg))
-        self._timer = QTimer(self, interval=0, timeout=self._step)
         self.built = False
         self._announced = False                       # completed emitted since the scene last had work left
         self.populate(self._first_chunk())
@@ -88,7 +123,7 @@ class GraphScene(QGraphicsScene):
         if not self._paint(deadline):
             self._later()
             return
-        self._timer.stop()
+        TURNS.drop(self)
         if self._sliced:                # the colours painted in slices: overview and minimap pictures redraw
             self._sliced = False
             self.version += 1
@@ -99,8 +134,7 @@ class GraphScene(QGraphicsScene):
 
     def _later(self) -> None:
         self._announced = False
-        if not self._timer.isActive():
-            self._timer.start()
+        TURNS.want(self)
 
     def _create(self, limit: int | None, deadline: float | None) -> bool:
         """Items of the graph not made yet; True when all are."""
@@ -258,9 +292,6 @@ class GraphScene(QGraphicsScene):
             if deadline is not None and n % 32 == 0 and time.perf_counter() > deadline:
                 return not todo
         return True
-
-    def _step(self) -> None:
-        self.populate(seconds=self.SLICE_S)
 
     def finish(self) -> None:
         """Everything created, re-indexed and coloured: before a search or a selection by key."""
