@@ -6,7 +6,7 @@ import gc
 import threading
 
 import pytest
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QWidget
 
 from inspector.gui import graph_view
 from inspector.gui.graph_model import Edge, Node, ViewGraph
@@ -534,3 +534,49 @@ def test_the_scenes_take_turns_one_slice_per_timer_call(qtbot, monkeypatch):
     assert len(both) > 4 and all(x is not y for x, y in zip(both, both[1:]))       # in turn
     assert sa.complete and sb.complete and not graph_view.TURNS.timer.isActive()
     assert len(sa.nodes) == len(a.nodes) and len(sb.edges) == len(b.edges)
+
+
+def _dock_rows(panel) -> list:
+    """What the Metadata dock shows, widget by widget in order: texts, values, enabled states."""
+    from PySide6.QtWidgets import QComboBox, QGroupBox, QLineEdit, QListWidget, QPushButton, QTableWidget
+    out = []
+    for wd in panel.scroll.widget().findChildren(QWidget):
+        if isinstance(wd, (QLabel, QPushButton)):
+            out.append((type(wd).__name__, wd.text(), wd.isEnabled()))
+        elif isinstance(wd, QComboBox):
+            out.append(("combo", wd.currentText(), wd.count(), wd.isEnabled()))
+        elif isinstance(wd, QLineEdit) and not isinstance(wd.parent(), QComboBox):
+            out.append(("line", wd.text()))
+        elif isinstance(wd, QGroupBox):
+            out.append(("group", wd.title()))
+        elif isinstance(wd, QListWidget):
+            out.append(("list", [wd.item(i).text() for i in range(wd.count())]))
+        elif isinstance(wd, QTableWidget):
+            out.append(("table", [(wd.item(r, 0).text(), wd.item(r, 1).text()) for r in range(wd.rowCount())]))
+    return out
+
+
+def test_the_metadata_dock_rebuilt_a_group_per_turn_shows_what_a_whole_rebuild_shows(qtbot, window, corpus):
+    """After a conversion is shown the dock is rebuilt from the event loop in pieces (each input and output, then
+    each group of fields), the old fields greyed until the new replace them all at once: the same fields as a
+    rebuild in one go."""
+    w = window
+    s = open_model(qtbot, w, corpus / MODEL)
+    panel = w.editor.metadata
+    name = s.result.model.graph.input[0].name
+    s.metadata.types[name] = "IMAGE"                            # an edit: its field's source now says "edited"
+    old = panel.scroll.widget()
+    panel.refresh_soon()
+    steps = 0
+    while True:
+        panel._soon.stop()                                      # driven by hand: one piece per call
+        panel._step()
+        steps += 1
+        if not panel.pending:
+            break
+        assert panel.scroll.widget() is old and not old.isEnabled()     # the old fields, greyed, until the end
+    pieces = _dock_rows(panel)
+    assert ("QLabel", "edited", True) in pieces
+    assert steps >= 5 and panel.scroll.widget() is not old
+    panel.refresh(force=True)
+    assert _dock_rows(panel) == pieces and len(pieces) > 20
