@@ -580,3 +580,18 @@ def test_the_metadata_dock_rebuilt_a_group_per_turn_shows_what_a_whole_rebuild_s
     assert steps >= 5 and panel.scroll.widget() is not old
     panel.refresh(force=True)
     assert _dock_rows(panel) == pieces and len(pieces) > 20
+
+
+def test_a_model_opening_counts_its_transposes_once(qtbot, window, model, monkeypatch):  # noqa: F811
+    """Counting walks every ONNX node (~5 ms on 10,000 ops): the status line and the export's baseline take the
+    count the Session's Change made, not three walks of their own as the result is shown."""
+    from inspector.core.emit.result import ConversionResult
+    counted: list = []
+    real = ConversionResult.transposes
+    monkeypatch.setattr(ConversionResult, "transposes", property(lambda r: (counted.append(r), real.fget(r))[1]))
+    w = window
+    s = open_model(qtbot, w, model)                             # conv -> reshape -> conv, input 1x5x7x3
+    assert counted == [s.result]
+    n = real.fget(s.result)
+    assert n == 2 and w.editor.baseline == n
+    assert f"{n} Transposes" in w.statusBar().currentMessage()

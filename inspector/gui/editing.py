@@ -328,11 +328,12 @@ class Editor(QObject):
         else:
             s = PairSession(doc) if doc.result.pair is not None else Session(path=doc.path, graph=doc.graph)
             result, notes = doc.result, s.notes if is_pair(s) else doc.notes
-        self.session, self.baseline = s, result.transposes
+        self.session = s
         from inspector.core.emit.incremental import Reconverter
         self.reconverter = doc.reconverter or Reconverter()
         self.window.views.bind(s, doc.path)
-        self.window.show_result(s, result, notes, vg, layout)   # the loader ran the whole pipeline
+        change = self.window.show_result(s, result, notes, vg, layout)   # the loader ran the whole pipeline
+        self.baseline = change.transposes_after     # counted once, by the Session (a walk of every ONNX node)
         self._hook_tflite_view()
         if not is_pair(s):                   # a pair's decisions are not saved (autosave keys on the TFLite model)
             self.load_saved_session()
