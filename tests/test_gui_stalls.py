@@ -595,3 +595,19 @@ def test_a_model_opening_counts_its_transposes_once(qtbot, window, model, monkey
     n = real.fget(s.result)
     assert n == 2 and w.editor.baseline == n
     assert f"{n} Transposes" in w.statusBar().currentMessage()
+
+def test_a_placement_made_later_reads_the_graph_when_first_used_and_places_alike():
+    """The editor makes a scene's Placement on the GUI thread with `later` (the re-run's worker reads the graph):
+    nothing is read until then, and it then places a new graph exactly as one made at once."""
+    from inspector.gui.graph_layout import compute
+    a, b, c = Node("a", "op", "A"), Node("b", "op", "B"), Node("c", "op", "C")
+    old = ViewGraph("onnx", [a, b, c], [Edge(0, 1, "x", ""), Edge(1, 2, "y", "")])
+    lay = compute(old)
+    t = Node("t", "op", "Transpose", ["perm [0,2,3,1]"])
+    new = ViewGraph("onnx", [a, b, t, c], [Edge(0, 1, "x", ""), Edge(1, 2, "y", ""), Edge(2, 3, "y_t", "")])
+    late = Placement(old, lay, later=True)
+    assert "pos" not in vars(late) and "routes" not in vars(late)
+    assert late.new_share(new) == Placement(old, lay).new_share(new) == 0.25 and "pos" in vars(late)
+    now, later = Placement(old, lay).layout(new), Placement(old, lay, later=True).layout(new)
+    assert (later.pos, later.routes, later.width, later.height) == (now.pos, now.routes, now.width, now.height)
+    assert later.pos[:2] == lay.pos[:2] and later.pos[3] == lay.pos[2]       # the kept nodes did not move

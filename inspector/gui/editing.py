@@ -102,8 +102,11 @@ class RerunJob(QRunnable):
         s = self.session
         whole = False
         while True:             # again whenever another window's re-run (or an open) came in between
-            sent = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict(),
-                               None if whole else last_view()).result()
+            running = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict(),
+                                  None if whole else last_view())
+            if self.placement is not None:      # while the child converts
+                self.placement.made()
+            sent = running.result()
             if isinstance(sent, str):
                 raise InspectorError(sent)
             try:
@@ -506,7 +509,7 @@ class Editor(QObject):
         if scene is None:
             self.placement = None
         elif self.placement is None or self.placement.scene is not scene:
-            self.placement = Placement(scene.vg, scene.layout)
+            self.placement = Placement(scene.vg, scene.layout, later=True)     # read by the re-run's worker
             self.placement.scene = scene
         return self.placement
 
