@@ -77,7 +77,9 @@ class RerunJob(QRunnable):
                 result.findings, result.checking = None, True       # the Metadata dock waits for them
             self.signals.done.emit(result, notes, vg, layout, changes)
             if changes is not None:         # the overview's arrays, after the repaint (the minimap waits 120 ms
-                layout.prepare(vg, order=False)     # for a picture; an overview asking first makes them itself)
+                layout.prepare(vg, order=False)     # for a picture; an overview asking first makes them itself).
+                # A re-run in the child made them while it waited for the metadata pass: here, they took the GIL
+                # from the GUI thread showing the result (its start 10 ms later and its update ~15 ms longer)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
             return
@@ -118,6 +120,8 @@ class RerunJob(QRunnable):
                 continue
             annotating = pool.submit(annotated, sent[0], last_result())
             layout, changes = self._lay_out(vg)
+            if changes is not None and not annotating.done():
+                layout.prepare(vg, order=False)     # the overview's arrays (see run), while the child annotates
             outcome = annotating.result()
             if outcome is None:
                 continue
