@@ -55,6 +55,21 @@ def test_listeners_get_the_kinds_they_asked_for_until_they_unsubscribe(model):  
     assert len(plans) == 2 and kinds(every)[-2:] == ["PinsChanged", "PlanChanged"]
 
 
+def test_a_change_counts_the_transposes_of_the_result_it_replaces(model):  # noqa: F811
+    """Session.show reuses the count it made when the shown result came in, and only for that very result: one
+    put in place by other means is counted again."""
+    s = Session.open(model)
+    assert s.convert().transposes_before is None
+    s.set_pin("y", "keep")
+    pinned = s.convert()
+    assert (pinned.transposes_before, pinned.transposes_after) == (2, 3)
+    s.clear_pins()
+    assert (s.convert().transposes_before, s.result.transposes) == (3, 2)
+    other = run(s.graph, {"y": "keep"}, s.options, s.metadata).result
+    s.result = other                                # not through show: its count was never taken
+    assert s.convert().transposes_before == 3
+
+
 def test_metadata_options_restore_and_validation_are_published(runnable):
     s = Session.open(runnable)
     seen = []
