@@ -260,6 +260,14 @@ for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]
     rc.finish()
     assert not rc._REPLACED and gc.isenabled() and gc.get_freeze_count() > 0     # ...then what it keeps is frozen
 assert isinstance(rc.rerun(path, {{"no such tensor": "keep"}}, {{}}, {{}}), str) and gc.isenabled()
+from inspector.gui import graph_model
+real, graph_model.from_onnx = graph_model.from_onnx, lambda model: 1 / 0
+try:                                             # a failure after the conversion: collection back on too
+    rc.rerun(path, {{convs[2]: "keep"}}, {{}}, {{}})
+except ZeroDivisionError:
+    pass
+graph_model.from_onnx = real
+assert gc.isenabled()
 frozen = gc.get_freeze_count()
 gc.unfreeze()
 print(frozen, gc.collect())                      # ...and nothing it replaced was left as cyclic garbage

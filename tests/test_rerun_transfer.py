@@ -39,9 +39,27 @@ class Pool:
         return f
 
 
+class OneWorker(Pool):
+    """Pool as the child runs calls: one at a time, whichever thread submits them; past `limit` re-runs it fails
+    (a livelock ends the test rather than hanging it)."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.lock, self.limit = threading.Lock(), limit
+
+    def submit(self, fn, *args):
+        with self.lock:
+            if self.calls.count("rerun") >= self.limit:
+                raise RuntimeError(f"{self.limit} re-runs: the windows keep replacing each other's results")
+            return super().submit(fn, *args)
+
+
 @pytest.fixture
 def pool(monkeypatch):
-    p = Pool()
+    return child_pool(monkeypatch, Pool())
+
+
+def child_pool(monkeypatch, p):
     monkeypatch.setattr(loader_job, "executor", lambda: p)
     monkeypatch.setattr(chunked, "CHUNK", 16)      # small models' lists and dicts in pieces and as changes too
     for name in ("_GOT", "_HAD", "_SENT"):
@@ -148,10 +166,64 @@ def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, p
         rerun_child.piece(rerun_child._PIECES[0] - 1, 0)
 
 
+def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeypatch):
+    """Two windows re-running through the one child at once: each exchange (rerun, its pieces, annotated, its
+    pieces) ends before the other's starts (loader_job.CHILD_TURN). Interleaved, each window's send replaced the
+    other's result, and both asked again without end (a review's experiment: 17,000 re-runs for 8 pins)."""
+    from inspector.core.session.document import Session
+    from inspector.gui.editing import RerunJob
+    p = child_pool(monkeypatch, OneWorker(limit=40))
+    paths = [branches(tmp_path / f"b{n}.tflite", n) for n in (24, 33)]
+    start, errors, done = threading.Barrier(2), [], [0, 0]
+
+    def window(k: int):
+        try:
+            s = Session.open(str(paths[k]))
+            for pins in pinned_sequence(paths[k], s.graph)[1:3]:
+                s.pins = dict(pins)
+                start.wait(timeout=60)
+                result, notes, vg, *_ = RerunJob(s)._in_child(p)
+                same_as_full(paths[k], s.pins, vg, result, notes)
+                done[k] += 1
+        except Exception as e:      # noqa: BLE001 - reported below
+            start.abort()
+            errors.append(e)
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)         # the two threads interleave often
+    try:
+        threads = [threading.Thread(target=window, args=(k,)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(was)
+    assert errors == [] and done == [2, 2]
+    assert p.calls.count("rerun") == 4          # one per pin: none replaced another's
+
+
+def test_a_rerun_failing_in_the_window_still_ends_the_childs_rerun(qtbot, tmp_path, pool, monkeypatch):
+    """The child's collection is off from a re-run's start to its `finish`, which the window queues with the
+    findings; a failure in the window between the steps (here the layout) shows its message, and queues `finish`
+    all the same (it was left off for good)."""
+    from inspector.core.session.document import Session
+    from inspector.gui.editing import RerunJob
+    path = branches(tmp_path / "b.tflite")
+    s = Session.open(str(path))
+    s.pins = {pinned_sequence(path, s.graph)[1].popitem()[0]: "keep"}
+    monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 0)      # any model takes the child-process path
+    job, failed = RerunJob(s), []
+    job.signals.failed.connect(lambda message, details: failed.append(message))
+    monkeypatch.setattr(RerunJob, "_lay_out", lambda self, vg: 1 / 0)
+    job.run()
+    assert failed and "ZeroDivisionError" in failed[0]
+    assert pool.calls[:2] == ["rerun", "piece"] and pool.calls[-1] == "finish"
+
+
 def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypatch):
     """The loader's and two windows' re-run threads receive views at the same time: none fails, and the last four
     are kept (unlocked, two threads trimming at once deleted the same key twice)."""
-    monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)
+    was = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     monkeypatch.setattr(rerun_child, "_GOT", {})
     errors = []
@@ -171,7 +243,7 @@ def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypa
         for t in threads:
             t.join()
     finally:
-        sys.setswitchinterval(0.005)
+        sys.setswitchinterval(was)
     assert errors == [] and len(rerun_child._GOT) == 4
     assert rerun_child.last_view() in rerun_child._GOT
 

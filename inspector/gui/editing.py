@@ -58,8 +58,10 @@ class RerunJob(QRunnable):
         from .loader_job import executor, in_child
         s = self.session
         check = None                            # the metadata findings, worked out after the graph is sent
+        child = False
         try:
             if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
+                child = True
                 result, notes, vg, layout, changes, number = self._in_child(executor())
                 result.graph = s.graph
                 check = lambda: _findings_then_finish(executor(), number)                     # noqa: E731
@@ -81,10 +83,10 @@ class RerunJob(QRunnable):
                 # A re-run in the child made them while it waited for the metadata pass: here, they took the GIL
                 # from the GUI thread showing the result (its start 10 ms later and its update ~15 ms longer)
         except InspectorError as e:
-            self.signals.failed.emit(str(e), "")
+            self._failed(child, str(e), "")
             return
         except Exception as e:   # a bug: the dialog carries the traceback
-            self.signals.failed.emit(f"{type(e).__name__}: {e}", traceback.format_exc())
+            self._failed(child, f"{type(e).__name__}: {e}", traceback.format_exc())
             return
         found = None             # after the graph: the user sees the pin's effect without waiting for the checker
         if check is not None:
@@ -95,15 +97,29 @@ class RerunJob(QRunnable):
                 found = [Finding("", f"checker failed: {e}")]
         self.signals.checked.emit(result, found)          # the job's last word (None: nothing was checked)
 
+    def _failed(self, child: bool, message: str, details: str) -> None:
+        if child:                       # no findings follow: the child's last step (its collector back on) must
+            from .loader_job import executor
+            from .rerun_child import finish
+            try:
+                executor().submit(finish)
+            except Exception:           # noqa: BLE001 - the child may have gone; the failure is what is shown
+                pass
+        self.signals.failed.emit(message, details)
+
     def _in_child(self, pool) -> tuple:
         """The re-run in the child process (rerun_child): it converts and sends the graph view; the view is laid
         out here while the child runs the metadata pass, then the result follows. (result, notes, ViewGraph,
         Layout, Diff, the number `findings` asks about)."""
-        from .loader_job import received
+        from .loader_job import CHILD_TURN, received
+        with CHILD_TURN:
+            return self._exchange(pool, received)
+
+    def _exchange(self, pool, received) -> tuple:
         from .rerun_child import Replaced, annotated, last_result, last_view, rerun, view_in
         s = self.session
         whole = False
-        while True:             # again whenever another window's re-run (or an open) came in between
+        while True:             # again whenever something else was sent in between (see loader_job.CHILD_TURN)
             running = pool.submit(rerun, s.path, dict(s.pins), s.options.to_dict(), s.metadata.to_dict(),
                                   None if whole else last_view())
             if self.placement is not None:      # while the child converts

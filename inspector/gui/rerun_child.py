@@ -335,12 +335,12 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     try:            # big weights are left out of the model as the window gets it: never parsed in to be cleared
         result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter(),
                            weights_over=STRIP_BYTES)
+        sent = send(view_out(graph_model.from_onnx(result.model), have))
     except Exception as e:
-        _settle()                        # no `finish` follows
+        _settle()                        # no `finish` follows (and collection must not stay off)
         if isinstance(e, InspectorError):   # as text: exception classes with custom __init__ do not unpickle
             return str(e)
         raise
-    sent = send(view_out(graph_model.from_onnx(result.model), have))
     _CONVERTED[:] = [sent[0], (result, metadata)]
     return sent
 
@@ -358,13 +358,13 @@ def annotated(number: int, have=None):
     _CONVERTED[1] = None
     try:
         outcome = metadata_pass(result, MetadataEdits.from_dict(metadata))
+        outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
+        sent = send(outcome.result, outcome.notes, diff=True, have=have)      # (big weights: left out by `rerun`)
     except Exception as e:
-        _settle()                       # no `finish` follows
+        _settle()                       # no `finish` follows (and collection must not stay off)
         if isinstance(e, InspectorError):
             return str(e)
         raise
-    outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
-    sent = send(outcome.result, outcome.notes, diff=True, have=have)      # (big weights: left out by `rerun`)
     dropped((_CHECK[:], outcome))      # the last model, and this result's objects (freed on return otherwise)
     _CHECK[:] = [sent[0], outcome.result.model]
     return sent
