@@ -150,6 +150,25 @@ def test_nasnet_pins_cross_as_changes_and_are_made_whole_as_a_full_conversion(co
     check_sequence(corpus / "keras/nasnetmobile_fp32.tflite", pool)
 
 
+def test_results_kept_as_bases_do_not_outlive_the_window_that_showed_them(tmp_path, pool):
+    """The window keeps the last results received as bases for the next one's changes: by weak reference, so a
+    result (with its TFLite graph, attached after it came) is freed with the window that showed it, and the next
+    re-run, with no base left, comes whole and is right."""
+    import gc
+    import weakref
+    path = branches(tmp_path / "b.tflite")
+    pins = pinned_sequence(path, load_model(path))
+    vg, result, notes, _ = window_reruns(path, pins[0])
+    result.graph = load_model(path)
+    gone = weakref.ref(result.graph)
+    del vg, result, notes
+    gc.collect()
+    assert gone() is None and rerun_child.last_result() is None
+    vg, result, notes, (refs, res) = window_reruns(path, pins[1])
+    assert not res.diffed()
+    same_as_full(path, pins[1], vg, result, notes)
+
+
 def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, pool):
     """Another window's send between a re-run and its pieces: `piece` answers Replaced, and the re-run job asks
     again instead of failing with a traceback."""
@@ -184,6 +203,7 @@ def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeyp
                 start.wait(timeout=60)
                 result, notes, vg, *_ = RerunJob(s)._in_child(p)
                 same_as_full(paths[k], s.pins, vg, result, notes)
+                s.result = result           # as a window shows it (the next result's base, kept while shown)
                 done[k] += 1
         except Exception as e:      # noqa: BLE001 - reported below
             start.abort()
@@ -199,7 +219,9 @@ def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeyp
     finally:
         sys.setswitchinterval(was)
     assert errors == [] and done == [2, 2]
-    assert p.calls.count("rerun") == 4          # one per pin: none replaced another's
+    # one per pin, and at most one more each when the result a window diffed against was let go in between (the
+    # other window showed its next); interleaved without turns, the limit of 40 was reached
+    assert 4 <= p.calls.count("rerun") <= 6
 
 
 def test_a_rerun_failing_in_the_window_still_ends_the_childs_rerun(qtbot, tmp_path, pool, monkeypatch):

@@ -77,9 +77,10 @@ def received(outcome) -> tuple:
     number, *objs = outcome
     top = next((o for o in objs if isinstance(o, Chunked)), None)
     key = top.key if top is not None else None
-    base = top.base if top is not None and any(o.diffed() for o in objs if isinstance(o, Chunked)) else None
+    needed = [i for i, o in enumerate(objs) if isinstance(o, Chunked) and o.diffed()]
+    base = top.base if top is not None and needed else None
     return result_in(key, base, lambda had: unpack(objs, lambda i: executor().submit(piece, number, i).result(),
-                                                   had))
+                                                   had), needed)
 
 
 PROCESS_BYTES = 64 << 20      # a file this big converts in the child too: its weights' copies hold the GIL

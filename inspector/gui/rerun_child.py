@@ -288,29 +288,38 @@ def view_in(vg) -> bool:
     return True
 
 
-_HAD: dict = {}         # (in the window) the last few results received from a `diff` send, by key
+_HAD: dict = {}         # (in the window) the last few results received from a `diff` send, by key: weak references
+                        # to them (the window's document keeps what it shows; a result kept here had its TFLite graph
+                        # and the open's view and layout alive after its window closed)
 
 
-def result_in(key, base_key, fetch_all):
+def result_in(key, base_key, fetch_all, needed=()):
     """(In the window) `fetch_all(base)` of a result sent against the one received as `base_key` (None: whole),
-    kept as `key` for the next; Replaced when that one is no longer kept (the caller asks again)."""
-    with _GOT_LOCK:
-        base = _HAD.get(base_key) if base_key is not None else None
-    if base_key is not None and base is None:
-        raise Replaced(f"result {base_key} is no longer kept")
+    kept as `key` for the next; Replaced when that one, or the part of it at an index in `needed`, is no longer
+    kept (the caller asks again, against another)."""
+    base = None
+    if base_key is not None:
+        with _GOT_LOCK:
+            refs = _HAD.get(base_key)
+            base = tuple(r() if r is not None else None for r in refs) if refs is not None else None
+            if base is None or any(base[i] is None for i in needed):
+                _HAD.pop(base_key, None)
+                raise Replaced(f"result {base_key} is no longer kept")
     got = fetch_all(base)
     if key is not None:
+        from .chunked import _ours
         with _GOT_LOCK:
-            _HAD[key] = got
+            _HAD[key] = tuple(weakref.ref(o) if _ours(o) else None for o in got)
             while len(_HAD) > 3:
                 del _HAD[next(iter(_HAD))]
     return got
 
 
 def last_result():
-    """(In the window) the key of the result received last, to send the next one against."""
+    """(In the window) the key of the result received last and still kept, to send the next one against."""
     with _GOT_LOCK:
-        return next(reversed(_HAD), None)
+        return next((k for k, refs in reversed(_HAD.items()) if refs[0] is not None and refs[0]() is not None),
+                    None)
 
 
 def last_view():
