@@ -65,10 +65,7 @@ class Chunked:
         for key, part in self.nested.items():
             state[key] = part.restore(fetch, getattr(base, key, None))
         for key, (changed, removed) in self.changed.items():
-            d = state[key] = dict(getattr(base, key))
-            d.update(changed)
-            for k in removed:
-                del d[k]
+            state[key] = applied(getattr(base, key), changed, removed)
         for key, (kind, ids) in self.big.items():
             items: list = []
             for i in ids:
@@ -96,6 +93,15 @@ def _changes(was: dict, frozen: dict, value: dict) -> tuple[dict, list]:
         missing = object()
         keys = {k for k, v in frozen.items() if was.get(k, missing) != v} | (was.keys() - frozen.keys())
     return {k: value[k] for k in keys if k in value}, [k for k in keys if k not in value]
+
+
+def applied(base: dict, changed: dict, removed) -> dict:
+    """A copy of `base` with `_changes`' changed items and removed keys applied (in the window)."""
+    d = dict(base)
+    d.update(changed)
+    for k in removed:
+        del d[k]
+    return d
 
 
 def _frozen(d: dict) -> dict:

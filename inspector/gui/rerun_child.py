@@ -236,21 +236,14 @@ def index_sent() -> None:
         _index(vg, keep=True)
 
 
-def _dict_out(old: dict, new: dict):
-    missing = object()
-    changed = {k: v for k, v in new.items() if old.get(k, missing) != v}
-    return _DIFF, changed, [k for k in old if k not in new] if len(new) - len(changed) != len(old) else []
+def _dict_out(old: dict, new: dict) -> tuple:
+    from .chunked import _changes
+    return (_DIFF, *_changes(old, new, new))         # (shapes and names: hashable values, their own frozen form)
 
 
 def _dict_in(old: dict, sent) -> dict:
-    if type(sent) is not tuple:
-        return sent
-    _, changed, removed = sent
-    new = dict(old)
-    new.update(changed)
-    for k in removed:
-        del new[k]
-    return new
+    from .chunked import applied
+    return applied(old, *sent[1:]) if type(sent) is tuple else sent
 
 
 def view_in(vg) -> bool:
