@@ -185,6 +185,21 @@ def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, p
         rerun_child.piece(rerun_child._PIECES[0] - 1, 0)
 
 
+def interleaved(target, n: int, interval: float) -> None:
+    """target(0..n-1) in n threads at once, switching between them every `interval` s (the switch interval this
+    process had is restored)."""
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(interval)
+    try:
+        threads = [threading.Thread(target=target, args=(k,)) for k in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(was)
+
+
 def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeypatch):
     """Two windows re-running through the one child at once: each exchange (rerun, its pieces, annotated, its
     pieces) ends before the other's starts (loader_job.CHILD_TURN). Interleaved, each window's send replaced the
@@ -208,16 +223,7 @@ def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeyp
         except Exception as e:      # noqa: BLE001 - reported below
             start.abort()
             errors.append(e)
-    was = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)         # the two threads interleave often
-    try:
-        threads = [threading.Thread(target=window, args=(k,)) for k in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(was)
+    interleaved(window, 2, 1e-5)
     assert errors == [] and done == [2, 2]
     # one per pin, and at most one more each when the result a window diffed against was let go in between (the
     # other window showed its next); interleaved without turns, the limit of 40 was reached
@@ -245,8 +251,6 @@ def test_a_rerun_failing_in_the_window_still_ends_the_childs_rerun(qtbot, tmp_pa
 def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypatch):
     """The loader's and two windows' re-run threads receive views at the same time: none fails, and the last four
     are kept (unlocked, two threads trimming at once deleted the same key twice)."""
-    was = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
     monkeypatch.setattr(rerun_child, "_GOT", {})
     errors = []
 
@@ -258,14 +262,7 @@ def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypa
                 rerun_child.view_in(vg)
         except Exception as e:
             errors.append(e)
-    threads = [threading.Thread(target=receive, args=(t,)) for t in range(6)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(was)
+    interleaved(receive, 6, 1e-6)
     assert errors == [] and len(rerun_child._GOT) == 4
     assert rerun_child.last_view() in rerun_child._GOT
 
