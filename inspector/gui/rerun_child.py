@@ -142,8 +142,9 @@ def leave_out_weights(result):
     in the window's process would hold the GIL for as long as copying them. `weights_left_out` tells export and
     validation to convert again (in the child, or in their worker). (A re-run's conversion leaves them out
     itself: convert's weights_over.)"""
+    from inspector.core.emit.convert import raw_length
     for t in result.model.graph.initializer:
-        if t.HasField("raw_data") and len(t.raw_data) > STRIP_BYTES:
+        if raw_length(t) > STRIP_BYTES:
             t.ClearField("raw_data")
             result.weights_left_out = True
     return result

@@ -173,10 +173,11 @@ class Reconverter:
         return self._sizes(tensor)[1]
 
     def raw_size(self, tensor) -> int:
-        """len(tensor.raw_data), once per initializer object (reading raw_data copies it)."""
+        """convert.raw_length of an initializer, once per initializer object."""
         got = self._sizes(tensor)
         if got[2] is None:
-            got[2] = len(tensor.raw_data)
+            from .convert import raw_length
+            got[2] = raw_length(tensor)
         return got[2]
 
     def _sizes(self, tensor) -> list:
