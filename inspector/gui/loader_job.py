@@ -40,7 +40,8 @@ def _executor():
             ctx.set_forkserver_preload(["inspector.core.session.pipeline", "inspector.core.emit.convert",
                                         "inspector.gui.graph_model", "inspector.gui.graph_layout",
                                         "inspector.gui.rerun_child"])
-            _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+            from .rerun_child import watch_parent
+            _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=watch_parent)
             atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
     return _EXECUTOR
 

@@ -23,6 +23,22 @@ _REPLACED: list = []                            # what a re-run replaced, freed 
 _MEMO: list = [None, None]      # (in the child) key and chunked.pack memo of the last result sent with `diff`
 
 
+def watch_parent() -> None:
+    """(In the child, as its pool starts it) end when the window's process ends: a window killed by a signal never
+    shuts its pool down, and the worker, which holds both ends of its own call queue, would wait on it for ever
+    (and keep the forkserver and resource tracker with it)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def wait() -> None:
+        from multiprocessing.connection import wait as ready
+        ready([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=wait, name="watch parent", daemon=True).start()
+
+
 def send(*objs, diff: bool = False, have=None) -> tuple:
     """What the window gets back: (number, skeletons of objs) (gui.chunked); their big parts are kept for `piece`
     until the next result is sent. With `diff` (a conversion result), the next such result can be sent as its
