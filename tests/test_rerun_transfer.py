@@ -90,20 +90,32 @@ def branches(path, n: int = 24):
 
 
 def window_reruns(path, pins: dict):
-    """A pin's two steps as RerunJob._in_child takes them: (view, result, notes, (edges that crossed as references,
-    the result's skeleton))."""
+    """A pin's three steps as RerunJob takes them: (view, result, notes, (edges that crossed as references, the
+    result's skeleton)); the result as the window has it once its metadata pass came (Session.checked)."""
     options = ConvertOptions().to_dict()
     sent = rerun_child.rerun(str(path), pins, options, {}, rerun_child.last_view())
     view = sent[1]
     edges = view.small.get("edges") or [e for i in view.big["edges"][1] for e in rerun_child._PIECES[1][i]]
     (vg,) = loader_job.received(pickle.loads(pickle.dumps(sent)))
     assert rerun_child.view_in(vg)
-    outcome = rerun_child.annotated(sent[0], rerun_child.last_result())
-    result, notes = loader_job.received(pickle.loads(pickle.dumps(outcome)))
-    rerun_child.findings(outcome[0])
+    packed = rerun_child.result_of(sent[0], rerun_child.last_result())
+    res = packed[1]
+    (result,) = loader_job.received(pickle.loads(pickle.dumps(packed)))
+    model, notes, mapping, findings = pickle.loads(pickle.dumps(rerun_child.annotated(sent[0])))
+    result.model, result.metadata_mapping = model, mapping
     rerun_child.finish()                    # the re-run's last call: the child indexes the view it sent
     assert rerun_child._INDEX[0] is next(iter(rerun_child._SENT.values()))
-    return vg, result, notes, (sum(type(e) is int for e in edges), outcome[1])
+    return vg, result, notes, (sum(type(e) is int for e in edges), res)
+
+
+def shown_by(job, pool) -> tuple:
+    """(result, notes, view) of the job's exchange with the child, its metadata pass applied as Session.checked
+    does."""
+    from inspector.gui.editing import _annotated
+    result, vg, _, _, annotating = job._in_child(pool)
+    a = _annotated(annotating.result(), result, job.session.metadata)
+    result.model, result.metadata_mapping = a.model, a.mapping
+    return result, a.notes, vg
 
 
 def same_as_full(path, pins, vg, result, notes):
@@ -178,7 +190,7 @@ def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, p
     s = Session.open(str(path))
     s.pins = {pinned_sequence(path, s.graph)[1].popitem()[0]: "keep"}
     pool.between = lambda: rerun_child.send(ViewGraph("onnx", list(range(100)), []))   # another window's
-    result, notes, vg, layout, _, _ = RerunJob(s)._in_child(pool)
+    result, notes, vg = shown_by(RerunJob(s), pool)
     assert pool.calls.count("rerun") == 2 and pool.between is None
     same_as_full(path, s.pins, vg, result, notes)
     with pytest.raises(rerun_child.Replaced):                           # what the first attempt met
@@ -216,7 +228,7 @@ def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeyp
             for pins in pinned_sequence(paths[k], s.graph)[1:3]:
                 s.pins = dict(pins)
                 start.wait(timeout=60)
-                result, notes, vg, *_ = RerunJob(s)._in_child(p)
+                result, notes, vg = shown_by(RerunJob(s), p)
                 same_as_full(paths[k], s.pins, vg, result, notes)
                 s.result = result           # as a window shows it (the next result's base, kept while shown)
                 done[k] += 1

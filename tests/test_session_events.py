@@ -15,7 +15,7 @@ from inspector.core.session.pipeline import ConvertOptions, run
 from inspector.gui.loader_job import convert_and_lay_out
 from inspector.gui.chunked import unpack
 from inspector.gui.graph_model import from_onnx
-from inspector.gui.rerun_child import annotated, piece, rerun
+from inspector.gui.rerun_child import annotated, piece, rerun, result_of
 from tests.test_session import model  # noqa: F401  (conv -> reshape -> conv, non-square)
 
 
@@ -103,10 +103,14 @@ def test_cli_window_and_child_process_run_the_same_pipeline(model):  # noqa: F81
     direct = run(load_model(model), pins, options, edits, check=False)
     number, *sent = rerun(str(model), pins, options.to_dict(), edits.to_dict())       # as the child sends it
     (vg,) = unpack(sent, lambda i: piece(number, i))
-    number, *sent = annotated(number)                   # the metadata pass, while the window lays the view out
-    child, child_notes = unpack(sent, lambda i: piece(number, i))
+    packed, *sent = result_of(number)                 # the result, while the window lays the view out
+    (shown,) = unpack(sent, lambda i: piece(packed, i))
+    before = shown.model.SerializeToString()          # shown before its metadata pass: the same nodes
+    child, child_notes, _, _ = annotated(number)        # the metadata pass, while the window shows the result
     data = s.result.model.SerializeToString()
-    assert direct.result.model.SerializeToString() == data == child.model.SerializeToString()
+    assert direct.result.model.SerializeToString() == data == child.SerializeToString() != before
+    assert [n.SerializeToString() for n in shown.model.graph.node] == \
+        [n.SerializeToString() for n in child.graph.node]
     assert direct.notes == s.notes == child_notes and any("denotation" in n for n in s.notes)
     assert vg == from_onnx(s.result.model)     # the view sent before the metadata pass is the final model's
     opened, notes, _, _ = convert_and_lay_out(load_model(model))           # the window opening the model
@@ -156,9 +160,9 @@ def test_the_childs_second_step_answers_only_the_rerun_it_follows(model):  # noq
     first = rerun(str(model), {}, options, {})
     second = rerun(str(model), {"y": "keep"}, options, {})
     assert annotated(first[0]) is None
-    number, *sent = annotated(second[0])
-    rest, notes = unpack(sent, lambda i: piece(number, i))
-    assert sum(n.op_type == "Transpose" for n in rest.model.graph.node) == 3   # the pinned run's model
+    pinned, notes, _, findings = annotated(second[0])
+    assert sum(n.op_type == "Transpose" for n in pinned.graph.node) == 3   # the pinned run's model, annotated
+    assert any("denotation" in n for n in notes) and isinstance(findings, list)
     assert annotated(second[0]) is None                                          # answered once
     bad = rerun(str(model), {}, options, MetadataEdits(types={"nowhere": "IMAGE"}).to_dict())
     assert "no tensor named 'nowhere'" in annotated(bad[0])

@@ -113,9 +113,10 @@ def _frozen(d: dict) -> dict:
 
 def pack(objs, store: list, memo: list | None = None, against: list | None = None) -> tuple:
     """Skeletons of `objs` (others as they are); their pieces are appended to `store`. With `memo` (a list), what
-    the next result's changes are worked out against is appended to it, one dict per object; with `against` (an
-    earlier result's memo), the big dicts of each object of ours are sent as their changes from it (the receiver
-    restores them with `base`, that result as it restored it)."""
+    the next result's changes are worked out against is appended to it, one entry per object (a dict for the
+    first, a conversion result; None for the others); with `against` (an earlier result's memo), the first object's
+    big dicts are sent as their changes from it (the receiver restores them with `base`, that result as it
+    restored it)."""
     out = []
     for i, o in enumerate(objs):
         if not _ours(o):
@@ -123,9 +124,10 @@ def pack(objs, store: list, memo: list | None = None, against: list | None = Non
             if memo is not None:
                 memo.append(None)
             continue
-        mine = {} if memo is not None else None
+        # only the first object (a conversion result) is ever sent against: the others' big dicts are not copied
+        mine = {} if memo is not None and i == 0 else None
         was = against[i] if against is not None and i < len(against) else None
-        out.append(Chunked(o, store, mine, was))
+        out.append(Chunked(o, store, mine, was if i == 0 else None))
         if memo is not None:
             memo.append(mine)
     return tuple(out)

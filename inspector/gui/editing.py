@@ -7,7 +7,9 @@ editor also owns the Edit menu (Undo/Redo, history), session files, autosave, Ex
 from __future__ import annotations
 
 import os
+import threading
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
@@ -20,7 +22,7 @@ from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.session.document import Session
 from inspector.core.session.events import ModelOpened, PinsChanged, PlanChanged
 from inspector.core.session.onnx_session import OnnxSession
-from inspector.core.session.pipeline import run
+from inspector.core.session.pipeline import converted, metadata_pass
 
 from . import gc_guard, graph_layout, graph_model
 from .autosave import Autosave
@@ -31,13 +33,26 @@ from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import findings_of, with_findings
 
+SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (a window
+                        # that never shows it, closed meanwhile, lets it go on after this)
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
 class RerunSignals(QObject):
     done = Signal(object, object, object, object, object)  # ConversionResult, notes, ONNX ViewGraph, Layout, Diff
-    checked = Signal(object, object)                       # that ConversionResult, its metadata findings
+    checked = Signal(object, object)                       # that ConversionResult, its Annotation (or None)
     failed = Signal(str, str)
+
+
+@dataclass
+class Annotation:
+    """What follows a re-run's repaint: the metadata pass's model and notes, and the checker's findings on it; or
+    why the pass failed (the shown result then has no metadata and is not exported)."""
+    model: object = None
+    notes: list = field(default_factory=list)
+    mapping: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    error: str = ""
 
 
 class RerunJob(QRunnable):
@@ -45,6 +60,7 @@ class RerunJob(QRunnable):
     thread; for big models in the loader's child process (see rerun_child). The conversion reuses the last one's
     pieces (`cache`, an incremental Reconverter: the same bytes as a full conversion). With a Placement, nodes the graph
     keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh.
+    The result is shown before its metadata pass: the pass's model, notes and findings follow (`checked`).
     The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
     def __init__(self, session: Session, placement: Placement | None = None, cache=None, shown=None):
@@ -52,53 +68,58 @@ class RerunJob(QRunnable):
         self.session, self.placement, self.cache = session, placement, cache
         self.shown = shown                  # (ViewGraph, Layout) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
+        self.drawn = threading.Event()      # set by the GUI thread once `done` is handled
         self.setAutoDelete(False)
 
     def run(self) -> None:
         from .loader_job import executor, in_child
         s = self.session
-        check = None                            # the metadata findings, worked out after the graph is sent
+        metadata = s.metadata                   # the decisions this run reads (the user may edit on meanwhile)
+        annotate = None                         # the metadata pass and the checker, after the graph is shown
         child = False
         try:
             if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
-                child = True
-                result, notes, vg, layout, changes, number = self._in_child(executor())
+                child = True                    # until its `finish` is queued (with `annotated`)
+                result, vg, layout, changes, annotating = self._in_child(executor())
+                child = False
                 result.graph = s.graph
-                check = lambda: _findings_then_finish(executor(), number)                     # noqa: E731
+                annotate = lambda: _annotated(annotating.result(), result, metadata)          # noqa: E731
             else:
                 if is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
                     s.convert(check=False)
-                    result, notes = with_findings(s.result), s.notes
+                    result = with_findings(s.result)
                 else:
-                    outcome = run(s.graph, s.pins, s.options, s.metadata, check=False, cache=self.cache)
-                    result, notes = outcome.result, outcome.notes
-                    check = lambda model=result.model: findings_of(model)                      # noqa: E731
+                    result = converted(s.graph, s.pins, s.options, check=False, cache=self.cache)
+                    annotate = lambda: _annotated_here(result, metadata)                       # noqa: E731
                 vg = graph_model.from_onnx(result.model)
                 layout, changes = self._lay_out(vg)
-            if check is not None:
+            notes = s.notes if annotate is None else list(result.warnings)     # the pass's follow with its model
+            if annotate is not None:
                 result.findings, result.checking = None, True       # the Metadata dock waits for them
             self.signals.done.emit(result, notes, vg, layout, changes)
-            if changes is not None:         # the overview's arrays, after the repaint (the minimap waits 120 ms
-                layout.prepare(vg, order=False)     # for a picture; an overview asking first makes them itself).
-                # A re-run in the child made them while it waited for the metadata pass: here, they took the GIL
-                # from the GUI thread showing the result (its start 10 ms later and its update ~15 ms longer)
         except InspectorError as e:
             self._failed(child, str(e), "")
             return
         except Exception as e:   # a bug: the dialog carries the traceback
             self._failed(child, f"{type(e).__name__}: {e}", traceback.format_exc())
             return
-        found = None             # after the graph: the user sees the pin's effect without waiting for the checker
-        if check is not None:
+        # Nothing here takes the GIL from the GUI thread showing the result: the metadata pass (run here, or its
+        # ~1 MB model unpickled from the child) and the overview's arrays wait until it is shown
+        self.drawn.wait(SHOW_WAIT)
+        if changes is not None:             # the overview's arrays (the minimap waits 120 ms for a picture; an
+            layout.prepare(vg, order=False)     # overview asking first makes them itself)
+        annotation = None
+        if annotate is not None:
             try:
-                found = check()
-            except Exception as e:          # the checker is advice (the child process may have gone)
-                from inspector.core.metadata.findings import Finding
-                found = [Finding("", f"checker failed: {e}")]
-        self.signals.checked.emit(result, found)          # the job's last word (None: nothing was checked)
+                annotation = annotate()
+            except InspectorError as e:
+                annotation = Annotation(error=str(e))
+            except Exception as e:          # noqa: BLE001 - a bug, or the child process has gone
+                annotation = Annotation(error=f"{type(e).__name__}: {e}")
+        self.signals.checked.emit(result, annotation)     # the job's last word (None: nothing follows)
 
     def _failed(self, child: bool, message: str, details: str) -> None:
-        if child:                       # no findings follow: the child's last step (its collector back on) must
+        if child:                       # no `annotated` follows: the child's last step (its collector back on)
             from .loader_job import executor
             from .rerun_child import finish
             try:
@@ -109,14 +130,14 @@ class RerunJob(QRunnable):
 
     def _in_child(self, pool) -> tuple:
         """The re-run in the child process (rerun_child): it converts and sends the graph view; the view is laid
-        out here while the child runs the metadata pass, then the result follows. (result, notes, ViewGraph,
-        Layout, Diff, the number `findings` asks about)."""
+        out here while the child packs the result. (result, ViewGraph, Layout, Diff, the future of the `annotated`
+        step, queued with `finish` behind it before another window's exchange can start)."""
         from .loader_job import CHILD_TURN, received
         with CHILD_TURN:
             return self._exchange(pool, received)
 
     def _exchange(self, pool, received) -> tuple:
-        from .rerun_child import Replaced, annotated, last_result, last_view, rerun, view_in
+        from .rerun_child import Replaced, annotated, finish, last_result, last_view, rerun, result_of, view_in
         s = self.session
         whole = False
         while True:             # again whenever something else was sent in between (see loader_job.CHILD_TURN)
@@ -134,19 +155,18 @@ class RerunJob(QRunnable):
             if not view_in(vg):             # sent against a view no longer kept here: again, whole
                 whole = True
                 continue
-            annotating = pool.submit(annotated, sent[0], last_result())
-            layout, changes = self._lay_out(vg)
-            if changes is not None and not annotating.done():
-                layout.prepare(vg, order=False)     # the overview's arrays (see run), while the child annotates
-            outcome = annotating.result()
-            if outcome is None:
+            packing = pool.submit(result_of, sent[0], last_result())
+            layout, changes = self._lay_out(vg)         # while the child packs the result
+            packed = packing.result()
+            if packed is None:
                 continue
-            if isinstance(outcome, str):
-                raise InspectorError(outcome)
             try:
-                return (*received(outcome), vg, layout, changes, outcome[0])
+                (result,) = received(packed)
             except Replaced:
                 continue
+            annotating = pool.submit(annotated, sent[0])
+            pool.submit(finish)             # runs even when this thread stops waiting, before any later re-run
+            return result, vg, layout, changes, annotating
 
     def _lay_out(self, vg) -> tuple:
         """(Layout, live_layout.Diff or None): with a Placement, nodes the graph keeps stay where they were; without
@@ -155,6 +175,29 @@ class RerunJob(QRunnable):
         live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
         layout = p.layout(vg) if live else graph_layout.compute(vg).prepare(vg)    # (prepared: a new scene's order)
         return layout, diff(*self.shown, vg, layout) if live else None
+
+
+def _annotated(outcome, result, metadata) -> Annotation:
+    """The child's `annotated` answer as an Annotation (run here when another re-run replaced it there)."""
+    if outcome is None:
+        return _annotated_here(result, metadata)
+    if isinstance(outcome, str):
+        raise InspectorError(outcome)
+    model, notes, mapping, findings = outcome
+    return Annotation(model, notes, mapping, findings)
+
+
+def _annotated_here(result, metadata) -> Annotation:
+    """The metadata pass and the checker on a copy of the result's model: the window reads the shown one
+    meanwhile (a copy is ~3 ms on NASNet's 21 MB)."""
+    import copy
+
+    import onnx
+    r = copy.copy(result)
+    r.model = onnx.ModelProto()
+    r.model.CopyFrom(result.model)
+    notes = metadata_pass(r, metadata).notes
+    return Annotation(r.model, notes, r.metadata_mapping, findings_of(r.model))
 
 
 class AutosaveJob(QRunnable):
@@ -517,10 +560,15 @@ class Editor(QObject):
         self._running.add(job)
         self.pool.start(job)
 
-    def _checked(self, job, result, findings) -> None:
+    def _checked(self, job, result, annotation) -> None:
         self._running.discard(job)
-        if findings is not None and self.session is not None:
-            self.session.checked(result, findings)      # ignored unless it is still the result shown
+        if annotation is None or self.session is None:
+            return
+        a = annotation                  # ignored unless it is still the result shown
+        if self.session.checked(result, a.findings, a.model, a.notes, a.mapping, a.error) and a.error:
+            self.window.statusBar().showMessage(f"Metadata pass failed: {a.error.splitlines()[0]}", 15000)
+            self.window.error("The metadata pass failed", a.error + "\n\nThe graph shown has no metadata and "
+                              "cannot be exported: undo (Ctrl+Z) the last edit to go back.")
 
     def _placement(self) -> Placement | None:
         """Where the ONNX graph's nodes are now (kept across re-runs so undo puts them back)."""
@@ -545,9 +593,12 @@ class Editor(QObject):
         return True
 
     def _rerun_done(self, job, result, notes, vg, layout, live) -> None:
-        if self._next(job):
-            self.window.show_result(self.session, result, notes, vg, layout, live)
-            gc_guard.settle()               # a full collection would scan the new graph once more (~0.1 s, 10k ops)
+        try:
+            if self._next(job):
+                self.window.show_result(self.session, result, notes, vg, layout, live)
+                gc_guard.settle()           # a full collection would scan the new graph once more (~0.1 s, 10k ops)
+        finally:
+            job.drawn.set()                 # its worker annotates now
 
     def _rerun_failed(self, job, message: str, details: str) -> None:
         self._running.discard(job)
@@ -663,12 +714,3 @@ class Editor(QObject):
 def _mtime(p: Path) -> str:
     import datetime
     return datetime.datetime.fromtimestamp(p.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _findings_then_finish(pool, number: int):
-    """The child's findings for re-run `number`; its `finish` is queued behind them at once, so that it runs even
-    when this thread stops waiting, and before any later re-run."""
-    from .rerun_child import findings, finish
-    found = pool.submit(findings, number)
-    pool.submit(finish)
-    return found.result()

@@ -11,7 +11,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
-from inspector.core.session.events import Exported, ModelOpened, PlanChanged
+from inspector.core.session.events import Exported, FindingsChecked, ModelOpened, PlanChanged
 
 from . import export, gc_guard, graph_layout, graph_model
 from .document import Document
@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self._build()
         self.views.subscribe(self._model_opened, ModelOpened)      # first: the panels after read self.doc
         self.views.subscribe(self._plan_changed, PlanChanged)
+        self.views.subscribe(self._annotated, FindingsChecked)
         self.views.subscribe(self._exported, Exported)
         from .editing import Editor          # pins, metadata, undo, session files, export, validation
         self.editor = Editor(self)
@@ -435,6 +436,14 @@ class MainWindow(QMainWindow):
             scene.select(nodes, tensors)
         finally:
             self._syncing = False
+
+    def _annotated(self, _e) -> None:
+        """A re-run's metadata pass came after its graph: the document takes its model and notes (Details shows
+        the model's types)."""
+        s = self.views.session
+        if self.doc is not None and s is not None and self.doc.result is s.result and s.result is not None:
+            self.doc.model, self.doc.notes = s.result.model, list(s.notes)
+            self.refresh_details()
 
     def refresh_details(self) -> None:
         """Details of the current selection, from the current document (after a re-run, pin or undo)."""

@@ -2,8 +2,10 @@
 would freeze the window if it ran in a thread. Qt-free, so the child never imports Qt.
 
 The child keeps the last model it read (keyed by path, size and mtime), so a pin after the first re-run reads
-nothing; it runs the same pipeline as the Session (session.pipeline), in two calls: `rerun` converts and sends the
-ONNX graph view, which the window lays out while `annotated` runs the metadata pass. The result comes back without
+nothing; it runs the same pipeline as the Session (session.pipeline), in three calls: `rerun` converts and sends the
+ONNX graph view, which the window lays out while `result_of` packs the conversion result, which the window shows while
+`annotated` runs the metadata pass and the checker (their model, notes and findings follow the repaint). The result
+comes back without
 its source graph (the window re-attaches its own), without a layout (the window places the graph where the last one
 was) and without the data of big weights; big models also export here (export): their weights are never serialised in the
 window's process.
@@ -166,23 +168,10 @@ def leave_out_weights(result):
     return result
 
 
-_CHECK: list = [0, None]        # (number of the last re-run sent, its model)
-
-
-def findings(number: int) -> list | None:
-    """findings_of re-run `number`'s model (None when a newer re-run replaced it); the checks read no weight's data
-    (denotation.shape_view), which a re-run's model is without. A re-run is sent before its metadata is checked:
-    the window draws the graph meanwhile. The window submits `finish` with it, to run next."""
-    if number != _CHECK[0]:
-        return None
-    return findings_of(_CHECK[1])
-
-
 def finish() -> None:
-    """A re-run's last step, submitted with `findings` so that it runs after it, whatever findings did: what the
-    re-run keeps is settled here (_settle), not in `rerun` or `annotated`, which the window waits for before it
-    repaints, nor in `findings`, whose answer the Metadata dock waits for (the settle's collection is ~40-70 ms on
-    10,000 ops)."""
+    """A re-run's last step, submitted with `annotated` so that it runs after it, whatever that did: what the
+    re-run keeps is settled here (_settle), not in `rerun`, which the window waits for before it repaints, nor in
+    `annotated`, whose answer the Metadata dock waits for (the settle's collection is ~40-70 ms on 10,000 ops)."""
     index_sent()
     _settle()
 
@@ -338,14 +327,14 @@ def last_view():
         return next(reversed(_GOT), None)
 
 
-_CONVERTED: list = [0, None]   # (number of the view sent by `rerun`, its ConversionResult and metadata edits)
+_CONVERTED: list = [0, None]   # (number of the re-run sent by `rerun`, its ConversionResult and metadata edits)
 
 
 def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     """A re-run's first step: convert, and send the ONNX ViewGraph as `send` packs it (or the error's message),
-    against the window's view `have` (view_out).
-    The window lays the graph out while `annotated` runs the metadata pass here: the two processes overlap
-    (the metadata pass changes no node, value or shape the view shows)."""
+    against the window's view `have` (view_out). The window lays the graph out while `result_of` packs the
+    ConversionResult here, and shows it while `annotated` runs the metadata pass: the processes overlap (the
+    metadata pass changes no node, value or shape)."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.session.pipeline import ConvertOptions, converted
 
@@ -364,29 +353,40 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     return sent
 
 
-def annotated(number: int, have=None):
-    """A re-run's second step: the metadata pass on re-run `number`'s model; (ConversionResult without graph and
-    findings, notes) as `send` packs them (the window calls loader_job.received, then `findings`), the error's
-    message, or None when another re-run replaced it. Sent as its changes from the result the window `have`s."""
+def result_of(number: int, have=None):
+    """A re-run's second step: re-run `number`'s ConversionResult, its model before the metadata pass and without
+    its source graph (the window re-attaches its own), as `send` packs it against the result the window `have`s;
+    None when another re-run replaced it."""
+    if number != _CONVERTED[0] or _CONVERTED[1] is None:
+        return None
+    converted = _CONVERTED[1][0]
+    graph, converted.graph = converted.graph, None
+    try:
+        sent = send(converted, diff=True, have=have)
+    finally:
+        converted.graph = graph                         # (the metadata pass reads it)
+    return sent
+
+
+def annotated(number: int):
+    """A re-run's last step, submitted with `finish` behind it: the metadata pass on re-run `number`'s model and
+    the checker's findings on it, as (model, notes, metadata mapping, findings); the error's message; or None when
+    another re-run replaced it (the window then runs the pass itself). The model's bytes were sent by `rerun`
+    already: the pass changes its inputs' and outputs' types and its properties, so it crosses whole (~1 MB on
+    10,000 ops, without its big weights)."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.pipeline import metadata_pass
     if number != _CONVERTED[0] or _CONVERTED[1] is None:
-        return None                     # another window's re-run came in between: the caller runs again
+        return None
     result, metadata = _CONVERTED[1]
     _CONVERTED[1] = None
     try:
         outcome = metadata_pass(result, MetadataEdits.from_dict(metadata))
-        outcome.result.graph, outcome.result.findings = None, None       # findings: asked for next (`findings`)
-        sent = send(outcome.result, outcome.notes, diff=True, have=have)      # (big weights: left out by `rerun`)
-    except Exception as e:
-        _settle()                       # no `finish` follows (and collection must not stay off)
-        if isinstance(e, InspectorError):
-            return str(e)
-        raise
-    dropped((_CHECK[:], outcome))      # the last model, and this result's objects (freed on return otherwise)
-    _CHECK[:] = [sent[0], outcome.result.model]
-    return sent
+    except InspectorError as e:
+        return str(e)
+    dropped(outcome)                    # freed by `finish`, not while the window waits
+    return result.model, outcome.notes, result.metadata_mapping, findings_of(result.model)
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:

@@ -143,11 +143,18 @@ class Session:
         self.publish(PlanChanged(result, change))
         return change
 
-    def checked(self, result, findings: list) -> bool:
-        """The metadata checker's findings on `result`, computed elsewhere after it was shown; kept (and published)
-        only while it is still this Session's result, so an older run's findings never pass for the current."""
+    def checked(self, result, findings: list, model=None, notes=None, mapping=None, error: str = "") -> bool:
+        """What follows a result shown before its metadata pass (the window's re-runs): the pass's `model`, `notes`
+        and metadata `mapping`, and the checker's findings on it; or the pass's `error` (the result is then not
+        exported). Kept (and published) only while it is still this Session's result, so an older run's never
+        pass for the current."""
         if result is not self.result:
             return False
+        if model is not None:
+            result.model, result.metadata_mapping = model, mapping if mapping is not None else []
+        if notes is not None:
+            self.notes = list(notes)
+        self.error = error
         result.findings = findings
         self.publish(FindingsChecked(findings))
         return True
@@ -179,6 +186,9 @@ class Session:
         from inspector.core.metadata.lint import gate
         if self.result is None:
             self.convert()
+        if self.error:
+            raise InspectorError(f"the last re-run's metadata pass failed ({self.error}): undo the edit that "
+                                 "caused it, then export")
         for f in gate(self.result.model, self.target):
             if f"warning: {f.message}" not in self.notes:
                 self.notes.append(f"warning: {f.message}")

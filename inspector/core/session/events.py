@@ -48,8 +48,9 @@ class PlanChanged:
 
 @dataclass(frozen=True)
 class FindingsChecked:
-    """The metadata checker's findings on session.result (result.findings) arrived after its PlanChanged: the
-    window shows a re-run's graph first and checks its metadata right after."""
+    """A re-run's metadata pass (session.result.model, session.notes) and the checker's findings on it
+    (result.findings) arrived after its PlanChanged: the window shows a re-run's graph first and annotates and
+    checks its model right after (session.error: why that pass failed, if it did)."""
     findings: Any
 
 
