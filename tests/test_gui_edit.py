@@ -422,12 +422,12 @@ def test_big_models_rerun_in_a_child_process(qtbot, window, model, monkeypatch):
     monkeypatch.setattr(loader_job, "executor", lambda: calls.append(1) or real())
     w.editor.pin("y", "keep")
     settle(qtbot, w)
-    assert calls == [1, 1] and s.result.graph is s.graph         # the re-run, then its findings; the result
-    assert s.result.findings is not None                          # re-attached to the window's graph
+    assert calls == [1] and s.result.graph is s.graph        # one exchange: view, result, metadata pass and
+    assert s.result.findings is not None                    # findings; the result re-attached to the window's graph
     assert w.doc.result is s.result and s.result.transposes == 3
     assert w.statusBar().currentMessage() == "1 Transpose added, 3 conflicts left"
     w.editor.metadata.types["x"].set_value("IMAGE")
     w.editor.metadata._set_type("x", "IMAGE")
     settle(qtbot, w)
     x = next(vi for vi in s.result.model.graph.input if vi.name == "x")
-    assert x.type.denotation == "IMAGE" and calls == [1] * 4
+    assert x.type.denotation == "IMAGE" and calls == [1] * 2     # the pass's model replaced the one shown first

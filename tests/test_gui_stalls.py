@@ -201,9 +201,14 @@ def test_the_metadata_dock_is_rebuilt_after_the_graph_and_greyed_until_then(qtbo
     assert "one more note" in "".join(lb.text() for lb in panel.findChildren(QLabel))
 
 
+def denoted(model) -> bool:
+    return any(vi.type.denotation or any(d.denotation for d in vi.type.tensor_type.shape.dim)
+               for vi in model.graph.input)
+
+
 def test_a_pin_shows_the_graph_before_its_findings_and_never_stale_ones(qtbot, window, corpus):
-    """The metadata checker runs after the re-run's graph is sent; until its findings arrive the Metadata dock
-    cannot be used, and findings of a result no longer shown are dropped."""
+    """The metadata pass and checker run after the re-run's graph is shown; until their model and findings arrive
+    the Metadata dock cannot be used, and those of a result no longer shown are dropped."""
     from inspector.core.session.events import FindingsChecked, PlanChanged
     w = window
     s = open_model(qtbot, w, corpus / MODEL)
@@ -215,12 +220,15 @@ def test_a_pin_shows_the_graph_before_its_findings_and_never_stale_ones(qtbot, w
         body = panel.scroll.widget()
         # usable: enabled, or rebuilt from the event loop's next turn (with the findings, if they came first)
         usable = body.isEnabled() or (panel.pending and s.result.findings is not None)
-        seen.append((type(e), s.result.findings is None, usable, w.editor.drawn, bool(w.editor._running)))
+        seen.append((type(e), s.result.findings is None, usable, w.editor.drawn, bool(w.editor._running),
+                     denoted(s.result.model), w.doc.model is s.result.model))
     s.subscribe(heard, PlanChanged, FindingsChecked)
+    assert denoted(s.result.model)
     assert w.editor.pin(w.editor.pin_name(mid_conv_output(s.graph.main)), "keep")
     settle(qtbot, w)
-    assert seen == [(PlanChanged, True, False, True, True),      # graph shown, dock greyed, findings to come
-                    (FindingsChecked, False, True, True, False)]
+    # graph shown, dock greyed, the model without its metadata pass; then the pass's model and the findings
+    assert seen == [(PlanChanged, True, False, True, True, False, True),
+                    (FindingsChecked, False, True, True, False, True, True)]
     assert panel.scroll.widget().isEnabled()
     assert [repr(f) for f in s.result.findings] == [repr(f) for f in panel.found]
     old = s.result
@@ -611,3 +619,31 @@ def test_a_placement_made_later_reads_the_graph_when_first_used_and_places_alike
     now, later = Placement(old, lay).layout(new), Placement(old, lay, later=True).layout(new)
     assert (later.pos, later.routes, later.width, later.height) == (now.pos, now.routes, now.width, now.height)
     assert later.pos[:2] == lay.pos[:2] and later.pos[3] == lay.pos[2]       # the kept nodes did not move
+
+
+def test_a_metadata_pass_failing_after_the_graph_is_shown_is_said_and_blocks_export(qtbot, window, corpus,
+                                                                                    monkeypatch, tmp_path):
+    """The re-run's graph is shown before its metadata pass; when the pass then fails, the window says so and the
+    result shown (without metadata) is not exported; the next re-run that passes clears it."""
+    from inspector.core.ir.errors import InspectorError, MetadataError
+    from inspector.gui import editing
+    w = window
+    s = open_model(qtbot, w, corpus / MODEL)
+    real = editing.metadata_pass
+
+    def failing(result, metadata):
+        raise MetadataError("made to fail")
+    monkeypatch.setattr(editing, "metadata_pass", failing)
+    name = w.editor.pin_name(mid_conv_output(s.graph.main))
+    assert w.editor.pin(name, "keep")
+    settle(qtbot, w)
+    assert "made to fail" in w.last_error and s.error and not denoted(s.result.model)
+    assert s.result.findings == [] and not (tmp_path / "m.onnx").exists()
+    with pytest.raises(InspectorError, match="metadata pass failed"):
+        s.export(str(tmp_path / "m.onnx"))
+    monkeypatch.setattr(editing, "metadata_pass", real)
+    w.editor.stack.undo()
+    settle(qtbot, w)
+    assert not s.error and denoted(s.result.model)
+    s.export(str(tmp_path / "m.onnx"))
+    assert (tmp_path / "m.onnx").stat().st_size > 0

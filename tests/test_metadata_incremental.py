@@ -250,10 +250,11 @@ gc.collect()
 for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]: "NCHW"}}, {{}}):
     sent = rc.rerun(path, pins, {{}}, {{}})
     assert not gc.isenabled()                      # no automatic collection while the window waits...
-    annotated = rc.annotated(sent[0])
-    assert annotated[0] > sent[0] and not gc.isenabled()
+    packed = rc.result_of(sent[0])
+    assert packed[0] > sent[0] and not gc.isenabled()
     assert rc._REPLACED                            # what they replaced is freed later, not while the window waits
-    assert rc.findings(annotated[0]) is not None     # the Metadata dock's answer waits for no collection...
+    model, notes, mapping, findings = rc.annotated(sent[0])
+    assert findings is not None                    # the Metadata dock's answer waits for no collection...
     assert rc._REPLACED and not gc.isenabled()
     rc.finish()
     assert not rc._REPLACED and gc.isenabled() and gc.get_freeze_count() > 0     # ...then what it keeps is frozen
@@ -275,8 +276,8 @@ print(frozen, gc.collect())                      # ...and nothing it replaced wa
 def test_the_childs_reruns_freeze_what_they_keep_and_leave_no_cyclic_garbage(tmp_path):
     """rerun_child._settle: the re-run child's collector skips what a re-run keeps (its full collections scanned the
     whole model each re-run); frozen objects in reference cycles would never be freed, so the sequence of pins and
-    undos must leave none behind. Automatic collection is off from a re-run's start until its last step (finish, after findings),
-    and back on after a re-run that failed (no findings follows it)."""
+    undos must leave none behind. Automatic collection is off from a re-run's start until its last step (finish, after the metadata
+    pass and findings), and back on after a re-run that failed (no findings follows it)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -299,6 +300,7 @@ def test_a_rerun_called_in_this_process_freezes_nothing(tmp_path):
     generated(path, 4)
     before = gc.get_freeze_count()
     sent = rc.rerun(str(path), {}, {}, {})
+    rc.result_of(sent[0])
     rc.annotated(sent[0])
     assert gc.get_freeze_count() == before
 
