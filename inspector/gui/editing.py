@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton,
                                QToolBar, QUndoView)
@@ -35,6 +35,7 @@ from .rerun_child import findings_of, with_findings
 
 SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (a window
                         # that never shows it, closed meanwhile, lets it go on after this)
+RELEASE_POLL_MS = 5
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
@@ -598,7 +599,16 @@ class Editor(QObject):
                 self.window.show_result(self.session, result, notes, vg, layout, live)
                 gc_guard.settle()           # a full collection would scan the new graph once more (~0.1 s, 10k ops)
         finally:
-            job.drawn.set()                 # its worker annotates now
+            self._release(job)
+
+    def _release(self, job) -> None:
+        """Let the job's worker go on (the metadata pass, or its model from the child, and the overview's arrays)
+        once the scenes are complete: they took the GIL from the re-indexing slices and the repaint (10k pin: the
+        repaint 15-20 -> 60-70 ms after the result was shown)."""
+        if self.window.idle or job.drawn.is_set():
+            job.drawn.set()
+        else:
+            QTimer.singleShot(RELEASE_POLL_MS, lambda: self._release(job))
 
     def _rerun_failed(self, job, message: str, details: str) -> None:
         self._running.discard(job)
