@@ -35,7 +35,7 @@ from .rerun_child import findings_of, with_findings
 
 SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (a window
                         # that never shows it, closed meanwhile, lets it go on after this)
-RELEASE_POLL_MS = 5
+RELEASE_POLL_MS, RELEASE_TURNS = 5, 40
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
@@ -599,16 +599,21 @@ class Editor(QObject):
                 self.window.show_result(self.session, result, notes, vg, layout, live)
                 gc_guard.settle()           # a full collection would scan the new graph once more (~0.1 s, 10k ops)
         finally:
-            self._release(job)
+            from .graph_model import ONNX
+            view = self.window.panes[ONNX].main_view
+            self._release(job, view, view.paints if view is not None else 0)
 
-    def _release(self, job) -> None:
+    def _release(self, job, view, paints: int, turn: int = 0) -> None:
         """Let the job's worker go on (the metadata pass, or its model from the child, and the overview's arrays)
-        once the scenes are complete: they took the GIL from the re-indexing slices and the repaint (10k pin: the
-        repaint 15-20 -> 60-70 ms after the result was shown)."""
-        if self.window.idle or job.drawn.is_set():
+        once the scenes are complete and the ONNX pane has painted the result (at most RELEASE_TURNS polls): they
+        took the GIL from the re-indexing slices and the repaint (NASNet: the repaint 40 ms later)."""
+        if job.drawn.is_set():
+            return
+        painted = view is None or not view.isVisible() or view.paints > paints
+        if (self.window.idle and painted) or turn >= RELEASE_TURNS:
             job.drawn.set()
         else:
-            QTimer.singleShot(RELEASE_POLL_MS, lambda: self._release(job))
+            QTimer.singleShot(RELEASE_POLL_MS, lambda: self._release(job, view, paints, turn + 1))
 
     def _rerun_failed(self, job, message: str, details: str) -> None:
         self._running.discard(job)

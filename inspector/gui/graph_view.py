@@ -432,6 +432,7 @@ class GraphView(QGraphicsView):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self._overview_key = self._overview_image = None
+        self.paints = 0                     # paint events so far
         self.auto = False                   # True while the opening placement stands (re-applied on resize)
         # re-applied from the event loop: inside resizeEvent the scroll ranges are still the old size's
         self._replace = QTimer(self, singleShot=True, interval=0, timeout=lambda: self.auto and self.initial())
@@ -454,6 +455,7 @@ class GraphView(QGraphicsView):
                 and self.transform().m11() < self.OVERVIEW_SCALE)
 
     def paintEvent(self, event):
+        self.paints += 1                    # (a re-run's worker waits for the first paint of its result)
         if not self.overview():
             super().paintEvent(event)
             return
