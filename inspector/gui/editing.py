@@ -33,8 +33,8 @@ from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import findings_of, with_findings
 
-SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (a window
-                        # that never shows it, closed meanwhile, lets it go on after this)
+SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (the GUI
+                        # thread sets it before it blocks on the pool: Editor._unblock; this bounds a bug)
 RELEASE_POLL_MS, RELEASE_TURNS = 5, 40
 SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
@@ -50,7 +50,7 @@ class Annotation:
     """What follows a re-run's repaint: the metadata pass's model and notes, and the checker's findings on it; or
     why the pass failed (the shown result then has no metadata and is not exported)."""
     model: object = None
-    notes: list = field(default_factory=list)
+    notes: list | None = None           # None: the Session keeps its notes (the converter's warnings)
     mapping: list = field(default_factory=list)
     findings: list = field(default_factory=list)
     error: str = ""
@@ -69,7 +69,9 @@ class RerunJob(QRunnable):
         self.session, self.placement, self.cache = session, placement, cache
         self.shown = shown                  # (ViewGraph, Layout) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
-        self.drawn = threading.Event()      # set by the GUI thread once `done` is handled
+        self.drawn = threading.Event()      # set by the GUI thread once `done` is shown and painted
+        self.dropped = False                # set by the GUI thread: a newer re-run replaced this one's result
+        self.waited_out = False             # the wait for `drawn` ran out (tests: it never should)
         self.setAutoDelete(False)
 
     def run(self) -> None:
@@ -104,13 +106,16 @@ class RerunJob(QRunnable):
         except Exception as e:   # a bug: the dialog carries the traceback
             self._failed(child, f"{type(e).__name__}: {e}", traceback.format_exc())
             return
-        # Nothing here takes the GIL from the GUI thread showing the result: the metadata pass (run here, or its
-        # ~1 MB model unpickled from the child) and the overview's arrays wait until it is shown
-        self.drawn.wait(SHOW_WAIT)
+        if annotate is None and changes is None:
+            self.signals.checked.emit(result, None)
+            return
+        # The metadata pass run here and the overview's arrays wait until the result is shown and painted: they
+        # took the GIL from the GUI thread (the child's answer is unpickled by the executor's thread as it comes)
+        self.waited_out = not self.drawn.wait(SHOW_WAIT)
         if changes is not None:             # the overview's arrays (the minimap waits 120 ms for a picture; an
             layout.prepare(vg, order=False)     # overview asking first makes them itself)
         annotation = None
-        if annotate is not None:
+        if annotate is not None and not self.dropped:
             try:
                 annotation = annotate()
             except InspectorError as e:
@@ -450,6 +455,7 @@ class Editor(QObject):
 
     def close(self) -> None:
         self.validation.cancel()
+        self._unblock()
         self.pool.waitForDone(30_000)
         self.flush()
 
@@ -568,8 +574,9 @@ class Editor(QObject):
         a = annotation                  # ignored unless it is still the result shown
         if self.session.checked(result, a.findings, a.model, a.notes, a.mapping, a.error) and a.error:
             self.window.statusBar().showMessage(f"Metadata pass failed: {a.error.splitlines()[0]}", 15000)
-            self.window.error("The metadata pass failed", a.error + "\n\nThe graph shown has no metadata and "
-                              "cannot be exported: undo (Ctrl+Z) the last edit to go back.")
+            self.window.error("The metadata pass failed", a.error + "\n\nThe graph shown carries no metadata "
+                              "(denotations, Image fields, your edits) and is not exported as it is: undo (Ctrl+Z) "
+                              "the last edit to go back.")
 
     def _placement(self) -> Placement | None:
         """Where the ONNX graph's nodes are now (kept across re-runs so undo puts them back)."""
@@ -598,6 +605,8 @@ class Editor(QObject):
             if self._next(job):
                 self.window.show_result(self.session, result, notes, vg, layout, live)
                 gc_guard.settle()           # a full collection would scan the new graph once more (~0.1 s, 10k ops)
+            else:
+                job.dropped = True          # its metadata pass would be thrown away
         finally:
             from .graph_model import ONNX
             view = self.window.panes[ONNX].main_view
@@ -627,9 +636,16 @@ class Editor(QObject):
         """Block until re-runs are shown with their findings and autosaves are written (export and save want the
         latest result); a pending autosave is waited for, not spun on."""
         while not self.idle:
+            self._unblock()
             self.pool.waitForDone(timeout_ms)
             self.flush()
             QApplication.processEvents()
+
+    def _unblock(self) -> None:
+        """Before the GUI thread blocks on the pool: its jobs' workers must not wait for a paint that cannot come
+        (their results are shown once the pool is done)."""
+        for job in self._running:
+            job.drawn.set()
 
     # ---- session files and autosave ------------------------------------------------------------------------
     def save_session(self, path: str | None = None) -> str | None:

@@ -371,9 +371,9 @@ def result_of(number: int, have=None):
 def annotated(number: int):
     """A re-run's last step, submitted with `finish` behind it: the metadata pass on re-run `number`'s model and
     the checker's findings on it, as (model, notes, metadata mapping, findings); the error's message; or None when
-    another re-run replaced it (the window then runs the pass itself). The model's bytes were sent by `rerun`
-    already: the pass changes its inputs' and outputs' types and its properties, so it crosses whole (~1 MB on
-    10,000 ops, without its big weights)."""
+    another re-run replaced it (the window then runs the pass itself). `result_of` sent the model already: the
+    pass changes its inputs' and outputs' types and its properties, so it crosses again, whole (~1 MB on 10,000
+    ops, without its big weights)."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.pipeline import metadata_pass

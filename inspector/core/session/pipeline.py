@@ -51,8 +51,8 @@ def run(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = 
 
 def converted(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = ConvertOptions(),
               check: bool = True, cache=None, weights_over: int | None = None):
-    """run's first step: the ConversionResult, its model without the metadata pass (the window's child process
-    sends the graph view of it, and runs metadata_pass while the window lays that out). `weights_over`: see
+    """run's first step: the ConversionResult, its model without the metadata pass (the window shows it, and
+    runs metadata_pass after, in a worker or its child process). `weights_over`: see
     emit.convert.convert (a result only viewed and annotated)."""
     from inspector.core.emit.convert import convert
     return convert(graph, pins=dict(pins or {}), check=check, cache=cache, weights_over=weights_over,
