@@ -21,6 +21,17 @@ def same(a, b) -> None:
     assert [(c.tensor, c.op, c.kind, c.reason, c.node) for c in a.result.plan.conflicts] == \
         [(c.tensor, c.op, c.kind, c.reason, c.node) for c in b.result.plan.conflicts]
     assert a.notes == b.notes and a.result.plan.perms == b.result.plan.perms
+    same_plan(a.result.plan, b.result.plan)
+    assert a.result.categories == b.result.categories and a.result.warnings == b.result.warnings
+
+
+def same_plan(p, q) -> None:
+    """Every table of the plan, in the same order (a re-plan updates the last plan's copies), its Conflicts and
+    its Transposes and bound (the method's words count the parts a re-plan searched, not all of them)."""
+    for f in ("perms", "why", "inputs", "produced", "outputs", "io_rules", "pins"):
+        assert list(getattr(p, f).items()) == list(getattr(q, f).items()), f
+    assert [vars(c) for c in p.conflicts] == [vars(c) for c in q.conflicts]
+    assert (p.optimality.transposes, p.optimality.bound) == (q.optimality.transposes, q.optimality.bound)
 
 
 @pytest.mark.parametrize("name", ["keras/nasnetmobile_fp32.tflite", "torch/mobilenet_v2_w050.tflite",

@@ -141,7 +141,8 @@ def test_a_replan_from_the_last_problem_chooses_what_a_fresh_one_does(steps, pin
     solved from its plan (exact.resolve: greedy and the search only around the change) give the very modes a fresh
     problem and solve give, so an incremental re-conversion writes a full conversion's bytes."""
     from inspector.core.emit.convert import _op_table, fold_constants, resolve_pins
-    from inspector.core.layout.propagation import problem
+    from inspector.core.layout.propagation import assemble, problem
+    from tests.test_incremental import same_plan
     graph = read_tflite_bytes(build(steps, h=2, w=5, c=3), "m.tflite")
     sg = graph.main
     folded, constants = fold_constants(sg)
@@ -158,5 +159,7 @@ def test_a_replan_from_the_last_problem_chooses_what_a_fresh_one_does(steps, pin
             got = E.resolve(cur, prev, float("inf"), S.greedy)
             if got is not None:                 # None: a part too wide for the search (HiGHS's then)
                 assert got[0] == S.solve(fresh, FOREVER)[0]
-        assert S.solve(cur, FOREVER, previous=prev)[0] == S.solve(fresh, FOREVER)[0]
+        got, want = S.solve(cur, FOREVER, previous=prev), S.solve(fresh, FOREVER)
+        assert got[0] == want[0] and (got[1].transposes, got[1].bound) == (want[1].transposes, want[1].bound)
+        same_plan(assemble(cur, *got), assemble(fresh, *want))   # the tables updated from prev's: the same
         prev = cur

@@ -102,6 +102,13 @@ class Problem:
     _demands: dict | None = field(default=None, repr=False)
     _graph: list = field(default_factory=list, repr=False)         # graph_facts(), shared by reuse
     solution: dict | None = None        # the choice solve() made, when exact.resolve may start from it
+    # After a re-plan from `reuse` (_rebuild): the ops whose modes, inputs' candidates or output pins may differ
+    # from reuse's (every other op's are the same), and reuse's kept figures (its lower bound's, its solution's
+    # Transposes and plan: solve.py, propagation.assemble), which the re-plan updates at those ops only.
+    changed: set | None = field(default=None, repr=False)
+    kept: dict = field(default_factory=dict, repr=False)
+    base: dict | None = field(default=None, repr=False)
+    redo: set | None = field(default=None, repr=False)     # solve._count's: the ops priced again
 
     def rank(self, t: int) -> int:
         return self.sg.tensors[t].rank
@@ -132,16 +139,25 @@ class Problem:
         return self._free[key]
 
     def demands(self, t: int) -> list[Perm]:
-        """Layouts t's consumers read it in whatever mode they take (a consumer with one way only)."""
+        """Layouts t's consumers read it in whatever mode they take (a consumer with one way only). Per tensor, when
+        asked (greedy asks about a few after a pin: a table of every tensor's was ~15 ms of a 10,000-op re-plan)."""
         if self._demands is None:
             self._demands = {}
-            for oi, modes in self.modes.items():
-                op = self.sg.ops[oi]
-                for s, x in self.acts(op):
-                    ways = {w for m in modes for slot, w in m.reads if slot == s}
-                    if len(ways) == 1:
-                        self._demands.setdefault(x, []).append(next(iter(ways)))
-        return self._demands.get(t, [])
+        got = self._demands.get(t)
+        if got is None:
+            got = self._demands[t] = []
+            ops, last = self.sg.ops, -1
+            for oi in self.graph_facts()[1].get(t, ()):     # in op order; an op reading t twice is listed twice
+                modes = self.modes.get(oi)
+                if oi == last or modes is None:
+                    continue
+                last = oi
+                for s, x in self.acts(ops[oi]):
+                    if x == t:
+                        ways = {w for m in modes for slot, w in m.reads if slot == s}
+                        if len(ways) == 1:
+                            got.append(next(iter(ways)))
+        return got
 
     def build(self, reuse: Problem | None = None) -> Problem:
         """Every op's modes and every tensor's candidates. `reuse`: the same graph's problem under other pins; an
@@ -178,6 +194,7 @@ class Problem:
         todo = sorted({o for t in changed for o in consumers.get(t, ())} |
                       {producers[t] for t in changed if t in producers})
         ops, seen = self.sg.ops, set(todo)
+        self.changed, self.base = seen, dict(reuse.kept, solution=reuse.solution)
         heapq.heapify(todo)
         while todo:
             op = ops[heapq.heappop(todo)]
@@ -205,8 +222,16 @@ class Problem:
             producers, consumers = sg.producers(), sg.consumers()
             topo = all(producers.get(t, -1) < oi for t, readers in consumers.items() for oi in readers)
             big = sum(self.nbytes(t.index) for t in sg.tensors) * 8 + 1
-            self._graph.extend([producers, consumers, topo, big])
-        return tuple(self._graph)
+            single = len(producers) == sum(t >= 0 for op in sg.ops for t in op.outputs) and \
+                not any(t in producers for t in sg.inputs)
+            self._graph.extend([producers, consumers, topo, big, single])
+        return tuple(self._graph[:4])
+
+    def single_writers(self) -> bool:
+        """Every tensor is written by one op at most, and no graph input by any (a tensor's layout is then its
+        producer's or its rule's alone: what the re-plan's updates of the kept figures assume)."""
+        self.graph_facts()
+        return self._graph[4]
 
     def _topological(self) -> bool:
         return self.graph_facts()[2]

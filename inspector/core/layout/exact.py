@@ -320,8 +320,8 @@ def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float
     return {oi: pb.modes[oi][i] for oi, i in pick.items()}, 0
 
 
-def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice, tuple[int, int]] | None:
-    """What refine(pb, greedy(pb)) chooses, (choice, groups searched each way), from `old` (the same graph's problem
+def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice, tuple[int, int], set] | None:
+    """What refine(pb, greedy(pb)) chooses, (choice, groups searched each way, the ops greedy ran on), from `old` (the same graph's problem
     under other pins, pb built from it) and the choice solve() made there: a group with no op, neighbour or tensor
     whose modes or pin changed keeps old's modes (greedy and the search would choose them again: they see only
     the group and its neighbours); greedy and the search run on the others. None when old has no such choice,
@@ -342,7 +342,8 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
                 groups[group[0]] = group
                 found_in.update(group)
 
-    for oi, ms in modes.items():
+    # (after Problem._rebuild only the ops it looked at may have other modes than old's)
+    for oi, ms in (modes.items() if pb.changed is None else ((o, modes[o]) for o in sorted(pb.changed) if o in modes)):
         if old.modes.get(oi) is not ms:
             near(oi)
             for t in (*ops[oi].inputs, *ops[oi].outputs):
@@ -361,13 +362,19 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
         mine.update((oi, found[0][oi]) for oi in groups[k])
         if found[1] is not None:
             searched[found[1]] += 1
-    out: Choice = {}
-    for oi, ms in modes.items():
+    if pb.changed is not None and len(prev) == len(modes):
+        # every other op keeps old's modes, and with them its mode in prev (the one mode of a one-way op)
+        out = dict(prev)
+        redo = (o for o in sorted(pb.changed.union(mine)) if o in modes)
+    else:
+        out, redo = {}, modes
+    for oi in redo:
+        ms = modes[oi]
         got = ms[0] if len(ms) == 1 else mine.get(oi) or prev.get(oi)
         if got is None:
             return None
         out[oi] = got
-    return out, tuple(searched)
+    return out, tuple(searched), set(mine)
 
 
 def _group(pb: Problem, start: int) -> list[int]:

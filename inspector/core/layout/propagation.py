@@ -13,6 +13,8 @@ decided by rule first (assign.input_layout); user pins are hard constraints.
 """
 from __future__ import annotations
 
+from copy import copy
+
 from . import layout as L
 from inspector.core.ir.graph import Subgraph
 from .assign import TIME_BUDGET, Optimality, Problem
@@ -45,7 +47,9 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
         memo.problem = pb
         pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
     choice, optimality = solve(pb, time_budget, previous=old)
-    return assemble(pb, choice, optimality)
+    plan = assemble(pb, choice, optimality)
+    pb.base = None                  # the last problem's figures, updated into this one's: not kept twice
+    return plan
 
 
 def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
@@ -81,52 +85,27 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
 
 def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
     """The LayoutPlan of a choice: layouts, what each op reads and writes, and a Conflict for every Transpose.
-    (No closures: three function objects made per plan were a tenth of a single-op model's planning.)"""
+    (No closures: three function objects made per plan were a tenth of a single-op model's planning.)
+    What each op adds is kept (pb.kept["plan"]): after a re-plan only the ops whose mode, pins or inputs' layouts
+    changed (pb.redo, solve._count's) are assembled again, into copies of the last plan's tables."""
     sg, pins = pb.sg, pb.pins
     plan = LayoutPlan(pins=dict(pins), optimality=optimality)
-    tensors, perms, why_of, conflicts = sg.tensors, plan.perms, plan.why, plan.conflicts
+    tensors = sg.tensors
+    base = pb.base.get("plan") if pb.base is not None and pb.redo is not None else None
+    if base is not None and base[0] is pb.base["solution"] and pb.kept.get("tp", (None,))[0] is choice:
+        kept = _assemble_again(pb, choice, base)
+    else:
+        kept = None
+    if kept is None:
+        kept = _assemble_all(pb, choice)
+    pb.kept["plan"] = kept
+    _, perms, why_of, ins, produced, conflicts = kept
+    # the plan gets its own copies: the kept tables are the next re-plan's starting point
+    plan.perms, plan.why, plan.inputs, plan.produced = dict(perms), dict(why_of), dict(ins), dict(produced)
+    plan.conflicts = [copy(c) for oi in sorted(conflicts) for c in conflicts[oi]]
     for t, (perm, why) in pb.fixed.items():
-        perms[t], why_of[t] = perm, why
         plan.io_rules[t] = why
-    names: dict[Perm, str] = {}         # L.name of each layout written (a few, each ~thousands of times)
-    for op in sg.ops:
-        oi = op.index
-        if oi in pb.skip:
-            for t in op.outputs:
-                why_of[t] = f"constant, folded from {op.opcode}#{oi} at conversion"
-            continue
-        m = choice[oi]
-        w = m.writes[0] if m.writes else None
-        why = m.why.replace("{layout}", (names.get(w) or names.setdefault(w, L.name(w))) if w else "as TFLite") \
-            if "{layout}" in m.why else m.why
-        for s, w in m.reads:
-            t = op.inputs[s]
-            plan.inputs[(oi, s)] = w
-            have = perms.get(t) or L.identity(tensors[t].rank)
-            if have == w or pb.free(t, have, w):
-                continue
-            if m.kind == "no-rule":
-                reason = f"{op.opcode}#{oi} has no layout rule for a {L.name(have)} input"
-            elif m.kind == "terminate":
-                needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
-                reason = f"{tensors[t].name} is {L.name(have)} but {op.opcode}#{oi} (Terminate) needs {needs}"
-            else:
-                category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
-                reason = f"{tensors[t].name} is {L.name(have)} but {op.opcode}#{oi} ({category}) reads it as " \
-                         f"{L.name(w)}"
-            conflicts.append(Conflict(tensor=t, op=oi, kind=m.kind, reason=reason, from_perm=have, to_perm=w))
-        for slot, t in enumerate(op.outputs):
-            if t < 0:
-                continue
-            natural = m.writes[slot]
-            plan.produced[(oi, slot)] = natural
-            perms[t], why_of[t] = natural, why
-            if t in pins and pins[t] != natural:
-                if not pb.free(t, natural, pins[t]):
-                    conflicts.append(Conflict(tensor=t, op=oi, kind="pin", reason=(
-                        f"{tensors[t].name} pinned to {L.name(pins[t])}; {op.opcode}#{oi} writes {L.name(natural)}"),
-                        from_perm=natural, to_perm=pins[t]))
-                perms[t], why_of[t] = pins[t], f"pinned by the user to {L.name(pins[t])}"
+    perms = plan.perms
     for t in sg.outputs:
         have = perms.get(t) or L.identity(tensors[t].rank)
         want = presented(pb, t, have)
@@ -140,11 +119,88 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
         if want != have and not pb.free(t, have, want):
             reason = ("graph output kept in the TFLite layout (--keep-io-layout)" if keep
                       else f"graph output {tensors[t].name} is {L.name(have)}; presented as TFLite's")
-            conflicts.append(Conflict(tensor=t, op=None, kind="io", reason=reason, from_perm=have, to_perm=want))
-    for t in range(len(tensors)):
+            plan.conflicts.append(Conflict(tensor=t, op=None, kind="io", reason=reason, from_perm=have,
+                                           to_perm=want))
+    return plan
+
+
+def _assemble_all(pb: Problem, choice: Choice) -> tuple:
+    """(choice, perms, why, inputs, produced, {op: its Conflicts}) of every op, in op order."""
+    sg = pb.sg
+    perms, why_of, ins, produced, conflicts = {}, {}, {}, {}, {}
+    for t, (perm, why) in pb.fixed.items():
+        perms[t], why_of[t] = perm, why
+    names: dict[Perm, str] = {}         # L.name of each layout written (a few, each ~thousands of times)
+    tables = perms, why_of, ins, produced, conflicts, names
+    for op in sg.ops:
+        oi = op.index
+        if oi in pb.skip:
+            for t in op.outputs:
+                why_of[t] = f"constant, folded from {op.opcode}#{oi} at conversion"
+            continue
+        _assemble_op(pb, op, choice[oi], tables)
+    for t in range(len(sg.tensors)):
         if t not in why_of:
             why_of[t] = "constant" if t in pb.constants else "TFLite layout"
-    return plan
+    return choice, perms, why_of, ins, produced, conflicts
+
+
+def _assemble_again(pb: Problem, choice: Choice, base: tuple) -> tuple | None:
+    """_assemble_all from the last plan's tables, assembling only the ops in pb.redo again (every other op reads
+    and writes as it did); None when that would add an entry the last plan did not have (then in full)."""
+    perms, why_of, ins, produced, conflicts = (dict(x) for x in base[1:])
+    sizes = len(perms), len(why_of), len(ins), len(produced)
+    for t, (perm, why) in pb.fixed.items():
+        perms[t], why_of[t] = perm, why
+    tables = perms, why_of, ins, produced, conflicts, {}
+    ops = pb.sg.ops
+    for oi in sorted(pb.redo):
+        if oi not in pb.skip:
+            conflicts.pop(oi, None)
+            _assemble_op(pb, ops[oi], choice[oi], tables)
+    if sizes != (len(perms), len(why_of), len(ins), len(produced)):
+        return None
+    return choice, perms, why_of, ins, produced, conflicts
+
+
+def _assemble_op(pb: Problem, op, m, tables) -> None:
+    """One op's entries of the plan's tables in mode m (its inputs' layouts are in perms already)."""
+    perms, why_of, ins, produced, conflicts, names = tables
+    pins, tensors, oi = pb.pins, pb.sg.tensors, op.index
+    w = m.writes[0] if m.writes else None
+    why = m.why.replace("{layout}", (names.get(w) or names.setdefault(w, L.name(w))) if w else "as TFLite") \
+        if "{layout}" in m.why else m.why
+    found = []
+    for s, w in m.reads:
+        t = op.inputs[s]
+        ins[(oi, s)] = w
+        have = perms.get(t) or L.identity(tensors[t].rank)
+        if have == w or pb.free(t, have, w):
+            continue
+        if m.kind == "no-rule":
+            reason = f"{op.opcode}#{oi} has no layout rule for a {L.name(have)} input"
+        elif m.kind == "terminate":
+            needs = "the TFLite layout" if L.is_identity(w) else L.name(w)
+            reason = f"{tensors[t].name} is {L.name(have)} but {op.opcode}#{oi} (Terminate) needs {needs}"
+        else:
+            category = pb.table[op.opcode].category.value if op.opcode in pb.table else "Terminate"
+            reason = f"{tensors[t].name} is {L.name(have)} but {op.opcode}#{oi} ({category}) reads it as " \
+                     f"{L.name(w)}"
+        found.append(Conflict(tensor=t, op=oi, kind=m.kind, reason=reason, from_perm=have, to_perm=w))
+    for slot, t in enumerate(op.outputs):
+        if t < 0:
+            continue
+        natural = m.writes[slot]
+        produced[(oi, slot)] = natural
+        perms[t], why_of[t] = natural, why
+        if t in pins and pins[t] != natural:
+            if not pb.free(t, natural, pins[t]):
+                found.append(Conflict(tensor=t, op=oi, kind="pin", reason=(
+                    f"{tensors[t].name} pinned to {L.name(pins[t])}; {op.opcode}#{oi} writes {L.name(natural)}"),
+                    from_perm=natural, to_perm=pins[t]))
+            perms[t], why_of[t] = pins[t], f"pinned by the user to {L.name(pins[t])}"
+    if found:
+        conflicts[oi] = found
 
 
 class Planner:

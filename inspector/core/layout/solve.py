@@ -17,26 +17,85 @@ ENUMERATE = 64              # up to this many combinations of modes are tried on
 def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
     """(Transposes, bytes they move, Transposes inserted rather than a TFLite TRANSPOSE's own) of a choice."""
     lay = layouts(pb, choice)
-    ops = pb.sg.ops
+    share = {}
+    for oi, m in choice.items():
+        got = _paid(pb, oi, m, lay)
+        if got is not None:
+            share[oi] = got
+    return _total(pb, share, lay)
+
+
+def _paid(pb: Problem, oi: int, m: Mode, lay: dict) -> tuple | None:
+    """Op oi's share of transposes() in mode m, the tensors' layouts `lay`: (its own Transposes, the bytes they
+    move, ((tensor, layout read or "pin"), bytes) of the inserted ones), None when nothing."""
+    op = pb.sg.ops[oi]
+    pairs = []
+    for s, want in m.reads:
+        t = op.inputs[s]
+        if not pb.free(t, (lay.get(t) or pb.identity(t)), want):
+            pairs.append(((t, want), pb.nbytes(t)))
+    for slot, t in enumerate(op.outputs):
+        if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
+            pairs.append(((t, "pin"), pb.nbytes(t)))
+    if not m.cost and not pairs:
+        return None
+    return m.cost, (pb.nbytes(op.inputs[0]) if m.cost else 0), tuple(pairs)
+
+
+def _total(pb: Problem, share: dict, lay: dict) -> tuple[int, int, int]:
+    """transposes() from each op's share (a pair two ops pay is one Transpose) and the graph outputs'."""
     pairs: dict[tuple, int] = {}
     count = moved = 0
-    for oi, m in choice.items():
-        op = ops[oi]
-        if m.cost:
-            count, moved = count + m.cost, moved + pb.nbytes(op.inputs[0])
-        for s, want in m.reads:
-            t = op.inputs[s]
-            have = (lay.get(t) or pb.identity(t))
-            if not pb.free(t, have, want):
-                pairs[(t, want)] = pb.nbytes(t)
-        for slot, t in enumerate(op.outputs):
-            if t >= 0 and t in pb.pins and not pb.free(t, m.writes[slot], pb.pins[t]):
-                pairs[(t, "pin")] = pb.nbytes(t)
+    for cost, nb, paid in share.values():
+        count, moved = count + cost, moved + nb
+        pairs.update(paid)
     for t in pb.outputs_allowed:
         have = (lay.get(t) or pb.identity(t))
         if not pb.free(t, have, presented(pb, t, have)):
             pairs[(t, "out")] = pb.nbytes(t)
     return count + len(pairs), moved + sum(pairs.values()), len(pairs)
+
+
+def _count(pb: Problem, choice: Choice, near: set | None = None) -> int:
+    """transposes(pb, choice)[0], each op's share kept with the choice (pb.kept["tp"]). `near`: when `choice` is
+    exact.resolve's from the last plan, the ops whose mode it may have changed: then only those, the ops whose modes
+    or pins changed (pb.changed) and the readers of a tensor whose layout changed are priced again."""
+    base = pb.base.get("tp") if near is not None and pb.base is not None and pb.changed is not None else None
+    pb.redo = None
+    if base is None or base[0] is not pb.base["solution"] or not pb.single_writers():
+        lay = layouts(pb, choice)
+        share = {}
+        for oi, m in choice.items():
+            got = _paid(pb, oi, m, lay)
+            if got is not None:
+                share[oi] = got
+    else:
+        old, share, lay = base[0], dict(base[1]), dict(base[2])
+        ops, pins, consumers = pb.sg.ops, pb.pins, pb.graph_facts()[1]
+        moved = set()
+        for t, (p, _) in pb.fixed.items():
+            if lay.get(t) != p:
+                lay[t] = p
+                moved.add(t)
+        redo = {oi for oi in near | pb.changed if oi in choice}
+        for oi in redo:
+            m = choice[oi]
+            if m is old.get(oi) and oi not in pb.changed:
+                continue
+            for slot, t in enumerate(ops[oi].outputs):
+                if t >= 0 and lay.get(t, ()) != (p := pins.get(t, m.writes[slot])):
+                    lay[t] = p
+                    moved.add(t)
+        redo.update(o for t in moved for o in consumers.get(t, ()) if o in choice)
+        pb.redo = redo
+        for oi in redo:
+            got = _paid(pb, oi, choice[oi], lay)
+            if got is None:
+                share.pop(oi, None)
+            else:
+                share[oi] = got
+    pb.kept["tp"] = (choice, share, lay)
+    return _total(pb, share, lay)[0]
 
 
 def greedy(pb: Problem, ops: list[int] | None = None, lay: dict | None = None) -> Choice:
@@ -76,27 +135,52 @@ def greedy(pb: Problem, ops: list[int] | None = None, lay: dict | None = None) -
 
 def lower_bound(pb: Problem) -> int:
     """Transposes every choice pays: fixed readers of fixed tensors that disagree, TRANSPOSE ops that stay one in
-    every mode, pins and outputs whose producer has no other way."""
+    every mode, pins and outputs whose producer has no other way. Each op's share is kept (pb.kept["lb"], the few
+    that pay), so after a re-plan only the ops whose modes, inputs or pins may have changed are looked at again."""
+    base = pb.base.get("lb") if pb.base is not None and pb.changed is not None else None
+    if base is None:
+        share = {}
+        for oi, modes in pb.modes.items():
+            got = _bound_of(pb, oi, modes)
+            if got is not None:
+                share[oi] = got
+    else:
+        share = dict(base)
+        for oi in pb.changed:
+            share.pop(oi, None)
+            modes = pb.modes.get(oi)
+            got = _bound_of(pb, oi, modes) if modes is not None else None
+            if got is not None:
+                share[oi] = got
+    pb.kept["lb"] = share
     pairs = set()
     bound = 0
-    for oi, modes in pb.modes.items():
-        op = pb.sg.ops[oi]
-        bound += min(m.cost for m in modes)
-        if len(modes) != 1:
-            continue
-        for s, want in modes[0].reads:
-            t = op.inputs[s]
-            cand = pb.candidates(t)
-            if len(cand) == 1 and not pb.free(t, cand[0], want):
-                pairs.add((t, want))
-        for slot, t in enumerate(op.outputs):
-            if t >= 0 and t in pb.pins and not pb.free(t, modes[0].writes[slot], pb.pins[t]):
-                pairs.add((t, "pin"))
+    for cost, paid in share.values():
+        bound += cost
+        pairs.update(paid)
     for t in pb.outputs_allowed:
         cand = pb.candidates(t)
         if len(cand) == 1 and not pb.free(t, cand[0], presented(pb, t, cand[0])):
             pairs.add((t, "out"))
     return bound + len(pairs)
+
+
+def _bound_of(pb: Problem, oi: int, modes) -> tuple[int, tuple] | None:
+    """Op oi's share of the lower bound: (the Transposes its cheapest mode makes, the (tensor, layout) pairs any
+    of its modes pays), None when nothing."""
+    cost = min(m.cost for m in modes) if len(modes) > 1 else modes[0].cost
+    if len(modes) != 1:
+        return (cost, ()) if cost else None
+    op, pairs = pb.sg.ops[oi], []
+    for s, want in modes[0].reads:
+        t = op.inputs[s]
+        cand = pb.candidates(t)
+        if len(cand) == 1 and not pb.free(t, cand[0], want):
+            pairs.append((t, want))
+    for slot, t in enumerate(op.outputs):
+        if t >= 0 and t in pb.pins and not pb.free(t, modes[0].writes[slot], pb.pins[t]):
+            pairs.append((t, "pin"))
+    return (cost, tuple(pairs)) if cost or pairs else None
 
 
 def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | None = None) -> tuple[Choice, Optimality]:
@@ -124,11 +208,12 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
         return best, Optimality(score[0], score[0], "every choice tried" if free else "every op has one way only")
     found = resolve(pb, previous, start + time_budget, greedy) if previous is not None else None
     bound = lower_bound(pb)
+    near = None
     if found is not None:
-        best, searched = found
+        best, searched, near = found
     else:
         best = greedy(pb)
-        count = transposes(pb, best)[0]
+        count = _count(pb, best)
         if count <= bound:
             pb.solution = best
             return best, Optimality(count, bound, "greedy plan meets the lower bound")
@@ -137,7 +222,7 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
             return _highs(pb, best, count, bound, start, time_budget)
         best, searched = found
     pb.solution = best
-    count = transposes(pb, best)[0]
+    count = _count(pb, best, near)
     if count <= bound and not any(searched):
         return best, Optimality(count, bound, "greedy plan meets the lower bound")
     ms = (time.perf_counter() - start) * 1000
