@@ -165,12 +165,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         outputs += state_out
 
     io_names = {v.name for v in inputs + outputs}
-    values = [(t, name) for t, name in em.named_values()
-              if name not in io_names and t not in constants and sg.tensors[t].dtype not in ("resource", "variant")]
     if cache is not None:
-        g.MergeFromString(cache.value_infos(em, values))
+        g.MergeFromString(cache.value_infos(em, io_names, constants))
     else:
-        for t, name in values:
+        for t, name in value_names(em, io_names, constants):
             em.value_info_for(t, name, em.perm(t), into=g.value_info)
 
     # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
@@ -271,6 +269,14 @@ def _output_names(em: Emitter, float_io: bool) -> dict[int, str]:
             em.claim(name)
         out_names[t] = name
     return out_names
+
+
+def value_names(em: Emitter, io_names: set, constants) -> list[tuple[int, str]]:
+    """(tensor, ONNX name) of the values the graph declares a value_info for: every activation emitted but the
+    graph's inputs and outputs (declared there), constants and resources."""
+    tensors = em.sg.tensors
+    return [(t, name) for t, name in em.named_values()
+            if name not in io_names and t not in constants and tensors[t].dtype not in ("resource", "variant")]
 
 
 def _graph_outputs(em: Emitter, out_names: dict[int, str], float_io: bool, into) -> list:

@@ -78,7 +78,7 @@ class Segment:
     once recorded, `keys`: the (dict, key) pairs it read and `bases`: the name bases it asked fresh names of, and
     `replay`: what replaying it does, in bulk (see _compiled, _applier)."""
     __slots__ = ("reads", "wrote", "writes", "names", "nodes", "inits", "trace", "warnings", "keys", "bases",
-                 "replay")
+                 "replay", "wire")
 
     def __init__(self):
         self.reads: list[tuple] = []
@@ -87,6 +87,54 @@ class Segment:
         self.names: list[tuple[str, str]] = []      # ("fresh", base, name) or ("use", name)
         self.trace: list[tuple] = []                # ("node", op, name), ("note", t, name), ("inserted", name, key)
         self.nodes = self.inits = self.warnings = ()
+        self.wire: bytes | None = None              # its nodes on GraphProto's wire (Reconverter.node_wire)
+
+
+CHUNK = 64      # ops per Chunk: a pin re-emits a few ops, so nearly every chunk of 10,000 ops is replayed whole
+
+
+class Chunk:
+    """CHUNK consecutive ops' records (folded ops included) merged into one replay: what applying each record in
+    turn does (see _applier), done in one update per container (a record's replay was ~5 µs, 10,000 a pin); with
+    the union of what they read (`keys`) and the name bases they drew from, to tell at once that none changed."""
+    __slots__ = ("segs", "count", "keys", "bases", "used", "taken", "memo", "names", "nodes", "inits", "warnings",
+                 "indices", "op_nodes", "node_op", "values", "tensors", "others", "last", "wire")
+
+    def __init__(self, entries: list):
+        """entries: (op index, its Segment, or None for a folded op), in op order."""
+        self.segs = [seg for _, seg in entries if seg is not None]
+        self.count = len(self.segs)
+        self.keys = frozenset().union(*(seg.keys for seg in self.segs))
+        self.bases = frozenset().union(*(seg.bases for seg in self.segs))
+        used, self.taken, self.memo, self.names, self.node_op = set(), {}, {}, {}, {}
+        self.values, self.tensors = {}, {}         # the trace's notes: tensor -> its values, value -> tensor
+        self.nodes, self.inits, self.warnings, self.others, self.last = [], [], [], [], None
+        self.indices, self.op_nodes = [], []
+        for index, seg in entries:
+            self.indices.append(index)
+            if seg is None:
+                self.op_nodes.append(())
+                continue
+            u, taken, memo, names, nodes, node_op, others = seg.replay
+            used.update(u)
+            self.taken.update(taken)
+            self.memo.update(memo)
+            self.names.update(names)
+            self.nodes += seg.nodes
+            self.inits += seg.inits
+            self.warnings += seg.warnings
+            self.op_nodes.append(nodes)
+            self.node_op.update(node_op)
+            for kind, a, b in others:
+                if kind == "note":          # (note_value's setdefaults, merged: the first value per tensor wins)
+                    self.values.setdefault(a, []).append(b)
+                    self.tensors.setdefault(b, a)
+                else:
+                    self.others.append((a, b))
+            if nodes:
+                self.last = nodes[-1]
+        self.used = frozenset(used)
+        self.wire: bytes | None = None
 
 
 class Recorder(Emitter):
@@ -155,6 +203,11 @@ class Reconverter:
         self._wire: dict[int, list] = {}        # id(initializer) -> [it, wire, wire without data]: see `wire`
         self._infos: dict[tuple, bytes] = {}    # (tensor, name, layout) -> its value_info's wire: see `value_infos`
         self._nodes: dict[int, tuple] = {}      # id(node) -> (it, its wire): see `node_wire`
+        self._chunks: dict[int, Chunk] = {}     # ops [k*CHUNK, (k+1)*CHUNK) -> their records merged, for k
+        self._pieces: list[tuple] = []          # (start, end, Segment or Chunk) of the last run's nodes
+        self._runs = 0                  # emit_ops that completed
+        self._moved: set | None = None  # tensors whose layout differs from the last run's plan (None: unknown)
+        self._values: tuple | None = None       # the last value_infos': (run, its inputs, values, parts, where)
         self.replayed = self.emitted = 0
         self.checked = 0                # records checked read by read in the last run (the others met no change)
         self._last: dict | None = None  # _inputs of the last run
@@ -164,7 +217,8 @@ class Reconverter:
         if self.key is not None and self.key[0] is graph and self.key[1] == options:
             return True
         self.key, self.prepared, self.problem, self.segments, self.usable = (graph, options), None, None, {}, False
-        self._bounds, self._wire, self._infos, self._nodes = {}, {}, {}, {}
+        self._bounds, self._wire, self._infos, self._nodes, self._chunks = {}, {}, {}, {}, {}
+        self._values = None
         return False
 
     def size_bound(self, tensor) -> int:
@@ -204,34 +258,65 @@ class Reconverter:
             got[1 + (not data)] = b"\x2a" + _varint(len(body)) + body                     # field 5, bytes
         return got[1 + (not data)]
 
-    def value_infos(self, em: Emitter, values) -> bytes:
-        """GraphProto's value_info entries of `values` ((tensor, name)) on the wire, each kept by tensor, name and
-        layout from the last run (a pin changes a few: building 10,000 again was ~20 ms of each re-run)."""
-        known, kept, parts = self._infos, {}, []
-        perm = em.perm
-        for t, name in values:
-            p = perm(t)
-            key = (t, name, p if type(p) is tuple else tuple(p))
-            data = known.get(key)
-            if data is None:
-                data = em.value_info_for(t, name, p).SerializeToString()
-                data = b"\x6a" + _varint(len(data)) + data         # field 13, bytes
-            kept[key] = data
-            parts.append(data)
-        self._infos = kept
+    def value_infos(self, em: Emitter, io_names: set, constants) -> bytes:
+        """GraphProto's value_info entries (convert.value_names) on the wire. When the values and their names are
+        the last run's, only those whose layout the plan changed are built again (a pin changes a few; the
+        others' entries are kept in order from the last run); otherwise each is kept by tensor, name and layout
+        from the last run (building 10,000 again was ~20 ms of each re-run)."""
+        items = list(dict.items(em._vname))
+        last, moved = self._values, self._moved
+        perms, get = em.plan.perms, dict.get
+        if last is not None and moved is not None and last[0] == self._runs - 1 and last[1] == items and \
+                last[2] == io_names and last[3] is constants:
+            values, parts, where = last[4], list(last[5]), last[6]
+            for t in moved:
+                for i in where.get(t, ()):
+                    name = values[i][1]
+                    p = get(perms, t)
+                    p = p if p is not None else em.perm(t)
+                    parts[i] = _info_wire(em.value_info_for(t, name, p))
+        else:
+            from .convert import value_names
+            values = value_names(em, io_names, constants)
+            known, kept, parts, where = self._infos, {}, [], {}
+            for i, (t, name) in enumerate(values):
+                p = get(perms, t)
+                p = p if p is not None else em.perm(t)
+                key = (t, name, p if type(p) is tuple else tuple(p))
+                data = known.get(key)
+                if data is None:
+                    data = _info_wire(em.value_info_for(t, name, p))
+                kept[key] = data
+                parts.append(data)
+                where.setdefault(t, []).append(i)
+            self._infos = kept
+        self._values = (self._runs, items, io_names, constants, values, parts, where)
         return b"".join(parts)
 
     def node_wire(self, nodes) -> bytes:
-        """GraphProto's node entries on the wire, each kept by node object from the last run (replayed records
-        hand back the same NodeProtos): one parse of 10,000 nodes is ~4x faster than extend's copy of each."""
-        known, kept, parts = self._nodes, {}, []
-        for n in nodes:
-            got = known.get(id(n))
-            if got is None or got[0] is not n:
-                data = n.SerializeToString()
-                got = (n, b"\x0a" + _varint(len(data)) + data)           # field 1, bytes
-            kept[id(n)] = got
-            parts.append(got[1])
+        """GraphProto's node entries on the wire: a record's or a chunk's nodes as one piece kept with it (a pin
+        re-emits a few ops: the rest are the very NodeProtos of the last run), any other node's kept by node object
+        from the last run. One parse of 10,000 nodes is ~4x faster than extend's copy of each."""
+        known, kept, parts, at = self._nodes, {}, [], 0
+
+        def loose(upto: int) -> None:
+            for n in nodes[at:upto]:
+                got = known.get(id(n))
+                if got is None or got[0] is not n:
+                    got = (n, _node_wire(n))
+                kept[id(n)] = got
+                parts.append(got[1])
+
+        for start, end, owner in self._pieces:
+            loose(start)
+            at = start
+            if nodes[start:end] == owner.nodes:         # (the same objects: compared by identity first)
+                if owner.wire is None:
+                    owner.wire = b"".join([_piece_wire(seg) for seg in owner.segs]) if type(owner) is Chunk \
+                        else b"".join([_node_wire(n) for n in owner.nodes])
+                parts.append(owner.wire)
+                at = end
+        loose(len(nodes))
         self._nodes = kept
         return b"".join(parts)
 
@@ -244,20 +329,37 @@ class Reconverter:
         A record holds when nothing it read and no name base it drew from changed since the last run: `dirty`
         starts as the plan entries and conflicts that differ from the last run's (when the names and values
         taken before the first op are the same) and grows by what each op emitted again wrote and named. Only
-        records that meet it are checked read by read (_holds); the others are replayed at once."""
+        records that meet it are checked read by read (_holds); the others are replayed at once, a whole Chunk
+        at a time where none of its records meets it."""
         old = self.segments if self.usable else {}
         now = _inputs(em)
-        dirty = _dirty(now, self._last) if old else None
+        moved = _changed(now["perm"], self._last["perm"]) if self._last is not None else None
+        dirty = _dirty(now, self._last, moved) if old else None
         bases: set[str] = set()
-        new: dict[int, Segment] = {}
-        trace = em.trace
-        apply, get, replayed = _applier(em), old.get, 0
+        new: dict[int, Segment] = dict(old)
+        trace, nodes = em.trace, em.nodes
+        apply, apply_chunk, get, replayed = _applier(em), _chunk_applier(em), old.get, 0
+        chunks = self._chunks if dirty is not None else {}
+        ops, pieces, redone = em.sg.ops, [], []
         self.replayed = self.emitted = self.checked = 0
-        for op in em.sg.ops:
+        i, n = 0, len(ops)
+        while i < n:
+            if not i % CHUNK:
+                ch = chunks.get(i // CHUNK)
+                if ch is not None and dirty.isdisjoint(ch.keys) and bases.isdisjoint(ch.bases):
+                    start = len(nodes)
+                    apply_chunk(ch)
+                    pieces.append((start, len(nodes), ch))
+                    replayed += ch.count
+                    i += CHUNK
+                    continue
+            op = ops[i]
+            i += 1
             if op.index in folded:
                 trace.op_nodes[op.index] = []
                 continue
             seg = get(op.index)
+            start = len(nodes)
             if seg is not None and dirty is not None and dirty.isdisjoint(seg.keys) and bases.isdisjoint(seg.bases):
                 em.op = op                  # em.begin(op), whose list of the op's nodes `apply` makes
                 apply(op.index, seg)
@@ -290,21 +392,62 @@ class Reconverter:
                     for s in (was, seg) if was is not None else (seg,):
                         dirty.update((tag, key) for tag, key, _ in s.writes)
                         bases.update(_touched(s))
+                new[op.index] = seg
+                redone.append(i - 1)
                 self.emitted += 1
-            new[op.index] = seg
+            if len(nodes) > start:
+                pieces.append((start, len(nodes), seg))
         em.begin(None)
         self.replayed = replayed
-        self.segments, self._last = new, now      # together: a run that fails half-way changes neither
+        # together: a run that fails half-way changes none of them
+        self.segments, self._last, self._pieces, self._moved = new, now, pieces, moved
+        self._runs += 1
+        if not old:
+            self._chunks = {}
+        for k in {i // CHUNK for i in redone}:
+            self._chunks.pop(k, None)
+        self._chunk(ops, folded)
+
+    def _chunk(self, ops, folded) -> None:
+        """Merge the records of every chunk not merged yet (after a pin, those whose ops were emitted again)."""
+        segments, chunks = self.segments, self._chunks
+        for k in range((len(ops) + CHUNK - 1) // CHUNK):
+            if k in chunks:
+                continue
+            entries = []
+            for op in ops[k * CHUNK:(k + 1) * CHUNK]:
+                seg = None if op.index in folded else segments.get(op.index)
+                if seg is None and op.index not in folded:
+                    break
+                entries.append((op.index, seg))
+            else:
+                chunks[k] = Chunk(entries)
 
     def finish(self, em: Emitter, graph, initializer_bytes: int) -> None:
         """Whether the next run may replay: only when the records hold all the emission's state."""
         self.usable = (em.state is None and not em.subgraphs and not em.q.q and len(graph.subgraphs) == 1
                        and initializer_bytes <= RECORD_BYTES)
         if not self.usable:
-            self.segments = {}
+            self.segments, self._chunks = {}, {}
         live = {id(t) for t in em.initializers}                 # only the initializers the records still hold
         self._bounds = {k: v for k, v in self._bounds.items() if k in live} if self.usable else {}
         self._wire = {k: v for k, v in self._wire.items() if k in live} if self.usable else {}
+
+
+def _info_wire(info) -> bytes:
+    data = info.SerializeToString()
+    return b"\x6a" + _varint(len(data)) + data           # field 13, bytes
+
+
+def _node_wire(node) -> bytes:
+    data = node.SerializeToString()
+    return b"\x0a" + _varint(len(data)) + data           # field 1, bytes
+
+
+def _piece_wire(seg: Segment) -> bytes:
+    if seg.wire is None:
+        seg.wire = b"".join([_node_wire(n) for n in seg.nodes])
+    return seg.wire
 
 
 def _counted(rc: Reconverter) -> bool:
@@ -322,19 +465,24 @@ def _inputs(em: Recorder) -> dict:
             "start": (frozenset(em._used), dict(em._taken), dict(dict.items(em._vname)), dict(dict.items(em.memo)))}
 
 
-def _dirty(now: dict, last: dict | None) -> set | None:
-    """(dict, key) pairs whose value differs from the last run's; None when the state before the first op differs
-    (every record is then checked)."""
+def _dirty(now: dict, last: dict | None, moved: set) -> set | None:
+    """(dict, key) pairs whose value differs from the last run's (`moved`: the plan's perms that do); None when
+    the state before the first op differs (every record is then checked)."""
     if last is None or now["start"] != last["start"]:
         return None
-    out = set()
-    for tag in ("perm", "in", "out"):
-        a, b = now[tag], last[tag]
-        get = b.get
-        out.update((tag, k) for k, v in a.items() if get(k, MISSING) != v)
-        out.update((tag, k) for k in b.keys() - a.keys())
+    out = {("perm", k) for k in moved}
+    for tag in ("in", "out"):
+        out.update((tag, k) for k in _changed(now[tag], last[tag]))
     for tag in ("at", "pin"):
         out.update((tag, k) for k in now[tag] ^ last[tag])
+    return out
+
+
+def _changed(a: dict, b: dict) -> set:
+    """The keys whose value differs between a and b (or that one of them lacks)."""
+    get = b.get
+    out = {k for k, v in a.items() if get(k, MISSING) != v}
+    out.update(b.keys() - a.keys())
     return out
 
 
@@ -399,6 +547,55 @@ def _compiled(seg: Segment) -> tuple:
     others = tuple(e for e in seg.trace if e[0] != "node")
     return (tuple(name for _, _, name in seg.names), taken, writes["memo"], writes["name"], nodes,
             {b: a for kind, a, b in seg.trace if kind == "node"}, others)
+
+
+def _chunk_applier(em: Recorder):
+    """apply(chunk): what applying each of its records in turn does (_applier), one update per container. (A key
+    written twice keeps its last value and its first place, as the updates in turn leave it.)"""
+    used_update, taken_update, dict_update = em._used.update, em._taken.update, dict.update
+    memo, vname, nodes_extend, inits, warnings = em.memo, em._vname, em.nodes.extend, em.initializers, em.warnings
+    trace = em.trace
+    op_nodes_update, node_op_update = trace.op_nodes.update, trace.node_op.update
+    tensor_values, value_tensor = trace.tensor_values, trace.value_tensor
+    values_keys, values_update = tensor_values.keys(), tensor_values.update
+    tensors_keys, tensors_update = value_tensor.keys(), value_tensor.update
+
+    def apply(ch: Chunk) -> None:
+        used_update(ch.used)
+        if ch.taken:
+            taken_update(ch.taken)
+        if ch.memo:
+            dict_update(memo, ch.memo)
+        if ch.names:
+            dict_update(vname, ch.names)
+        nodes_extend(ch.nodes)
+        if ch.inits:
+            inits.extend(ch.inits)
+        if ch.warnings:
+            warnings.extend(ch.warnings)
+        op_nodes_update(zip(ch.indices, map(list, ch.op_nodes)))
+        node_op_update(ch.node_op)
+        if ch.last is not None:
+            em.last_node = ch.last
+        if values_keys.isdisjoint(ch.values):       # the usual case: tensors noted by these ops alone
+            values_update(zip(ch.values, map(list, ch.values.values())))
+        else:
+            for a, names in ch.values.items():
+                got = tensor_values.get(a)
+                if got is None:
+                    tensor_values[a] = list(names)
+                else:
+                    got += names
+        if tensors_keys.isdisjoint(ch.tensors):
+            tensors_update(ch.tensors)
+        else:
+            for b, a in ch.tensors.items():
+                value_tensor.setdefault(b, a)
+        for a, (which, key) in ch.others:
+            for c in (dict.get(em.pin_conflicts, key, ()) if which == "pin" else [dict.get(em.conflict_at, key)]):
+                c.node = a
+                trace.inserted[a] = c
+    return apply
 
 
 def _applier(em: Recorder):
