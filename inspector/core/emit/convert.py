@@ -183,7 +183,10 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     else:
         g.node.extend(em.nodes)
     g.name = graph_name(graph)
-    cleaned = peephole.clean(g, trace, em.nodes)     # the planner should leave nothing: each rewrite is noted
+    if cache is not None:                           # the planner should leave nothing: each rewrite is noted
+        cleaned = peephole.clean(g, trace, at=cache.transposes_at, infos=cache.info_index)
+    else:
+        cleaned = peephole.clean(g, trace, em.nodes)
     model.opset_import.add(domain="", version=opset)
     if allow_custom:
         from .ops.custom import CUSTOM_DOMAIN, uses_domain
@@ -210,8 +213,9 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         result.state = em.state.describe()
         result.warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
+    rest = cache.rest_bound(model) if cache is not None and not cleaned else None      # (a rewrite may grow one)
     if _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable else None,
-                         weights_over):
+                         weights_over, rest):
         result.weights_left_out = True
     if check:
         check_model(model)
@@ -340,12 +344,14 @@ def _size_bound(proto) -> int:
     return _byte_size(proto)
 
 
-def _add_initializers(model, initializers, bound: int, cache=None, weights_over: int | None = None) -> bool:
+def _add_initializers(model, initializers, bound: int, cache=None, weights_over: int | None = None,
+                      rest: int | None = None) -> bool:
     """Put the initializers in the model, after proving it stays under protobuf's limit: the rest of the model
     measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths.
     With `cache` (a Reconverter whose records hold them) each is parsed in from its kept wire form. Those with
-    more raw bytes than `weights_over` go in without their data (without_data); returns whether any did."""
-    rest = _byte_size(model)
+    more raw bytes than `weights_over` go in without their data (without_data); returns whether any did.
+    `rest`: an upper bound of the model's size so far, if known (else it is measured)."""
+    rest = _byte_size(model) if rest is None else rest
     left_out = False
     if cache is not None or weights_over is not None:
         merge, into = model.graph.MergeFromString, model.graph.initializer

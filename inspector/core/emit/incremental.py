@@ -78,7 +78,7 @@ class Segment:
     once recorded, `keys`: the (dict, key) pairs it read and `bases`: the name bases it asked fresh names of, and
     `replay`: what replaying it does, in bulk (see _compiled, _applier)."""
     __slots__ = ("reads", "wrote", "writes", "names", "nodes", "inits", "trace", "warnings", "keys", "bases",
-                 "replay", "wire")
+                 "replay", "wire", "tpos")
 
     def __init__(self):
         self.reads: list[tuple] = []
@@ -88,6 +88,7 @@ class Segment:
         self.trace: list[tuple] = []                # ("node", op, name), ("note", t, name), ("inserted", name, key)
         self.nodes = self.inits = self.warnings = ()
         self.wire: bytes | None = None              # its nodes on GraphProto's wire (Reconverter.node_wire)
+        self.tpos: list | None = None               # where its Transpose nodes are among them
 
 
 CHUNK = 64      # ops per Chunk: a pin re-emits a few ops, so nearly every chunk of 10,000 ops is replayed whole
@@ -98,7 +99,7 @@ class Chunk:
     turn does (see _applier), done in one update per container (a record's replay was ~5 µs, 10,000 a pin); with
     the union of what they read (`keys`) and the name bases they drew from, to tell at once that none changed."""
     __slots__ = ("segs", "count", "keys", "bases", "used", "taken", "memo", "names", "nodes", "inits", "warnings",
-                 "indices", "op_nodes", "node_op", "values", "tensors", "others", "last", "wire")
+                 "indices", "op_nodes", "node_op", "values", "tensors", "others", "last", "wire", "tpos")
 
     def __init__(self, entries: list):
         """entries: (op index, its Segment, or None for a folded op), in op order."""
@@ -135,6 +136,7 @@ class Chunk:
                 self.last = nodes[-1]
         self.used = frozenset(used)
         self.wire: bytes | None = None
+        self.tpos: list | None = None
 
 
 class Recorder(Emitter):
@@ -207,10 +209,14 @@ class Reconverter:
         self._pieces: list[tuple] = []          # (start, end, Segment or Chunk) of the last run's nodes
         self._runs = 0                  # emit_ops that completed
         self._moved: set | None = None  # tensors whose layout differs from the last run's plan (None: unknown)
-        self._values: tuple | None = None       # the last value_infos': (run, its inputs, values, parts, where)
+        self._values: tuple | None = None       # the last value_infos': (run, its inputs, values, parts, where,
+                                                # info_index)
+        self.transposes_at: list[int] = []      # node_wire's: where the graph's Transposes are
+        self.node_bytes = self.info_bytes = 0   # the wire bytes of the last run's nodes and value infos
         self.replayed = self.emitted = 0
         self.checked = 0                # records checked read by read in the last run (the others met no change)
         self._last: dict | None = None  # _inputs of the last run
+        self.plan_tables = self.plan_changes = None     # set by layout.propagation.plan_layouts (memo=)
 
     def start(self, graph, options: tuple) -> bool:
         """Is this run for the same model and options as the last? (Otherwise everything is forgotten.)"""
@@ -290,22 +296,27 @@ class Reconverter:
                 parts.append(data)
                 where.setdefault(t, []).append(i)
             self._infos = kept
-        self._values = (self._runs, items, io_names, constants, values, parts, where)
-        return b"".join(parts)
+        self._values = (self._runs, items, io_names, constants, values, parts, where, None)
+        out = b"".join(parts)
+        self.info_bytes = len(out)
+        return out
 
     def node_wire(self, nodes) -> bytes:
         """GraphProto's node entries on the wire: a record's or a chunk's nodes as one piece kept with it (a pin
         re-emits a few ops: the rest are the very NodeProtos of the last run), any other node's kept by node object
-        from the last run. One parse of 10,000 nodes is ~4x faster than extend's copy of each."""
-        known, kept, parts, at = self._nodes, {}, [], 0
+        from the last run. One parse of 10,000 nodes is ~4x faster than extend's copy of each. Also notes where
+        the Transposes are (`transposes_at`, for peephole.clean) and the bytes (`node_bytes`)."""
+        known, kept, parts, where, at = self._nodes, {}, [], [], 0
 
         def loose(upto: int) -> None:
-            for n in nodes[at:upto]:
+            for k, n in enumerate(nodes[at:upto], at):
                 got = known.get(id(n))
                 if got is None or got[0] is not n:
                     got = (n, _node_wire(n))
                 kept[id(n)] = got
                 parts.append(got[1])
+                if n.op_type == "Transpose":
+                    where.append(k)
 
         for start, end, owner in self._pieces:
             loose(start)
@@ -314,11 +325,36 @@ class Reconverter:
                 if owner.wire is None:
                     owner.wire = b"".join([_piece_wire(seg) for seg in owner.segs]) if type(owner) is Chunk \
                         else b"".join([_node_wire(n) for n in owner.nodes])
+                    owner.tpos = [k for k, n in enumerate(owner.nodes) if n.op_type == "Transpose"]
                 parts.append(owner.wire)
+                where += [start + k for k in owner.tpos]
                 at = end
         loose(len(nodes))
-        self._nodes = kept
-        return b"".join(parts)
+        self._nodes, self.transposes_at = kept, where
+        out = b"".join(parts)
+        self.node_bytes = len(out)
+        return out
+
+    def info_index(self) -> dict[str, int]:
+        """Value name -> position of its (last) value_info in the graph value_infos made."""
+        values = self._values
+        if values[7] is None:
+            self._values = values = values[:7] + ({name: i for i, (_, name) in enumerate(values[4])},)
+        return values[7]
+
+    def rest_bound(self, model) -> int:
+        """An upper bound of model.ByteSize() (convert._add_initializers' measure of the model without its
+        initializers) from the bytes of the nodes and value infos this run parsed in, the graph's other fields
+        measured (each with <= 16 bytes of tag and length): ByteSize serialised 10,000 nodes again (~7 ms)."""
+        known = {"node": self.node_bytes, "value_info": self.info_bytes}
+        size = 0
+        for f, v in model.ListFields():
+            if f.name == "graph":
+                size += 16 + sum(known[gf.name] if gf.name in known else _field_bound(gf, gv)
+                                 for gf, gv in v.ListFields())
+            else:
+                size += _field_bound(f, v)
+        return size
 
     def emitter(self, sg, plan, opset, constants, trace) -> Emitter:
         return Recorder(sg, plan, opset, constants, trace)
@@ -331,10 +367,15 @@ class Reconverter:
         taken before the first op are the same) and grows by what each op emitted again wrote and named. Only
         records that meet it are checked read by read (_holds); the others are replayed at once, a whole Chunk
         at a time where none of its records meets it."""
-        old = self.segments if self.usable else {}
-        now = _inputs(em)
-        moved = _changed(now["perm"], self._last["perm"]) if self._last is not None else None
-        dirty = _dirty(now, self._last, moved) if old else None
+        old, last = self.segments if self.usable else {}, self._last
+        tables, changes = self.plan_tables, self.plan_changes        # (this run's plan_layouts set them)
+        now = _inputs(em, tables)
+        if changes is not None and last is not None and changes[0] is last["tables"]:
+            moved, plan_moved = changes[1], {("in", k) for k in changes[2]} | {("out", k) for k in changes[3]}
+        else:
+            moved = _changed(now["perm"], last["perm"]) if last is not None else None
+            plan_moved = None
+        dirty = _dirty(now, last, moved, plan_moved) if old else None
         bases: set[str] = set()
         new: dict[int, Segment] = dict(old)
         trace, nodes = em.trace, em.nodes
@@ -434,6 +475,14 @@ class Reconverter:
         self._wire = {k: v for k, v in self._wire.items() if k in live} if self.usable else {}
 
 
+def _field_bound(f, v) -> int:
+    size = 0
+    for x in (v if f.is_repeated else [v]):
+        size += 16 + (x.ByteSize() if f.message_type is not None else len(x.encode()) if isinstance(x, str)
+                      else len(x) if isinstance(x, bytes) else 0)
+    return size
+
+
 def _info_wire(info) -> bytes:
     data = info.SerializeToString()
     return b"\x6a" + _varint(len(data)) + data           # field 13, bytes
@@ -455,24 +504,33 @@ def _counted(rc: Reconverter) -> bool:
     return True
 
 
-def _inputs(em: Recorder) -> dict:
+def _inputs(em: Recorder, tables: tuple | None) -> dict:
     """What the ops' emission reads that is set before the first op: the plan, the conflicts, and the names,
-    values and memo taken by the graph's inputs and outputs."""
+    values and memo taken by the graph's inputs and outputs. `tables`: the plan's own (propagation.assemble's,
+    never changed: no copy) when known."""
     plan = em.plan
-    return {"perm": dict(plan.perms), "in": dict(plan.inputs), "out": dict(plan.produced),
+    if tables is not None and tables[1] == plan.perms and tables[3] == plan.inputs and tables[4] == plan.produced:
+        perms, ins, produced = tables[1], tables[3], tables[4]
+    else:
+        tables, perms, ins, produced = None, dict(plan.perms), dict(plan.inputs), dict(plan.produced)
+    return {"tables": tables, "perm": perms, "in": ins, "out": produced,
             "at": {k for k, v in dict.items(em.conflict_at) if _present(v)},
             "pin": {k for k, v in dict.items(em.pin_conflicts) if _present(v)},
             "start": (frozenset(em._used), dict(em._taken), dict(dict.items(em._vname)), dict(dict.items(em.memo)))}
 
 
-def _dirty(now: dict, last: dict | None, moved: set) -> set | None:
-    """(dict, key) pairs whose value differs from the last run's (`moved`: the plan's perms that do); None when
-    the state before the first op differs (every record is then checked)."""
+def _dirty(now: dict, last: dict | None, moved: set, plan_moved: set | None) -> set | None:
+    """(dict, key) pairs whose value differs from the last run's (`moved`: the plan's perms that do; `plan_moved`:
+    its inputs and produced entries that do, if known); None when the state before the first op differs (every
+    record is then checked)."""
     if last is None or now["start"] != last["start"]:
         return None
     out = {("perm", k) for k in moved}
-    for tag in ("in", "out"):
-        out.update((tag, k) for k in _changed(now[tag], last[tag]))
+    if plan_moved is not None:
+        out |= plan_moved
+    else:
+        for tag in ("in", "out"):
+            out.update((tag, k) for k in _changed(now[tag], last[tag]))
     for tag in ("at", "pin"):
         out.update((tag, k) for k in now[tag] ^ last[tag])
     return out

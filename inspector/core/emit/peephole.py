@@ -13,18 +13,27 @@ def _static_dims(value_info) -> list[int] | None:
     return dims if value_info.type.tensor_type.HasField("shape") else None
 
 
-def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
+def clean(graph: onnx.GraphProto, trace=None, nodes=None, at=None, infos=None) -> list[str]:
     """Rewrite `graph` in place; returns one line per rewrite (empty when the plan was already clean). `nodes`: the
-    NodeProtos the graph's nodes were copied from, to look for a Transpose without a wrapper per graph node."""
+    NodeProtos the graph's nodes were copied from, to look for a Transpose without a wrapper per graph node; or
+    `at`: the positions of the graph's Transposes, and `infos`: a function giving value name -> position of its
+    last value_info in the graph (a re-conversion knows both: no walk over 10,000 nodes and value infos)."""
     done = []
-    if not any(n.op_type == "Transpose" for n in (graph.node if nodes is None else nodes)):   # the usual case
-        return done
-    transposes = [n for n in graph.node if n.op_type == "Transpose"]
+    if at is not None:
+        if not at:
+            return done
+        transposes = [graph.node[i] for i in at]
+    else:
+        if not any(n.op_type == "Transpose" for n in (graph.node if nodes is None else nodes)):   # the usual case
+            return done
+        transposes = [n for n in graph.node if n.op_type == "Transpose"]
     # A graph output or a value that is a TFLite tensor's image (a pinned tensor, say) must stay as it is.
-    outputs = {o.name for o in graph.output} | (set(trace.value_tensor) if trace is not None else set())
+    outputs = {o.name for o in graph.output}
+    images = trace.value_tensor if trace is not None else {}
     by_out = {n.output[0]: n for n in transposes}
     readers: dict[str, int] = {}
-    if any(n.input[0] in by_out and n.input[0] not in outputs for n in transposes):   # a chain that may fold
+    if any(n.input[0] in by_out and n.input[0] not in outputs and n.input[0] not in images
+           for n in transposes):                    # a chain that may fold
         for n in graph.node:
             for i in n.input:
                 if i in by_out:
@@ -34,7 +43,8 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
         if n.name in dead:
             continue
         first = by_out.get(n.input[0])
-        if first is None or first.name in dead or readers.get(first.output[0]) != 1 or first.output[0] in outputs:
+        if first is None or first.name in dead or readers.get(first.output[0]) != 1 or \
+                first.output[0] in outputs or first.output[0] in images:
             continue
         p = L.compose(_perm(first), _perm(n))
         _set_perm(n, p)
@@ -42,7 +52,14 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
         dead.add(first.name)
         done.append(f"{first.name} + {n.name}: Transposes folded into one ({list(p)})")
     wanted = {n.input[0] for n in transposes}
-    shapes = {v.name: v for part in (graph.input, graph.value_info, graph.output) for v in part if v.name in wanted}
+    if infos is None:
+        shapes = {v.name: v for part in (graph.input, graph.value_info, graph.output) for v in part
+                  if v.name in wanted}
+    else:                                           # the same: the last of a name wins, outputs over the rest
+        index = infos()
+        shapes = {v.name: v for v in graph.input if v.name in wanted}
+        shapes.update((name, graph.value_info[index[name]]) for name in wanted if name in index)
+        shapes.update((v.name, v) for v in graph.output if v.name in wanted)
     for n in transposes:
         if n.name in dead:
             continue

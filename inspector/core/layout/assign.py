@@ -109,6 +109,7 @@ class Problem:
     kept: dict = field(default_factory=dict, repr=False)
     base: dict | None = field(default=None, repr=False)
     redo: set | None = field(default=None, repr=False)     # solve._count's: the ops priced again
+    changes: tuple | None = field(default=None, repr=False)  # propagation._assemble_again's
 
     def rank(self, t: int) -> int:
         return self.sg.tensors[t].rank

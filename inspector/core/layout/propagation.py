@@ -40,7 +40,9 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
     `memo`: an object whose `problem` attribute keeps the last problem of this subgraph (same skip, constants and
     I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build) and
-    re-solves only the parts of the graph around them (exact.resolve)."""
+    re-solves only the parts of the graph around them (exact.resolve). It also gets `plan_tables`: the plan's
+    own tables (assemble's, never changed), and `plan_changes`: (the last plan's tables, the keys of perms, inputs
+    and produced whose values differ from them) when the plan was updated from the last one, else None."""
     old = getattr(memo, "problem", None)
     pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old)
     if memo is not None:
@@ -48,7 +50,9 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
         pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
     choice, optimality = solve(pb, time_budget, previous=old)
     plan = assemble(pb, choice, optimality)
-    pb.base = None                  # the last problem's figures, updated into this one's: not kept twice
+    if memo is not None:            # what the re-emission compares with the last plan (emit/incremental.py)
+        memo.plan_tables, memo.plan_changes = pb.kept["plan"], pb.changes
+    pb.base = pb.changes = None     # the last problem's figures, updated into this one's: not kept twice
     return plan
 
 
@@ -160,6 +164,22 @@ def _assemble_again(pb: Problem, choice: Choice, base: tuple) -> tuple | None:
             _assemble_op(pb, ops[oi], choice[oi], tables)
     if sizes != (len(perms), len(why_of), len(ins), len(produced)):
         return None
+    # which entries now differ from the last plan's: those the ops assembled again (and the rules) wrote
+    old_perms, old_ins, old_produced = base[1], base[3], base[4]
+    moved = {t for t in pb.fixed if perms[t] != old_perms[t]}
+    moved_in, moved_out = set(), set()
+    for oi in pb.redo:
+        if oi in pb.skip:
+            continue
+        op = ops[oi]
+        moved_in.update(k for s, _ in choice[oi].reads if ins[k := (oi, s)] != old_ins[k])
+        for slot, t in enumerate(op.outputs):
+            if t >= 0:
+                if produced[(oi, slot)] != old_produced[(oi, slot)]:
+                    moved_out.add((oi, slot))
+                if perms[t] != old_perms[t]:
+                    moved.add(t)
+    pb.changes = base, moved, moved_in, moved_out
     return choice, perms, why_of, ins, produced, conflicts
 
 
