@@ -126,23 +126,19 @@ def test_re_runs_leave_no_reference_cycles(corpus):
     assert not kinds & {"Recorder", "Logged", "Cursor", "Segment"}, kinds
 
 
-def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
-    """Pins picked at random on a graph of convolutions, adds, pads, means, concatenations and a reshape, whose
-    tensor names collide with the names conversion makes ("t3_NCHW", "t3_1", "t 4"): each re-run equals a full
-    conversion, and most records are replayed without being checked read by read (Reconverter.checked)."""
-    import random
-
+def mixed_graph(path, steps: int, rng):
+    """A graph of convolutions, adds, pads, means, concatenations and a reshape (about 1.5 ops a step), whose
+    tensor names collide with the names conversion makes ("t3_NCHW", "t3_1", "t 4"), and its pinnable tensors."""
     import numpy as np
 
     from inspector.core.io.tflite_builder import ModelBuilder
-    rng = random.Random(7)
     b = ModelBuilder()
     shape = [1, 5, 7, 3]
     w = b.const("w", np.arange(81, dtype=np.float32).reshape(3, 3, 3, 3) / 100)
     bias = b.const("bias", np.zeros(3, np.float32))
     names = ["t0", "t0_NCHW", "t1", "t 4", "t3", "t3_1", "t3_NCHW", "t3_NHWC", "t2"]
     made = [b.input("x", shape)]
-    for i in range(40):
+    for i in range(steps):
         prev = made[-1]
         name = names[i] if i < len(names) else f"t{i}"
         kind = i % 6
@@ -173,10 +169,30 @@ def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
     flat = b.tensor("flat", [1, 105])
     b.op("RESHAPE", [made[-1], b.const("shape", np.array([1, 105], np.int32))], [flat], {"new_shape": [1, 105]})
     b.output(flat)
-    graph = load_model(b.save(tmp_path / "mixed.tflite"))
+    graph = load_model(b.save(path))
     sg = graph.main
-    pinnable = [sg.tensors[t].name for t in range(len(sg.tensors))
-                if sg.tensors[t].rank == 4 and sg.tensors[t].data is None]
+    return graph, [sg.tensors[t].name for t in range(len(sg.tensors))
+                   if sg.tensors[t].rank == 4 and sg.tensors[t].data is None]
+
+
+def kept_pieces_hold(cache: Reconverter, model) -> None:
+    """What a re-run took from its pieces instead of walking the model (a model peephole left as it was): where the
+    Transposes are, which value_info each name has, and a bound of the model's size."""
+    g = model.graph
+    assert cache.transposes_at == [i for i, n in enumerate(g.node) if n.op_type == "Transpose"]
+    index = cache.info_index()
+    assert len(index) == len({v.name for v in g.value_info})
+    assert all(g.value_info[i].name == name for name, i in index.items())
+    assert model.ByteSize() <= cache.rest_bound(model)
+
+
+def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
+    """Pins picked at random on a mixed graph: each re-run equals a full conversion, and most records are
+    replayed without being checked read by read (Reconverter.checked)."""
+    import random
+    rng = random.Random(7)
+    graph, pinnable = mixed_graph(tmp_path / "mixed.tflite", 40, rng)
+    sg = graph.main
     cache = Reconverter()
     run(graph, cache=cache, check=False)
     counts, unchecked = set(), 0
@@ -184,9 +200,36 @@ def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
         pins = {t: rng.choice(["keep", "NCHW"]) for t in rng.sample(pinnable, rng.randint(0, 3))}
         inc = run(graph, pins, cache=cache, check=False)
         same(inc, run(graph, pins, check=False))
+        kept_pieces_hold(cache, inc.result.model)
         counts.add(inc.result.transposes)
         unchecked += cache.checked < len(sg.ops) // 2
     assert len(counts) > 2 and unchecked >= 6      # the pins changed the graph; most runs checked few records
+
+
+def test_pins_and_undos_in_a_row_replay_whole_chunks(tmp_path):
+    """Several pins set and undone in a row on a graph of several chunks (incremental.CHUNK ops): each re-run equals
+    a full conversion (bytes, trace, every table of the plan), the untouched chunks are replayed whole, and the
+    re-plan's changes from the last plan are what the re-emission compares (not a diff of the whole plan)."""
+    import random
+
+    from inspector.core.emit import incremental
+    rng = random.Random(11)
+    graph, pinnable = mixed_graph(tmp_path / "long.tflite", 260, rng)
+    n_chunks = -(-len(graph.main.ops) // incremental.CHUNK)
+    assert n_chunks >= 5
+    a, b, c = pinnable[40], pinnable[len(pinnable) // 2], pinnable[-30]
+    cache = Reconverter()
+    run(graph, cache=cache, check=False)
+    counts = set()
+    for pins in ({a: "keep"}, {a: "keep", b: "NCHW"}, {a: "keep"}, {}, {c: "keep"}, {c: "keep", b: "keep"},
+                 {b: "keep"}, {}, {}):
+        inc = run(graph, pins, cache=cache, check=False)
+        same(inc, run(graph, pins, check=False))
+        kept_pieces_hold(cache, inc.result.model)
+        assert cache.plan_changes is not None                   # the plan updated from the last one...
+        assert n_chunks - 3 <= cache.bulk <= n_chunks          # ...and most chunks replayed whole
+        counts.add(inc.result.transposes)
+    assert len(counts) > 2
 
 
 def test_quantized_models_convert_in_full_each_time(corpus):

@@ -215,6 +215,7 @@ class Reconverter:
         self.node_bytes = self.info_bytes = 0   # the wire bytes of the last run's nodes and value infos
         self.replayed = self.emitted = 0
         self.checked = 0                # records checked read by read in the last run (the others met no change)
+        self.bulk = 0                   # chunks replayed whole in the last run
         self._last: dict | None = None  # _inputs of the last run
         self.plan_tables = self.plan_changes = None     # set by layout.propagation.plan_layouts (memo=)
 
@@ -382,7 +383,7 @@ class Reconverter:
         apply, apply_chunk, get, replayed = _applier(em), _chunk_applier(em), old.get, 0
         chunks = self._chunks if dirty is not None else {}
         ops, pieces, redone = em.sg.ops, [], []
-        self.replayed = self.emitted = self.checked = 0
+        self.replayed = self.emitted = self.checked = self.bulk = 0
         i, n = 0, len(ops)
         while i < n:
             if not i % CHUNK:
@@ -392,6 +393,7 @@ class Reconverter:
                     apply_chunk(ch)
                     pieces.append((start, len(nodes), ch))
                     replayed += ch.count
+                    self.bulk += 1
                     i += CHUNK
                     continue
             op = ops[i]
