@@ -158,6 +158,26 @@ def test_inconsistent_ranks_are_a_conversion_error():
     assert "inconsistent" in msg
 
 
+def test_inconsistent_ranks_are_a_conversion_error_on_every_re_conversion():
+    """A re-conversion's plan starts from the last one's and only what changed is checked: a plan that failed the
+    check must not be that start (ops with a choice ahead of the SPLIT: the re-plan is then incremental)."""
+    from inspector.core.emit.incremental import Reconverter
+    b = ModelBuilder()
+    x = b.input("x", [1, 4, 6, 10])
+    for i in range(8):
+        y = b.tensor(f"r{i}", [1, 4, 6, 10])
+        b.op("RELU", [x], [y])
+        x = y
+    axis = b.const("axis", np.array(3, np.int32))
+    outs = [b.tensor("s0", [1, 4, 6, 3]), b.tensor("s1", []), b.tensor("s2", [1, 4, 6, 3])]
+    b.op("SPLIT", [axis, x], outs, {"num_splits": 3})
+    b.output(outs[0], outs[2])
+    g, cache = read_tflite_bytes(b.build(), "hostile.tflite"), Reconverter()
+    for pins in ({}, {}, {"r3": "keep"}, {}):
+        with pytest.raises(ConversionError, match="'s1' is declared with shape"):
+            convert(g, pins, cache=cache)
+
+
 def test_a_zero_stride_is_a_conversion_error_naming_the_op():
     b = ModelBuilder()
     x = b.input("x", [1, 5, 7, 5])

@@ -194,8 +194,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
             model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
     if graph.description:
         model.doc_string = graph.description
-    categories = {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE
-                  for op in sg.ops}
+    categories = cache.categories(sg, table) if cache is not None else op_categories(sg, table)
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
                                        "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
@@ -433,6 +432,11 @@ def _culprit(e: BaseException) -> Op | None:
     return found
 
 
+def op_categories(sg: Subgraph, table) -> dict:
+    """Each op's layout category (ops without a rule Terminate)."""
+    return {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE for op in sg.ops}
+
+
 def _plan(sg: Subgraph, *args, **kwargs):
     """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a crash."""
     try:
@@ -443,8 +447,14 @@ def _plan(sg: Subgraph, *args, **kwargs):
         raise ConversionError(f"cannot plan layouts in subgraph {sg.name}{where}: operator inputs or tensor ranks "
                               f"are inconsistent ({type(e).__name__}: {e})") from None
     tensors = sg.tensors
-    for t, perm in plan.perms.items():
+    # A plan updated from the last one (which passed) has only the perms it changed to check; a plan that fails
+    # is not kept as the next one's start.
+    memo = kwargs.get("memo")
+    changes = getattr(memo, "plan_changes", None)
+    for t, perm in (((t, plan.perms[t]) for t in changes[1]) if changes is not None else plan.perms.items()):
         if len(perm) != len(tensors[t].shape):
+            if memo is not None:
+                memo.problem = None
             producers = sg.producers()
             op = sg.ops[producers[t]] if t in producers else None
             raise ConversionError(f"tensor '{sg.tensors[t].name}' is declared with shape {list(sg.tensors[t].shape)}"

@@ -207,6 +207,7 @@ class Reconverter:
         self._nodes: dict[int, tuple] = {}      # id(node) -> (it, its wire): see `node_wire`
         self._chunks: dict[int, Chunk] = {}     # ops [k*CHUNK, (k+1)*CHUNK) -> their records merged, for k
         self._pieces: list[tuple] = []          # (start, end, Segment or Chunk) of the last run's nodes
+        self._categories: dict | None = None    # convert.op_categories
         self._runs = 0                  # emit_ops that completed
         self._moved: set | None = None  # tensors whose layout differs from the last run's plan (None: unknown)
         self._values: tuple | None = None       # the last value_infos': (run, its inputs, values, parts, where,
@@ -225,8 +226,15 @@ class Reconverter:
             return True
         self.key, self.prepared, self.problem, self.segments, self.usable = (graph, options), None, None, {}, False
         self._bounds, self._wire, self._infos, self._nodes, self._chunks = {}, {}, {}, {}, {}
-        self._values = None
+        self._values = self._categories = None
         return False
+
+    def categories(self, sg, table) -> dict:
+        """convert.op_categories, once per model and options (a copy each run: the result's own)."""
+        if self._categories is None:
+            from .convert import op_categories
+            self._categories = op_categories(sg, table)
+        return dict(self._categories)
 
     def size_bound(self, tensor) -> int:
         """convert._size_bound of an initializer, once per initializer object (ListFields on each of NASNet's 564

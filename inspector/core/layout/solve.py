@@ -3,6 +3,7 @@ then HiGHS where that is too wide)."""
 from __future__ import annotations
 
 import itertools
+import math
 import time
 
 from . import layout as L
@@ -183,6 +184,33 @@ def _bound_of(pb: Problem, oi: int, modes) -> tuple[int, tuple] | None:
     return (cost, tuple(pairs)) if cost or pairs else None
 
 
+def _free(pb: Problem) -> tuple[list[int], int]:
+    """(The ops with a choice, in op order, and how many combinations of modes they have, or ENUMERATE + 1 when
+    more.) The set is kept (pb.kept["free"]): a re-plan looks at the ops whose modes may have changed only."""
+    base = pb.base.get("free") if pb.base is not None and pb.changed is not None else None
+    modes = pb.modes
+    if base is None:
+        free = []                                    # (one pass, no generator: this runs on every model)
+        for oi, ms in modes.items():
+            if len(ms) > 1:
+                free.append(oi)
+        kept = set(free)
+    else:
+        kept = set(base)
+        for oi in pb.changed:
+            if len(modes.get(oi, ())) > 1:
+                kept.add(oi)
+            else:
+                kept.discard(oi)
+        free = None
+    pb.kept["free"] = kept
+    if len(kept) > 6:                                # each has 2 modes at least: 2**7 > ENUMERATE
+        return [], ENUMERATE + 1
+    if free is None:
+        free = [oi for oi in modes if oi in kept]
+    return free, math.prod(len(modes[oi]) for oi in free)
+
+
 def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | None = None) -> tuple[Choice, Optimality]:
     """The best choice found and what is proven about it. When greedy misses the bound, the parts of the graph where
     it pays are searched exactly (exact.refine), HiGHS's ILP (ilp.py) on a part too wide for that search, and on the
@@ -190,11 +218,7 @@ def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | Non
     `previous`: the same graph's problem under other pins (pb built from it): its plan is kept wherever nothing
     around a part changed (exact.resolve), the same plan as without it."""
     start = time.perf_counter()
-    free, combos = [], 1                             # (one pass, no generator: this runs on every model)
-    for oi, modes in pb.modes.items():
-        if len(modes) > 1:
-            free.append(oi)
-            combos *= len(modes)
+    free, combos = _free(pb)
     if combos <= ENUMERATE:                          # a few choices: try them all, no solver
         best = {oi: modes[0] for oi, modes in pb.modes.items()}
         score = transposes(pb, best)
