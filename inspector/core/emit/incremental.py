@@ -13,6 +13,7 @@ them, so such models (and very large weights, whose copies the records would kee
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 
 from .emitter import Emitter, _varint, clean_base, next_free
 
@@ -103,38 +104,34 @@ class Chunk:
 
     def __init__(self, entries: list):
         """entries: (op index, its Segment, or None for a folded op), in op order."""
-        self.segs = [seg for _, seg in entries if seg is not None]
-        self.count = len(self.segs)
-        self.keys = frozenset().union(*(seg.keys for seg in self.segs))
-        self.bases = frozenset().union(*(seg.bases for seg in self.segs))
-        used, self.taken, self.memo, self.names, self.node_op = set(), {}, {}, {}, {}
-        self.values, self.tensors = {}, {}         # the trace's notes: tensor -> its values, value -> tensor
-        self.nodes, self.inits, self.warnings, self.others, self.last = [], [], [], [], None
-        self.indices, self.op_nodes = [], []
-        for index, seg in entries:
-            self.indices.append(index)
-            if seg is None:
-                self.op_nodes.append(())
-                continue
-            u, taken, memo, names, nodes, node_op, others = seg.replay
-            used.update(u)
-            self.taken.update(taken)
-            self.memo.update(memo)
-            self.names.update(names)
-            self.nodes += seg.nodes
-            self.inits += seg.inits
-            self.warnings += seg.warnings
-            self.op_nodes.append(nodes)
-            self.node_op.update(node_op)
-            for kind, a, b in others:
-                if kind == "note":          # (note_value's setdefaults, merged: the first value per tensor wins)
-                    self.values.setdefault(a, []).append(b)
-                    self.tensors.setdefault(b, a)
-                else:
-                    self.others.append((a, b))
-            if nodes:
-                self.last = nodes[-1]
-        self.used = frozenset(used)
+        self.segs = segs = [seg for _, seg in entries if seg is not None]
+        replays = [seg.replay for seg in segs]
+        self.count = len(segs)
+        self.keys = frozenset().union(*[seg.keys for seg in segs])
+        self.bases = frozenset().union(*[seg.bases for seg in segs])
+        self.used = frozenset().union(*[r[0] for r in replays])
+        # dict(pairs) keeps a key's first place and last value, as the updates in turn do
+        self.taken = dict(chain.from_iterable(r[1].items() for r in replays))
+        self.memo = dict(chain.from_iterable(r[2].items() for r in replays))
+        self.names = dict(chain.from_iterable(r[3].items() for r in replays))
+        self.node_op = dict(chain.from_iterable(r[5].items() for r in replays))
+        self.nodes = list(chain.from_iterable(seg.nodes for seg in segs))
+        self.inits = list(chain.from_iterable(seg.inits for seg in segs))
+        self.warnings = list(chain.from_iterable(seg.warnings for seg in segs))
+        self.indices = [index for index, _ in entries]
+        self.op_nodes = [seg.replay[4] if seg is not None else () for _, seg in entries]
+        last = [r[4][-1] for r in replays if r[4]]
+        self.last = last[-1] if last else None
+        entries_ = [e for r in replays for e in r[6]]
+        self.others = [(a, b) for kind, a, b in entries_ if kind != "note"]
+        # the trace's notes (note_value's setdefaults, merged): tensor -> its values, value -> its first tensor
+        self.values, self.tensors = {}, {}
+        values, tensors = self.values, self.tensors
+        for kind, a, b in entries_:
+            if kind == "note":
+                values[a] = values.get(a, ()) + (b,)
+                if b not in tensors:
+                    tensors[b] = a
         self.wire: bytes | None = None
         self.tpos: list | None = None
 
