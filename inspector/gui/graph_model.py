@@ -6,6 +6,9 @@ Qt-free on purpose (built in the worker thread). Constants are folded into their
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
+from collections import Counter
+from operator import attrgetter, eq, itemgetter, not_
 from typing import Any, Hashable
 
 TFLITE, ONNX = "tflite", "onnx"            # the two panes (and their graphs)
@@ -210,9 +213,7 @@ def bundle(g: ViewGraph) -> ViewGraph:
     """Large fan-in drawn as one node with one edge: graph inputs that only feed one op become a single terminal
     ("2000 inputs") when there are more than BUNDLE of them, and more than BUNDLE parallel edges between two
     nodes (ADD_N of one tensor 100,000 times) become one edge labelled with their count."""
-    indeg: dict[int, int] = {}
-    for e in g.edges:
-        indeg[e.dst] = indeg.get(e.dst, 0) + 1
+    indeg = Counter(map(attrgetter("dst"), g.edges))
     if not indeg or max(indeg.values()) <= BUNDLE:
         return g
     outs: dict[int, set[int]] = {}
@@ -256,21 +257,32 @@ def onnx_node_name(node, i: int) -> str:
 
 
 def _value_shapes(g) -> dict[str, tuple]:
-    """Value name -> shape, from a GraphProto's inputs, value_info and outputs. Read once per distinct type (most
-    values of a model share a few): the bytes of a small TypeProto are cheaper to get than its dims one by one."""
-    shapes: dict[str, tuple] = {}
-    by_type: dict[bytes, tuple | None] = {}
-    for vi in [*g.input, *g.value_info, *g.output]:
-        t = vi.type
-        key = t.SerializeToString()
-        shape = by_type.get(key, _MISSING)
-        if shape is _MISSING:
-            tt = t.tensor_type
-            shape = by_type[key] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                                         for d in tt.shape.dim) if tt.HasField("shape") else None
-        if shape is not None:
-            shapes[vi.name] = shape
-    return shapes
+    """Value name -> shape, from a GraphProto's inputs, value_info and outputs (see _shapes_of)."""
+    return _shapes_of([vi.SerializeToString() for vi in (*g.input, *g.value_info, *g.output)])
+
+
+_VALUES: dict[bytes, tuple] = {}    # ValueInfoProto bytes -> (name, shape or None)
+_TYPES: dict[bytes, tuple | None] = {}      # TypeProto bytes -> shape: most values of a model share a few types
+
+
+def _shapes_of(blobs: list[bytes]) -> dict[str, tuple]:
+    """Value name -> shape of value infos given as their bytes (later ones win, as in a graph's order), each read
+    once: a pin changes a few of 10,000, and reading them again was ~24 ms of each re-run's view."""
+    got = list(map(_VALUES.get, blobs))
+    if None in got:
+        import onnx
+        for i, b in enumerate(blobs):
+            if got[i] is None:
+                vi = onnx.ValueInfoProto.FromString(b)
+                t = vi.type
+                key = t.SerializeToString()
+                shape = _TYPES.get(key, _MISSING)
+                if shape is _MISSING:
+                    tt = t.tensor_type
+                    shape = _TYPES[key] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                                for d in tt.shape.dim) if tt.HasField("shape") else None
+                got[i] = _VALUES[b] = (vi.name, shape)
+    return {name: shape for name, shape in got if shape is not None}
 
 
 _MISSING = object()
@@ -284,18 +296,29 @@ _SAME_SHAPE = {"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSwish", "Har
 
 
 def _same_shape_fill(nodes, shapes: dict) -> None:
-    """`nodes`: (op type, inputs, outputs) of each node, in graph order."""
-    for op_type, ins, outs in reversed(nodes):     # backwards: a Conv's output from the Relu after it
-        if op_type in _SAME_SHAPE and ins and outs and outs[0] in shapes and ins[0] not in shapes:
+    """`nodes`: (op type, inputs, outputs, ...) of each node, in graph order (only those of _SAME_SHAPE matter)."""
+    nodes = [f for f in nodes if f[0] in _SAME_SHAPE]
+    for f in reversed(nodes):     # backwards: a Conv's output from the Relu after it
+        ins, outs = f[1], f[2]
+        if ins and outs and outs[0] in shapes and ins[0] not in shapes:
             shapes[ins[0]] = shapes[outs[0]]
-    for op_type, ins, outs in nodes:
-        if op_type in _SAME_SHAPE and ins and outs and ins[0] in shapes and outs[0] not in shapes:
+    for f in nodes:
+        ins, outs = f[1], f[2]
+        if ins and outs and ins[0] in shapes and outs[0] not in shapes:
             shapes[outs[0]] = shapes[ins[0]]
 
 
-_NODES: dict[tuple, Node] = {}      # ONNX node (bytes, its initializers' types and dims) -> its box (never changed)
-_FIELDS: dict[bytes, tuple] = {}    # ONNX node bytes -> (op type, inputs, outputs): upb builds a container per field
-                                    # read, and a re-run after a pin re-emits few nodes
+# A re-run after a pin re-emits few of the ONNX graph's nodes: what is read of each node is kept by its bytes.
+_FIELDS: dict[bytes, tuple] = {}    # node bytes -> (op type, inputs, outputs, named, Transpose perm)
+_PLAIN: dict[bytes, Node] = {}      # node bytes -> its box, for a named node reading no initializer
+_NODES: dict[tuple, Node] = {}      # (index if unnamed, bytes, its initializers' types and dims) -> its box
+_BY_INITS: dict[tuple, dict] = {}   # a graph's initializers' names, types and dims -> {bytes: box} of named nodes
+_TEXTS: dict = {None: ""}           # shape -> its text
+
+
+def _fields(n) -> tuple:
+    perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None) if n.op_type == "Transpose" else None
+    return n.op_type, tuple(n.input), tuple(n.output), bool(n.name), perm
 
 
 def _onnx_node(n, i: int, inits: dict) -> Node:
@@ -319,82 +342,160 @@ def _onnx_node(n, i: int, inits: dict) -> Node:
     return Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies)
 
 
+_BLOBS: list = []                   # the message class of _entries (made once)
+LIGHT_BYTES = 16 << 20              # initializer data past this: each entry serialised on its own (see _entries)
+
+
+def _blob_class():
+    """A message whose repeated bytes fields have GraphProto's numbers for node, input, output and value_info:
+    a graph's bytes parsed into it are each entry's bytes (a submessage and bytes share one wire form)."""
+    if not _BLOBS:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        fd = descriptor_pb2.FileDescriptorProto(name="inspector_graph_entries.proto", package="inspector_gui")
+        m = fd.message_type.add(name="GraphEntries")
+        for name, number in (("node", 1), ("input", 11), ("output", 12), ("value_info", 13)):
+            m.field.add(name=name, number=number, type=descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+                        label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fd)
+        _BLOBS.append(message_factory.GetMessageClass(pool.FindMessageTypeByName("inspector_gui.GraphEntries")))
+    return _BLOBS[0]
+
+
+def _entries(g) -> tuple[list[bytes], list[bytes]]:
+    """(each node's bytes, each input's, value info's and output's, in that order). The graph serialised whole and
+    split by the C parser (~5 ms on 10,000 ops, against ~11 ms entry by entry), unless its initializers hold much
+    data (the graph's bytes would copy it)."""
+    data = 0
+    for t in g.initializer:
+        if t.HasField("raw_data") or len(t.float_data) or len(t.int32_data) or len(t.int64_data) \
+                or len(t.double_data) or len(t.uint64_data) or len(t.string_data):
+            size = 8
+            for d in t.dims:
+                size *= d
+            data += size
+            if data > LIGHT_BYTES:
+                return [n.SerializeToString() for n in g.node], \
+                    [vi.SerializeToString() for vi in (*g.input, *g.value_info, *g.output)]
+    e = _blob_class().FromString(g.SerializeToString())
+    return list(e.node), [*e.input, *e.value_info, *e.output]
+
+
 def from_onnx(model, graph=None) -> ViewGraph:
     """An ONNX graph (the model's, or `graph`, a Loop/If body): nodes keyed by node name (or 'OpType#i'),
-    initializers folded into consumers, values from outside the graph as input terminals."""
+    initializers folded into consumers, values from outside the graph as input terminals.
+
+    Each step runs over whole lists in C where it can (map, zip, compress over what is kept by each node's and
+    value's bytes): a Python loop over 10,000 nodes and 13,000 edges was most of the ~50 ms a re-run's view took."""
     import onnx
     g = graph if graph is not None else model.graph
-    # each node's fields read once (upb builds a new container on every access; six passes read them), and only
-    # for a node not seen before: its bytes name it
-    if len(_NODES) > 200_000 or len(_FIELDS) > 200_000:
-        _NODES.clear()
-        _FIELDS.clear()
-    blobs = [n.SerializeToString() for n in g.node]
+    if len(_FIELDS) > 200_000 or len(_VALUES) > 200_000 or len(_PLAIN) > 200_000 or len(_NODES) > 200_000:
+        for cache in (_FIELDS, _VALUES, _TYPES, _PLAIN, _NODES, _BY_INITS):
+            cache.clear()
+        _TEXTS.clear()
+        _TEXTS[None] = ""
+    blobs, values = _entries(g)
     fields = list(map(_FIELDS.get, blobs))
-    for i, f in enumerate(fields):
-        if f is None:
-            n = g.node[i]
-            fields[i] = _FIELDS[blobs[i]] = (n.op_type, list(n.input), list(n.output), bool(n.name))
-    nodes = [f[:3] for f in fields]
-    shapes = _value_shapes(g)
+    if None in fields:
+        for i, f in enumerate(fields):
+            if f is None:
+                fields[i] = _FIELDS[blobs[i]] = _fields(g.node[i])
+    shapes = _shapes_of(values)
+    ops = list(map(itemgetter(0), fields))
+    ins_of, outs_of = list(map(itemgetter(1), fields)), list(map(itemgetter(2), fields))
+    outputs = list(filter(None, chain.from_iterable(outs_of)))
     if graph is None:
-        _same_shape_fill(nodes, shapes)
-        outputs = [o for _, _, outs in nodes for o in outs if o]
-        if sum(o not in shapes for o in outputs) > len(outputs) // 10:
+        _same_shape_fill(fields, shapes)
+        if len(outputs) - sum(map(shapes.__contains__, outputs)) > len(outputs) // 10:
             try:    # a model saved without shapes; inference holds the GIL, so only when most are missing
                 g = onnx.shape_inference.infer_shapes(model).graph
                 shapes = _value_shapes(g)
             except Exception:  # shapes are decoration: a model that fails inference still draws
                 pass
-    for i, (op_type, ins, outs) in enumerate(nodes):    # Transposes a converter inserted often carry no
-        if op_type == "Transpose" and outs[0] not in shapes and ins[0] in shapes:    # value_info: permute
-            perm = next((list(a.ints) for a in g.node[i].attribute if a.name == "perm"), None)
+    for i in compress(range(len(ops)), map("Transpose".__eq__, ops)):   # Transposes a converter inserted often
+        _, ins, outs, _, perm = fields[i]                                # carry no value_info: permute
+        if outs[0] not in shapes and ins[0] in shapes:
             src = shapes[ins[0]]
             shapes[outs[0]] = tuple(src[p] for p in perm) if perm else tuple(reversed(src))
     inits = {t.name: t for t in g.initializer}
     b = _Builder("onnx")
-    b.g.tensor_names = {}
     producer: dict[str, int] = {}
     for vi in g.input:
         if vi.name not in inits:
             producer[vi.name] = b.node(Node(("in", vi.name), "input", vi.name,
                                             _nonempty(shape_text(shapes.get(vi.name))), search=vi.name))
+    first = len(b.g.nodes)              # graph nodes are nodes[first + i]
+    n = len(blobs)
+    # each input read (not an initializer, not empty) is an edge: its consumer's index, in graph order
+    counts = list(map(len, ins_of))
+    names = list(chain.from_iterable(ins_of))
+    dsts = list(chain.from_iterable(map(repeat, range(first, first + n), counts)))
+    skip = {"", *inits}
+    drop = list(map(skip.__contains__, names))
+    reads: set[int] = set()
+    if any(drop):
+        reads.update(compress(dsts, drop))          # nodes reading an initializer (or an empty input)
+        keep = list(map(not_, drop))
+        names, dsts = list(compress(names, keep)), list(compress(dsts, keep))
+    # a named node's box by its bytes, kept for the graph's initializer types and dims when it reads one (a
+    # re-run's initializers are mostly the last one's); an unnamed node's, or one whose initializers changed,
+    # by its own key
+    boxes = list(map(_PLAIN.get, blobs))
+    reads = sorted(map(first.__rsub__, reads))
+    if reads or not all(boxes):         # (a Node is true; `None in` would call Node.__eq__ 10,000 times)
+        sig = {name: (t.data_type, tuple(t.dims)) for name, t in inits.items()}
+        if len(_BY_INITS) > 4:
+            _BY_INITS.clear()
+        kept = _BY_INITS.setdefault(tuple(sig.items()), {})
+        for i, box in zip(reads, map(kept.get, map(blobs.__getitem__, reads))):
+            boxes[i] = box
+        for i in compress(range(n), map(not_, map(itemgetter(3), fields))):
+            boxes[i] = None
+        sig = sig.get
+        for i, box in enumerate(boxes):
+            if box is None:
+                named, blob = fields[i][3], blobs[i]
+                if named and skip.isdisjoint(ins_of[i]):
+                    box = _PLAIN.get(blob)
+                    if box is None:
+                        box = _PLAIN[blob] = _onnx_node(g.node[i], i, inits)
+                else:
+                    key = (0 if named else i, blob, tuple(map(sig, ins_of[i])))
+                    box = _NODES.get(key)
+                    if box is None:
+                        box = _NODES[key] = _onnx_node(g.node[i], i, inits)
+                    if named:
+                        kept[blob] = box
+                boxes[i] = box
     nodes_out = b.g.nodes
-    first = len(nodes_out)              # graph nodes are nodes_out[first + i]
-    sig = {name: (t.data_type, tuple(t.dims)) for name, t in inits.items()}.get
-    for i, (blob, (_, ins, outs, named)) in enumerate(zip(blobs, fields)):
-        # a re-run after a pin re-emits few nodes: the others' boxes come from here
-        key = (0 if named else i, blob, tuple(map(sig, ins)) if inits else None)
-        node = _NODES.get(key)
-        if node is None:
-            node = _NODES[key] = _onnx_node(g.node[i], i, inits)
-        nodes_out.append(node)
-        idx = first + i
-        for o in outs:
-            if o:
-                producer[o] = idx
-    edges, seen = b.g.edges, b.seen
-    texts: dict = {}                    # shape -> its text (most values share a few shapes)
-    for i, (_, ins, _) in enumerate(nodes):
-        dst = first + i
-        for name in ins:
-            if not name or name in inits:
-                continue
-            src = producer.get(name)
-            if src is None:             # from the enclosing graph (Loop/If bodies): a terminal
-                src = producer[name] = b.node(Node(("in", name), "input", name,
-                                                   _nonempty(shape_text(shapes.get(name))), search=name))
-            shape = shapes.get(name)
-            text = texts.get(shape) if shape is not None else ""
-            if text is None:
-                text = texts[shape] = shape_text(shape)
-            edges.append(Edge(src, dst, name, text, name not in seen))
-            seen.add(name)
+    nodes_out += boxes
+    outs_flat = list(chain.from_iterable(outs_of))
+    producer.update(compress(zip(outs_flat, chain.from_iterable(map(repeat, range(first, first + n),
+                                                                   map(len, outs_of)))), outs_flat))
+    srcs = list(map(producer.get, names))
+    if None in srcs:                    # from the enclosing graph (Loop/If bodies): terminals, in the order they
+        for name in dict.fromkeys(names):       # are first read
+            if name not in producer:
+                producer[name] = b.node(Node(("in", name), "input", name, _nonempty(shape_text(shapes.get(name))),
+                                             search=name))
+        srcs = list(map(producer.__getitem__, names))
+    read = list(map(shapes.get, names))
+    labels = list(map(_TEXTS.get, read))
+    if None in labels:
+        for k, shape in enumerate(read):
+            if labels[k] is None:
+                labels[k] = _TEXTS.get(shape) or _TEXTS.setdefault(shape, shape_text(shape))
+    at = dict(zip(reversed(names), range(len(names) - 1, -1, -1)))      # value -> its first edge
+    firsts = list(map(eq, map(at.__getitem__, names), range(len(names))))
+    edges = b.g.edges
+    edges += map(Edge, srcs, dsts, names, labels, firsts)
+    b.seen = set(at)
     for vi in g.output:
         out = b.node(Node(("out", vi.name), "output", vi.name, _nonempty(shape_text(shapes.get(vi.name))),
                           search=vi.name))
         if vi.name in producer:
             b.edge(producer[vi.name], out, vi.name, shape_text(shapes.get(vi.name)))
-    b.g.tensor_names = {e.tensor: str(e.tensor) for e in b.g.edges}
+    tensors = list(map(attrgetter("tensor"), edges))
+    b.g.tensor_names = dict(zip(tensors, map(str, tensors)))
     b.g.shapes = shapes
     return bundle(b.g)
