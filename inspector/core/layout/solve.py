@@ -18,12 +18,17 @@ ENUMERATE = 64              # up to this many combinations of modes are tried on
 def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
     """(Transposes, bytes they move, Transposes inserted rather than a TFLite TRANSPOSE's own) of a choice."""
     lay = layouts(pb, choice)
+    return _total(pb, _shares(pb, choice, lay), lay)
+
+
+def _shares(pb: Problem, choice: Choice, lay: dict) -> dict:
+    """Each op's _paid share of a choice, where it pays something."""
     share = {}
     for oi, m in choice.items():
         got = _paid(pb, oi, m, lay)
         if got is not None:
             share[oi] = got
-    return _total(pb, share, lay)
+    return share
 
 
 def _paid(pb: Problem, oi: int, m: Mode, lay: dict) -> tuple | None:
@@ -65,11 +70,7 @@ def _count(pb: Problem, choice: Choice, near: set | None = None) -> int:
     pb.redo = None
     if base is None or base[0] is not pb.base["solution"] or not pb.single_writers():
         lay = layouts(pb, choice)
-        share = {}
-        for oi, m in choice.items():
-            got = _paid(pb, oi, m, lay)
-            if got is not None:
-                share[oi] = got
+        share = _shares(pb, choice, lay)
     else:
         old, share, lay = base[0], dict(base[1]), dict(base[2])
         ops, pins, consumers = pb.sg.ops, pb.pins, pb.graph_facts()[1]
