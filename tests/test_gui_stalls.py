@@ -626,14 +626,14 @@ def test_a_metadata_pass_failing_after_the_graph_is_shown_is_said_and_blocks_exp
     """The re-run's graph is shown before its metadata pass; when the pass then fails, the window says so and the
     result shown (without metadata) is not exported; the next re-run that passes clears it."""
     from inspector.core.ir.errors import InspectorError, MetadataError
-    from inspector.gui import editing
+    from inspector.core.session import pipeline
     w = window
     s = open_model(qtbot, w, corpus / MODEL)
-    real = editing.metadata_pass
+    real = pipeline.metadata_pass
 
     def failing(result, metadata):
         raise MetadataError("made to fail")
-    monkeypatch.setattr(editing, "metadata_pass", failing)
+    monkeypatch.setattr(pipeline, "metadata_pass", failing)
     name = w.editor.pin_name(mid_conv_output(s.graph.main))
     assert w.editor.pin(name, "keep")
     settle(qtbot, w)
@@ -642,7 +642,7 @@ def test_a_metadata_pass_failing_after_the_graph_is_shown_is_said_and_blocks_exp
     assert s.result.findings == [] and not (tmp_path / "m.onnx").exists()
     with pytest.raises(InspectorError, match="metadata pass failed"):
         s.export(str(tmp_path / "m.onnx"))
-    monkeypatch.setattr(editing, "metadata_pass", real)
+    monkeypatch.setattr(pipeline, "metadata_pass", real)
     w.editor.stack.undo()
     settle(qtbot, w)
     assert not s.error and denoted(s.result.model)

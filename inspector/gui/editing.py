@@ -22,7 +22,7 @@ from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.session.document import Session
 from inspector.core.session.events import ModelOpened, PinsChanged, PlanChanged
 from inspector.core.session.onnx_session import OnnxSession
-from inspector.core.session.pipeline import converted, metadata_pass
+from inspector.core.session.pipeline import converted
 
 from . import gc_guard, graph_layout, graph_model
 from .autosave import Autosave
@@ -31,7 +31,7 @@ from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .onnx_editing import REASON as ONNX_REASON, is_onnx_alone
 from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
-from .rerun_child import findings_of, with_findings
+from .rerun_child import annotated_and_checked, with_findings
 
 SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (the GUI
                         # thread sets it before it blocks on the pool: Editor._unblock; this bounds a bug)
@@ -189,8 +189,7 @@ def _annotated(outcome, result, metadata) -> Annotation:
         return _annotated_here(result, metadata)
     if isinstance(outcome, str):
         raise InspectorError(outcome)
-    model, notes, mapping, findings = outcome
-    return Annotation(model, notes, mapping, findings)
+    return Annotation(*outcome)
 
 
 def _annotated_here(result, metadata) -> Annotation:
@@ -202,8 +201,7 @@ def _annotated_here(result, metadata) -> Annotation:
     r = copy.copy(result)
     r.model = onnx.ModelProto()
     r.model.CopyFrom(result.model)
-    notes = metadata_pass(r, metadata).notes
-    return Annotation(r.model, notes, r.metadata_mapping, findings_of(r.model))
+    return Annotation(*annotated_and_checked(r, metadata))
 
 
 class AutosaveJob(QRunnable):

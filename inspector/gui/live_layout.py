@@ -26,6 +26,13 @@ def _touching(near: set, srcs: list, dsts: list):
     return compress(range(len(srcs)), map(or_, map(near.__contains__, srcs), map(near.__contains__, dsts)))
 
 
+def _joins_ends(route, src: tuple, dst: tuple, src_half: float, dst_half: float) -> bool:
+    """The route still starts at its producer's bottom and ends at its consumer's top (to half a pixel)."""
+    (x0, y0), (x1, y1) = route[0], route[-1]
+    return -0.5 < x0 - src[0] < 0.5 and -0.5 < y0 - src[1] - src_half < 0.5 and -0.5 < x1 - dst[0] < 0.5 \
+        and -0.5 < y1 - dst[1] + dst_half < 0.5
+
+
 # Past this share of new nodes the old picture says little about the new graph: lay it out afresh.
 MAX_NEW_SHARE = 0.25
 
@@ -65,9 +72,7 @@ class Placement:
             w, h = [n.width for n in vg.nodes], [n.height for n in vg.nodes]
             pos = layout.pos
             for e, route in zip(vg.edges, layout.routes):
-                (sx, sy), (dx, dy), (x0, y0), (x1, y1) = pos[e.src], pos[e.dst], route[0], route[-1]
-                if not (-0.5 < x0 - sx < 0.5 and -0.5 < y0 - sy - h[e.src] / 2 < 0.5 and -0.5 < x1 - dx < 0.5
-                        and -0.5 < y1 - dy + h[e.dst] / 2 < 0.5):
+                if not _joins_ends(route, pos[e.src], pos[e.dst], h[e.src] / 2, h[e.dst] / 2):
                     return
             # layout() would keep every node and route of it as they are: it counts as the last one laid out
             self._last = (weakref.ref(vg), layout, w, h)
@@ -149,12 +154,9 @@ class Placement:
             key = ekeys[k] if ekeys is not None else (keys[e.src], keys[e.dst], e.tensor)
             route, s, d = known(key), e.src, e.dst
             (sx, sy), (dx, dy) = pos[s], pos[d]
-            if route is not None:           # it still starts at its producer's bottom and ends at its consumer's top
-                (x0, y0), (x1, y1) = route[0], route[-1]
-                if -0.5 < x0 - sx < 0.5 and -0.5 < y0 - sy - half[s] < 0.5 and -0.5 < x1 - dx < 0.5 \
-                        and -0.5 < y1 - dy + half[d] < 0.5:
-                    routes[k] = route
-                    continue
+            if route is not None and _joins_ends(route, pos[s], pos[d], half[s], half[d]):
+                routes[k] = route
+                continue
             a, b = sy + half[s], dy - half[d]
             route = self.routes[key] = [(sx, a), (sx, (a + b) / 2), (dx, (a + b) / 2), (dx, b)]
             if self._by_ends is not None:   # kept up to date: rebuilt it was ~10 ms of each pin on 10,000 ops

@@ -376,17 +376,25 @@ def annotated(number: int):
     ops, without its big weights)."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
-    from inspector.core.session.pipeline import metadata_pass
     if number != _CONVERTED[0] or _CONVERTED[1] is None:
         return None
     result, metadata = _CONVERTED[1]
     _CONVERTED[1] = None
     try:
-        outcome = metadata_pass(result, MetadataEdits.from_dict(metadata))
+        answer = annotated_and_checked(result, MetadataEdits.from_dict(metadata))
     except InspectorError as e:
         return str(e)
-    dropped(outcome)                    # freed by `finish`, not while the window waits
-    return result.model, outcome.notes, result.metadata_mapping, findings_of(result.model)
+    dropped(result)                     # freed by `finish`, not while the window waits
+    return answer
+
+
+def annotated_and_checked(result, metadata) -> tuple:
+    """The metadata pass on `result` (in place on its model) and the checker's findings on the annotated model:
+    (model, notes, metadata mapping, findings). `annotated` runs it in the child, the window's re-run worker on a
+    copy (editing._annotated_here)."""
+    from inspector.core.session.pipeline import metadata_pass
+    notes = metadata_pass(result, metadata).notes
+    return result.model, notes, result.metadata_mapping, findings_of(result.model)
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:
