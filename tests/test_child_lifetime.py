@@ -1,4 +1,5 @@
-"""The loader's child process ends with the window's: a window killed by a signal never shuts its pool down."""
+"""The loader's child process ends with the window's: a window killed by a signal never shuts its pool down, and
+a window process that ends while its child is still starting neither hangs nor dies noisily."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,21 @@ import os, signal
 from inspector.gui import loader_job
 print(loader_job.executor().submit(os.getpid).result(), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+# the window's process ends while the warm-up is starting the child: the start is held at the forkserver for a while
+EXIT_DURING_WARM_UP = """
+import multiprocessing.forkserver as forkserver, sys, threading, time
+asked, connect = threading.Event(), forkserver.connect_to_new_process
+def held(fds):
+    asked.set()
+    time.sleep(float(sys.argv[1]))
+    return connect(fds)
+forkserver.connect_to_new_process = held
+from inspector.gui import loader_job
+loader_job.warm()
+asked.wait()
+print("ending", flush=True)
 """
 
 
@@ -36,3 +52,20 @@ def test_the_child_ends_when_the_window_is_killed(tmp_path):
     while _running(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _running(worker), f"the child {worker} outlived the killed window"
+
+
+def test_a_process_that_ends_while_its_child_starts_exits_cleanly(tmp_path):
+    """It hung for ever (CI: the installed-wheel test's window script, 300 s) or printed tracebacks: at exit the
+    pool's weakref callback waited for the lock the warm-up's spawn held in a daemon thread, frozen by finalization,
+    or the child read semaphores the exit had already removed. loader_job._end_child ends the child first."""
+    root = Path(__file__).resolve().parents[1]
+    for i, held in enumerate(("0", "0.5", "0.5", "1.5")):
+        out = tmp_path / f"out{i}"
+        with out.open("w") as f:
+            try:        # a bound on waiting, not a speed target: it ends within a second or two
+                done = subprocess.run([sys.executable, "-c", EXIT_DURING_WARM_UP, held], cwd=root, stdout=f,
+                                      stderr=subprocess.STDOUT, timeout=60)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"held {held} s: the process hung at exit\n{out.read_text()}") from None
+        text = out.read_text()
+        assert done.returncode == 0 and text.strip() == "ending", f"held {held} s:\n{text}"

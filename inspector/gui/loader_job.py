@@ -4,10 +4,10 @@ Python cannot interrupt a running conversion: cancel marks the job stale and its
 """
 from __future__ import annotations
 
-import atexit
 import os
 import threading
 import traceback
+from concurrent.futures.process import BrokenProcessPool
 
 from PySide6.QtCore import QObject, QRunnable, Signal
 
@@ -42,8 +42,23 @@ def _executor():
                                         "inspector.gui.rerun_child"])
             from .rerun_child import watch_parent
             _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=watch_parent)
-            atexit.register(_EXECUTOR.shutdown, wait=False, cancel_futures=True)
+            # threading's exit hooks run before atexit's, and the last registered first: this one runs before
+            # concurrent.futures' (which waits for the pool's manager) and multiprocessing's (which joins children)
+            threading._register_atexit(_end_child)
     return _EXECUTOR
+
+
+def _end_child() -> None:
+    """At the window process's exit: end the child instead of waiting for it. A process that ended while the
+    warm-up was still starting the child hung for ever: finalization froze the warm-up's daemon thread inside
+    `submit`, holding the pool's shutdown lock, and the pool's weakref callback then waited for that lock (or the
+    child, started late, read semaphores the exit had removed). Shutting down first waits for the lock's release.
+    Nothing the child does outlives the window: exports and saves are waited for before the window closes."""
+    import multiprocessing
+    _EXECUTOR.shutdown(wait=False, cancel_futures=True)   # waits out a submit under way (a warm-up's spawn)
+    for child in multiprocessing.active_children():
+        child.kill()
+        child.join(5)
 
 
 _WARM = threading.Event()             # the child has answered the warm-up: work sent to it starts at once
@@ -62,7 +77,10 @@ def warm() -> None:
 
 
 def _warm() -> None:
-    _executor().submit(os.getpid).result()
+    try:
+        _executor().submit(os.getpid).result()
+    except (BrokenProcessPool, RuntimeError):   # the process is exiting (_end_child); a real submit would say so
+        return
     _WARM.set()
 
 
