@@ -17,7 +17,11 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 # the window's process ends while the warm-up is starting the child: the start is held at the forkserver for a while
 EXIT_DURING_WARM_UP = """
-import multiprocessing.forkserver as forkserver, sys, threading, time
+import multiprocessing, multiprocessing.forkserver as forkserver, sys, threading, time
+def finish(path):                   # a child of the script's own: it is joined at exit, not killed
+    time.sleep(0.5)
+    open(path, "w").write("finished")
+multiprocessing.get_context("fork").Process(target=finish, args=(sys.argv[2],)).start()
 asked, connect = threading.Event(), forkserver.connect_to_new_process
 def held(fds):
     asked.set()
@@ -63,9 +67,10 @@ def test_a_process_that_ends_while_its_child_starts_exits_cleanly(tmp_path):
         out = tmp_path / f"out{i}"
         with out.open("w") as f:
             try:        # a bound on waiting, not a speed target: it ends within a second or two
-                done = subprocess.run([sys.executable, "-c", EXIT_DURING_WARM_UP, held], cwd=root, stdout=f,
-                                      stderr=subprocess.STDOUT, timeout=60)
+                done = subprocess.run([sys.executable, "-c", EXIT_DURING_WARM_UP, held, str(tmp_path / f"own{i}")],
+                                      cwd=root, stdout=f, stderr=subprocess.STDOUT, timeout=60)
             except subprocess.TimeoutExpired:
                 raise AssertionError(f"held {held} s: the process hung at exit\n{out.read_text()}") from None
         text = out.read_text()
         assert done.returncode == 0 and text.strip() == "ending", f"held {held} s:\n{text}"
+        assert (tmp_path / f"own{i}").read_text() == "finished"

@@ -54,9 +54,10 @@ def _end_child() -> None:
     `submit`, holding the pool's shutdown lock, and the pool's weakref callback then waited for that lock (or the
     child, started late, read semaphores the exit had removed). Shutting down first waits for the lock's release.
     Nothing the child does outlives the window: exports and saves are waited for before the window closes."""
-    import multiprocessing
-    _EXECUTOR.shutdown(wait=False, cancel_futures=True)   # waits out a submit under way (a warm-up's spawn)
-    for child in multiprocessing.active_children():
+    with _EXECUTOR._shutdown_lock:      # taken once a submit under way (a warm-up's spawn) has added its worker
+        ours = list((_EXECUTOR._processes or {}).values())    # only the pool's: other children are joined as usual
+    _EXECUTOR.shutdown(wait=False, cancel_futures=True)
+    for child in ours:
         child.kill()
         child.join(5)
 
