@@ -15,7 +15,7 @@ print(loader_job.executor().submit(os.getpid).result(), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
-# the window's process ends while the warm-up is starting the child: the start is held at the forkserver for a while
+# the window's process ends while the warm-up is starting the child: the start is held before the forkserver
 EXIT_DURING_WARM_UP = """
 import multiprocessing, multiprocessing.forkserver as forkserver, sys, threading, time
 def finish(path):                   # a child of the script's own: it is joined at exit, not killed

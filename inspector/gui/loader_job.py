@@ -41,25 +41,39 @@ def _executor():
                                         "inspector.gui.graph_model", "inspector.gui.graph_layout",
                                         "inspector.gui.rerun_child"])
             from .rerun_child import watch_parent
-            _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=watch_parent)
             # threading's exit hooks run before atexit's, and the last registered first: this one runs before
-            # concurrent.futures' (which waits for the pool's manager) and multiprocessing's (which joins children)
+            # concurrent.futures' (which waits for the pool's manager) and multiprocessing's (which joins children).
+            # Registered first: once exit has begun it refuses, and no pool is made that the hook would miss.
             threading._register_atexit(_end_child)
+            _EXECUTOR = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=watch_parent)
     return _EXECUTOR
 
 
+EXIT_WAIT = 30.0        # s the exit waits for the child's job under way (an export), as Editor.close waits for its own
+_EXITING = threading.Event()
+
+
 def _end_child() -> None:
-    """At the window process's exit: end the child instead of waiting for it. A process that ended while the
-    warm-up was still starting the child hung for ever: finalization froze the warm-up's daemon thread inside
-    `submit`, holding the pool's shutdown lock, and the pool's weakref callback then waited for that lock (or the
-    child, started late, read semaphores the exit had removed). Shutting down first waits for the lock's release.
-    Nothing the child does outlives the window: exports and saves are waited for before the window closes."""
+    """At the window process's exit: let the child's job under way finish (bounded), then end the child. A process
+    that ended while the warm-up was still starting the child hung for ever: finalization froze the warm-up's
+    daemon thread inside `submit`, holding the pool's shutdown lock, and the pool's weakref callback then waited for
+    that lock (or the child, started late, read semaphores the exit had removed). Here, before finalization, the
+    lock is waited for, and the pool's manager has ended before concurrent.futures' own hook wakes it."""
+    _EXITING.set()
+    if _EXECUTOR is None:
+        return
     with _EXECUTOR._shutdown_lock:      # taken once a submit under way (a warm-up's spawn) has added its worker
         ours = list((_EXECUTOR._processes or {}).values())    # only the pool's: other children are joined as usual
-    _EXECUTOR.shutdown(wait=False, cancel_futures=True)
+        manager = _EXECUTOR._executor_manager_thread
+    _EXECUTOR.shutdown(wait=False, cancel_futures=True)       # queued jobs are dropped, the running one finishes
+    if manager is not None:
+        manager.join(EXIT_WAIT)         # it stops the worker once that job is done, then ends
     for child in ours:
-        child.kill()
-        child.join(5)
+        if child.is_alive():            # stuck: past the wait
+            child.kill()
+            child.join(5)
+    if manager is not None:
+        manager.join(5)                 # a killed worker breaks the pool: the manager cleans up and ends
 
 
 _WARM = threading.Event()             # the child has answered the warm-up: work sent to it starts at once
@@ -80,8 +94,10 @@ def warm() -> None:
 def _warm() -> None:
     try:
         _executor().submit(os.getpid).result()
-    except (BrokenProcessPool, RuntimeError):   # the process is exiting (_end_child); a real submit would say so
-        return
+    except (BrokenProcessPool, RuntimeError):
+        if _EXITING.is_set():           # the pool refused or was ended by _end_child: nothing to say
+            return
+        raise
     _WARM.set()
 
 
