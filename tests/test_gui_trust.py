@@ -380,6 +380,28 @@ def test_big_model_exports_in_the_child_process_with_the_same_bytes(qtbot, windo
     assert (tmp_path / "child.report.json").is_file()
 
 
+def test_closing_during_a_child_export_waits_for_it_and_its_report(qtbot, window, model, tmp_path, monkeypatch):
+    """The window closed at once: the child's export went on, but its report (written by the window) was lost, and
+    the process's exit ended the child."""
+    import threading
+
+    from inspector.gui import export_onnx
+    w = window
+    open_model(qtbot, w, model)
+    w.editor.pin("a", "keep")
+    settle(qtbot, w)
+    monkeypatch.setattr(export_onnx, "BIG_BYTES", 0)          # every model counts as big: exported in the child
+    gate, run = threading.Event(), export_onnx.ExportJob.run
+    monkeypatch.setattr(export_onnx.ExportJob, "run", lambda job: (gate.wait(60), run(job)))
+    out = tmp_path / "closing.onnx"
+    assert export_onnx.export_dialog(w.editor, str(out)) is None and w.editor.exporting
+    w.close()
+    assert w.isVisible() and "Closing once the export is written" in w.statusBar().currentMessage()
+    gate.set()
+    qtbot.waitUntil(lambda: not w.isVisible(), timeout=120_000)
+    assert out.is_file() and (tmp_path / "closing.report.json").is_file()
+
+
 def test_big_weights_stay_in_the_child_yet_details_validation_and_export_work(qtbot, window, tmp_path, monkeypatch):
     from inspector.cli import main as cli
     from inspector.gui import export_onnx, loader_job

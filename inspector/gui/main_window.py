@@ -98,6 +98,7 @@ class MainWindow(QMainWindow):
         self.scenes: dict[str, GraphScene] = {}
         self.active = TFLITE
         self._syncing = False
+        self._close_after_export = False    # a close waits for a big model's export (its report is written here)
         self._matches: list[tuple[str, str, object]] = []
         self._match_i = -1
         self.setWindowTitle("Layout Inspector")
@@ -781,8 +782,23 @@ class MainWindow(QMainWindow):
             self.open_path(files[0])
 
     def closeEvent(self, event):
+        job = self.editor.export_job
+        if job is not None and not self._close_after_export:     # a second close does not wait
+            self._close_after_export = True
+            event.ignore()
+            self.statusBar().showMessage("Closing once the export is written (close again to close now)…")
+            job.signals.done.connect(self._exported_then_close)   # after export_in_child's own: the report first
+            return
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
         self.cancel()
         self.editor.close()
         super().closeEvent(event)
+
+    def _exported_then_close(self, error: str) -> None:
+        if not self._close_after_export:
+            return
+        if error:                       # the failure is on screen: the window stays for it
+            self._close_after_export = False
+            return
+        self.close()
