@@ -381,8 +381,8 @@ def test_big_model_exports_in_the_child_process_with_the_same_bytes(qtbot, windo
 
 
 def test_closing_during_a_child_export_waits_for_it_and_its_report(qtbot, window, model, tmp_path, monkeypatch):
-    """The window closed at once: the child's export went on, but its report (written by the window) was lost, and
-    the process's exit ended the child."""
+    """The window closed at once: the child's export went on, but its report, which the window writes, never
+    was."""
     import threading
 
     from inspector.gui import export_onnx
