@@ -135,12 +135,13 @@ def settle() -> None:
     _settle()
 
 
-def findings_of(model) -> list:
-    """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops)."""
+def findings_of(model, since=None) -> list:
+    """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops); `since`:
+    lint's."""
     from inspector.core.metadata.findings import Finding
     from inspector.core.metadata.lint import lint
     try:
-        return lint(model)
+        return lint(model, since=since)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
         return [Finding("", f"checker failed: {e}")]
 
@@ -393,8 +394,8 @@ def annotated_and_checked(result, metadata) -> tuple:
     (model, notes, metadata mapping, findings). `annotated` runs it in the child, the window's re-run worker on a
     copy (editing._annotated_here)."""
     from inspector.core.session.pipeline import metadata_pass
-    notes = metadata_pass(result, metadata).notes
-    return result.model, notes, result.metadata_mapping, findings_of(result.model)
+    done = metadata_pass(result, metadata, keep_reading=True)     # the checker reuses what the pass read
+    return result.model, done.notes, result.metadata_mapping, findings_of(result.model, done.reading)
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:

@@ -7,6 +7,9 @@ denotation is still checked after its first convolution. Only contradictions are
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from onnx import TensorProto
 
 
@@ -154,7 +157,21 @@ def _io_map(result) -> dict[str, tuple[str, tuple[int, ...] | None]]:
     return out
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the metadata pass read of `model` before editing it, for the checker that follows on the same model
+    (lint's `since`): its Propagator (parts, shapes, outcomes) and the names of the value infos its edits changed."""
+    model: Any
+    propagator: Any
+    edited: frozenset
+
+
 def annotate(result, edits: MetadataEdits | None = None, memo: Memo | None = None) -> list[str]:
+    """The metadata pass (see annotate_read); returns notes for the user."""
+    return annotate_read(result, edits, memo)[0]
+
+
+def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None = None) -> tuple[list[str], Reading]:
     """The metadata pass of a conversion, in place on result.model; returns notes for the user.
 
     1. dimension denotations of the graph inputs from their layouts (a 4-D input read as TFLite's NHWC), kept only
@@ -162,11 +179,11 @@ def annotate(result, edits: MetadataEdits | None = None, memo: Memo | None = Non
     2. the TFLite metadata hints (IMAGE, Image.* keys, doc string) as a pre-fill,
     3. the user's `edits` on top (they win), validated: MetadataError when invalid, and the model is untouched.
     `memo`: parsed.Memo of the models read before (parsed.SHARED when None): after a pin, only what it changed
-    is read again.
+    is read again. Also returns its Reading of the model.
     """
     io = _io_map(result)
     inputs = {vi.name for vi in result.model.graph.input}
-    dims, notes = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs}, memo)
+    dims, notes, prop = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs}, memo)
     meta, prefill = None, MetadataEdits()
     if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
         from .tflite import edits_from_metadata, read_tflite_metadata
@@ -185,7 +202,9 @@ def annotate(result, edits: MetadataEdits | None = None, memo: Memo | None = Non
                   for t, v in meta.types.items() if t in io]
         notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
         notes += meta.notes + meta.warnings
-    return notes + dims.merged(prefill).merged(edits or MetadataEdits()).apply(result.model)
+    final = dims.merged(prefill).merged(edits or MetadataEdits())
+    notes += final.apply(result.model)
+    return notes, Reading(result.model, prop, frozenset(final.types) | frozenset(final.dims))
 
 
 def _renamed(entry: dict, io) -> dict:
@@ -204,7 +223,7 @@ def _channels_first_reading(d: list[str]) -> list[str] | None:
     return None
 
 
-def _io_dims(model, input_layouts, memo: Memo | None) -> tuple[MetadataEdits, list[str]]:
+def _io_dims(model, input_layouts, memo: Memo | None) -> tuple[MetadataEdits, list[str], Any]:
     """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
     from .denotation_rules import Propagator
     from .edits import layout_edits
@@ -238,4 +257,4 @@ def _io_dims(model, input_layouts, memo: Memo | None) -> tuple[MetadataEdits, li
         if d and any(d) and len(d) == len(vi.type.tensor_type.shape.dim) and vi.name not in out.dims:
             out.dims[vi.name] = list(d)
             notes.append(f"'{vi.name}': dimension denotations {fmt(d)} propagated from the inputs")
-    return out, notes
+    return out, notes, prop

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from .parsed import Memo, Parts, Value
+from .parsed import Memo, Parts, Value, changed
 
 SUBGRAPH_OPS = {"If", "Loop", "Scan", "SequenceMap"}    # the standard ops with graph attributes (inference skips
                                                          # other domains' ops: no schema)
@@ -85,11 +85,12 @@ def _facts(parts: Parts):
     return declared, producer
 
 
-def _state(shapes: dict, finals: dict | None, parts: Parts, facts) -> Inferred:
+def _state(shapes: dict, finals: dict | None, parts: Parts, facts, types: dict | None = None) -> Inferred:
     if facts is None or finals is None:
         return Inferred((), shapes, None)
-    return Inferred((), shapes, finals, set(parts.node_keys), {k: v.type_key for k, v in facts[0].items()}, None,
-                    set(facts[1]))
+    if types is None:
+        types = {k: v.type_key for k, v in facts[0].items()}
+    return Inferred((), shapes, finals, set(parts.node_keys), types, None, set(facts[1]))
 
 
 def _as_declared(parts: Parts, declared_shapes: dict) -> Inferred:
@@ -140,11 +141,9 @@ def _incremental(parts: Parts, inits: dict[str, bytes], model, last: Inferred, m
         return None
     todo = {i for i, k in enumerate(keys) if k not in last.nodes}
     # Names whose type or data changed outside any node's inference: their readers are inferred again.
-    forced = {n for n, v in declared.items() if last.declared.get(n) != v.type_key}
-    forced.update(n for n in last.declared if n not in declared)
-    forced.update(n for n, b in inits.items() if last.inits.get(n) != b)
-    forced.update(n for n in last.inits if n not in inits)
-    forced.update(n for n in last.produced if n not in producer)
+    types = {n: v.type_key for n, v in declared.items()}
+    forced = changed(last.declared, types) | changed(last.inits, inits)
+    forced.update(last.produced.difference(producer))
     forced.update(o for i in todo if nodes[i].op_type == "Constant" for o in nodes[i].output)
     readers: dict[str, list[int]] = {}
     for i, n in enumerate(nodes):
@@ -170,14 +169,16 @@ def _incremental(parts: Parts, inits: dict[str, bytes], model, last: Inferred, m
         if not grow:
             break
         todo |= grow
-    finals = {n: v for n, v in ((n, final(n)) for n in (*declared, *producer)) if v is not None}
+    lf = last.finals                    # (final() inlined: it ran for each of ~20,000 names)
+    finals = {n: v for n in dict.fromkeys((*declared, *producer))
+              if (v := lf.get(n) if n in producer else declared.get(n)) is not None}
     for i in todo:
         for o in nodes[i].output:
             if o:
                 finals.pop(o, None)
                 if got.get(o) is not None:
                     finals[o] = got[o]
-    state = _state({n: v.shape for n, v in finals.items() if v.shape is not None}, finals, parts, facts)
+    state = _state({n: v.shape for n, v in finals.items() if v.shape is not None}, finals, parts, facts, types)
     state.redone = len(todo)
     return state
 

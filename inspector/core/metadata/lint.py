@@ -70,20 +70,24 @@ class MetadataCheckError(InspectorError):
                          + "; ".join(f"{f.message} [{f.code}]" for f in errors))
 
 
-def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = None) -> list[Finding]:
+def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = None, since=None) -> list[Finding]:
     """Every finding for `target`, errors first; `dims=False` skips dimension denotation propagation (which only
-    ever warns) for the pre-write gate. `memo`: parsed.Memo of the models read before (parsed.SHARED when None)."""
+    ever warns) for the pre-write gate. `memo`: parsed.Memo of the models read before (parsed.SHARED when None).
+    `since`: the metadata pass's denotation.Reading of this very model, just before its edits (nothing else
+    changed it since): its records and Propagator are reused, the same findings at a fraction of the cost."""
     if target not in TARGETS:
         raise InspectorError(f"unknown check target '{target}': choose one of {', '.join(TARGETS)}")
     from .denotation import consistency_findings, propagate
     memo = SHARED if memo is None else memo
-    parts = memo.parts(model)
+    reuse = since is not None and since.model is model
+    parts = memo.reread(since.propagator.parts, model, since.edited) if reuse else memo.parts(model)
     shared = consistency_findings(model, parts)
     out = shared + _spelling(model, parts, target) + _images(model, shared, parts)
     if target == "winml":
         out += _winml(model, parts)
     if dims:
-        for f in propagate(model, memo, parts)[1]:
+        found = since.propagator.redeclared(parts, memo).run() if reuse else propagate(model, memo, parts)
+        for f in found[1]:
             f.code = f.code or KIND_CODES.get(f.kind, "dims-mismatch")
             out.append(f)
     for f in out:

@@ -37,6 +37,7 @@ class ConvertOptions:
 class Outcome:
     result: Any                         # ConversionResult, its model with the metadata pass applied
     notes: list[str]                    # the converter's warnings, then the metadata pass's notes
+    reading: Any = None                 # metadata_pass's denotation.Reading, when asked to keep it (lint's `since`)
 
 
 def run(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = ConvertOptions(), metadata=None,
@@ -59,15 +60,20 @@ def converted(graph, pins: Mapping[str, str] | None = None, options: ConvertOpti
                    **asdict(options))
 
 
-def metadata_pass(result, metadata=None, metadata_failure_is_note: bool = False) -> Outcome:
-    """run's second step, in place on result.model (it changes no node, value name or shape)."""
+def metadata_pass(result, metadata=None, metadata_failure_is_note: bool = False, keep_reading: bool = False
+                  ) -> Outcome:
+    """run's second step, in place on result.model (it changes no node, value name or shape). `keep_reading`:
+    the Outcome keeps what the pass read, for the checker to run next on the same model (it holds a Propagator:
+    not for an Outcome kept longer)."""
     from inspector.core.ir.errors import InspectorError
-    from inspector.core.metadata.denotation import annotate
+    from inspector.core.metadata.denotation import annotate_read
     from inspector.core.metadata.edits import MetadataEdits
+    reading = None
     try:
-        notes = list(result.warnings) + annotate(result, metadata if metadata is not None else MetadataEdits())
+        notes, reading = annotate_read(result, metadata if metadata is not None else MetadataEdits())
+        notes = list(result.warnings) + notes
     except InspectorError as e:
         if not metadata_failure_is_note:
             raise
         notes = [f"metadata pass failed: {e}"]
-    return Outcome(result, notes)
+    return Outcome(result, notes, reading if keep_reading else None)

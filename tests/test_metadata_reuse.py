@@ -1,0 +1,112 @@
+"""The checker after the metadata pass reuses what the pass read (denotation.Reading: the parsed records and the
+Propagator, with only the value infos the pass edited read again): it must give exactly what a pass and a checker
+from scratch give, on corpus models, after pins and with the user's edits on top."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inspector.core.emit.incremental import Reconverter
+from inspector.core.io.loader import load_model
+from inspector.core.metadata import parsed
+from inspector.core.metadata.denotation import annotate
+from inspector.core.metadata.edits import MetadataEdits
+from inspector.core.metadata.lint import lint
+from inspector.core.metadata.parsed import Memo, changed
+from inspector.core.session.pipeline import ConvertOptions, converted
+from inspector.gui.rerun_child import STRIP_BYTES, annotated_and_checked
+
+
+def scratch(graph, pins, edits):
+    """A conversion, then the pass and the checker each on a fresh Memo: nothing reused."""
+    result = converted(graph, pins, ConvertOptions(), check=False, weights_over=STRIP_BYTES)
+    notes = list(result.warnings) + annotate(result, edits, Memo())
+    return result.model.SerializeToString(), notes, lint(result.model, memo=Memo())
+
+
+def reused(graph, pins, edits, cache, monkeypatch):
+    """As the window's child runs it after a pin: the checker reuses the pass's reading (one `parts` in all)."""
+    calls = []
+    real = parsed.Memo.parts
+    monkeypatch.setattr(parsed.Memo, "parts", lambda self, model: calls.append(1) or real(self, model))
+    result = converted(graph, pins, ConvertOptions(), check=False, cache=cache, weights_over=STRIP_BYTES)
+    model, notes, _, findings = annotated_and_checked(result, edits)
+    monkeypatch.undo()
+    assert len(calls) == 1              # the checker read nothing whole again
+    return model.SerializeToString(), notes, findings
+
+
+def user_edits(graph) -> MetadataEdits:
+    """Edits the pass does not make itself: the first input denoted IMAGE and it and the first output with
+    channels-last axes (the graph reads them channels-first: findings, also where a node's step is replayed
+    from the pass's run), and an Image.* key."""
+    g = converted(graph, {}, ConvertOptions(), check=False).model.graph
+    dims = {}
+    for vi in (g.input[0], g.output[0]):
+        rank = len(vi.type.tensor_type.shape.dim)
+        if rank >= 3:
+            dims[vi.name] = ["DATA_BATCH"] + ["DATA_FEATURE"] * (rank - 2) + ["DATA_CHANNEL"]
+    return MetadataEdits(types={g.input[0].name: "IMAGE"}, dims=dims, image={"Image.BitmapPixelFormat": "Rgb8"})
+
+
+def conv_outputs(sg, k: int = 2) -> list[str]:
+    ops = [op for op in sg.ops if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    return [sg.tensors[ops[len(ops) * (i + 1) // (k + 1)].outputs[0]].name for i in range(k)] if ops else []
+
+
+def check_model(graph, monkeypatch) -> int:
+    """Pins and undos in a row, with and without user edits; returns how many findings were compared."""
+    a, b = (conv_outputs(graph.main) + [None, None])[:2]
+    steps = [{}, {a: "keep"} if a else {}, {a: "keep", b: "NCHW"} if b else {}, {}]
+    cache, seen = Reconverter(), 0
+    for i, pins in enumerate(steps):
+        edits = user_edits(graph) if i % 2 else MetadataEdits()
+        want, got = scratch(graph, pins, edits), reused(graph, pins, edits, cache, monkeypatch)
+        assert got[0] == want[0]                        # the annotated model, to the byte
+        assert got[1] == want[1]                        # the notes
+        assert got[2] == want[2]                        # every field of every finding, in order
+        seen += len(got[2])
+    return seen
+
+
+@pytest.mark.parametrize("name", ["torch/mobilenet_v2_w050.tflite", "torch/siamese_two_inputs.tflite",
+                                  "keras/mobilenetv2_int8.tflite", "realworld/mediapipe_selfie_segmentation.tflite"])
+def test_the_checker_reusing_the_pass_gives_what_a_fresh_one_gives(corpus, name, monkeypatch):
+    assert check_model(load_model(corpus / name), monkeypatch) > 0
+
+
+def test_on_a_non_square_model_with_findings(tmp_path, monkeypatch):
+    """A 5x7 image, 3 channels, through CONV_2D, RELU and ADD: the user's channels-last denotations contradict
+    the convolution's reading, so there are dimension findings to compare."""
+    from inspector.core.io.tflite_builder import ModelBuilder
+    b = ModelBuilder()
+    w = b.const("w", np.full((3, 3, 3, 3), 0.01, np.float32))
+    bias = b.const("b", np.zeros(3, np.float32))
+    x = b.input("x", [1, 5, 7, 3])
+    made = [x]
+    for i, op in enumerate(["CONV_2D", "RELU", "CONV_2D", "ADD", "RELU"]):
+        y = b.tensor(f"t{i}", [1, 5, 7, 3])
+        ins = [made[-1], w, bias] if op == "CONV_2D" else [made[-1], made[-3]] if op == "ADD" else [made[-1]]
+        b.op(op, ins, [y], {"padding": "SAME"} if op == "CONV_2D" else None)
+        made.append(y)
+    b.output(made[-1])
+    graph = load_model(b.save(tmp_path / "small.tflite"))
+    assert check_model(graph, monkeypatch) > 0
+
+
+def test_reread_keeps_records_and_reads_the_edited_ones_again():
+    import onnx
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5, 7])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 5, 7])])
+    model = helper.make_model(g)
+    memo = Memo()
+    before = memo.parts(model)
+    model.graph.output[0].type.tensor_type.shape.dim[1].denotation = "DATA_CHANNEL"
+    after = memo.reread(before, model, {"y"})
+    assert after.inputs[0] is before.inputs[0] and after.nodes == before.nodes
+    assert after.outputs[0].dims == ("", "DATA_CHANNEL", "", "") and before.outputs[0].dims == ("",) * 4
+    model.graph.input.append(onnx.ValueInfoProto(name="z"))    # not the model read: read whole
+    assert [v.name for v in memo.reread(before, model, set()).inputs] == ["x", "z"]
+    assert changed({"a": (1, 2), "b": 1}, {"a": (1, 3), "c": 1}) == {"a", "b", "c"}
