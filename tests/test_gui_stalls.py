@@ -631,7 +631,7 @@ def test_a_metadata_pass_failing_after_the_graph_is_shown_is_said_and_blocks_exp
     s = open_model(qtbot, w, corpus / MODEL)
     real = pipeline.metadata_pass
 
-    def failing(result, metadata):
+    def failing(result, metadata, **options):
         raise MetadataError("made to fail")
     monkeypatch.setattr(pipeline, "metadata_pass", failing)
     name = w.editor.pin_name(mid_conv_output(s.graph.main))
