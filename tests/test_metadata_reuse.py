@@ -37,12 +37,13 @@ def reused(graph, pins, edits, cache, monkeypatch):
 
 
 def user_edits(graph) -> MetadataEdits:
-    """Edits the pass does not make itself: the first input denoted IMAGE and it and the first output with
-    channels-last axes (the graph reads them channels-first: findings, also where a node's step is replayed
-    from the pass's run), and an Image.* key."""
+    """Edits the pass does not make itself: the first input denoted IMAGE and it, the first output and a value info
+    midway with channels-last axes (the graph reads them channels-first: findings, also where a node's step is
+    replayed from the pass's run), and an Image.* key."""
     g = converted(graph, {}, ConvertOptions(), check=False).model.graph
     dims = {}
-    for vi in (g.input[0], g.output[0]):
+    inner = [vi for vi in g.value_info if len(vi.type.tensor_type.shape.dim) >= 3]
+    for vi in (g.input[0], g.output[0], *inner[len(inner) // 2:][:1]):
         rank = len(vi.type.tensor_type.shape.dim)
         if rank >= 3:
             dims[vi.name] = ["DATA_BATCH"] + ["DATA_FEATURE"] * (rank - 2) + ["DATA_CHANNEL"]
@@ -107,6 +108,6 @@ def test_reread_keeps_records_and_reads_the_edited_ones_again():
     after = memo.reread(before, model, {"y"})
     assert after.inputs[0] is before.inputs[0] and after.nodes == before.nodes
     assert after.outputs[0].dims == ("", "DATA_CHANNEL", "", "") and before.outputs[0].dims == ("",) * 4
-    model.graph.input.append(onnx.ValueInfoProto(name="z"))    # not the model read: read whole
-    assert [v.name for v in memo.reread(before, model, set()).inputs] == ["x", "z"]
+    model.graph.input.append(onnx.ValueInfoProto(name="z"))    # not the model read: nothing to reuse
+    assert memo.reread(before, model, set()) is None
     assert changed({"a": (1, 2), "b": 1}, {"a": (1, 3), "c": 1}) == {"a", "b", "c"}

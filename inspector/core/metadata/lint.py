@@ -79,8 +79,12 @@ def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = Non
         raise InspectorError(f"unknown check target '{target}': choose one of {', '.join(TARGETS)}")
     from .denotation import consistency_findings, propagate
     memo = SHARED if memo is None else memo
-    reuse = since is not None and since.model is model
-    parts = memo.reread(since.propagator.parts, model, since.edited) if reuse else memo.parts(model)
+    parts = None
+    if since is not None and since.model is model:
+        parts = memo.reread(since.propagator.parts, model, since.edited)
+    reuse = parts is not None           # else nothing the pass read applies: everything is read again
+    if parts is None:
+        parts = memo.parts(model)
     shared = consistency_findings(model, parts)
     out = shared + _spelling(model, parts, target) + _images(model, shared, parts)
     if target == "winml":

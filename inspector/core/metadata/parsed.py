@@ -104,15 +104,16 @@ class Memo:
         self.nodes, self.values = nodes, values
         return parts
 
-    def reread(self, parts: Parts, model, names) -> Parts:
+    def reread(self, parts: Parts, model, names) -> Parts | None:
         """`parts` (read before) of `model` after edits that changed only the value infos named in `names`: those
         read again, every other record kept. Serialising all of a 10k-op model's ~20,000 nodes and value infos
-        again to look them up cost ~40 ms of the checker after each pin's metadata pass."""
+        again to look them up cost ~40 ms of the checker after each pin's metadata pass. None when `model` has
+        other value infos than `parts` were read from: nothing read before applies to it."""
         g = model.graph
         now = (g.input, g.value_info, g.output)
         old = (parts.inputs, parts.value_info, parts.outputs)
         if any(len(a) != len(b) for a, b in zip(old, now)):
-            return self.parts(model)            # not the model `parts` were read from: read it whole
+            return None
         return Parts(parts.nodes, parts.node_keys, *(
             [self._read([vs[i]], self.values, self.values, Value)[0][0] if v.name in names else v
              for i, v in enumerate(records)] for records, vs in zip(old, now)))
