@@ -49,7 +49,7 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
         memo.problem = pb
         pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
     choice, optimality = solve(pb, time_budget, previous=old)
-    plan = assemble(pb, choice, optimality)
+    plan = assemble(pb, choice, optimality, keep=memo is not None)
     if memo is not None:            # what the re-emission compares with the last plan (emit/incremental.py)
         memo.plan_tables, memo.plan_changes = pb.kept["plan"], pb.changes
     pb.base = pb.changes = None     # the last problem's figures, updated into this one's: not kept twice
@@ -87,11 +87,12 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build(reuse)
 
 
-def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
+def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = True) -> LayoutPlan:
     """The LayoutPlan of a choice: layouts, what each op reads and writes, and a Conflict for every Transpose.
     (No closures: three function objects made per plan were a tenth of a single-op model's planning.)
-    What each op adds is kept (pb.kept["plan"]): after a re-plan only the ops whose mode, pins or inputs' layouts
-    changed (pb.redo, solve._count's) are assembled again, into copies of the last plan's tables."""
+    With `keep`, what each op adds is kept (pb.kept["plan"]): after a re-plan only the ops whose mode, pins or
+    inputs' layouts changed (pb.redo, solve._count's) are assembled again, into copies of the last plan's tables.
+    Without (nothing will re-plan from pb: a conversion without a memo), the plan takes the tables themselves."""
     sg, pins = pb.sg, pb.pins
     plan = LayoutPlan(pins=dict(pins), optimality=optimality)
     tensors = sg.tensors
@@ -102,11 +103,15 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality) -> LayoutPlan:
         kept = None
     if kept is None:
         kept = _assemble_all(pb, choice)
-    pb.kept["plan"] = kept
     _, perms, why_of, ins, produced, conflicts = kept
-    # the plan gets its own copies: the kept tables are the next re-plan's starting point
-    plan.perms, plan.why, plan.inputs, plan.produced = dict(perms), dict(why_of), dict(ins), dict(produced)
-    plan.conflicts = [copy(c) for oi in sorted(conflicts) for c in conflicts[oi]]
+    if keep:
+        pb.kept["plan"] = kept
+        # the plan gets its own copies: the kept tables are the next re-plan's starting point
+        plan.perms, plan.why, plan.inputs, plan.produced = dict(perms), dict(why_of), dict(ins), dict(produced)
+        plan.conflicts = [copy(c) for oi in sorted(conflicts) for c in conflicts[oi]]
+    else:
+        plan.perms, plan.why, plan.inputs, plan.produced = perms, why_of, ins, produced
+        plan.conflicts = [c for oi in sorted(conflicts) for c in conflicts[oi]]
     for t, (perm, why) in pb.fixed.items():
         plan.io_rules[t] = why
     perms = plan.perms
