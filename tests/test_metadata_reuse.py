@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from inspector.core.diff import changed
 from inspector.core.emit.incremental import Reconverter
 from inspector.core.io.loader import load_model
 from inspector.core.metadata import parsed
 from inspector.core.metadata.denotation import annotate
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.lint import lint
-from inspector.core.metadata.parsed import Memo, changed
+from inspector.core.metadata.parsed import Memo
 from inspector.core.session.pipeline import ConvertOptions, converted
 from inspector.gui.rerun_child import STRIP_BYTES, annotated_and_checked
 
@@ -111,3 +112,4 @@ def test_reread_keeps_records_and_reads_the_edited_ones_again():
     model.graph.input.append(onnx.ValueInfoProto(name="z"))    # not the model read: nothing to reuse
     assert memo.reread(before, model, set()) is None
     assert changed({"a": (1, 2), "b": 1}, {"a": (1, 3), "c": 1}) == {"a", "b", "c"}
+    assert changed({"a": [1, 2], "b": [1]}, {"a": [1, 2], "c": [1]}) == {"b", "c"}     # unhashable: the loop

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import chain
 
+from inspector.core.diff import changed
+
 from .emitter import Emitter, _varint, clean_base, next_free
 
 MISSING = object()
@@ -379,7 +381,7 @@ class Reconverter:
         if changes is not None and last is not None and changes[0] is last["tables"]:
             moved, plan_moved = changes[1], {("in", k) for k in changes[2]} | {("out", k) for k in changes[3]}
         else:
-            moved = _changed(now["perm"], last["perm"]) if last is not None else None
+            moved = changed(now["perm"], last["perm"]) if last is not None else None
             plan_moved = None
         dirty = _dirty(now, last, moved, plan_moved) if old else None
         bases: set[str] = set()
@@ -537,17 +539,9 @@ def _dirty(now: dict, last: dict | None, moved: set, plan_moved: set | None) -> 
         out |= plan_moved
     else:
         for tag in ("in", "out"):
-            out.update((tag, k) for k in _changed(now[tag], last[tag]))
+            out.update((tag, k) for k in changed(now[tag], last[tag]))
     for tag in ("at", "pin"):
         out.update((tag, k) for k in now[tag] ^ last[tag])
-    return out
-
-
-def _changed(a: dict, b: dict) -> set:
-    """The keys whose value differs between a and b (or that one of them lacks)."""
-    get = b.get
-    out = {k for k, v in a.items() if get(k, MISSING) != v}
-    out.update(b.keys() - a.keys())
     return out
 
 

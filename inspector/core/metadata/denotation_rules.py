@@ -7,9 +7,11 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from inspector.core.diff import changed
+
 from . import schema as ms
 from .findings import Finding, fmt
-from .parsed import SHARED, Memo, Parts, changed
+from .parsed import SHARED, Memo, Parts
 
 B, C, F = ms.DATA_BATCH, ms.DATA_CHANNEL, ms.DATA_FEATURE
 MAX_OUTCOMES = 16           # outcomes kept per node (one per distinct input denotations seen): a bound, not a need

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import onnx
 
-from .parsed import Memo, Parts, Value, changed
+from inspector.core.diff import changed
+
+from .parsed import Memo, Parts, Value
 
 SUBGRAPH_OPS = {"If", "Loop", "Scan", "SequenceMap"}    # the standard ops with graph attributes (inference skips
                                                          # other domains' ops: no schema)

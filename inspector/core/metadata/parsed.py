@@ -141,9 +141,3 @@ class Memo:
 
 
 SHARED = Memo()
-
-
-def changed(old: dict, new: dict) -> set:
-    """The keys whose values differ, or that one dict lacks (values hashable): set operations in C, where a loop
-    over the ~10^4 names of a pinned model's dicts took several ms per comparison."""
-    return set() if old is new else {k for k, _ in old.items() ^ new.items()}
