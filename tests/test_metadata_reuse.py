@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inspector.core.diff import changed
+from inspector.core.ir.diff import changed
 from inspector.core.emit.incremental import Reconverter
 from inspector.core.io.loader import load_model
 from inspector.core.metadata import parsed

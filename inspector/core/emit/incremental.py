@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import chain
 
-from inspector.core.diff import changed
+from inspector.core.ir.diff import changed
 
 from .emitter import Emitter, _varint, clean_base, next_free
 

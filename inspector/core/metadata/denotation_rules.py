@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from inspector.core.diff import changed
+from inspector.core.ir.diff import changed
 
 from . import schema as ms
 from .findings import Finding, fmt

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from inspector.core.diff import changed
+from inspector.core.ir.diff import changed
 
 from .parsed import Memo, Parts, Value
 
