@@ -1,0 +1,56 @@
+"""Corpus cases that fail today and the issue that tracks each: marked strict xfail at collection time.
+
+Strict, so a case that starts passing fails the run until its line here is removed with the fix. An issue is done
+when none of its lines is left.
+"""
+from __future__ import annotations
+
+ISSUE_31 = "issue 31 (fidelity round three, tfbuilt/)"
+
+# (test function name, corpus model) -> what fails
+KNOWN = {
+    ("test_json_matches_litert_and_manifest", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
+        "info's JSON keys differ for a dynamic-H/W model",
+    ("test_float_model_converts_and_validates", "tfbuilt/tf_melfront_dynlen_fp32.tflite"):
+        "a dynamic length stored as 1 cannot be run without --input-shape",
+    ("test_quantized_model_converts_and_validates", "tfbuilt/tf_edsr_sr_int8.tflite"):
+        "reference kernels lack DEPTH_TO_SPACE v2: no fallback to the default kernels",
+    ("test_quantized_model_converts_and_validates", "tfbuilt/tf_yolo_tiny_int8.tflite"):
+        "reference kernels lack TILE v3: no fallback to the default kernels",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite"):
+        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_bert_tiny_int8.tflite"):
+        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_cond_while_fp32.tflite"):
+        "the plan stops at the IF's subgraph boundary",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_crnn_ocr_dynq.tflite"):
+        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_crnn_ocr_fp32.tflite"):
+        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_melfront_dynlen_fp32.tflite"):
+        "the model's own TRANSPOSE ops are fixed in the plan",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_yolo_tiny_fp16.tflite"):
+        "rank-5 TILE chains read in another layout; no ceiling recorded",
+    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_yolo_tiny_int8.tflite"):
+        "rank-5 TILE chains read in another layout; no ceiling recorded",
+    ("test_shapes_are_litert_s", "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite"):
+        "dynamic sequence length: shapes differ from LiteRT's",
+    ("test_shapes_are_litert_s", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
+        "dynamic H and W: an Identity's shape is used before it is known",
+    ("test_shapes_are_litert_s", "tfbuilt/tf_melfront_dynlen_fp32.tflite"):
+        "dynamic length: shapes differ from LiteRT's",
+    ("test_reader_matches_litert", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
+        "dynamic H and W: the reader and LiteRT disagree",
+}
+
+
+def mark(items, pytest) -> None:
+    """Marks each collected item KNOWN names as strict xfail, with its issue and what fails."""
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is None:
+            continue
+        for value in spec.params.values():
+            why = KNOWN.get((item.originalname, value))
+            if why is not None:
+                item.add_marker(pytest.mark.xfail(strict=True, reason=f"{ISSUE_31}: {why}"))
