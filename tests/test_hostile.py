@@ -264,8 +264,34 @@ def test_graphs_nested_beyond_protobufs_depth_are_refused(tmp_path):
         attr = _ld(1, b"then_branch") + _ld(6, graph) + _uvarint(20 << 3) + _uvarint(onnx.AttributeProto.GRAPH)
         graph = _ld(1, _ld(1, b"c") + _ld(2, f"t{i}".encode()) + _ld(4, b"If") + _ld(5, attr))
     data = _uvarint(1 << 3) + _uvarint(8) + _ld(7, graph)      # ir_version 8, then the graph
-    with pytest.raises(ModelLoadError, match="nested deeper than protobuf's limit of 100 levels"):
+    with pytest.raises(ModelLoadError, match="If/Loop bodies nested over 31 deep"):
         read_onnx_bytes(data, "deep.onnx")
+
+
+def _nested_ifs(depth: int, shaped: bool) -> bytes:
+    """`depth` If bodies, each the then-branch of an If in the one above; `shaped`: the values have shapes."""
+    y = (helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]) if shaped else
+         helper.make_value_info("y", onnx.TypeProto()))
+    leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [y])
+    g = leaf
+    for i in range(depth):
+        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=g, else_branch=leaf)], f"b{i}", [],
+                              [y])
+    main = helper.make_graph(list(g.node), "main", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                                                    helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                             [y])
+    return helper.make_model(main).SerializeToString()
+
+
+@pytest.mark.parametrize("shaped", [True, False])
+def test_the_body_nesting_limit_is_the_one_the_message_states(shaped):
+    """31 bodies inside one another are read; the 32nd is refused whether protobuf can parse it (values without
+    shapes) or not (shaped values take 5 more message levels), with the limit the message and README state."""
+    assert len(read_onnx_bytes(_nested_ifs(31, shaped), "ok.onnx").subgraphs) == 1 + 2 * 31
+    with pytest.raises(ModelLoadError, match=r"^deep.onnx: If/Loop bodies nested over 31 deep"):
+        read_onnx_bytes(_nested_ifs(32, shaped), "deep.onnx")
+    readme = (ROOT / "README.md").read_text()
+    assert "If/Loop bodies nested over 31 deep" in readme and "over 100 deep" not in readme
 
 
 def test_a_cyclic_onnx_graph_is_refused():

@@ -21,9 +21,18 @@ from inspector.core.ir.graph import Graph, Op, Subgraph, Tensor
 
 PROTOBUF_LIMIT = 2**31 - 1
 PROTOBUF_DEPTH = 100                # upb's default message nesting limit
+# Each If/Loop body adds 3 message levels (NodeProto, AttributeProto, GraphProto) below ModelProto and the main
+# GraphProto, and a body's shaped value 5 more (ValueInfo, Type, Tensor, Shape, Dimension): protobuf parses 31
+# bodies nested inside one another, or 32 when the deepest has no shaped value. The reader refuses the 32nd in
+# every case, so the limit does not depend on what the deepest body holds.
+MAX_BODY_NESTING = (PROTOBUF_DEPTH - 2 - 5) // 3
 _NAMES = {"FLOAT": "float32", "DOUBLE": "float64", "FLOAT16": "float16", "STRING": "string"}
 DTYPES = {v: _NAMES.get(k, k.lower()) for k, v in onnx.TensorProto.DataType.items()}
 _PACKED_BITS = {"int4": 4, "uint4": 4, "float4e2m1": 4, "int2": 2, "uint2": 2}
+
+
+_NESTING = (f"If/Loop bodies nested over {MAX_BODY_NESTING} deep (protobuf parses {PROTOBUF_DEPTH} levels of "
+            "messages, 3 per body and 5 for a shaped value): refused rather than parsed")
 
 
 class _Bad(Exception):
@@ -87,12 +96,12 @@ class _Reader:
             t.dtype = kind.removesuffix("_type")     # sequence / map / optional: shown, not converted
         return t
 
-    def attribute(self, a: onnx.AttributeProto):
+    def attribute(self, a: onnx.AttributeProto, depth: int):
         A = onnx.AttributeProto
         if a.type == A.GRAPH:
-            return self.graph(a.g)
+            return self.graph(a.g, depth + 1)
         if a.type == A.GRAPHS:
-            return [self.graph(g) for g in a.graphs]
+            return [self.graph(g, depth + 1) for g in a.graphs]
         if a.type == A.TENSOR:
             return self.constant(a.t)
         if a.type == A.TENSORS:
@@ -106,8 +115,10 @@ class _Reader:
             return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
         return value
 
-    def graph(self, g: onnx.GraphProto) -> int:
+    def graph(self, g: onnx.GraphProto, depth: int = 0) -> int:
         """Read one graph into self.subgraphs (bodies after their parent's slot); returns its index."""
+        if depth > MAX_BODY_NESTING:
+            raise _Bad(_NESTING)
         k = len(self.subgraphs)
         self.subgraphs.append(None)      # reserve the slot so nested bodies come after
         tensors: list[Tensor] = []
@@ -144,7 +155,7 @@ class _Reader:
         for n, node in enumerate(g.node):
             ins = [add(x) if x else -1 for x in node.input]
             outs = [add(x) if x else -1 for x in node.output]
-            options = {a.name: self.attribute(a) for a in node.attribute}
+            options = {a.name: self.attribute(a, depth) for a in node.attribute}
             ops.append(Op(index=n, opcode=node.op_type, inputs=ins, outputs=outs, options=options,
                           domain=node.domain, name=node.name))
         initialized = {i.name for i in g.initializer}      # a set: inputs x initializers was quadratic
@@ -244,8 +255,7 @@ def read_onnx_bytes(buf: bytes, path: str = "", folder: str | Path | None = None
         model.ParseFromString(buf)
     except (DecodeError, RuntimeError, ValueError) as e:
         if "MaxDepth" in str(e) or "recursion" in str(e).lower():
-            raise ModelLoadError(path, f"graphs nested deeper than protobuf's limit of {PROTOBUF_DEPTH} levels "
-                                       "(If/Loop bodies inside bodies): refused rather than parsed") from None
+            raise ModelLoadError(path, _NESTING) from None
         raise ModelLoadError(path, f"not an ONNX model, or truncated ({e})") from None
     try:
         return _read(model, path, Path(folder) if folder is not None else None)
