@@ -42,6 +42,15 @@ def image_model(shape=(1, 3, 6, 10), dtype=TensorProto.FLOAT, denotation="IMAGE"
 
 
 RGB = ("Image.BitmapPixelFormat", "Rgb8")
+
+
+def duplicated(m, props):
+    """`m` with `props` appended after the checker ran (onnx.checker refuses a repeated key)."""
+    for k, v in props:
+        m.metadata_props.add(key=k, value=v)
+    return m
+
+
 VIOLATIONS = {   # name -> (model, the error codes `check --target winml` reports, fixable by `edit --fix`)
     "lowercase value": (image_model(props=[("Image.BitmapPixelFormat", "rgb8")]), ["winml-spelling"], True),
     "lowercase key": (image_model(props=[("image.bitmappixelformat", "Bgr8")]), ["winml-spelling"], True),
@@ -55,6 +64,12 @@ VIOLATIONS = {   # name -> (model, the error codes `check --target winml` report
     "Linear gamma": (image_model(props=[RGB, ("Image.ColorSpaceGamma", "Linear")]), ["winml-gamma"], False),
     "int8 IMAGE": (image_model(dtype=TensorProto.INT8, props=[RGB]), ["winml-image-type"], False),
     "NHWC IMAGE": (image_model(shape=(1, 6, 10, 3), dims=NHWC, props=[RGB]), ["winml-image-layout"], False),
+    "Gray8 then Rgb8": (duplicated(image_model(), [("Image.BitmapPixelFormat", "Gray8"), RGB]), ["duplicate-key"],
+                        True),
+    "Rgb8 then gray8 spelled otherwise": (duplicated(image_model(), [RGB, ("image.bitmappixelformat", "gray8")]),
+                                          ["duplicate-key", "pixel-format-channels", "winml-spelling"], True),
+    "a free-form key twice": (duplicated(image_model(props=[RGB]), [("model_author", "a"), ("model_author", "b")]),
+                              ["duplicate-key"], True),
 }
 
 
@@ -88,8 +103,8 @@ def test_each_winml_rule_violation_has_its_code_and_only_winml_errs(name, tmp_pa
         assert f["source"] == RULES[f["code"]].source
         if f["code"].startswith("winml-"):
             assert "OnnxruntimeDescriptorConverter.cpp" in f["source"]
-    onnx_errors = [f.code for f in lint(m, "onnx") if f.severity == "error"]
-    assert onnx_errors == [c for c in codes if not c.startswith("winml-")]
+    onnx_errors = sorted(f.code for f in lint(m, "onnx") if f.severity == "error")
+    assert onnx_errors == sorted(c for c in codes if not c.startswith("winml-"))
 
 
 @pytest.mark.parametrize("name", [n for n, v in VIOLATIONS.items() if v[2]])
@@ -127,6 +142,17 @@ def test_the_fixes_are_the_documented_ones():
     (f,) = [f for f in lint(unused) if f.code == "image-metadata-unused"]
     fix(unused)
     assert list(unused.metadata_props) == []                        # nothing denoted IMAGE: the keys go
+
+
+def test_a_repeated_key_keeps_the_entry_that_fits_and_passes_the_checker():
+    m = duplicated(image_model(), [RGB, ("image.bitmappixelformat", "gray8"), ("model_author", "a"),
+                                   ("model_author", "b")])
+    (rgb, author) = [f for f in lint(m, "winml") if f.code == "duplicate-key"]
+    assert rgb.fix_text == "keep only Image.BitmapPixelFormat=Rgb8"            # the 3-channel one, though first
+    assert author.fix_text == "keep only model_author=b" and "onnx/checker.cc" in RULES["duplicate-key"].source
+    fix(m, "winml")
+    assert sorted((p.key, p.value) for p in m.metadata_props) == [RGB, ("model_author", "b")]
+    onnx.checker.check_model(m, full_check=True)
 
 
 @pytest.mark.parametrize("target", ["onnx", "winml"])

@@ -23,6 +23,7 @@ from .parsed import SHARED, Memo, Parts
 TARGETS = ("onnx", "winml")
 META, DIMS, TYPES = "ONNX docs/MetadataProps.md", "ONNX docs/DimensionDenotation.md", "ONNX docs/TypeDenotation.md"
 WINML = "ONNX Runtime winml/lib/Api.Ort/OnnxruntimeDescriptorConverter.cpp"
+CHECKER = "ONNX onnx/checker.cc (check_model: duplicate keys in metadata_props)"
 WINML_FORMATS = ("Gray8", "Rgb8", "Bgr8")                     # its supported list
 WINML_RANGES = ("NominalRange_0_255", "Normalized_0_1", "Normalized_1_1")
 WINML_BLOCKED_GAMMA = ("Linear",)                             # a blocked list, unlike the other two
@@ -49,6 +50,7 @@ RULES: dict[str, Rule] = {
     "spelling": Rule("warning", META, "a key or value not in its canonical spelling"),
     "dims-format": Rule("warning", DIMS, "an op fed axes that contradict its format"),
     "dims-mismatch": Rule("warning", DIMS, "declared dimension denotations the graph contradicts"),
+    "duplicate-key": Rule("error", CHECKER, "a metadata_props key given more than once"),
     "winml-spelling": Rule("error", WINML, "keys and values are matched exactly (strcmp)"),
     "winml-pixel-format": Rule("error", WINML, "Image.BitmapPixelFormat must be Gray8, Rgb8 or Bgr8"),
     "winml-pixel-range": Rule("error", WINML, "Image.NominalPixelRange must be NominalRange_0_255, Normalized_0_1 "
@@ -86,7 +88,7 @@ def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = Non
     if parts is None:
         parts = memo.parts(model)
     shared = consistency_findings(model, parts)
-    out = shared + _spelling(model, parts, target) + _images(model, shared, parts)
+    out = shared + _duplicates(model, parts) + _spelling(model, parts, target) + _images(model, shared, parts)
     if target == "winml":
         out += _winml(model, parts)
     if dims:
@@ -115,6 +117,7 @@ def fix(model, target: str = "onnx", rounds: int = 3) -> tuple[list[Finding], li
     done: list[Finding] = []
     for _ in range(rounds):
         fixable = [f for f in lint(model, target, dims=False) if f.fix is not None]
+        fixable.sort(key=lambda f: f.code == "duplicate-key")     # merged last: the entry it keeps wins
         if not fixable:
             break
         edits = MetadataEdits()
@@ -178,6 +181,31 @@ def _spelling(model, parts: Parts, target: str) -> list[Finding]:
                                vi.name, code=code, field=f"dims:{vi.name}", fix=MetadataEdits(dims={vi.name: upper}),
                                fix_text="write them in capitals"))
     return _unique(out)
+
+
+def _duplicates(model, parts: Parts) -> list[Finding]:
+    """A key given more than once (an Image.* key in any spelling): onnx.checker refuses the model, and readers
+    disagree on which entry counts. The fix keeps one: for the pixel format the only value whose channels every
+    IMAGE tensor has, else the last (the one this check, like ONNX Runtime, reads)."""
+    groups: dict[str, list] = {}
+    for p in model.metadata_props:
+        groups.setdefault(ms.image_key(p.key) or p.key, []).append(p)
+    out = []
+    for key, entries in groups.items():
+        if len(entries) < 2:
+            continue
+        keep = entries[-1].value
+        if key == ms.PIXEL_FORMAT:
+            counts = {_channels(vi) for vi in parts.images()}
+            fits = {v for p in entries if ms.PIXEL_FORMAT_CHANNELS.get(v := canonical_value(key, p.value) or "")
+                    in counts and len(counts) == 1}
+            keep = fits.pop() if len(fits) == 1 else keep
+        edit = MetadataEdits(image={key: keep}) if ms.image_key(key) else MetadataEdits(props={key: keep})
+        listed = ", ".join(f"{p.key}={p.value!r}" for p in entries)
+        out.append(Finding("", f"metadata key {key} is given {len(entries)} times ({listed}): onnx.checker "
+                               "refuses the model and readers differ on which one counts", "metadata",
+                           code="duplicate-key", field=key, fix=edit, fix_text=f"keep only {key}={keep}"))
+    return out
 
 
 def _images(model, shared: list[Finding], parts: Parts) -> list[Finding]:
