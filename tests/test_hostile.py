@@ -223,6 +223,44 @@ def test_external_data_inside_the_folder_is_read(model_dir):
     assert g.main.tensor_by_name("w").data.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
+def _short_reads(monkeypatch, cap: int) -> list[int]:
+    """os.pread and os.read return at most `cap` bytes, as Linux does past 2,147,479,552 (and any read may);
+    returns the list of sizes asked for."""
+    asked, pread, read = [], os.pread, os.read
+    monkeypatch.setattr(os, "pread", lambda fd, n, off: asked.append(n) or pread(fd, min(n, cap), off))
+    monkeypatch.setattr(os, "read", lambda fd, n: asked.append(n) or read(fd, min(n, cap)))
+    return asked
+
+
+def test_external_data_beyond_2_gib_is_read_whole_through_short_reads(model_dir, monkeypatch):
+    """A sparse 3 GiB weights file holding its tensor past the 2 GiB mark, read through reads cut to 5 bytes:
+    every byte arrives (one read gave 5 of 16 and the tensor was called short)."""
+    from inspector.core.io.onnx_reader import load_proto
+    at = (5 << 29) + 12                               # 2.5 GiB + 12
+    with open(model_dir / "big.bin", "wb") as f:
+        f.truncate(3 << 30)
+        f.seek(at)
+        f.write(np.array([1.5, -2.0, 3.25, 7.0], np.float32).tobytes())
+    path = _external(model_dir, "big.bin", offset=at)
+    asked = _short_reads(monkeypatch, 5)
+    assert read_onnx(path).main.tensor_by_name("w").data.tolist() == [1.5, -2.0, 3.25, 7.0]
+    assert 16 in asked and max(asked) < 1 << 20       # the 16 bytes asked for, not the 3 GiB file
+    w = load_proto(path).graph.initializer[0]
+    assert np.frombuffer(w.raw_data, np.float32).tolist() == [1.5, -2.0, 3.25, 7.0]
+
+
+def test_a_model_is_told_and_read_through_short_reads(tmp_path, monkeypatch):
+    path = tmp_path / "m.tflite"
+    b = ModelBuilder()
+    x = b.input("x", [1, 3, 5, 7])
+    y = b.tensor("y", [1, 3, 5, 7])
+    b.op("RELU", [x], [y])
+    b.output(y)
+    path.write_bytes(b.build())
+    _short_reads(monkeypatch, 3)                      # the 8-byte header arrives in three reads
+    assert load_model(path).main.tensors[1].name == "y"
+
+
 @pytest.mark.parametrize("location", ["../secret.bin", "sub/../../secret.bin", "..\\secret.bin"])
 def test_external_data_escaping_with_dots_is_refused(model_dir, location):
     with pytest.raises(ModelLoadError, match="refusing external data location .* outside the model's folder"):

@@ -61,16 +61,32 @@ def _what(path: str) -> str:
     return "" if stat.S_ISREG(st.st_mode) else f"not a regular file ({_kind(st.st_mode)}); only files are read"
 
 
+def _read_all(fd: int, want: int, offset: int | None = None) -> bytes:
+    """Up to `want` bytes (at `offset`, else from the current position), looping on short reads: Linux returns at
+    most 2,147,479,552 bytes per read, and a read may return less at any time. Shorter only at the file's end."""
+    first = os.pread(fd, want, offset) if offset is not None else os.read(fd, want)
+    if len(first) == want or not first:
+        return first
+    parts, got = [first], len(first)
+    while got < want:
+        chunk = os.pread(fd, want - got, offset + got) if offset is not None else os.read(fd, want - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
 def read_input(path: str, *, what: str = "file", limit: int | None = None,
                refuse: Refuse = ModelLoadError) -> bytes:
-    """The whole file, in one read. Refused: anything but a regular file, or more than `limit` bytes."""
+    """The whole file. Refused: anything but a regular file, or more than `limit` bytes."""
     path = str(path)
     fd, st = _open(path, refuse)
     try:
         if limit is not None and st.st_size > limit:
             raise refuse(path, f"{st.st_size} bytes is more than a {what} may hold ({limit} bytes)")
-        data = os.read(fd, st.st_size) if st.st_size else b""
-        if len(data) < st.st_size or not st.st_size:     # one read stops at ~2 GB; some files report size 0
+        data = _read_all(fd, st.st_size) if st.st_size else b""
+        if len(data) < st.st_size or not st.st_size:     # some files report size 0; some shrink while read
             parts, total = [data], len(data)
             while chunk := os.read(fd, 1 << 30 if limit is None else limit + 1 - total):
                 parts.append(chunk)
@@ -86,10 +102,10 @@ def read_input(path: str, *, what: str = "file", limit: int | None = None,
 
 
 def read_head(path: str, n: int, refuse: Refuse = ModelLoadError) -> bytes:
-    """The first `n` bytes (to tell a format by its header)."""
+    """The first `n` bytes (to tell a format by its header); fewer only when the file is shorter."""
     fd, _ = _open(path, refuse)
     try:
-        return os.read(fd, n)
+        return _read_all(fd, n)
     except OSError as e:
         raise refuse(path, e.strerror or str(e)) from None
     finally:
@@ -103,7 +119,10 @@ def read_range(path: str, offset: int, length: int | None, refuse: Refuse) -> by
         length = st.st_size - offset if length is None else length
         if offset < 0 or length < 0 or offset + length > st.st_size:
             raise refuse(path, f"range {offset}+{length} is beyond its {st.st_size} bytes")
-        return os.pread(fd, length, offset) if length else b""
+        data = _read_all(fd, length, offset) if length else b""
+        if len(data) < length:                     # the file shrank after fstat
+            raise refuse(path, f"range {offset}+{length} ends after {offset + len(data)} bytes: the file shrank")
+        return data
     except OSError as e:
         raise refuse(path, e.strerror or str(e)) from None
     finally:
