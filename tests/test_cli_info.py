@@ -118,3 +118,14 @@ def test_process_exit_codes(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "inspector", "info"], capture_output=True, text=True, cwd=ROOT,
                            timeout=60)
     assert usage.returncode == 2 and "usage" in usage.stderr and "Traceback" not in usage.stderr
+
+
+def test_info_json_shows_a_metadata_entry_that_is_not_utf8_escaped(tmp_path, capsys):
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.metadata_props.add(key="KEYX", value="VALX")
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(m.SerializeToString().replace(b"KEYX", b"K\xffYX").replace(b"VALX", b"V\xfeLX"))
+    assert _info_json(path, capsys)["metadata"] == {"K\\xffYX": "V\\xfeLX"}      # was a TypeError from json

@@ -98,3 +98,36 @@ def test_standalone_onnx_edited_by_typing_checked_fixed_exported_and_reopened(qt
     assert ed2.types["x"].value == "IMAGE" and ed2.image[ms.PIXEL_FORMAT].value == "Rgb8" and errors(w2) == []
     open_onnx(qtbot, w2, src)                                          # its session file comes back with it
     assert w2.editor.metadata.image[ms.PIXEL_FORMAT].value == "Rgb8"
+
+
+def test_a_metadata_entry_that_is_not_utf8_is_shown_kept_and_exported_unchanged(qtbot, tmp_path):
+    """protobuf gives such a key or value as bytes: the open stopped half-way on a TypeError in the Metadata dock.
+    It is shown escaped and read-only; a row added by typing beside it is exported, and it is kept byte for byte."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication, QPushButton
+    m = image_model(denotation="", dims=None)
+    m.metadata_props.add(key="KEYX", value="VALX")
+    m.metadata_props.add(key="good", value="VAL2")
+    src = tmp_path / "bad_key.onnx"
+    src.write_bytes(m.SerializeToString().replace(b"KEYX", b"K\xffYX").replace(b"VAL2", b"V\xfeL2"))
+    w = make_window(qtbot, tmp_path)
+    open_onnx(qtbot, w, src)
+    ed = w.editor.metadata
+    rows = [(ed.table.item(r, 0).text(), ed.table.item(r, 1).text()) for r in range(ed.table.rowCount())]
+    assert rows == [("K\\xffYX", "VALX"), ("good", "V\\xfeL2")]
+    assert not ed.table.item(0, 0).flags() & Qt.ItemIsEditable and not ed.table.item(1, 1).flags() & Qt.ItemIsEditable
+
+    add = next(b for b in ed.findChildren(QPushButton) if b.text() == "Add")
+    QTest.mouseClick(add, Qt.LeftButton)
+    qtbot.keyClicks(QApplication.focusWidget(), "model_author")
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Tab)
+    qtbot.keyClicks(QApplication.focusWidget(), "me")
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Return)
+    settle(qtbot, w)
+    assert w.editor.session.metadata.props == {"model_author": "me"}
+    out = tmp_path / "edited.onnx"
+    assert export_dialog(w.editor, str(out), on_errors=lambda e: True) is not None
+    written = onnx.ModelProto()
+    written.ParseFromString(out.read_bytes())
+    assert [(p.key, p.value) for p in written.metadata_props] == [(b"K\xffYX", "VALX"), ("good", b"V\xfeL2"),
+                                                                   ("model_author", "me")]

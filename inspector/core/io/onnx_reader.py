@@ -235,8 +235,14 @@ def _read(model: onnx.ModelProto, path: str, folder: Path | None) -> Graph:
     r.check_main()
     producer = " ".join(x for x in (model.producer_name, model.producer_version) if x)
     return Graph(format="onnx", subgraphs=r.subgraphs, version=model.ir_version, description=model.doc_string,
-                 metadata={p.key: p.value for p in model.metadata_props}, path=path, producer=producer,
+                 metadata={text_of(p.key): text_of(p.value) for p in model.metadata_props}, path=path, producer=producer,
                  opsets={o.domain or "ai.onnx": o.version for o in model.opset_import})
+
+
+def text_of(value: str | bytes) -> str:
+    """A string field as text: protobuf returns bytes when the file's bytes are not UTF-8 (ONNX's proto2 strings are
+    not checked), shown with the bad bytes escaped."""
+    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
 
 
 def _too_big(path: str, size: int) -> ModelLoadError:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QGridLayout
 
 from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import MetadataError
+from inspector.core.io.onnx_reader import text_of
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.tflite import read_tflite_metadata      # here, not on the GUI thread mid-open
 from inspector.core.session.events import FindingsChecked, ModelOpened, PlanChanged
@@ -347,12 +348,11 @@ class MetadataEditor(QWidget):
         self.table.setHorizontalHeaderLabels(["key", "value"])
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.verticalHeader().hide()
-        self.props = {k: v for k, v in self.state.props.items()}
-        for k, v in self.props.items():
-            r = self.table.rowCount()
-            self.table.insertRow(r)
-            self.table.setItem(r, 0, QTableWidgetItem(k))
-            self.table.setItem(r, 1, QTableWidgetItem(v))
+        # An entry whose key or value is not UTF-8 (protobuf gives bytes) is shown escaped and read-only: kept as it
+        # is, never part of an edit (a typed key could not name it).
+        self.props = {k: v for k, v in self.state.props.items() if isinstance(k, str) and isinstance(v, str)}
+        self.raw_props = [(k, v) for k, v in self.state.props.items() if (k, v) not in self.props.items()]
+        self._fill_table()
         self.table.setMinimumHeight(90)
         self.table.cellChanged.connect(lambda *_: self._set_props())
         buttons = QHBoxLayout()
@@ -505,7 +505,7 @@ class MetadataEditor(QWidget):
 
     def _rows(self) -> dict[str, str]:
         out = {}
-        for r in range(self.table.rowCount()):
+        for r in range(len(self.raw_props), self.table.rowCount()):
             k, v = self.table.item(r, 0), self.table.item(r, 1)
             key = k.text().strip() if k else ""
             if key:
@@ -537,12 +537,19 @@ class MetadataEditor(QWidget):
         self.hint.show()
         self.table.blockSignals(True)
         self.table.setRowCount(0)
-        for k, v in self.props.items():
+        self._fill_table()
+        self.table.blockSignals(False)
+
+    def _fill_table(self) -> None:
+        for k, v in [*self.raw_props, *self.props.items()]:
             r = self.table.rowCount()
             self.table.insertRow(r)
-            self.table.setItem(r, 0, QTableWidgetItem(k))
-            self.table.setItem(r, 1, QTableWidgetItem(v))
-        self.table.blockSignals(False)
+            for c, text in enumerate((k, v)):
+                item = QTableWidgetItem(text_of(text))
+                if (k, v) in self.raw_props:
+                    item.setFlags(item.flags() & ~Qt.ItemIsEditable)
+                    item.setToolTip("not valid UTF-8 in the file: shown with its bytes escaped, kept as it is")
+                self.table.setItem(r, c, item)
 
     def _add_row(self) -> None:
         self.table.blockSignals(True)
@@ -555,7 +562,7 @@ class MetadataEditor(QWidget):
         self.table.editItem(self.table.item(r, 0))
 
     def _remove_rows(self) -> None:
-        rows = sorted({i.row() for i in self.table.selectedIndexes()}, reverse=True)
+        rows = sorted({i.row() for i in self.table.selectedIndexes() if i.row() >= len(self.raw_props)}, reverse=True)
         self.table.blockSignals(True)
         for r in rows:
             self.table.removeRow(r)
