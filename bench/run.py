@@ -37,20 +37,45 @@ def one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg}"[:200] if msg else type(e).__name__
 
 
-def cli_time(cmd: list[str], out: Path, runs: int, env=None) -> dict:
-    """Median wall time of fresh processes writing `out`; one run only when the first is slower than LONG_CLI."""
-    times = []
-    for _ in range(runs):
+def cli_once(cmd: list[str], out: Path | None = None, env=None) -> tuple[float, str | None]:
+    """Wall time of one fresh process (writing `out` when given), and its error line or None."""
+    if out is not None:
         out.unlink(missing_ok=True)
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-        times.append(time.perf_counter() - t)
-        if proc.returncode != 0 or not out.exists():
-            tail = (proc.stderr.strip().splitlines() or ["no output file"])[-1]
-            return {"ok": False, "error": f"exit {proc.returncode}: {tail[:180]}"}
-        if times[0] > LONG_CLI:
-            break
-    return {"ok": True, "cli": statistics.median(times), "cli_times": times}
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    took = time.perf_counter() - t
+    if proc.returncode != 0 or (out is not None and not out.exists()):
+        tail = (proc.stderr.strip().splitlines() or ["no output file"])[-1]
+        return took, f"exit {proc.returncode}: {tail[:180]}"
+    return took, None
+
+
+def cli_rounds(cmds: dict[str, tuple[list[str], Path, dict | None]], runs: int) -> dict[str, dict]:
+    """Cold CLI runs of every converter in alternating rounds (ours, tflite2onnx, tf2onnx, then the order turned),
+    so that drift in a shared machine's state hits them alike; a converter slower than LONG_CLI on its first run
+    runs once. Per converter {ok, cli (median s), cli_times} or {ok: False, error}."""
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    errors: dict[str, str] = {}
+    names = list(cmds)
+    for k in range(runs):
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            if name in errors or (times[name] and times[name][0] > LONG_CLI):
+                continue
+            took, error = cli_once(*cmds[name])
+            if error:
+                errors[name] = error
+            else:
+                times[name].append(took)
+    return {name: {"ok": False, "error": errors[name]} if name in errors else
+            {"ok": True, "cli": statistics.median(times[name]), "cli_times": times[name]} for name in cmds}
+
+
+def version_time(runs: int = 11) -> dict:
+    """`layout-inspector --version` as a fresh process: what every start pays before any work (median, min)."""
+    cmd = [str(Path(sys.executable).parent / "layout-inspector"), "--version"]
+    cli_once(cmd)                                            # the first start after compileall is not a user's
+    times = [cli_once(cmd)[0] for _ in range(runs)]
+    return {"median": statistics.median(times), "min": min(times), "runs": runs}
 
 
 BLOCKS = 3
@@ -113,33 +138,32 @@ def inproc_rounds(model: Path, work: Path, drivers: dict, runs: int) -> dict[str
     return entries
 
 
-def ours(entry: dict, model: Path, work: Path, cli_runs: int) -> dict:
-    """Our time split and cold CLI, added to the in-process entry."""
+def ours(entry: dict, model: Path) -> dict:
+    """Our time split, added to the in-process entry."""
     if not entry["ok"]:
         return entry
     splits = [measure.ours_breakdown(model) for _ in range(3)]
     entry["breakdown"] = {k: statistics.median(b[k] for b in splits) for k in splits[0]}
-    cli_out = work / "ours_cli.onnx"
-    cmd = [str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o", str(cli_out)]
-    c = cli_time(cmd, cli_out, cli_runs)
-    entry["cli"] = c.get("cli")
-    entry["cli_times"] = c.get("cli_times")
-    if not c["ok"]:
-        entry["cli_error"] = c["error"]
     return entry
 
 
-def peer(name: str, entry: dict, model: Path, work: Path, cli_runs: int, cli: bool) -> dict:
-    """A peer's cold CLI, added to its in-process entry."""
-    if not entry["ok"] or not cli:
-        return entry
-    cli_out = work / f"{name}_cli.onnx"
-    c = cli_time(peers.cli_command(name, model, cli_out), cli_out, cli_runs, env=peers.cli_env())
-    entry["cli"] = c.get("cli")
-    entry["cli_times"] = c.get("cli_times")
-    if not c["ok"]:
-        entry["cli_error"] = c["error"]
-    return entry
+def cold_cli(row: dict, model: Path, work: Path, args) -> None:
+    """Every converter's cold CLI in alternating rounds, added to its entry (tf2onnx's, mostly importing
+    TensorFlow, ~5 s, on the larger models only unless --all-cli)."""
+    cmds = {}
+    if row["ours"]["ok"]:
+        out = work / "ours_cli.onnx"
+        cmds["ours"] = ([str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o",
+                         str(out)], out, None)
+    for name in peers.PEERS:
+        if row[name].get("ok") and (name != "tf2onnx" or args.all_cli or row["bytes"] >= SLOW_CLI_MIN_BYTES):
+            out = work / f"{name}_cli.onnx"
+            cmds[name] = (peers.cli_command(name, model, out), out, peers.cli_env())
+    for name, c in cli_rounds(cmds, args.cli_runs).items():
+        row[name]["cli"] = c.get("cli")
+        row[name]["cli_times"] = c.get("cli_times")
+        if not c["ok"]:
+            row[name]["cli_error"] = c["error"]
 
 
 def runtime(row: dict, model: Path) -> None:
@@ -175,17 +199,15 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
     work.mkdir(parents=True, exist_ok=True)
     row = {"model": str(model.relative_to(corpus)), "bytes": model.stat().st_size}
     timed = inproc_rounds(model, work, drivers, args.runs)
-    row["ours"] = ours(timed["ours"], model, work, args.cli_runs)
+    row["ours"] = ours(timed["ours"], model)
     try:
         graph = read_tflite(str(model))
         row["floor"] = measure.median_time(lambda: measure.weights_floor(graph, work / "floor.onnx"), args.runs)[0]
     except Exception as e:
         row["floor_error"] = one_line(e)
     for name in peers.PEERS:
-        # tf2onnx's cold start is mostly importing TensorFlow (~5 s): its CLI is timed on the larger models only
-        cli = name != "tf2onnx" or args.all_cli or model.stat().st_size >= SLOW_CLI_MIN_BYTES
-        row[name] = peer(name, timed[name], model, work, args.cli_runs, cli) if drivers else \
-            {"ok": False, "error": "not run (--no-peers)"}
+        row[name] = timed[name] if drivers else {"ok": False, "error": "not run (--no-peers)"}
+    cold_cli(row, model, work, args)
     runtime(row, model)
     try:
         if row["ours"].get("ok"):
@@ -283,6 +305,7 @@ def main(argv=None) -> int:
     # checkout under PYTHONDONTWRITEBYTECODE would recompile every module on each CLI start instead.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "inspector")], check=True,
                    stdout=subprocess.DEVNULL)
+    data["version"] = version_time()
     if not args.no_peers:
         t = time.perf_counter()
         peers.ensure_venv()

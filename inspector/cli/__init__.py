@@ -39,6 +39,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if argv is not None and _command(argv) is None and "--version" in argv:
+        return parser                       # it prints the version and exits: no subcommand is read
     for _, mod in _modules(_command(argv) if argv is not None else None):
         mod.add_parser(sub)
     return parser

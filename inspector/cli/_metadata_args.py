@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import InspectorError, MetadataError, ModelLoadError
-from inspector.core.metadata.edits import MetadataEdits
 
 
 def add_metadata_arguments(parser) -> None:
@@ -33,8 +32,9 @@ def _pair(text: str, flag: str, shape: str, last: bool) -> tuple[str, str]:
     return text[:sep].strip(), text[sep + 1:].strip()
 
 
-def edits_from_args(args) -> MetadataEdits:
+def edits_from_args(args):
     """The MetadataEdits the flags ask for, validated (MetadataError lists the allowed values)."""
+    from inspector.core.metadata.edits import MetadataEdits
     e = MetadataEdits()
     for text in args.denote:
         tensor, value = _pair(text, "--denote", "TENSOR=TYPE", last=True)

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import json
 
-from inspector.core.metadata.lint import TARGETS, lint
-
-from ._metadata_args import load_onnx
+from inspector.core.metadata.schema import TARGETS
 
 
 def add_parser(sub):
@@ -29,6 +27,9 @@ def run(args) -> int:
     from inspector.cli import batch
     if batch.is_check_batch(args):
         return batch.check_many(args)
+    from inspector.core.metadata.lint import lint
+
+    from ._metadata_args import load_onnx
     args.model = args.model[0]
     findings = lint(load_onnx(args.model), args.target)
     errors = sum(f.severity == "error" for f in findings)

@@ -6,7 +6,7 @@ import sys
 
 from inspector.core.io.atomic import OutputSet
 from inspector.core.ir.errors import InspectorError
-from inspector.core.metadata.lint import TARGETS, fix, gate
+from inspector.core.metadata.schema import TARGETS
 
 from ._metadata_args import add_metadata_arguments, check_and_save, edits_from_args, load_onnx
 
@@ -31,6 +31,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from inspector.core.metadata.lint import fix, gate
     edits = edits_from_args(args)
     if edits.is_empty() and not args.fix:
         raise InspectorError("nothing to edit: give --fix, --denote, --dims, --pixel-format, --gamma, "

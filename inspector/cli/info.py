@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-from inspector.core.io.loader import load_model
-
 
 def add_parser(sub):
     p = sub.add_parser("info", help="summarise a TFLite or ONNX model")
@@ -41,6 +39,7 @@ def summary(graph) -> dict:
 
 
 def run(args) -> int:
+    from inspector.core.io.loader import load_model
     graph = load_model(args.model)
     s = summary(graph)
     if args.json:

@@ -20,7 +20,7 @@ from .findings import Finding
 from .edits import MetadataEdits
 from .parsed import SHARED, Memo, Parts
 
-TARGETS = ("onnx", "winml")
+TARGETS = ms.TARGETS
 META, DIMS, TYPES = "ONNX docs/MetadataProps.md", "ONNX docs/DimensionDenotation.md", "ONNX docs/TypeDenotation.md"
 WINML = "ONNX Runtime winml/lib/Api.Ort/OnnxruntimeDescriptorConverter.cpp"
 CHECKER = "ONNX onnx/checker.cc (check_model: duplicate keys in metadata_props)"

@@ -6,7 +6,6 @@ window can be replayed headless (`convert --session FILE`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -263,6 +262,7 @@ def file_sha256(path: str) -> str:
 
 @lru_cache(maxsize=8)
 def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
+    import hashlib                    # (here: loading OpenSSL is a cost every cold `convert` would pay)
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:
