@@ -33,6 +33,10 @@ def add_parser(sub):
     p.add_argument("--keep-fp16", action="store_true", help="keep float16 weights as float16 initializers + Cast")
     p.add_argument("--exact-int", action="store_true",
                    help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it)")
+    p.add_argument("--dynamic-as-float", action="store_true",
+                   help="dynamic-range (hybrid) ops as float ops on weights dequantized once: runs as fast as a "
+                        "float model, but without LiteRT's on-the-fly int8 quantization of the activations "
+                        "(outputs differ from LiteRT's by that quantization's error, typically a few percent)")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
     p.add_argument("--no-ort-check", action="store_true",
                    help="skip loading and running the result in ONNX Runtime before it is written")

@@ -114,10 +114,13 @@ def unsupported(sg: Subgraph, table, folded) -> list[str]:
 
 def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
             check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
-            allow_custom: bool = False, cache=None, weights_over: int | None = None) -> ConversionResult:
+            allow_custom: bool = False, cache=None, weights_over: int | None = None,
+            dynamic_as_float: bool = False) -> ConversionResult:
     """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
     `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
     `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ);
+    `dynamic_as_float`: dynamic-range (hybrid) ops as float ops on their weights dequantized once (fast, not
+    LiteRT's arithmetic: ops/hybrid.py);
     `cache`: an incremental.Reconverter kept between runs on this graph (the same bytes, less work after a pin);
     `weights_over`: initializers with more raw bytes than this join the model without their data (as
     without_data makes them; the result's `weights_left_out` says so): for a model only viewed and annotated,
@@ -128,7 +131,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
     sg = graph.main
     same = cache is not None and cache.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int,
-                                                     allow_custom))
+                                                     allow_custom, dynamic_as_float))
     if same and cache.prepared is not None:          # checked and folded by the last run
         table, folded, constants = cache.prepared
     else:
@@ -144,7 +147,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
         raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
                               ) from None
     em.graph, em.table, em.nested = graph, table, emit_subgraph
-    em.q.keep_fp16, em.q.exact = keep_fp16, exact_int
+    em.q.keep_fp16, em.q.exact, em.q.dynamic_as_float = keep_fp16, exact_int, dynamic_as_float
 
     # The graph is built in place (helper.make_graph + make_model copied every node twice, extend copied every
     # value info once); the same bytes.
@@ -198,6 +201,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
                                        "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
+                                       "dynamic_as_float": dynamic_as_float,
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}
                                        if pin_map else {}},
                               subgraphs=dict(em.subgraphs))

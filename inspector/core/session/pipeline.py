@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Mapping
 
-FLAGS = ("allow_custom", "float_io", "keep_fp16", "exact_int")      # the boolean options; a session keeps set ones
+FLAGS = ("allow_custom", "float_io", "keep_fp16", "exact_int",     # the boolean options; a session keeps set ones
+         "dynamic_as_float")
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class ConvertOptions:
     float_io: bool = False              # quantized models: float32 graph I/O
     keep_fp16: bool = False             # float16 weights stay float16 + Cast
     exact_int: bool = False             # TFLite's integer arithmetic, bit for bit
+    dynamic_as_float: bool = False      # dynamic-range ops on float weights dequantized once (fast, not LiteRT's)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ConvertOptions":

@@ -23,6 +23,11 @@ Mul's first input and the constant is the second, so the per-channel scale is wr
 An input known to be non-negative (a fused or separate ReLU/ReLU6 upstream, through padding and pooling) skips
 the min, the sign and the clamp: its zero point is always -128 and its centred values are the rounded ones.
 
+`dynamic_as_float` (opt-in, `convert --dynamic-as-float`) trades all of this for speed: the int8 weights times
+their scales (a Cast and a Mul of initializers, which ONNX Runtime folds once when it loads the model: the file
+keeps the int8 weights), then the plain float Conv / MatMul on the float input. That is a float model's run time;
+its outputs differ from LiteRT's by the activation quantization LiteRT does and it does not.
+
 Exact hybrid ops are not enough: a 1-ulp difference in a hybrid op's float input flips a rounding now and then,
 and later layers amplify the flip. So the float CONV_2D / DEPTHWISE_CONV_2D / MEAN upstream of hybrid ops (TFLite
 keeps weights under 1024 elements in float) are computed in the reference kernels' order too (see below).
@@ -213,6 +218,21 @@ def _weights(ctx, op, perm, centred_max: int, halves_axis: int | None = None) ->
     return names
 
 
+def _float_weights(ctx, op, perm) -> str:
+    """dynamic_as_float: the int8 weights in ONNX layout times their scales, as a Cast and a Mul of initializers
+    (folded by ONNX Runtime at load; the file keeps int8)."""
+    w_t = op.inputs[1]
+    w = np.ascontiguousarray(np.transpose(np.asarray(ctx.data(w_t)), perm))
+    q = ctx.tensor(w_t).quantization
+    stored = ctx.const(w, ctx.q.short(w_t) + "_int8")
+    ctx.note_value(w_t, stored)
+    if q.scales.size == 1:
+        return ctx.node("Mul", [_f(ctx, stored), ctx.scalar(float(q.scales[0]))], 1)[0]
+    shape = [1] * w.ndim
+    shape[L.axis_to_onnx(w.ndim - 1 if op.opcode == "DEPTHWISE_CONV_2D" else 0, perm)] = -1
+    return ctx.node("Mul", [_f(ctx, stored), _channel_scales(ctx, op, shape)], 1)[0]
+
+
 def _channel_scales(ctx, op, shape) -> str:
     q = ctx.tensor(op.inputs[1]).quantization
     return ctx.const(q.scales.astype(np.float32).reshape(shape), ctx.q.short(op.inputs[1]) + "_scale")
@@ -229,7 +249,7 @@ def _scale(ctx, op, a: str, b: str, dst: str, bias_shape=None) -> None:
     elif b_t >= 0:
         bias = ctx.input(op, 2)
     if bias:
-        ctx.node("Add", [ctx.node("Mul", [a, b], 1)[0], bias], [dst])
+        ctx.node("Add", [ctx.node("Mul", [a, b], 1)[0] if b else a, bias], [dst])
     else:
         ctx.node("Mul", [a, b], [dst])
 
@@ -238,6 +258,11 @@ def _scale(ctx, op, a: str, b: str, dst: str, bias_shape=None) -> None:
 def conv(ctx, op, w_perm, **attrs) -> None:
     """CONV_2D (w_perm OHWI -> OIHW) or DEPTHWISE_CONV_2D as LiteRT's hybrid kernels compute them."""
     x_t = op.inputs[0]
+    if ctx.q.dynamic_as_float:
+        bias = [ctx.input(op, 2)] if len(op.inputs) > 2 and op.inputs[2] >= 0 else []
+        ctx.node("Conv", [ctx.input(op, 0), _float_weights(ctx, op, w_perm)] + bias, [ctx.fused(op, ctx.output(op))],
+                 **attrs)
+        return
     q = ctx.tensor(op.inputs[1]).quantization
     depthwise = op.opcode == "DEPTHWISE_CONV_2D"
     asym = depthwise or _per_channel(q) or attrs.get("group")
@@ -272,6 +297,13 @@ def fully_connected(ctx, op) -> None:
     x = ctx.input(op, 0)
     if ctx.tensor(x_t).rank != 2:
         x = ctx.node("Reshape", [x, ctx.i64([-1, k])], 1)[0]
+    if ctx.q.dynamic_as_float:
+        w = _float_weights(ctx, op, (1, 0))
+        if len(op.inputs) > 2 and op.inputs[2] >= 0:
+            _fc_out(ctx, op, lambda dst: _scale(ctx, op, ctx.node("MatMul", [x, w], 1)[0], "", dst))
+        else:
+            _fc_out(ctx, op, lambda dst: ctx.node("MatMul", [x, w], [dst]))
+        return
     total = int(np.prod(ctx.shape(x_t)))
     batch = total // k if not ctx.tensor(x_t).dynamic and total > 0 else None
     centred, in_scale = quantize_rows(ctx, x, x_t, [1], [k], (0, 1), asym, batch)
@@ -289,12 +321,19 @@ def fully_connected(ctx, op) -> None:
         s = ctx.node("Mul", [in_scale, _channel_scales(ctx, op, [1, -1])], 1)[0]
     else:
         s = ctx.node("Mul", [in_scale, ctx.scalar(float(q.scales[0]))], 1)[0]
+    _fc_out(ctx, op, lambda dst: _scale(ctx, op, dot, s, dst))
+
+
+def _fc_out(ctx, op, emit) -> None:
+    """emit(dst) writes FULLY_CONNECTED's [rows, units] result: into its output (a fused activation follows), or
+    through a Reshape to the output's rank when that is not 2."""
+    out_t = op.outputs[0]
     dst = ctx.fused(op, ctx.output(op))
     if ctx.tensor(out_t).rank == 2:
-        _scale(ctx, op, dot, s, dst)
+        emit(dst)
         return
     flat = ctx.fresh("fc_out")
-    _scale(ctx, op, dot, s, flat)
+    emit(flat)
     sig = ctx.tensor(out_t).shape_signature or ctx.shape(out_t)
     ctx.node("Reshape", [flat, ctx.i64([-1 if dd < 0 else dd for dd in sig])], [dst])
 
@@ -308,6 +347,8 @@ def fully_connected(ctx, op) -> None:
 def feeds_hybrid(ctx, op) -> bool:
     """Does an output of op reach a hybrid op's quantized input (through any ops)? One backward pass a subgraph
     (TFLite lists ops in execution order)."""
+    if ctx.q.dynamic_as_float:               # the hybrid ops are float ops: nothing to match
+        return False
     key = ("feeds_hybrid",)
     if key not in ctx.memo:
         tensors: set[int] = set()

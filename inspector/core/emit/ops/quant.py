@@ -100,6 +100,7 @@ class QDQ:
         parent = getattr(em, "parent", None)
         self.keep_fp16 = parent.q.keep_fp16 if parent is not None else False   # convert() sets it on the root
         self.exact = parent.q.exact if parent is not None else False
+        self.dynamic_as_float = parent.q.dynamic_as_float if parent is not None else False   # ops/hybrid.py
         # LiteRT's kernel tables by op and parameters, for this conversion only: a network repeats its
         # activations' parameters (one LiteRT run each), but a table kept by the process made every conversion
         # after a model's first a third cheaper than a user's first (the bench times repeated conversions)
