@@ -48,6 +48,21 @@ def ours_once(model: Path, out: Path):
     return result
 
 
+def ours_as_float(model: Path, out: Path) -> bool:
+    """A dynamic-range model converted with --dynamic-as-float into `out`; False (nothing written) when the model
+    has no hybrid op (float input, int8 weights)."""
+    from inspector.core.emit.convert import convert
+    from inspector.core.emit.ops.hybrid import HYBRID
+    from inspector.core.io.tflite_reader import read_tflite
+    graph = read_tflite(str(model))
+    if not any(op.opcode in HYBRID and len(op.inputs) > 1 and op.inputs[1] >= 0
+               and sg.tensors[op.inputs[0]].dtype == "float32" and sg.tensors[op.inputs[1]].dtype == "int8"
+               for sg in graph.subgraphs for op in sg.ops):
+        return False
+    out.write_bytes(convert(graph, check=False, dynamic_as_float=True).model.SerializeToString())
+    return True
+
+
 def ours_breakdown(model: Path) -> dict[str, float]:
     """One run split into read / convert / serialise / checker (seconds), to show where the time goes."""
     from inspector.core.emit.convert import check_model, convert

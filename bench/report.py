@@ -154,6 +154,19 @@ def version_line(data) -> list[str]:
             f"{data.get('load_start', 0):.1f})"]
 
 
+def as_float_lines(rows) -> list[str]:
+    """--dynamic-as-float on the dynamic-range models: its ONNX Runtime time against tf2onnx's output's."""
+    rs = [(r["model"], r["ours"]["ort_float"] / r["tf2onnx"]["ort"], r["ours"].get("ort", 0) / r["tf2onnx"]["ort"])
+          for r in rows if r["ours"].get("ort_float") and r["tf2onnx"].get("ort")]
+    if not rs:
+        return []
+    worst = max(rs, key=lambda x: x[1])
+    return [f"- ORT time with `--dynamic-as-float` <= tf2onnx's output on the dynamic-range models: "
+            f"{'met' if worst[1] <= 1 else 'missed'}: on {sum(x <= 1 for _, x, _ in rs)}/{len(rs)}, worst "
+            f"{worst[1]:.3g} ({worst[0]}); the default (LiteRT's arithmetic) "
+            + ", ".join(f"{m.split('/')[-1]} {d:.2f} -> {f:.2f}" for m, f, d in rs)]
+
+
 def layout_lines(rows) -> list[str]:
     """Issue 15's targets: never more Transposes than tf2onnx, and inputs already channels-first keep their shape."""
     both = [(r["model"], r["ours"]["transposes"], r["tf2onnx"]["transposes"]) for r in rows
@@ -178,7 +191,8 @@ def layout_lines(rows) -> list[str]:
 
 def summary(data) -> str:
     head = [f"(peers' figures from the full run of {data['peers_from']})"] if data.get("peers_from") else []
-    return "\n".join(head + version_line(data) + target_lines(data["models"]) + layout_lines(data["models"]))
+    return "\n".join(head + version_line(data) + target_lines(data["models"]) + as_float_lines(data["models"])
+                     + layout_lines(data["models"]))
 
 
 def render(data) -> str:
@@ -194,7 +208,8 @@ def render(data) -> str:
              *([f"Peers not run (--no-peers): their figures are the full run's of {data['peers_from']}, so the "
                 "ratios compare this code with the peers measured then (on a shared machine the load differs).",
                 ""] if data.get("peers_from") else []),
-             "## Targets", "", *version_line(data), *target_lines(rows), *layout_lines(rows), "",
+             "## Targets", "", *version_line(data), *target_lines(rows), *as_float_lines(rows), *layout_lines(rows),
+             "",
              "## Summary: the models of 100 KB or more", "", *summary_table(rows), "",
              "## Conversion time", "",
              f"In-process: median of at least {data['runs']} runs (up to 50 or ~0.25 s for fast ones) in 3 alternating blocks of ours and each peer, each block after a warm-up, file to file (ours: read + convert without "

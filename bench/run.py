@@ -166,8 +166,9 @@ def cold_cli(row: dict, model: Path, work: Path, args) -> None:
             row[name]["cli_error"] = c["error"]
 
 
-def runtime(row: dict, model: Path) -> None:
-    """Node counts and ONNX Runtime time of every output that exists, LiteRT's time, the same inputs for all."""
+def runtime(row: dict, model: Path, work: Path) -> None:
+    """Node counts and ONNX Runtime time of every output that exists, LiteRT's time, the same inputs for all; on a
+    dynamic-range model also our --dynamic-as-float output's time (`ort_float`)."""
     try:
         feeds = measure.tflite_inputs(model)
         row["litert"] = {"ok": True, "time": measure.litert_time(model, feeds)}
@@ -191,8 +192,18 @@ def runtime(row: dict, model: Path) -> None:
             runners[name] = measure.ort_runner(path, feeds)
         except Exception as e:
             entry["ort_error"] = one_line(e)
+    if "ours" in runners:
+        fast = work / "ours_float.onnx"
+        try:
+            if measure.ours_as_float(model, fast):
+                runners["ours_float"] = measure.ort_runner(fast, feeds)
+        except Exception as e:
+            row["ours"]["ort_float_error"] = one_line(e)
     for name, t in measure.interleaved_times(runners).items():
-        row[name]["ort"] = t
+        if name == "ours_float":                   # --dynamic-as-float, timed in the same rounds
+            row["ours"]["ort_float"] = t
+        else:
+            row[name]["ort"] = t
 
 
 def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> dict:
@@ -208,7 +219,7 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
     for name in peers.PEERS:
         row[name] = timed[name] if drivers else {"ok": False, "error": "not run (--no-peers)"}
     cold_cli(row, model, work, args)
-    runtime(row, model)
+    runtime(row, model, work)
     try:
         if row["ours"].get("ok"):
             row["ours"].update(measure.layout_facts(model))
