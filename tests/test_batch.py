@@ -88,12 +88,13 @@ def test_same_names_keep_their_folders(tmp_path):
 
 
 def test_globs_files_and_refusals(folder, tmp_path, capsys):
-    found = batch.expand([str(folder / "*.tflite"), str(folder / "sub")])
+    found, unread = batch.expand([str(folder / "*.tflite"), str(folder / "sub")])
+    assert unread == []
     assert [p.name for p in found] == sorted(Path(m).name for m in MODELS[0::2]) + \
         sorted(Path(m).name for m in MODELS[1::2])
     assert main(["convert", str(folder / "*.nothing"), "-o", str(tmp_path / "o/")]) == 1
     assert "matches no file" in capsys.readouterr().err
-    assert main(["convert", str(folder), "-o", str(tmp_path / "o/"), "--pin", "x=NHWC"]) == 1
+    assert main(["convert", str(folder), "-o", str(tmp_path / "o/"), "--pin", "x=NHWC"]) == 2     # a usage error
 
 
 def test_progress_bar_on_a_terminal():

@@ -12,6 +12,11 @@ import sys
 from inspector import __version__
 from inspector.core.ir.errors import InspectorError, printable
 
+
+class UsageError(InspectorError):
+    """The command line itself is wrong (an option's value, a combination): exit 2, found before any work."""
+
+
 # Subcommand modules in help order; each lives in inspector/cli/<name>.py (- spelled _).
 COMMANDS = ["info", "convert", "validate", "ops", "check", "edit", "compare", "gui", "install-desktop"]
 
@@ -87,7 +92,7 @@ def _main(argv: list[str] | None) -> int:
         rest = str(e).splitlines()[1:]
         if rest and not args.debug:
             print("\n".join(rest), file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, UsageError) else 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

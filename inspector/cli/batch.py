@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import sys
 import time
@@ -11,9 +12,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from inspector.cli import UsageError
 from inspector.core.ir.errors import InspectorError
 
 MODEL_SUFFIXES = (".tflite",)
+JOBS_PER_CPU = 4                # --jobs above this many per CPU only adds memory and switching
 COLUMNS = ("model", "output", "ok", "nodes", "transposes", "conflicts", "verdict", "seconds", "error")
 
 
@@ -30,15 +33,17 @@ class Row:
     error: str = ""
 
 
-def expand(items: list[str], suffixes=MODEL_SUFFIXES) -> list[Path]:
+def expand(items: list[str], suffixes=MODEL_SUFFIXES) -> tuple[list[Path], list[Row]]:
     """Files as given, folders searched recursively for models, globs expanded (for shells that did not);
-    each model once, in a stable order."""
+    each model once, in a stable order. Returns the models and a failed row for each folder that could not be
+    searched (unreadable, a path over the system's limit)."""
     found: list[Path] = []
+    failed: list[Row] = []
     for item in items:
         p = Path(item)
-        if p.is_dir():
-            found += sorted(q for q in p.rglob("*") if q.suffix.lower() in suffixes and q.is_file())
-        elif p.exists() or not glob.has_magic(item):
+        if os.path.isdir(p):                     # (os.path: an unreadable or over-long path is no folder, no error)
+            found += _search(p, suffixes, failed)
+        elif os.path.lexists(p) or not glob.has_magic(item):
             found.append(p)                      # a missing file is reported as a failed row, not skipped
         else:
             matches = sorted(Path(m) for m in glob.glob(item, recursive=True))
@@ -51,7 +56,36 @@ def expand(items: list[str], suffixes=MODEL_SUFFIXES) -> list[Path]:
         if key not in seen:
             seen.add(key)
             out.append(p)
-    return out
+    return out, failed
+
+
+def _search(top: Path, suffixes, failed: list[Row]) -> list[Path]:
+    """Every entry named like a model below `top`, sorted: files, and also dangling links, pipes and devices, whose
+    reading fails in the worker as a row of their own. Links to folders are followed, each folder searched once."""
+    found, seen, stack = [], set(), [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as entries:
+                entries = list(entries)
+        except OSError as e:
+            from inspector.core.io.atomic import reason
+            failed.append(Row(model=str(folder), error=f"cannot search this folder: {reason(e)}"))
+            continue
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:                      # a link loop: not a folder
+                is_dir = False
+            if is_dir:
+                stack.append(Path(e.path))
+            elif os.path.splitext(e.name)[1].lower() in suffixes:
+                found.append(Path(e.path))
+    return sorted(found)
 
 
 def output_paths(models: list[Path], outdir: Path, suffix: str = ".onnx") -> list[Path]:
@@ -74,47 +108,72 @@ def _child(task: Callable[..., Row], args: tuple, conn) -> None:
 
 
 def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout: float,
-            progress: Callable[[Row], None]) -> list[Row]:
-    """Run task(*args) for each entry, at most `jobs` worker processes at a time; rows in input order."""
+            progress: Callable[[Row], None], temporaries: list[str | None] | None = None) -> list[Row]:
+    """Run task(*args) for each entry, at most `jobs` worker processes at a time; rows in input order.
+    `temporaries[i]`: the file task i may leave; removed here when its worker crashes, is killed or is left
+    running by an interruption (the caller adopts the others). Every minute they are marked fresh, so a later
+    write into their folder does not take them for a killed run's."""
     import multiprocessing as mp
     import multiprocessing.connection
+
+    from inspector.core.io.atomic import touch
     ctx = mp.get_context("fork")                    # the parent has imported the converter: children start warm
     rows: list[Row | None] = [None] * len(jobs_args)
     pending = list(range(len(jobs_args)))[::-1]
     running: dict[int, tuple] = {}
-    while pending or running:
-        while pending and len(running) < jobs:
-            i = pending.pop()
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(task, jobs_args[i], send), daemon=True)
-            proc.start()
-            send.close()
-            running[i] = (proc, recv, time.monotonic())
-        mp.connection.wait([r for _, r, _ in running.values()], timeout=0.2)
-        for i, (proc, recv, t0) in list(running.items()):
-            model = str(jobs_args[i][0])
-            row = None
-            if recv.poll():
-                try:
-                    row = recv.recv()
-                except EOFError:                    # the worker died before it could answer
-                    proc.join(5)
-                    row = Row(model=model, error=f"worker crashed ({_exit_reason(proc.exitcode)})")
-            elif not proc.is_alive():
-                proc.join()
-                row = Row(model=model, error=f"worker crashed ({_exit_reason(proc.exitcode)})")
-            elif time.monotonic() - t0 > timeout:
-                proc.kill()
-                proc.join()
-                row = Row(model=model, error=f"timed out after {timeout:g} s")
-            if row is not None:
-                row.seconds = row.seconds or round(time.monotonic() - t0, 3)
-                proc.join(5)
-                recv.close()
-                del running[i]
-                rows[i] = row
-                progress(row)
+    discard = (lambda i: Path(temporaries[i]).unlink(missing_ok=True) if temporaries and temporaries[i] else None)
+    fresh = time.monotonic()
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                i = pending.pop()
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(task, jobs_args[i], send), daemon=True)
+                proc.start()
+                send.close()
+                running[i] = (proc, recv, time.monotonic())
+            mp.connection.wait([r for _, r, _ in running.values()], timeout=0.2)
+            for i, (proc, recv, t0) in list(running.items()):
+                row, answered = _outcome(proc, recv, t0, timeout, str(jobs_args[i][0]))
+                if row is not None:
+                    if not answered:
+                        discard(i)                  # crashed or killed: its temporary is ours to remove
+                    row.seconds = row.seconds or round(time.monotonic() - t0, 3)
+                    recv.close()
+                    del running[i]
+                    rows[i] = row
+                    progress(row)
+            if temporaries and time.monotonic() - fresh > 60:
+                touch(t for t in temporaries if t)
+                fresh = time.monotonic()
+    finally:
+        for i, (proc, recv, _) in running.items():  # only after an interruption
+            proc.kill()
+            proc.join()
+            recv.close()
+            discard(i)
     return rows
+
+
+def _outcome(proc, recv, t0: float, timeout: float, model: str) -> tuple[Row | None, bool]:
+    """(the worker's row, True); (a failed row, False) for a crash or timeout, the worker then dead; or
+    (None, False) while it works."""
+    if recv.poll():
+        try:
+            row = recv.recv()
+        except EOFError:                            # the worker died before it could answer
+            proc.join(5)
+            return Row(model=model, error=f"worker crashed ({_exit_reason(proc.exitcode)})"), False
+        proc.join(5)
+        return row, True
+    if not proc.is_alive():
+        proc.join()
+        return Row(model=model, error=f"worker crashed ({_exit_reason(proc.exitcode)})"), False
+    if time.monotonic() - t0 > timeout:
+        proc.kill()
+        proc.join()
+        return Row(model=model, error=f"timed out after {timeout:g} s"), False
+    return None, False
 
 
 def _exit_reason(code: int | None) -> str:
@@ -187,21 +246,80 @@ def summary_bytes(rows: list[Row], path: str) -> bytes:
     raise InspectorError(f"--summary {path}: use a .csv or .json file name")
 
 
-def finish(rows: list[Row], summary: str | None, what: str = "converted", out=None) -> int:
-    """`out`: the atomic.OutputSet the summary was checked in before the run."""
+def finish(rows: list[Row], summary: str | None, what: str, out) -> int:
+    """Print the table, then write the summary and every staged ONNX file of `out` (the atomic.OutputSet the
+    targets were checked in before the run) together: all or none, and a line that says which."""
+    from inspector.core.io.atomic import UNCHANGED, WriteError
     print(table(rows))
     failed = sum(not r.ok for r in rows)
     print(f"{len(rows) - failed} {what}, {failed} failed")
-    if summary:
-        from inspector.core.io.atomic import OutputSet
-        out = out or OutputSet()
+    onnx = out.staged()
+    files = [f"{onnx} ONNX file(s)"] * bool(onnx) + [f"the summary {summary}"] * bool(summary)
+    try:
         with out:
-            out.write(summary, summary_bytes(rows, summary))
+            if summary:
+                out.write(summary, summary_bytes(rows, summary))
+    except WriteError as e:
+        if not onnx:
+            raise
+        raise WriteError(e.path, e.reason.removesuffix(UNCHANGED) + f"; nothing was written, neither "
+                         f"{' nor '.join(files)} (a batch writes all or none), and any existing file is unchanged")
+    if files:
+        print(f"wrote {' and '.join(files)}")
     return 1 if failed else 0
 
 
 def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def check_options(args) -> int:
+    """Refuse wrong batch option values (UsageError, exit 2) before anything is searched or created; returns the
+    number of workers: --jobs, at most JOBS_PER_CPU per CPU (saying so when it cuts it)."""
+    if getattr(args, "json", False):
+        raise UsageError("--json describes one model: with several, use --summary FILE.json")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds a model may take, a number above 0")
+    if args.summary and not args.summary.lower().endswith((".csv", ".json")):
+        raise UsageError(f"--summary {args.summary}: use a .csv or .json file name")
+    if args.jobs is None:
+        return default_jobs()
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give the number of worker processes, at least 1")
+    cap = JOBS_PER_CPU * default_jobs()
+    if args.jobs > cap:
+        print(f"note: --jobs {args.jobs} is over {JOBS_PER_CPU} per CPU: using {cap} worker processes "
+              f"({default_jobs()} CPU(s))", file=sys.stderr)
+    return min(args.jobs, cap)
+
+
+def _folders(outputs: list[Path]) -> list[Path]:
+    """Create the folders the outputs go into (same-name models keep theirs); returns those it created, so a
+    refusal can remove them. One `error:` line (exit 1) for a folder that cannot be made."""
+    from inspector.core.io.atomic import reason
+    created: list[Path] = []
+    for folder in sorted({o.parent for o in outputs}, key=lambda f: len(f.parts)):
+        missing = []
+        for f in [folder, *folder.parents]:
+            if os.path.lexists(f):
+                break
+            missing.append(f)
+        for f in reversed(missing):
+            try:
+                f.mkdir()
+            except OSError as e:
+                _remove_folders(created)
+                raise InspectorError(f"cannot create folder {f}: {reason(e)}") from None
+            created.append(f)
+    return created
+
+
+def _remove_folders(created: list[Path]) -> None:
+    for f in reversed(created):
+        try:
+            f.rmdir()
+        except OSError:
+            pass
 
 
 # ---- convert MODELS… -o OUTDIR/ ----------------------------------------------------------------------------
@@ -224,46 +342,73 @@ def add_arguments(p, validate: bool = False) -> None:
 
 
 def run_batch(task: Callable[..., Row], jobs_args: list[tuple], args, inputs: list, outputs=(),
-              what: str = "converted") -> int:
+              what: str = "converted", failed: list[Row] = (), jobs: int = 1) -> int:
     """Check every target as one set (no output or summary may be an input, a special file or another target),
-    run the tasks in workers with progress, print the summary table and write --summary."""
-    from inspector.core.io.atomic import OutputSet
-    jobs = args.jobs or default_jobs()
-    if jobs < 1:
-        raise InspectorError("--jobs must be at least 1")
+    run the tasks in workers with progress (`failed`: rows made before, for folders that could not be searched),
+    print the summary table and write the outputs with --summary, all or none. With `outputs`, task i gets one
+    more argument: the temporary its output (`outputs[i]`) goes to, adopted into the set or removed here."""
+    from inspector.core.io.atomic import OutputSet, remove_stale, temporary_for
     targets = OutputSet(inputs)
-    for o in outputs:
-        targets.add(o)
+    temporaries = [temporary_for(targets.add(o)) for o in outputs] or None
     if args.summary:
-        summary_bytes([], args.summary)  # a bad suffix is refused before the run, not after it
         targets.add(args.summary)
-    progress = Progress(len(jobs_args))
+    for folder in {Path(t).parent for t in temporaries or ()}:
+        remove_stale(folder)
+    if temporaries:
+        jobs_args = [a + (t,) for a, t in zip(jobs_args, temporaries)]
+    progress = Progress(len(jobs_args) + len(failed))
     try:
-        rows = run_all(task, jobs_args, jobs, args.timeout, progress)
+        for row in failed:
+            progress(row)
+        rows = run_all(task, jobs_args, jobs, args.timeout, progress, temporaries)
+        for o, t in zip(outputs, temporaries or ()):
+            if os.path.exists(t):
+                targets.adopt(o, t)
+    except BaseException:
+        targets.abort()
+        for t in temporaries or ():
+            Path(t).unlink(missing_ok=True)
+        raise
     finally:
         progress.close()
-    return finish(rows, args.summary, what, out=targets)
+    return finish(list(failed) + rows, args.summary, what, targets)
 
 
 def convert_many(args, prepare: Callable) -> int:
     """`prepare(args, model)` gives the Session for one model with the command line's options (cli.convert's)."""
     for flag, what in (("pin", "--pin"), ("session", "--session"), ("report", "--report")):
         if getattr(args, flag):
-            raise InspectorError(f"{what} names one model's tensors or file: convert that model on its own")
-    models = expand([args.model] + list(args.more))
-    if not models:
-        raise InspectorError(f"no .tflite model found in {' '.join([args.model] + list(args.more))}")
+            raise UsageError(f"{what} names one model's tensors or file: convert that model on its own")
+    jobs = check_options(args)
     outdir = Path(args.output)
-    if outdir.exists() and not outdir.is_dir():
-        raise InspectorError(f"-o {args.output}: with several models -o must be a folder")
-    outdir.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(outdir) and not os.path.isdir(outdir):
+        raise UsageError(f"-o {args.output}: with several models -o must be a folder")
+    models, failed = expand([args.model] + list(args.more))
+    if not models and not failed:
+        raise InspectorError(f"no .tflite model found in {' '.join([args.model] + list(args.more))}")
     import inspector.core.session.document  # noqa: F401  (imported once here: forked workers start with it loaded)
     outputs = output_paths(models, outdir)
-    return run_batch(_convert_task, [(str(m), str(o), args, prepare) for m, o in zip(models, outputs)], args,
-                     models, outputs)
+    created = _folders(outputs)
+    try:
+        return run_batch(_convert_task, [(str(m), str(o), args, prepare) for m, o in zip(models, outputs)],
+                         args, models, outputs, failed=failed, jobs=jobs)
+    finally:
+        _remove_folders(created)              # those left empty: nothing was written into them
 
 
-def _convert_task(model: str, output: str, args, prepare: Callable) -> Row:
+class _Staging:
+    """What a worker's export writes into: only the temporary its parent named (the parent renames it with the
+    batch's other outputs at the end, or removes it if this worker dies)."""
+
+    def __init__(self, tmp: str):
+        self.tmp = tmp
+
+    def write(self, path: str, data: bytes) -> None:
+        from inspector.core.io.atomic import stage
+        stage(Path(path).absolute(), data, self.tmp, path)
+
+
+def _convert_task(model: str, output: str, args, prepare: Callable, tmp: str) -> Row:
     t0 = time.monotonic()
     row = Row(model=model, output=output)
     try:
@@ -271,8 +416,7 @@ def _convert_task(model: str, output: str, args, prepare: Callable) -> Row:
         session.convert(check=False)
         from inspector.core.proof.ort_check import check_session
         check_session(session, skip=getattr(args, "no_ort_check", False))
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        session.export(output, overwrite_source=args.force)
+        session.export(output, out=_Staging(tmp))
         report = session.report()
         row.nodes, row.transposes, row.conflicts = report["nodes"], report["transposes"], len(report["conflicts"])
         row.ok = True
@@ -299,15 +443,14 @@ def is_validate_batch(args) -> bool:
 
 def validate_many(args) -> int:
     """Each TFLite model against OUTDIR/NAME.onnx, the file `convert MODELS… -o OUTDIR/` wrote for it."""
-    if args.json:
-        raise InspectorError("--json describes one model: with several, use --summary FILE.json")
-    models = expand([args.tflite])
-    if not models:
+    jobs = check_options(args)
+    models, failed = expand([args.tflite])
+    if not models and not failed:
         raise InspectorError(f"no .tflite model found in {args.tflite}")
     onnx = output_paths(models, Path(args.onnx))
     import inspector.core.proof.validate  # noqa: F401  (forked workers start with it loaded)
     return run_batch(_validate_task, [(str(m), str(o), args) for m, o in zip(models, onnx)], args, models + onnx,
-                     what="validated")
+                     what="validated", failed=failed, jobs=jobs)
 
 
 def _validate_task(model: str, onnx: str, args) -> Row:
@@ -333,13 +476,13 @@ def is_check_batch(args) -> bool:
 
 
 def check_many(args) -> int:
-    if args.json:
-        raise InspectorError("--json describes one model: with several, use --summary FILE.json")
-    models = expand(args.model, suffixes=(".onnx",))
-    if not models:
+    jobs = check_options(args)
+    models, failed = expand(args.model, suffixes=(".onnx",))
+    if not models and not failed:
         raise InspectorError(f"no .onnx model found in {' '.join(args.model)}")
     import inspector.core.metadata.lint  # noqa: F401  (forked workers start with it loaded)
-    return run_batch(_check_task, [(str(m), args.target) for m in models], args, models, what="without errors")
+    return run_batch(_check_task, [(str(m), args.target) for m in models], args, models, what="without errors",
+                     failed=failed, jobs=jobs)
 
 
 def _check_task(model: str, target: str) -> Row:

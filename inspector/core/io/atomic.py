@@ -9,7 +9,8 @@ their old contents back, and a WriteError says what happened.
 
 Temporaries are named `.layout-inspector.NAME.XXXXXXXX.tmp`. A killed run leaves one behind; the next write into
 that folder removes ours older than STALE_SECONDS (never another program's file, never a fresh one of a run in
-progress).
+progress). A batch's workers each write one temporary its parent named (`temporary_for`, `stage`), so the parent
+removes it if the worker dies and `adopt`s it into the set otherwise.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ TMP_PREFIX = ".layout-inspector."
 TMP_SUFFIX = ".tmp"
 _TMP = re.compile(r"^\.layout-inspector\..*\.[a-z0-9_]{8}\.tmp$")
 STALE_SECONDS = 300             # a run's write phase takes seconds; a temporary this old was left by a killed run
+UNCHANGED = "; nothing was written and any existing file is unchanged"
 NAME_MAX = 255                  # bytes in one path component (Linux, macOS, Windows)
 
 _REASONS = {
@@ -38,6 +40,11 @@ _REASONS = {
     errno.EISDIR: "the path is a folder", errno.ELOOP: "a symbolic link loop",
     errno.ENAMETOOLONG: "the file name is too long",
 }
+
+
+def reason(e: OSError) -> str:
+    """An OSError in words, without its errno number."""
+    return _REASONS.get(e.errno, e.strerror or str(e))
 
 
 class WriteError(InspectorError):
@@ -81,7 +88,7 @@ def _target(path: str | Path, shown: str) -> Path:
     except FileNotFoundError:                   # a new file (or a dangling link: written where it points)
         return target
     except OSError as e:
-        raise WriteError(shown, _REASONS.get(e.errno, e.strerror or str(e))) from None
+        raise WriteError(shown, reason(e)) from None
     if stat.S_ISDIR(st.st_mode):
         raise WriteError(shown, _REASONS[errno.EISDIR])
     if not stat.S_ISREG(st.st_mode):
@@ -102,8 +109,20 @@ class OutputSet:
 
     def __init__(self, inputs: Iterable[str | Path | None] = ()):
         self._inputs = [Path(p).expanduser() for p in inputs if p]
+        self._input_keys: dict | None = None            # resolved path or (dev, inode) -> the inputs it names
         self._targets: dict[Path, str] = {}             # resolved target -> the name the user gave
+        self._target_ids: dict[tuple[int, int], str] = {}
         self._staged: dict[Path, str] = {}              # resolved target -> its temporary file
+
+    def _inputs_at(self, target: Path, ident: tuple[int, int] | None) -> list[Path]:
+        """The inputs `target` is (by path after links, or by identity); each input is looked at once per set,
+        so checking N targets against N inputs stays linear."""
+        if self._input_keys is None:
+            self._input_keys = {}
+            for src in self._inputs:
+                for key in {_resolve(src), _identity(src)} - {None}:
+                    self._input_keys.setdefault(key, []).append(src)
+        return self._input_keys.get(target, []) + (self._input_keys.get(ident, []) if ident else [])
 
     def add(self, path: str | Path, *, may_replace: str | Path | None = None, hint: str = "") -> Path:
         """Check one target against the file system, the inputs (except `may_replace`, the one input this target
@@ -111,18 +130,19 @@ class OutputSet:
         shown = str(path)
         target = _target(path, shown)
         ident = _identity(target)
-        for src in self._inputs:
+        for src in self._inputs_at(target, ident):
             if may_replace is not None and src == Path(may_replace).expanduser():
                 continue
-            if target == _resolve(src) or (ident is not None and ident == _identity(src)):
-                raise WriteError(shown, f"it is the source model ({src}); choose another file name "
-                                        f"(the source is never replaced{hint})")
-        for other, other_shown in self._targets.items():
-            if target == other or (ident is not None and ident == _identity(other)):
-                raise WriteError(shown, f"it is the same file as {other_shown}; each output needs its own file")
+            raise WriteError(shown, f"it is the source model ({src}); choose another file name "
+                                    f"(the source is never replaced{hint})")
+        other_shown = self._targets.get(target) or (self._target_ids.get(ident) if ident else None)
+        if other_shown is not None:
+            raise WriteError(shown, f"it is the same file as {other_shown}; each output needs its own file")
         if not target.parent.is_dir():
             raise WriteError(shown, f"folder {target.parent} does not exist")
         self._targets[target] = shown
+        if ident:
+            self._target_ids[ident] = shown
         return target
 
     def _resolved(self, path: str | Path) -> Path:
@@ -134,27 +154,20 @@ class OutputSet:
     def write(self, path: str | Path, data: bytes) -> None:
         """Stage `data` for `path` in a temporary beside it (added first if it was not)."""
         target = self._resolved(path)
-        shown = self._targets[target]
-        _remove_stale(target.parent)
-        tmp = None
+        remove_stale(target.parent)
         try:
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f"{TMP_PREFIX}{target.name[:64]}.",
-                                       suffix=TMP_SUFFIX)
-            with os.fdopen(fd, "wb") as f:
-                view = memoryview(data)
-                while view:                      # os.write may write less than asked on a nearly full disk
-                    view = view[f.write(view):]
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, _mode(target))
-            self._staged[target], tmp = tmp, None
+            self._staged[target] = _stage(target, data, None)
         except OSError as e:
             self.abort()
-            raise WriteError(shown, _REASONS.get(e.errno, e.strerror or str(e))
-                             + "; nothing was written and any existing file is unchanged") from None
-        finally:
-            if tmp is not None:                  # also on KeyboardInterrupt: no stray temporary file
-                Path(tmp).unlink(missing_ok=True)
+            raise WriteError(self._targets[target], reason(e) + UNCHANGED) from None
+
+    def adopt(self, path: str | Path, tmp: str) -> None:
+        """Take `tmp`, a temporary another process wrote for `path` with `stage`, into the set: renamed at commit,
+        removed at abort."""
+        self._staged[self._resolved(path)] = tmp
+
+    def staged(self) -> int:
+        return len(self._staged)
 
     def commit(self) -> list[Path]:
         """Rename every staged file into place; if one rename fails, the ones before it are put back."""
@@ -177,8 +190,7 @@ class OutputSet:
             self.abort()
             if isinstance(e, OSError):
                 shown = self._targets.get(done[-1][0], "") if done else ""
-                raise WriteError(shown, _REASONS.get(e.errno, e.strerror or str(e))
-                                 + "; nothing was written and any existing file is unchanged") from None
+                raise WriteError(shown, reason(e) + UNCHANGED) from None
             raise
         for target, backup in done:
             if backup is not None:
@@ -212,11 +224,57 @@ def write_atomic(path: str | Path, data: bytes, *, protect: Iterable[str | Path]
     return target
 
 
+def temporary_for(target: Path) -> str:
+    """A fresh temporary's name beside `target` (a resolved path: `OutputSet.add`'s), in the pattern stale
+    temporaries are recognised by."""
+    return str(target.parent / f"{TMP_PREFIX}{target.name[:64]}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+
+
+def stage(target: Path, data: bytes, tmp: str, shown: str) -> None:
+    """Write `data` to the new file `tmp` (`temporary_for(target)`), fsynced, with the mode `target` will have;
+    WriteError on failure, with `tmp` removed. A batch's worker does this; its parent adopts or removes `tmp`."""
+    try:
+        _stage(target, data, tmp)
+    except OSError as e:
+        raise WriteError(shown, reason(e)) from None
+
+
+def _stage(target: Path, data: bytes, tmp: str | None) -> str:
+    """`data` in a new temporary beside `target` (mkstemp's, or the given name); the temporary is removed on any
+    failure, KeyboardInterrupt included."""
+    if tmp is None:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{TMP_PREFIX}{target.name[:64]}.", suffix=TMP_SUFFIX)
+    else:
+        fd, name = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), tmp
+    try:
+        with os.fdopen(fd, "wb") as f:
+            view = memoryview(data)
+            while view:                          # os.write may write less than asked on a nearly full disk
+                view = view[f.write(view):]
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(name, _mode(target))
+        done, name = name, None
+        return done
+    finally:
+        if name is not None:
+            Path(name).unlink(missing_ok=True)
+
+
+def touch(paths: Iterable[str]) -> None:
+    """Mark temporaries of a run still in progress as fresh (a long batch's staged outputs are not stale)."""
+    for p in paths:
+        try:
+            os.utime(p)
+        except OSError:
+            continue
+
+
 def _backup(target: Path) -> str | None:
     """A hard link to the file `target` is about to replace, so a failed commit can put it back."""
     if not target.exists():
         return None
-    name = str(target.parent / f"{TMP_PREFIX}{target.name[:64]}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+    name = temporary_for(target)
     try:
         os.link(target, name)
     except OSError:                               # no hard links here (some network or FAT file systems)
@@ -224,7 +282,7 @@ def _backup(target: Path) -> str | None:
     return name
 
 
-def _remove_stale(folder: Path) -> None:
+def remove_stale(folder: Path) -> None:
     """Remove our own temporaries older than STALE_SECONDS from `folder` (left by a killed run)."""
     cutoff = time.time() - STALE_SECONDS
     uid = os.getuid() if hasattr(os, "getuid") else None
