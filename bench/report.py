@@ -229,13 +229,14 @@ def render(data) -> str:
              "The largest models' time split (median of 3) into read, convert (check=False), serialise and the full "
              "checker (not part of the in-process figure; the CLI runs it), next to the weights floor.", "",
              *breakdown_table(rows), "", "## Failures", "", *(failures(rows) or ["none"]), ""]
-    gui = data.get("gui")
-    if gui:
-        lines += ["## GUI scale", "", f"`{gui['cmd']}` (offscreen)" + ("" if gui["ok"] else f": failed: {gui['error']}"),
-                  ""]
-        out = gui.get("stdout", "")
-        lines += [out] if out.lstrip().startswith(("|", "#", "-")) else (["```", out, "```"] if out else [])
-        lines.append("")
+    for key, title, how in (("gui", "GUI scale", " (offscreen)"), ("batch", "Batch start-up", "")):
+        fig = data.get(key)
+        if fig:
+            lines += [f"## {title}", "", f"`{fig['cmd']}`{how}" + ("" if fig["ok"] else f": failed: {fig['error']}"),
+                      ""]
+            out = fig.get("stdout", "")
+            lines += [out] if out.lstrip().startswith(("|", "#", "-")) else (["```", out, "```"] if out else [])
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -238,7 +238,17 @@ def gui_figures(corpus: Path) -> dict | None:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     help_text = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
                                env=env, timeout=120).stdout
-    cmd = [sys.executable, str(script)] + (["--corpus", str(corpus)] if "--corpus" in help_text else [])
+    return run_script(script, ["--corpus", str(corpus)] if "--corpus" in help_text else [], env)
+
+
+def batch_figures() -> dict:
+    """bench/batch_bench.py's start-up figure: a batch of 10,000 tiny models until its first worker starts."""
+    return run_script(HERE / "batch_bench.py", ["--startup", "10000"], dict(os.environ))
+
+
+def run_script(script: Path, args: list[str], env: dict) -> dict:
+    """A bench script run as is; what it prints goes into the report."""
+    cmd = [sys.executable, str(script), *args]
     t = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
@@ -298,6 +308,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-peers", action="store_true",
                     help="only our converter (for profiling); ratios use the peers' figures of the last full run")
     ap.add_argument("--no-gui", action="store_true", help="skip bench/gui_bench.py")
+    ap.add_argument("--no-batch", action="store_true", help="skip bench/batch_bench.py's start-up figure")
     ap.add_argument("--all-cli", action="store_true",
                     help=f"time tf2onnx's CLI on every model (default: models of {SLOW_CLI_MIN_BYTES // 1000} KB or more)")
     args = ap.parse_args(argv)
@@ -340,6 +351,7 @@ def main(argv=None) -> int:
     if args.no_peers:
         data["peers_from"] = borrow_peers(rows, HERE / "results" / "bench.json")
     data["gui"] = None if args.no_gui else gui_figures(corpus)
+    data["batch"] = None if args.no_batch else batch_figures()
     data["total_s"] = time.perf_counter() - start
     data["load_end"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)

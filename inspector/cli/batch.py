@@ -89,12 +89,14 @@ def _search(top: Path, suffixes, failed: list[Row]) -> list[Path]:
 
 
 def output_paths(models: list[Path], outdir: Path, suffix: str = ".onnx") -> list[Path]:
-    """OUTDIR/<name>.onnx; where two models share a name, their folders below the common one are kept."""
-    stems = [m.stem for m in models]
+    """OUTDIR/<name>.onnx; where two models share a name, their folders below the common one are kept.
+    (String operations: this runs once per model before any work starts.)"""
+    stems = [os.path.splitext(m.name)[0] for m in models]
     if len(set(stems)) == len(stems):
         return [outdir / (s + suffix) for s in stems]
-    common = Path(os.path.commonpath([os.path.abspath(m.parent) for m in models]))
-    return [outdir / Path(os.path.abspath(m)).relative_to(common).with_suffix(suffix) for m in models]
+    absolute = [os.path.abspath(m) for m in models]
+    common = len(os.path.commonpath([os.path.dirname(a) for a in absolute]).rstrip(os.sep)) + 1
+    return [outdir / (os.path.splitext(a[common:])[0] + suffix) for a in absolute]
 
 
 # ---- workers -----------------------------------------------------------------------------------------------
@@ -352,8 +354,8 @@ def run_batch(task: Callable[..., Row], jobs_args: list[tuple], args, inputs: li
     temporaries = [temporary_for(targets.add(o)) for o in outputs] or None
     if args.summary:
         targets.add(args.summary)
-    for folder in {Path(t).parent for t in temporaries or ()}:
-        remove_stale(folder)
+    for folder in {os.path.dirname(t) for t in temporaries or ()}:
+        remove_stale(Path(folder))
     if temporaries:
         jobs_args = [a + (t,) for a, t in zip(jobs_args, temporaries)]
     progress = Progress(len(jobs_args) + len(failed))

@@ -72,6 +72,17 @@ def _resolve(p: Path) -> Path:
         return p.absolute()
 
 
+def _resolve_in(p: Path, folders: dict[str, str]) -> str:
+    """str(_resolve(p)), each folder resolved once (`folders` caches them): a batch resolves thousands of inputs
+    in a few folders."""
+    head, name = os.path.split(p)
+    if name in ("", ".", "..") or os.path.islink(p):
+        return str(_resolve(p))
+    if head not in folders:
+        folders[head] = str(_resolve(Path(head or ".")))
+    return os.path.join(folders[head], name)
+
+
 def _target(path: str | Path, shown: str) -> Path:
     """Where the bytes end up: a symlink is followed so the link itself survives the replace. WriteError for a
     loop, an over-long name, a folder or an existing file that is not a regular file (a FIFO or device would be
@@ -119,10 +130,11 @@ class OutputSet:
         so checking N targets against N inputs stays linear."""
         if self._input_keys is None:
             self._input_keys = {}
+            folders: dict[str, str] = {}
             for src in self._inputs:
-                for key in {_resolve(src), _identity(src)} - {None}:
+                for key in {_resolve_in(src, folders), _identity(src)} - {None}:
                     self._input_keys.setdefault(key, []).append(src)
-        return self._input_keys.get(target, []) + (self._input_keys.get(ident, []) if ident else [])
+        return self._input_keys.get(str(target), []) + (self._input_keys.get(ident, []) if ident else [])
 
     def add(self, path: str | Path, *, may_replace: str | Path | None = None, hint: str = "") -> Path:
         """Check one target against the file system, the inputs (except `may_replace`, the one input this target
@@ -138,7 +150,7 @@ class OutputSet:
         other_shown = self._targets.get(target) or (self._target_ids.get(ident) if ident else None)
         if other_shown is not None:
             raise WriteError(shown, f"it is the same file as {other_shown}; each output needs its own file")
-        if not target.parent.is_dir():
+        if not os.path.isdir(os.path.dirname(target)):
             raise WriteError(shown, f"folder {target.parent} does not exist")
         self._targets[target] = shown
         if ident:
@@ -227,7 +239,8 @@ def write_atomic(path: str | Path, data: bytes, *, protect: Iterable[str | Path]
 def temporary_for(target: Path) -> str:
     """A fresh temporary's name beside `target` (a resolved path: `OutputSet.add`'s), in the pattern stale
     temporaries are recognised by."""
-    return str(target.parent / f"{TMP_PREFIX}{target.name[:64]}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+    folder, name = os.path.split(target)
+    return os.path.join(folder, f"{TMP_PREFIX}{name[:64]}.{os.urandom(4).hex()}{TMP_SUFFIX}")
 
 
 def stage(target: Path, data: bytes, tmp: str, shown: str) -> None:
