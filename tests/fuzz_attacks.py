@@ -6,6 +6,11 @@ hostile option values, hostile custom ops. The contract, checked after every cas
 failure prints one `error:` line and no traceback; nothing in the case folder that was not a declared output has
 changed (a FIFO stays a FIFO, the input model keeps its bytes). The harness adds its watchdog (a hang) and its
 address-space limit (an allocation). A violation raises Broken, which the harness reports as a failure.
+
+The batch class (issue 32; not drawn at random: it forks workers, and tests/test_attack_acceptance.py runs it) adds
+to the contract: every stderr line is a row's progress line, a `note:` or the one last `error:` line; a usage error
+(exit 2) is that line alone with nothing created; exit 1 names a failed row or has its error line; no temporary of
+ours is left anywhere.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import stat
 import sys
@@ -119,8 +125,10 @@ def run_attack(data: bytes, folder: Path) -> str:
     try:
         argv, outputs = globals()[f"_setup_{spec['class']}"](spec, case)
         before = _snapshot(case, outputs)
-        code, err = _cli(argv)
+        code, out, err = _cli(argv)
         _contract(spec, code, err, before, _snapshot(case, outputs))
+        if spec["class"] == "batch":
+            _contract_batch(code, out, err, case)
         return f"{spec['class']}:exit{code}"
     finally:
         _clear(case)
@@ -261,7 +269,7 @@ def _setup_unverified(spec, case):
     return ["convert", str(model), "-o", str(out)], {out}
 
 
-def _cli(argv: list[str]) -> tuple[int, str]:
+def _cli(argv: list[str]) -> tuple[int, str, str]:
     from inspector.cli import main
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
@@ -270,9 +278,9 @@ def _cli(argv: list[str]) -> tuple[int, str]:
     except SystemExit as e:                   # argparse's usage errors
         code = e.code if isinstance(e.code, int) else 2
     finally:
-        text = sys.stderr.getvalue()
+        printed, text = sys.stdout.getvalue(), sys.stderr.getvalue()
         sys.stdout, sys.stderr = out, err
-    return code, text
+    return code, printed, text
 
 
 def _snapshot(case: Path, outputs: set[Path]) -> dict[str, tuple]:
@@ -282,9 +290,13 @@ def _snapshot(case: Path, outputs: set[Path]) -> dict[str, tuple]:
     for root, dirs, files in os.walk(case):            # never follows links (a loop, /dev/zero)
         for name in dirs + files:
             p = Path(root) / name
-            if str(p) in skip:
+            if str(p) in skip or any(str(p).startswith(s + os.sep) for s in skip):    # (an output folder's files)
                 continue
-            st = os.lstat(p)
+            try:
+                st = os.lstat(p)
+            except OSError:                            # past PATH_MAX (a batch attack's deep folder)
+                snap[str(p)] = ("beyond PATH_MAX", "")
+                continue
             body = p.read_bytes() if stat.S_ISREG(st.st_mode) else (os.readlink(p) if p.is_symlink() else "")
             snap[str(p)] = (stat.S_IFMT(st.st_mode), body)
     return snap
@@ -295,9 +307,76 @@ def _contract(spec, code, err, before, after) -> None:
         raise Broken(f"exit code {code}: {err[-2000:]}")
     if "Traceback" in err:
         raise Broken(f"a traceback on stderr: {err[-2000:]}")
-    if code == 1 and not err.startswith("error: "):
+    if code == 1 and not err.startswith("error: ") and spec["class"] != "batch":
         raise Broken(f"exit 1 without an error line: {err[:2000]!r}")
     changed = sorted(k for k in before.keys() | after.keys()
                      if before.get(k) != after.get(k) and not Path(k).name.startswith(".layout-inspector."))
     if changed:
         raise Broken(f"files that were not outputs changed: {', '.join(changed)[:2000]}")
+
+
+# -- batch mode (issue 32) ----------------------------------------------------------------------------------------
+
+BATCH_ATTACKS = ("same_name", "option", "json", "deep", "dangling", "fifo", "out_long", "out_below_file")
+
+
+def deep_folder(top: Path, chars: int, model: bytes) -> None:
+    """Folders nested below `top` until the path is longer than `chars` (made through folder descriptors: a path
+    over PATH_MAX cannot be named whole), a model at the bottom."""
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(chars // 200 + 1):
+            os.mkdir("d" * 200, dir_fd=fd)
+            fd, old = os.open("d" * 200, os.O_RDONLY, dir_fd=fd), fd
+            os.close(old)
+        out = os.open("deep.tflite", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, model)
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _setup_batch(spec, case):
+    """Two good models in case/models (a/m.tflite and b/m.tflite for `same_name`), the attack beside them, and
+    `convert case/models -o case/out/` (`validate`/`check` for `json`)."""
+    src = case / "models"
+    src.mkdir()
+    names = ["a/m.tflite", "b/m.tflite"] if spec["attack"] == "same_name" else ["m.tflite", "n.tflite"]
+    for name in names:
+        (src / name).parent.mkdir(exist_ok=True)
+        _relu_model(src / name)
+    out = case / "out"
+    outdir = str(out) + "/"
+    attack, extra = spec["attack"], list(spec.get("argv", []))
+    if attack == "deep":
+        (src / "deep").mkdir()
+        deep_folder(src / "deep", os.pathconf("/", "PC_PATH_MAX"), (src / "m.tflite").read_bytes())
+    elif attack == "dangling":
+        _special("dangling", src / "x.tflite")
+    elif attack == "fifo":
+        _special("fifo", src / "p.tflite")
+    elif attack == "out_long":
+        outdir = str(case / ("o" * 300)) + "/"
+    elif attack == "out_below_file":
+        (case / "file").write_text("x")
+        outdir = str(case / "file" / "out") + "/"
+    elif attack == "json":
+        return [spec.get("command", "check"), str(src), str(case), "--json"], {out}
+    return ["convert", str(src), "-o", outdir, "--jobs", "2", *extra], {out, case / "s.json"}
+
+
+def _contract_batch(code: int, out: str, err: str, case: Path) -> None:
+    lines = err.splitlines()
+    errors = [i for i, line in enumerate(lines) if line.startswith("error: ")]
+    stray = [line for line in lines if not line.startswith(("error: ", "note: "))
+             and not re.match(r"\[\d+/\d+\] (ok|FAILED) ", line)]
+    if stray or len(errors) > 1 or (errors and errors[0] != len(lines) - 1):
+        raise Broken(f"stderr is not progress lines and at most one last error line: {err[-2000:]!r}")
+    if code == 2 and (len(lines) != 1 or not errors or (case / "out").exists()):
+        raise Broken(f"a usage error is one error line with nothing created: {err[-2000:]!r}")
+    if code == 1 and not errors and not re.search(r", [1-9]\d* failed$", out, re.M):
+        raise Broken(f"exit 1 without an error line or a failed row: {out[-2000:]!r}")
+    left = [os.path.join(root, n) for root, dirs, files in os.walk(case) for n in dirs + files
+            if n.startswith(".layout-inspector.")]
+    if left:
+        raise Broken(f"temporaries left behind: {left[:5]}")

@@ -28,6 +28,25 @@ CASES = {
                                    "text": '{"version": 1, "metadata": {"model_version": Infinity}}'},
     "a flatbuffer LiteRT refuses": {"class": "unverified", "position": "terminator", "seed": 0},
 }
+# Issue 32's batch attacks: each with the exit code it must give (the contract checks the rest)
+BATCH_CASES = {
+    "two models named m.tflite in two folders": ({"attack": "same_name"}, 0),
+    "--timeout 0": ({"attack": "option", "argv": ["--timeout", "0"]}, 2),
+    "--timeout -5": ({"attack": "option", "argv": ["--timeout", "-5"]}, 2),
+    "--timeout nan": ({"attack": "option", "argv": ["--timeout", "nan"]}, 2),
+    "--timeout inf": ({"attack": "option", "argv": ["--timeout", "inf"]}, 2),
+    "--jobs 0": ({"attack": "option", "argv": ["--jobs", "0"]}, 2),
+    "--jobs -3": ({"attack": "option", "argv": ["--jobs", "-3"]}, 2),
+    "--jobs 100000": ({"attack": "option", "argv": ["--jobs", "100000"]}, 0),
+    "--summary with a bad suffix": ({"attack": "option", "argv": ["--summary", "s.txt"]}, 2),
+    "check --json over a folder": ({"attack": "json", "command": "check"}, 2),
+    "validate --json over a folder": ({"attack": "json", "command": "validate"}, 2),
+    "a folder deeper than PATH_MAX": ({"attack": "deep"}, 1),
+    "a dangling .tflite link": ({"attack": "dangling"}, 1),
+    "a FIFO named .tflite": ({"attack": "fifo"}, 1),
+    "-o OUT/ with a 300-character name": ({"attack": "out_long"}, 1),
+    "-o OUT/ below a file": ({"attack": "out_below_file"}, 1),
+}
 
 DRIVER = """
 import json, resource, signal, sys, tempfile
@@ -59,3 +78,12 @@ def test_every_listed_attack_is_refused_in_one_line_under_8_gib():
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads(run.stdout.splitlines()[-1])
     assert results == {name: f"{spec['class']}:exit1" for name, spec in CASES.items()}
+
+
+def test_every_batch_attack_is_a_row_or_one_line_under_8_gib():
+    cases = {name: {"class": "batch", **spec} for name, (spec, _) in BATCH_CASES.items()}
+    run = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(cases)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout.splitlines()[-1])
+    assert results == {name: f"batch:exit{code}" for name, (_, code) in BATCH_CASES.items()}

@@ -16,6 +16,8 @@ import pytest
 from inspector.cli import batch, main
 from inspector.core.io import atomic
 
+from .fuzz_attacks import deep_folder
+
 
 def tiny(path: Path, op: str = "RELU") -> Path:
     from inspector.core.io.tflite_builder import ModelBuilder
@@ -137,22 +139,6 @@ def test_a_batch_writes_its_outputs_together_at_the_end(tmp_path, capsys):
     assert main(["convert", *models, "-o", str(out) + "/", "--summary", str(tmp_path / "s.json")]) == 0
     assert "wrote 2 ONNX file(s) and the summary" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["a.onnx", "b.onnx"]
-
-
-def deep_folder(top: Path, chars: int, model: bytes) -> None:
-    """Folders nested below `top` until the path is longer than `chars` (made through folder descriptors: a path
-    over PATH_MAX cannot be named whole), a model at the bottom."""
-    fd = os.open(top, os.O_RDONLY)
-    try:
-        for _ in range(chars // 200 + 1):
-            os.mkdir("d" * 200, dir_fd=fd)
-            fd, old = os.open("d" * 200, os.O_RDONLY, dir_fd=fd), fd
-            os.close(old)
-        out = os.open("deep.tflite", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
-        os.write(out, model)
-        os.close(out)
-    finally:
-        os.close(fd)
 
 
 def test_folder_search_never_skips_silently(tmp_path, monkeypatch, capsys):
