@@ -222,7 +222,8 @@ def table(rows: list[Row]) -> str:
     body = [(r.model, _s(r.nodes), _s(r.transposes), _s(r.conflicts), r.verdict or ("" if r.ok else "-"),
              f"{r.seconds:.2f} s", r.error) for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    widths[-1] = min(widths[-1], 80)
+    widths[0], widths[-1] = min(widths[0], 100), min(widths[-1], 80)
+    body = [(r[0] if len(r[0]) <= widths[0] else "…" + r[0][1 - widths[0]:],) + r[1:] for r in body]  # the name's end
     fmt = lambda cells: "  ".join(str(c)[:w].ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
 

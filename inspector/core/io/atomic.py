@@ -123,6 +123,7 @@ class OutputSet:
         self._input_keys: dict | None = None            # resolved path or (dev, inode) -> the inputs it names
         self._targets: dict[Path, str] = {}             # resolved target -> the name the user gave
         self._target_ids: dict[tuple[int, int], str] = {}
+        self._shown: dict[str, Path] = {}               # the name the user gave -> resolved target
         self._staged: dict[Path, str] = {}              # resolved target -> its temporary file
 
     def _inputs_at(self, target: Path, ident: tuple[int, int] | None) -> list[Path]:
@@ -153,15 +154,14 @@ class OutputSet:
         if not os.path.isdir(os.path.dirname(target)):
             raise WriteError(shown, f"folder {target.parent} does not exist")
         self._targets[target] = shown
+        self._shown[shown] = target
         if ident:
             self._target_ids[ident] = shown
         return target
 
     def _resolved(self, path: str | Path) -> Path:
-        for target, shown in self._targets.items():
-            if shown == str(path):
-                return target
-        return self.add(path)
+        target = self._shown.get(str(path))
+        return target if target is not None else self.add(path)
 
     def write(self, path: str | Path, data: bytes) -> None:
         """Stage `data` for `path` in a temporary beside it (added first if it was not)."""
