@@ -431,3 +431,50 @@ def test_big_models_rerun_in_a_child_process(qtbot, window, model, monkeypatch):
     settle(qtbot, w)
     x = next(vi for vi in s.result.model.graph.input if vi.name == "x")
     assert x.type.denotation == "IMAGE" and calls == [1] * 2     # the pass's model replaced the one shown first
+
+
+def _disk_full_at(monkeypatch, phase: str, name: str) -> None:
+    """The disk fills when `name`'s temporary is created ("stage") or when it is renamed into place ("commit")."""
+    import errno
+    import inspector.core.io.atomic as atomic
+    full = OSError(errno.ENOSPC, "No space left on device")
+    if phase == "stage":
+        real = atomic.tempfile.mkstemp
+        monkeypatch.setattr(atomic.tempfile, "mkstemp", lambda *a, **k: (_ for _ in ()).throw(full)
+                            if name in k.get("prefix", "") else real(*a, **k))
+    else:
+        real = atomic.os.replace
+        monkeypatch.setattr(atomic.os, "replace", lambda a, b: (_ for _ in ()).throw(full)
+                            if str(b).endswith(name) else real(a, b))
+
+
+@pytest.mark.parametrize("phase", ["stage", "commit"])
+def test_export_writes_the_onnx_and_its_report_both_or_neither(qtbot, window, model, tmp_path, monkeypatch, phase):
+    """A full disk on the report: the old ONNX was replaced while the message said nothing was written."""
+    w = window
+    open_model(qtbot, w, model)
+    out = tmp_path / "out.onnx"
+    out.write_bytes(b"old model")
+    Path(report_path(str(out))).write_bytes(b"old report")
+    _disk_full_at(monkeypatch, phase, ".report.json")
+    assert export_dialog(w.editor, str(out)) is None
+    assert out.read_bytes() == b"old model" and Path(report_path(str(out))).read_bytes() == b"old report"
+    assert "the disk is full; nothing was written and any existing file is unchanged" in w.last_error
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".layout-inspector.")) == []
+    monkeypatch.undo()
+    assert export_dialog(w.editor, str(out)) is not None
+    assert onnx.load(str(out)).graph.node and json.loads(Path(report_path(str(out))).read_text())["exported"]
+
+
+def test_a_big_models_export_in_the_child_writes_both_or_neither(model, tmp_path, monkeypatch):
+    from inspector.gui.rerun_child import export
+    out = tmp_path / "out.onnx"
+    out.write_bytes(b"old model")
+    report = tmp_path / "out.report.json"
+    report.write_bytes(b"old report")
+    _disk_full_at(monkeypatch, "commit", ".report.json")
+    error = export(str(model), {}, {}, {}, str(out), False, str(report), b"{}")
+    assert "nothing was written" in error and out.read_bytes() == b"old model" and report.read_bytes() == b"old report"
+    monkeypatch.undo()
+    assert export(str(model), {}, {}, {}, str(out), False, str(report), b"{}") is None
+    assert onnx.load(str(out)).graph.node and report.read_bytes() == b"{}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QRunnable, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from inspector.core.io.atomic import write_atomic
+from inspector.core.io.atomic import OutputSet
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.lint import MetadataCheckError
@@ -75,15 +75,32 @@ def big(s) -> bool:
     return size >= BIG_BYTES or getattr(s.result, "weights_left_out", False)
 
 
+def outputs(s, path: str, overwrite_source: bool) -> OutputSet:
+    """The ONNX model and its report, as one set: both renamed into place at its commit, or neither."""
+    other = getattr(s, "other", None)            # a pair replaces its other ONNX, never its TFLite model
+    out = OutputSet(([s.path] if other else []) + ([] if overwrite_source else [other or s.path]))
+    out.add(path)
+    out.add(report_path(path))
+    return out
+
+
+def report_bytes(report: dict) -> bytes:
+    return (json.dumps(report, indent=2, default=str) + "\n").encode()
+
+
 def export(editor, path: str, overwrite_source: bool = False) -> dict:
-    """Write the ONNX model and its report; returns the change summary. InspectorError on any failure."""
+    """Write the ONNX model and its report, both or neither; returns the change summary. InspectorError on any
+    failure (a WriteError then says that nothing was written)."""
     editor.wait()
     s = editor.session
     if s is None or s.result is None:
         raise InspectorError("nothing to export: open and convert a TFLite model first")
-    s.export(path, overwrite_source=overwrite_source)
-    report, c = report_of(editor, path)
-    write_report(s, path, report)
+    out = outputs(s, path, overwrite_source)
+    with out:
+        s.export(path, overwrite_source=overwrite_source, out=out)
+        report, c = report_of(editor, path)
+        out.write(report_path(path), report_bytes(report))
+    s.publish(Exported(path))
     return c
 
 
@@ -91,10 +108,6 @@ def report_of(editor, path: str) -> tuple[dict, dict]:
     """(the report written beside the export, the change summary) of the session now, as exported."""
     c = changes(editor)
     return dict(editor.session.report(), changes=c, exported=str(path)), c
-
-
-def write_report(s, path: str, report: dict) -> None:
-    write_atomic(report_path(path), (json.dumps(report, indent=2, default=str) + "\n").encode(), protect=[s.path])
 
 
 def export_dialog(editor, path: str | None = None, confirm=None, on_errors=None) -> dict | None:
@@ -157,10 +170,10 @@ class ExportSignals(QObject):
 class ExportJob(QRunnable):
     """A big model's export in the loader's child process (see rerun_child.export); this thread only waits."""
 
-    def __init__(self, session, path: str, overwrite: bool):
+    def __init__(self, session, path: str, overwrite: bool, report: bytes):
         super().__init__()
         self.args = (session.path, dict(session.pins), session.options.to_dict(), session.metadata.to_dict(), path,
-                     overwrite)
+                     overwrite, report_path(path), report)
         self.signals = ExportSignals()
         self.setAutoDelete(False)
 
@@ -177,7 +190,7 @@ def export_in_child(editor, path: str, overwrite: bool) -> None:
     editor.wait()
     w, s = editor.window, editor.session
     report, c = report_of(editor, path)       # of what is exported, whatever is edited or opened meanwhile
-    job = editor.export_job = ExportJob(s, path, overwrite)
+    job = editor.export_job = ExportJob(s, path, overwrite, report_bytes(report))
     w.statusBar().showMessage(f"Exporting {path}…")
 
     def done(error: str) -> None:
@@ -186,12 +199,8 @@ def export_in_child(editor, path: str, overwrite: bool) -> None:
             w.statusBar().clearMessage()
             w.error("Export failed", error)
             return
-        try:
-            write_report(s, path, report)
-            s.publish(Exported(path))           # the child wrote it: the views (if still on s) hear it as from export
-            exported(editor, path, c)
-        except InspectorError as e:
-            w.error("Export failed", str(e))
+        s.publish(Exported(path))               # the child wrote both: the views (if still on s) hear it
+        exported(editor, path, c)
     job.signals.done.connect(done)
     editor.pool.start(job)
 def ask_to_fix(w, error: MetadataCheckError) -> bool:

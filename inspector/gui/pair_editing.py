@@ -55,8 +55,9 @@ class PairSession(Session):
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata
         protect = [self.path] + ([] if overwrite_source else [self.other])
-        write_with_metadata(self.pair.model, self.metadata, path, protect=protect, target=self.target)
-        self.publish(Exported(path))
+        write_with_metadata(self.pair.model, self.metadata, path, protect=protect, target=self.target, out=out)
+        if out is None:
+            self.publish(Exported(path))
 
     def report(self) -> dict:
         model = self.result.model

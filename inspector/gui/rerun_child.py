@@ -398,8 +398,11 @@ def annotated_and_checked(result, metadata) -> tuple:
     return result.model, done.notes, result.metadata_mapping, findings_of(result.model, done.reading)
 
 
-def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool) -> str | None:
-    """Convert with the window's decisions, check and write `out` (Session.export); None, or the error's message."""
+def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool, report_path: str,
+           report: bytes) -> str | None:
+    """Convert with the window's decisions, check and write `out` (Session.export) and its report, both or neither;
+    None, or the error's message."""
+    from inspector.core.io.atomic import OutputSet
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
     from inspector.core.session.document import Session
@@ -408,7 +411,12 @@ def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overw
         s = Session(path=path, graph=_graph(path), pins=dict(pins), metadata=MetadataEdits.from_dict(metadata),
                     options=ConvertOptions.from_dict(options))
         s.convert(check=False)
-        s.export(out, overwrite_source=overwrite)
+        files = OutputSet([] if overwrite else [path])
+        files.add(out)
+        files.add(report_path)
+        with files:
+            s.export(out, overwrite_source=overwrite, out=files)
+            files.write(report_path, report)
     except InspectorError as e:
         return str(e)
     return None

@@ -364,18 +364,23 @@ def _dims(model, name):
 
 
 # -- metadata ------------------------------------------------------------------------------------------------
-def write_with_metadata(model: onnx.ModelProto, edits, path: str, protect=(), target: str = "onnx") -> list[str]:
+def write_with_metadata(model: onnx.ModelProto, edits, path: str, protect=(), target: str = "onnx",
+                        out=None) -> list[str]:
     """Write the other converter's model with metadata edits only (denotations, metadata_props, doc string...):
-    MetadataEdits never touches nodes, initializers or the I/O lists. Returns the edits' notes."""
+    MetadataEdits never touches nodes, initializers or the I/O lists. Returns the edits' notes. With `out` (an
+    atomic.OutputSet, its inputs protected) the file is staged there, renamed at its commit."""
     from inspector.core.io.atomic import write_atomic
     from inspector.core.metadata.lint import gate
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    notes = edits.apply(out) + [f"warning: {f.message}" for f in gate(out, target)]
+    edited = onnx.ModelProto()
+    edited.CopyFrom(model)
+    notes = edits.apply(edited) + [f"warning: {f.message}" for f in gate(edited, target)]
     try:
-        onnx.checker.check_model(out)
-        data = out.SerializeToString()
+        onnx.checker.check_model(edited)
+        data = edited.SerializeToString()
     except (onnx.checker.ValidationError, ValueError) as e:
         raise InspectorError(f"the edited model cannot be written: {str(e).splitlines()[0]}") from None
-    write_atomic(path, data, protect=protect)
+    if out is not None:
+        out.write(path, data)
+    else:
+        write_atomic(path, data, protect=protect)
     return notes

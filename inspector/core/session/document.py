@@ -178,8 +178,8 @@ class Session:
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`
-        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit.
-        Metadata errors (metadata.lint.gate) refuse the write; its warnings join the notes."""
+        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit, and
+        Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse the write; its warnings join the notes."""
         from inspector.core.emit.convert import check_model
         from inspector.core.io.atomic import write_atomic
         from inspector.core.metadata.lint import gate
@@ -195,8 +195,8 @@ class Session:
         check_model(data)
         if out is not None:
             out.write(path, data)
-        else:
-            write_atomic(path, data, protect=[] if overwrite_source else [self.path])
+            return
+        write_atomic(path, data, protect=[] if overwrite_source else [self.path])
         self.publish(Exported(path))
 
     def report(self) -> dict:

@@ -63,9 +63,10 @@ class OnnxSession(Session):
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata
         self.notes += [n for n in write_with_metadata(self.model, self.metadata, path, target=self.target,
-                                                      protect=[] if overwrite_source else [self.path])
+                                                      protect=[] if overwrite_source else [self.path], out=out)
                        if n not in self.notes]
-        self.publish(Exported(path))
+        if out is None:
+            self.publish(Exported(path))
 
     def report(self) -> dict:
         model = self.result.model
