@@ -287,23 +287,30 @@ def test_dropped_window_restores_from_autosave(qtbot, model, tmp_path):
 
 KILLED = """
 import os, signal, sys, time
-os.environ["QT_QPA_PLATFORM"] = "offscreen"
-from PySide6.QtCore import QSettings, QStandardPaths
-from PySide6.QtWidgets import QApplication
-QStandardPaths.setTestModeEnabled(True)
-from inspector.gui.autosave import Autosave
-from inspector.gui.main_window import MainWindow
-app = QApplication([])
-w = MainWindow(QSettings(sys.argv[2] + "/s.ini", QSettings.IniFormat))
-w.editor.autosave = Autosave(sys.argv[2] + "/autosave")
-w.open_path(sys.argv[1])
-while w.editor.session is None or not (w.idle and w.editor.idle):
-    app.processEvents(); time.sleep(0.01)
-w.editor.pin("a", "keep")
-while not w.editor.idle:
-    app.processEvents(); time.sleep(0.01)
-print("pinned", flush=True)
-os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main():
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import QSettings, QStandardPaths
+    from PySide6.QtWidgets import QApplication
+    QStandardPaths.setTestModeEnabled(True)
+    from inspector.gui.autosave import Autosave
+    from inspector.gui.main_window import MainWindow
+    app = QApplication([])
+    w = MainWindow(QSettings(sys.argv[2] + "/s.ini", QSettings.IniFormat))
+    w.editor.autosave = Autosave(sys.argv[2] + "/autosave")
+    w.open_path(sys.argv[1])
+    while w.editor.session is None or not (w.idle and w.editor.idle):
+        app.processEvents(); time.sleep(0.01)
+    w.editor.pin(sys.argv[3] if len(sys.argv) > 3 else "a", "keep")
+    while not w.editor.idle:
+        app.processEvents(); time.sleep(0.01)
+    print("pinned", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+if __name__ == "__main__":          # the loader's child process imports this file again
+    main()
 """
 
 
@@ -320,6 +327,52 @@ def test_killed_process_loses_nothing(qtbot, model, tmp_path):
     w.editor.restore_autosave()
     settle(qtbot, w)
     assert s.pins == {"a": "keep"}
+
+
+def test_two_killed_windows_on_one_model_each_keep_their_autosave(qtbot, model, tmp_path):
+    """Both windows wrote one side file: after both were killed only the second's pin was offered."""
+    script = tmp_path / "killed.py"
+    script.write_text(textwrap.dedent(KILLED))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    for tensor in ("a", "y"):
+        p = subprocess.run([sys.executable, str(script), str(model), str(tmp_path), tensor], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == -signal.SIGKILL and "pinned" in p.stdout, p.stderr[-2000:]
+    w = make_window(qtbot, tmp_path)
+    s = open_model(qtbot, w, model)
+    rows = w.editor.banner.rows
+    assert len(rows) == 2 and all("1 pin(s)" in label.text() and "still open" not in label.text()
+                                  for label, _, _ in rows)
+    qtbot.mouseClick(rows[1][1], Qt.LeftButton)               # the older one: the first window's "a"
+    settle(qtbot, w)
+    assert s.pins == {"a": "keep"} and len(w.editor.banner.rows) == 1
+    qtbot.mouseClick(w.editor.banner.rows[0][1], Qt.LeftButton)
+    settle(qtbot, w)
+    assert s.pins == {"y": "keep"} and not w.editor.banner.isVisible()   # a restore replaces the decisions
+
+
+def test_a_second_window_on_an_open_model_says_so_and_autosaves_apart(qtbot, model, tmp_path):
+    w1, w2 = make_window(qtbot, tmp_path), make_window(qtbot, tmp_path)
+    open_model(qtbot, w1, model)
+    w1.editor.pin("a", "keep")
+    settle(qtbot, w1)
+    assert not w1.editor.banner.isVisible()
+    open_model(qtbot, w2, model)
+    banner = w2.editor.banner
+    assert banner.isVisible() and "open in 1 other window(s) too" in banner.note.text()
+    (label, restore, discard), = banner.rows                   # the first window's, offered, not discardable
+    assert "by a window still open" in label.text() and not discard.isEnabled()
+    w2.editor.pin("y", "keep")
+    settle(qtbot, w2)
+    assert w1.editor.autosave.path_for(str(model)) != w2.editor.autosave.path_for(str(model))
+    assert json.loads(w1.editor.autosave.path_for(str(model)).read_text())["pins"] == {"a": "keep"}
+    assert json.loads(w2.editor.autosave.path_for(str(model)).read_text())["pins"] == {"y": "keep"}
+    w1.close()                                                 # its lock goes; its unsaved pin stays on offer
+    w3 = make_window(qtbot, tmp_path)
+    open_model(qtbot, w3, model)
+    texts = sorted(label.text() for label, _, _ in w3.editor.banner.rows)
+    assert len(texts) == 2 and "open in 1 other window(s) too" in w3.editor.banner.note.text()
+    assert ["still open" in t for t in texts].count(True) == 1
 
 
 def test_validation_fills_the_plots_colours_nodes_and_selects(qtbot, window, corpus):

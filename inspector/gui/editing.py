@@ -15,7 +15,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoStack
 from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QMessageBox, QPushButton,
-                               QToolBar, QUndoView)
+                               QToolBar, QUndoView, QVBoxLayout)
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
@@ -228,20 +228,46 @@ class AutosaveSignals(QObject):
 
 
 class Banner(QFrame):
-    """A bar above the graphs offering to restore an autosave."""
+    """A bar above the graphs offering to restore autosaves, one row each (Restore, Discard), under a note when
+    the model is open in another window too. `label`, `restore` and `discard` are the first row's."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setStyleSheet("Banner{background:#fff3c4; border-bottom:1px solid #d9b800}")
-        self.label = QLabel(wordWrap=True)
-        self.restore = QPushButton("Restore")
-        self.discard = QPushButton("Discard")
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(8, 4, 8, 4)
-        lay.addWidget(self.label, 1)
-        lay.addWidget(self.restore)
-        lay.addWidget(self.discard)
-        self.hide()
+        self.note = QLabel(wordWrap=True)
+        self.rows: list[tuple[QLabel, QPushButton, QPushButton]] = []
+        self.box = QVBoxLayout(self)
+        self.box.setContentsMargins(8, 4, 8, 4)
+        self.box.addWidget(self.note)
+        self.show_offers("", [], None, None)
+
+    def show_offers(self, note: str, texts: list[tuple[str, bool]], on_restore, on_discard) -> None:
+        """`texts`: (what the autosave holds, whether a window still open writes it: then it is not discarded)."""
+        while self.box.count() > 1:
+            item = self.box.takeAt(1)
+            if item.layout() is not None:
+                while item.layout().count():
+                    w = item.layout().takeAt(0).widget()
+                    w.setParent(None)
+                    w.deleteLater()
+        self.rows = []
+        self.note.setText(note)
+        self.note.setVisible(bool(note))
+        for k, (text, live) in enumerate(texts):
+            row = QHBoxLayout()
+            label, restore, discard = QLabel(text, wordWrap=True), QPushButton("Restore"), QPushButton("Discard")
+            restore.clicked.connect(lambda _=False, k=k: on_restore(k))
+            discard.clicked.connect(lambda _=False, k=k: on_discard(k))
+            discard.setEnabled(not live)
+            if live:
+                discard.setToolTip("written by a window still open: closing it there is how it goes")
+            row.addWidget(label, 1)
+            row.addWidget(restore)
+            row.addWidget(discard)
+            self.box.addLayout(row)
+            self.rows.append((label, restore, discard))
+        self.label, self.restore, self.discard = self.rows[0] if self.rows else (self.note, None, None)
+        self.setVisible(bool(note or texts))
 
 
 class Editor(QObject):
@@ -260,6 +286,8 @@ class Editor(QObject):
         self.reconverter = None             # the session's emit.incremental.Reconverter (re-runs in this process)
         self._what_if: dict = {}
         self.export_job = None               # a big model's export running in the child process
+        self.offers: list = []               # the autosaves the banner offers (autosave.Offer)
+        self._also_open = 0                  # other windows showing this model
         self._pending = False
         self._running: set = set()          # jobs started and not finished (their findings still to come)
         self.io = QThreadPool(self)         # autosaves, in order, off the GUI thread
@@ -281,8 +309,6 @@ class Editor(QObject):
         w = self.window
         self.banner = Banner()
         w.workspace.layout().insertWidget(0, self.banner)               # above the legend and the graphs
-        self.banner.restore.clicked.connect(self.restore_autosave)
-        self.banner.discard.clicked.connect(self.discard_autosave)
         self.pin_bar = PinBar(self)
         w.details.layout().insertWidget(0, self.pin_bar)
         from . import fix_conflict
@@ -406,8 +432,11 @@ class Editor(QObject):
         self.baseline = change.transposes_after     # counted once, by the Session (a walk of every ONNX node)
         self._hook_tflite_view()
         if not is_pair(s):                   # a pair's decisions are not saved (autosave keys on the TFLite model)
+            also_open = self.autosave.hold(s.path)
             self.load_saved_session()
-            self._offer_autosave()
+            self._offer_autosave(also_open)
+        else:
+            self.autosave.hold(None)
 
     def _unsaved(self, clean: bool) -> None:
         """The title's [*]: decisions not saved in a session file (a pair has none: its edits are exported)."""
@@ -456,6 +485,7 @@ class Editor(QObject):
         self._unblock()
         self.pool.waitForDone(30_000)
         self.flush()
+        self.autosave.hold(None)
 
     # ---- edits ---------------------------------------------------------------------------------------------
     def pin_name(self, t: int) -> str:
@@ -688,32 +718,46 @@ class Editor(QObject):
             self.window.statusBar().showMessage("; ".join(cmd.warnings), 10000)
         return True
 
-    def _offer_autosave(self) -> None:
+    def _offer_autosave(self, also_open: int | None = None) -> None:
+        """The banner: each autosave of this model worth restoring, and whether another window has it open."""
         self.flush()
-        found = self.autosave.pending(self.session)
+        if also_open is not None:
+            self._also_open = also_open
+        self.offers = self.autosave.pending(self.session)
         if self.autosave.notice:
             self.window.statusBar().showMessage(self.autosave.notice, 15000)
-        if found is None:
-            self.banner.hide()
+        name = Path(self.session.path).name
+        note = (f"{name} is open in {self._also_open} other window(s) too: each window autosaves its own decisions, "
+                "and none overwrites another's." if self._also_open else "")
+        texts = []
+        for p, d, live in self.offers:
+            edited = "yes" if d.metadata.to_dict() != MetadataEdits().to_dict() else "none"
+            texts.append((f"Unsaved decisions for {name} from {_mtime(p)} were autosaved ({len(d.pins)} pin(s), "
+                          f"metadata edits: {edited})" + (", by a window still open" if live else "")
+                          + ". Restore them?", live))
+        self.banner.show_offers(note, texts, self.restore_autosave, self.discard_autosave)
+
+    def restore_autosave(self, k: int = 0) -> None:
+        """Apply the k-th offered autosave as one undoable step; it then lives in this window's own autosave, so
+        its file goes (unless a window still open writes it)."""
+        if self.session is None or k >= len(self.offers):
             return
-        p, d = found
-        when = _mtime(p)
-        edited = "yes" if d.metadata.to_dict() != MetadataEdits().to_dict() else "none"
-        self.banner.label.setText(f"Unsaved decisions for {Path(self.session.path).name} from {when} were "
-                                  f"autosaved ({len(d.pins)} pin(s), metadata edits: {edited}). Restore them?")
-        self.banner.show()
-
-    def restore_autosave(self) -> None:
-        self.banner.hide()
-        if self.session is not None:
+        p, _d, live = self.offers[k]
+        self.flush()
+        if self.open_session(str(p), "Restore autosave"):
             self.flush()
-            self.open_session(str(self.autosave.path_for(self.session.path)), "Restore autosave")
+            if not live and p != self.autosave.path_for(self.session.path):
+                self.autosave.discard(self.session, p)
+        self._offer_autosave()
 
-    def discard_autosave(self) -> None:
-        self.banner.hide()
-        if self.session is not None:
-            self.flush()
-            self.autosave.discard(self.session)
+    def discard_autosave(self, k: int = 0) -> None:
+        if self.session is None or k >= len(self.offers):
+            return
+        self.flush()
+        p, _d, live = self.offers[k]
+        if not live:
+            self.autosave.discard(self.session, p)
+        self._offer_autosave()
 
     # ---- export and validation -----------------------------------------------------------------------------
     def export_dialog(self) -> None:
