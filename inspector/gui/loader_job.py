@@ -213,6 +213,9 @@ class LoadJob(QRunnable):
             self._run()
         except InspectorError as e:
             self._emit(self.signals.failed, str(e), "")
+        except MemoryError:     # where no estimate caught it first: one line all the same
+            from inspector.core.ir.memory import OutOfMemory, need_for_file
+            self._emit(self.signals.failed, str(OutOfMemory(os.path.basename(self.path), need_for_file(self.path))), "")
         except Exception as e:  # the dialog shows the message; details carry the traceback for a bug report
             self._emit(self.signals.failed, f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:

@@ -15,6 +15,7 @@ from . import io_layout, peephole
 from .emitter import Emitter, _varint
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
+from inspector.core.ir import memory
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.layout import Perm
 from .ops.table import load_all
@@ -125,6 +126,16 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     `weights_over`: initializers with more raw bytes than this join the model without their data (as
     without_data makes them; the result's `weights_left_out` says so): for a model only viewed and annotated,
     never exported or validated, whose weights would be parsed in only to be cleared again."""
+    try:
+        return _convert(graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, cache,
+                        weights_over, dynamic_as_float)
+    except (MemoryError, EncodeError):   # an allocation the estimate did not foresee (protobuf says EncodeError)
+        raise memory.OutOfMemory(os.path.basename(graph.path) or "the model", memory.need(graph, weights_over)
+                                 ) from None
+
+
+def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, cache,
+             weights_over, dynamic_as_float) -> ConversionResult:
     if graph.format != "tflite":
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
@@ -132,6 +143,8 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     sg = graph.main
     same = cache is not None and cache.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int,
                                                      allow_custom, dynamic_as_float))
+    if not same:                                     # a re-run's model replaces one already held: no estimate
+        memory.check(graph, os.path.basename(graph.path) or "the model", weights_over)
     if same and cache.prepared is not None:          # checked and folded by the last run
         table, folded, constants = cache.prepared
     else:

@@ -13,6 +13,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from google.protobuf.message import EncodeError
+
+from inspector.core.ir import memory
 from inspector.core.ir.errors import ConversionError, InspectorError
 from inspector.core.layout import layout as L
 from inspector.core.metadata.edits import MetadataEdits
@@ -191,8 +194,11 @@ class Session:
         for f in gate(self.result.model, self.target):
             if f"warning: {f.message}" not in self.notes:
                 self.notes.append(f"warning: {f.message}")
-        data = self.result.model.SerializeToString()          # serialised once, checked and written as is
-        check_model(data)
+        try:
+            data = self.result.model.SerializeToString()      # serialised once, checked and written as is
+            check_model(data)
+        except (MemoryError, EncodeError):                     # what protobuf says when an allocation fails
+            raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
         if out is not None:
             out.write(path, data)
             return

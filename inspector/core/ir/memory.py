@@ -1,0 +1,85 @@
+"""Memory a conversion needs, estimated before it allocates, and memory exhaustion said in one line.
+
+A model says how much it needs: its constants' bytes. Converting, serialising, checking and loading the result in
+ONNX Runtime hold about PER_WEIGHT_BYTE times that at once (measured: 1.13 GB of address space on top of a 256 MiB
+FULLY_CONNECTED model's read), plus FIXED for ONNX Runtime's session and arenas. A conversion that cannot fit in
+what is left — the address-space limit (RLIMIT_AS, `ulimit -v`) or the memory Linux says is available — is
+refused before it starts, instead of dying in C++ with a segmentation fault or a MemoryError half-way.
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import ConversionError
+
+PER_WEIGHT_BYTE = 5
+FIXED = 256 << 20
+
+
+class OutOfMemory(ConversionError):
+    """Not enough memory for the conversion; the message says about how much it needs."""
+
+    def __init__(self, what: str, need: int, have: int | None = None):
+        left = f" ({_gb(have)} GB available)" if have is not None else ""
+        super().__init__(f"not enough memory to convert {what}: needs about {_gb(need)} GB{left}")
+        self.what, self.need, self.have = what, need, have
+
+    def __reduce__(self):               # from the loader's child process: rebuilt from its fields, not its message
+        return OutOfMemory, (self.what, self.need, self.have)
+
+
+def _gb(n: int) -> str:
+    return f"{max(n, 0) / 1e9:.1f}"
+
+
+def weights(graph, over: int | None = None) -> int:
+    """The bytes of the graph's constants (those of at most `over` bytes when bigger ones are left out)."""
+    total = 0
+    for sg in graph.subgraphs:
+        for t in sg.tensors:
+            n = getattr(t.data, "nbytes", 0) if t.data is not None else 0
+            if over is None or n <= over:
+                total += n
+    return total
+
+
+def need(graph, over: int | None = None) -> int:
+    return PER_WEIGHT_BYTE * weights(graph, over) + FIXED
+
+
+def need_for_file(path: str) -> int:
+    """The estimate from a model file's size (its weights are most of it), where the graph is not at hand."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    return PER_WEIGHT_BYTE * size + FIXED
+
+
+def available() -> int | None:
+    """Bytes this process can still allocate: below its address-space limit and within the memory (and swap) the
+    system has available; None when neither can be told."""
+    bounds = []
+    try:
+        import resource
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm") as f:
+                bounds.append(soft - int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE"))
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            info = {k: int(v.split()[0]) << 10 for k, _, v in (line.partition(":") for line in f) if v}
+        if "MemAvailable" in info:
+            bounds.append(info["MemAvailable"] + info.get("SwapFree", 0))
+    except (OSError, ValueError):
+        pass
+    return min(bounds) if bounds else None
+
+
+def check(graph, what: str, over: int | None = None) -> None:
+    """OutOfMemory when the conversion of `graph` cannot fit in what this process can still allocate."""
+    want, have = need(graph, over), available()
+    if have is not None and want > have:
+        raise OutOfMemory(what, want, have)
