@@ -97,7 +97,7 @@ def test_onnx_json(tmp_path, capsys):
     s = _info_json(path, capsys)
     assert list(s) == TFLITE_KEYS + ["denotations"]
     assert s["format"] == "onnx" and s["op_histogram"] == {"Relu": 1} and s["metadata"] == {"author": "tests"}
-    assert s["inputs"] == [{"name": "x", "shape": [1, 3, 5, 7], "dtype": "float32"}]
+    assert s["inputs"] == [{"name": "x", "shape": ["N", 3, 5, 7], "dtype": "float32"}]   # the symbol, not 1
     assert s["denotations"] == {"x": {"type": "IMAGE",
                                       "dims": ["DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE", "DATA_FEATURE"]}}
 

@@ -70,9 +70,24 @@ def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Escaping(out), _Escaping(err)
     try:
-        return _main(argv)
+        code = _main(argv)
+        out.flush()                     # here, so that a reader gone away is seen below, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone(out)
     finally:
         sys.stdout, sys.stderr = out, err
+
+
+def _reader_gone(out) -> int:
+    """`... | head`: the reader closed the pipe. Quietly, as a command killed by SIGPIPE would: what is still
+    buffered goes nowhere (else Python reports the failed flush at exit) and the exit status is 128 + SIGPIPE."""
+    import os
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    except (OSError, ValueError, AttributeError):      # not a real file (tests capture it): nothing to flush
+        pass
+    return 141
 
 
 def _main(argv: list[str] | None) -> int:

@@ -74,10 +74,15 @@ def run(args) -> int:
     print(f"wrote {args.output}: {report['nodes']} nodes, {report['transposes']} Transpose(s), "
           f"{len(report['conflicts'])} conflict(s)")
     for c in report["conflicts"]:
-        print(f"  transpose at {c['tensor']}: {c['reason']}")
+        print(f"  transpose at {c['tensor']}: {_without_name(c['reason'], c['tensor'])}")
     for note in report["notes"]:
         print(f"  note: {note}")
     return 0
+
+
+def _without_name(reason: str, tensor: str) -> str:
+    """The reason without its leading tensor name, which the line already gives (names run long)."""
+    return reason[len(tensor) + 1:] if reason.startswith(tensor + " ") else reason
 
 
 def _json(data) -> bytes:

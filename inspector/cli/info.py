@@ -11,8 +11,15 @@ def add_parser(sub):
     p.set_defaults(run=run)
 
 
+def _shape(t) -> list:
+    """The shape, an ONNX symbolic dimension by its name ("batch"; "?" when unnamed) rather than the 1 it reads as."""
+    if not t.dim_params:
+        return list(t.shape)
+    return [p or d for d, p in zip(t.shape, t.dim_params)]
+
+
 def _io(sg, indices):
-    return [{"name": sg.tensors[i].name, "shape": list(sg.tensors[i].shape), "dtype": sg.tensors[i].dtype}
+    return [{"name": sg.tensors[i].name, "shape": _shape(sg.tensors[i]), "dtype": sg.tensors[i].dtype}
             for i in indices if i >= 0]
 
 
@@ -50,7 +57,7 @@ def run(args) -> int:
     for kind in ("inputs", "outputs"):
         print(f"{kind}:")
         for t in s[kind]:
-            print(f"  {t['name']}  {t['shape']}  {t['dtype']}")
+            print(f"  {t['name']}  [{', '.join(map(str, t['shape']))}]  {t['dtype']}")
     print("operators:")
     for name, n in s["op_histogram"].items():
         print(f"  {n:5d}  {name}")

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 
 from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.proof.litert_log import quiet_litert
 
 OWN = "__own"
 
@@ -49,8 +50,9 @@ def litert_values(graph, inputs, resolver, ref: dict | None = None) -> dict[int,
     `ref`'s values of its inputs. Delegates (XNNPACK) stay in place: graph outputs are not a preserve-all hint."""
     from ai_edge_litert.interpreter import Interpreter
     data, fed = rewritten(graph, islands=ref is not None)
-    it = Interpreter(model_content=data, experimental_op_resolver_type=resolver, num_threads=1)
-    it.allocate_tensors()
+    with quiet_litert():
+        it = Interpreter(model_content=data, experimental_op_resolver_type=resolver, num_threads=1)
+        it.allocate_tensors()
     for d, x in zip(it.get_input_details(), list(inputs) + [ref[t] for t in fed]):
         it.set_tensor(d["index"], x)
     it.invoke()

@@ -17,6 +17,7 @@ import onnx
 
 from inspector.core.layout import layout as L
 from . import noise
+from .litert_log import quiet_litert
 from inspector.core.ir.errors import InspectorError
 from inspector.core.ir.graph import Graph
 from inspector.core.emit.result import ConversionResult
@@ -221,11 +222,12 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
 
     def make(resolver, keep):
         kwargs = dict(experimental_op_resolver_type=resolver, experimental_preserve_all_tensors=keep)
-        it = Interpreter(model_content=model_bytes, **kwargs) if model_bytes else Interpreter(graph.path, **kwargs)
-        for d, x in zip(it.get_input_details(), inputs):
-            if list(d["shape"]) != list(x.shape):
-                it.resize_tensor_input(d["index"], x.shape)
-        it.allocate_tensors()
+        with quiet_litert():
+            it = Interpreter(model_content=model_bytes, **kwargs) if model_bytes else Interpreter(graph.path, **kwargs)
+            for d, x in zip(it.get_input_details(), inputs):
+                if list(d["shape"]) != list(x.shape):
+                    it.resize_tensor_input(d["index"], x.shape)
+            it.allocate_tensors()
         return it
 
     try:
