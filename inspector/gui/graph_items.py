@@ -207,10 +207,12 @@ class EdgeItem(QGraphicsItem):
         color = pal.edge_conflict if self.conflict else pal.edge
         if self.isSelected():
             painter.setPen(QPen(pal.selection, 7 if lod >= LOD_TEXT else 7 / lod))
-            painter.drawPath(self.path())
+            painter.setBrush(Qt.NoBrush)         # the view keeps no painter state between items: an arrowhead's
+            painter.drawPath(self.path())        # brush would fill the curve's hull
         if lod < LOD_TEXT:
             pen = QPen(color, 0)                 # cosmetic hairline
             painter.setPen(pen)
+            painter.setBrush(Qt.NoBrush)
             painter.drawPath(self.path())
             return
         pen = QPen(color, 2.6 if self.conflict or self.edge.count > 1 else 1.2)     # a bundle is drawn heavy
