@@ -197,6 +197,13 @@ def test_fix_applies_the_cheapest_pin_that_removes_the_conflict(qtbot, window, c
     from inspector.gui import fix_conflict
     w = window
     s = open_model(qtbot, w, corpus / "ops/conv-reshape-multiple-conv.float32.tflite")
+    for c in list(s.result.plan.conflicts):     # the plan is the solver's best: no pin does better
+        menu = QMenu()
+        fix_conflict.fill(menu, w.editor, c)
+        assert [a.text() for a in menu.actions()] == ["No single pin removes this conflict with fewer Transposes"]
+    w.editor.pin("input", "keep")               # a pin that costs a Transpose: re-pinning it is the fix
+    settle(qtbot, w)
+    before = s.result.plan.optimality.transposes
     fixed = 0
     for c in list(s.result.plan.conflicts):
         menu = QMenu()
@@ -205,6 +212,7 @@ def test_fix_applies_the_cheapest_pin_that_removes_the_conflict(qtbot, window, c
         if not action.isEnabled():
             continue
         predicted = int(action.text().split("  —  ")[1].split()[0])
+        assert predicted < before
         action.trigger()
         settle(qtbot, w)
         assert not any(d.tensor == c.tensor and d.op == c.op for d in s.result.plan.conflicts)

@@ -2,17 +2,30 @@
 widgets) and read from what is painted or shown: issue 36, items 4-6."""
 from __future__ import annotations
 
-import pytest
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QPainterPathStroker
-from PySide6.QtTest import QTest
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
+from PySide6.QtGui import QContextMenuEvent, QPainterPathStroker
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
+
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.io.tflite_reader import read_tflite
 from inspector.gui.graph_items import EdgeItem
-from inspector.gui.main_window import ONNX
+from inspector.gui.main_window import ONNX, TFLITE
 from inspector.gui.palette import palette
 from inspector.resources import path as resource
 
+from .conftest import ROOT
 from .test_gui_edit import open_model, settle, window  # noqa: F401  (fixture)
+from .test_pair import hand_onnx, tflite_model
 
 pytestmark = pytest.mark.gui
 SAMPLE = "sample.tflite"
@@ -64,3 +77,192 @@ def test_a_selected_curved_edge_is_a_line_not_a_filled_shape(qtbot, window):  # 
             checked += 1
             assert image.pixelColor(v).name() == background.name(), (p, image.pixelColor(v).name())
     assert checked > 20
+
+
+# ---- helpers: the window as a person drives it ----------------------------------------------------------------
+def active(qtbot, w):
+    """Keys go to the active window (a shortcut of a window that is not active does nothing)."""
+    qtbot.waitExposed(w)
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w)
+
+
+def file_dialogs(answers: list, seen: list) -> None:
+    """Answer the next file dialogs as a person does: note the folder each opens in, type a path and press Enter
+    (None: press Escape)."""
+    def poll():
+        d = QApplication.activeModalWidget()
+        if not isinstance(d, QFileDialog):
+            QTimer.singleShot(20, poll)
+            return
+        seen.append(d.directory().absolutePath())
+        answer = answers.pop(0)
+        if answer is None:
+            QTest.keyClick(d, Qt.Key_Escape)
+        else:
+            edit = d.findChild(QLineEdit, "fileNameEdit")
+            edit.setText(str(answer))
+            QTest.keyClick(edit, Qt.Key_Return)
+        if answers:
+            QTimer.singleShot(20, poll)
+    QTimer.singleShot(20, poll)
+
+
+def open_by_dialog(qtbot, w, path, key=Qt.Key_O, modifiers=Qt.ControlModifier, more=()) -> list:
+    """Ctrl+O (or another key), the file typed into the dialog; waits for the model. The dialogs' folders."""
+    seen: list = []
+    active(qtbot, w)
+    old = w.editor.session
+    file_dialogs([path, *more], seen)
+    QTest.keyClick(w, key, modifiers)
+    qtbot.waitUntil(lambda: w.editor.session is not None and w.editor.session is not old, timeout=120_000)
+    settle(qtbot, w)
+    return seen
+
+
+def conflict_model(path) -> str:
+    """x [1, 6, 10, 3] -> CONV_2D -> RESHAPE [1, 240]: the reshape needs the TFLite layout back, one Transpose."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 6, 10, 3], "float32")
+    c = b.tensor("c", [1, 6, 10, 4], "float32")
+    b.op("CONV_2D", [x, b.const("w", np.ones((4, 1, 1, 3), np.float32)), b.const("b", np.zeros(4, np.float32))],
+         [c], {"padding": "SAME"})
+    y = b.tensor("y", [1, 240], "float32")
+    b.op("RESHAPE", [c, b.const("s", np.array([1, 240], np.int32))], [y], {"new_shape": [1, 240]})
+    b.output(y)
+    path.write_bytes(b.build())
+    return str(path)
+
+
+# ---- item 6 ------------------------------------------------------------------------------------------------
+def test_one_transpose_and_one_conflict_read_in_the_singular(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "one.tflite"))
+    assert w.statusBar().currentMessage() == ("one.tflite: 2 TFLite ops → 3 ONNX nodes, 1 Transpose, "
+                                              "1 conflict")
+
+
+def test_the_tflite_tab_and_the_status_line_count_the_same_ops(qtbot, window, corpus):  # noqa: F811
+    """mobilenetv2_fp16: 170 ops, 105 of them DEQUANTIZEs of weights drawn inside their consumers."""
+    w = window
+    open_by_dialog(qtbot, w, corpus / "keras/mobilenetv2_fp16.tflite")
+    tabs = w.panes[TFLITE].tabs
+    assert tabs.tabText(0) == "TFLite: mobilenetv2_fp16.tflite (170 ops)"
+    assert w.statusBar().currentMessage().startswith("mobilenetv2_fp16.tflite: 170 TFLite ops → ")
+    assert "65 boxes drawn: 105 DEQUANTIZEs of weights" in tabs.tabToolTip(0)
+
+
+def test_open_pair_names_the_onnx_file_and_ctrl_r_validates_at_once(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    tfl = tflite_model(tmp_path / "m.tflite")
+    other = tmp_path / "other.onnx"
+    hand_onnx(read_tflite(tfl), other, softmax_axis=2)
+    open_by_dialog(qtbot, w, tfl, Qt.Key_O, Qt.ControlModifier | Qt.ShiftModifier, more=[other])
+    assert w.panes[ONNX].tabs.tabText(0).startswith("ONNX: other.onnx (")
+    QTest.keyClick(w, Qt.Key_R, Qt.ControlModifier)
+    panel = w.editor.validation
+    assert panel.running and w.editor.validation_dock.isVisible()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120_000)
+    assert panel.validation is not None
+
+
+def test_search_text_does_not_carry_over_to_the_next_model(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "a.tflite"))
+    QTest.keyClick(w, Qt.Key_F, Qt.ControlModifier)
+    assert w.search_field.hasFocus()
+    QTest.keyClicks(w.search_field, "RESHAPE")
+    QTest.keyClick(w.search_field, Qt.Key_Return)
+    assert w.search_status.text().strip() == "1 of 3"           # the op, its output tensor, the ONNX node
+    open_by_dialog(qtbot, w, sample_path())
+    assert w.search_field.text() == "" and w.search_status.text().strip() == ""
+
+
+def test_open_and_export_start_beside_the_model_never_in_the_package(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    active(qtbot, w)
+    QTest.mouseClick(w.start_page.sample_button, Qt.LeftButton)      # the bundled sample, from the start page
+    qtbot.waitUntil(lambda: w.editor.session is not None, timeout=120_000)
+    settle(qtbot, w)
+
+    def folder(key) -> Path:
+        seen: list = []
+        active(qtbot, w)
+        file_dialogs([None], seen)
+        QTest.keyClick(w, key, Qt.ControlModifier)
+        assert len(seen) == 1
+        return Path(seen[0])
+    assert folder(Qt.Key_O).resolve() != sample_path().parent.resolve()
+    (tmp_path / "models").mkdir()
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "models" / "m.tflite"))
+    assert folder(Qt.Key_O) == tmp_path / "models"                     # beside the model open now
+    assert folder(Qt.Key_E) == tmp_path / "models"                     # Export ONNX too
+
+
+def test_escape_clears_the_selection_in_both_panes(qtbot, window):  # noqa: F811
+    w = window
+    open_by_dialog(qtbot, w, sample_path())
+    scene, view = w.scenes[TFLITE], w.panes[TFLITE].main_view
+    scene.finish()
+    conv = next(it for it in scene.nodes if it.node.title == "CONV_2D")
+    view.centerOn(conv)
+    click(view, conv.sceneBoundingRect().center())
+    assert scene.selectedItems() == [conv] and w.scenes[ONNX].selectedItems()
+    assert "CONV_2D" in w.details.html()
+    QTest.keyClick(view.viewport(), Qt.Key_Escape)
+    assert not scene.selectedItems() and not w.scenes[ONNX].selectedItems()
+    assert w.details.html().startswith("Select an op, node or tensor")
+
+
+def test_at_a_2x_scale_factor_the_window_fits_the_screen(tmp_path):
+    """A 2560x1440 screen at QT_SCALE_FACTOR=2 is 1280x720 logical pixels: the window opens inside it."""
+    config = tmp_path / "screen.json"
+    config.write_text(json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": 2560, "height": 1440,
+                                               "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
+    script = tmp_path / "show.py"
+    script.write_text(textwrap.dedent(f"""
+        import json
+        from PySide6.QtCore import QSettings
+        from PySide6.QtWidgets import QApplication
+        if __name__ == "__main__":
+            app = QApplication([])
+            from inspector.gui.main_window import MainWindow
+            w = MainWindow(QSettings({str(tmp_path / 's.ini')!r}, QSettings.IniFormat), convert=False)
+            w.show()
+            app.processEvents()
+            room, frame = w.screen().availableGeometry(), w.frameGeometry()
+            print(json.dumps([room.getRect(), frame.getRect()]))
+    """))
+    env = dict(os.environ, QT_SCALE_FACTOR="2", QT_QPA_PLATFORM=f"offscreen:configfile={config}",
+               PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (rx, ry, rw, rh), (fx, fy, fw, fh) = json.loads(r.stdout.splitlines()[-1])
+    assert (rw, rh) == (1280, 720)
+    assert rx <= fx and ry <= fy and fx + fw <= rx + rw and fy + fh <= ry + rh
+
+
+def right_click(widget, pos) -> None:
+    """A right-click as the platform delivers it: the press, then the context menu event it makes."""
+    QTest.mousePress(widget, Qt.RightButton, Qt.NoModifier, pos)
+    QApplication.sendEvent(widget, QContextMenuEvent(QContextMenuEvent.Mouse, pos, widget.mapToGlobal(pos)))
+    QTest.mouseRelease(widget, Qt.RightButton, Qt.NoModifier, pos)
+
+
+def test_conflict_fix_offers_only_fewer_transposes_in_a_menu_inside_the_window(qtbot, window, tmp_path):  # noqa: F811
+    """conv -> reshape: the one Transpose is the best plan; a pin there only moves it. At the right edge of the
+    Conflicts dock the menu opens inside the window."""
+    w = window
+    w.resize(780, 700)
+    w.move(0, 0)
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "one.tflite"))
+    w.conflicts_dock.raise_()
+    panel = w.conflicts
+    qtbot.waitUntil(lambda: panel.topLevelItemCount() == 1 and panel.isVisible())
+    rect = panel.visualItemRect(panel.topLevelItem(0))
+    right_click(panel.viewport(), QPoint(panel.viewport().width() - 3, rect.center().y()))
+    menu = w.editor.last_menu
+    qtbot.waitUntil(menu.isVisible)
+    assert [a.text() for a in menu.actions()] == ["No single pin removes this conflict with fewer Transposes"]
+    assert w.frameGeometry().contains(menu.geometry()), (menu.geometry(), w.frameGeometry())
+    QTest.keyClick(menu, Qt.Key_Escape)

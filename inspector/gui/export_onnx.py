@@ -19,6 +19,7 @@ from inspector.core.metadata.lint import MetadataCheckError
 from inspector.core.session.events import Exported
 
 from .loader_job import PROCESS_BYTES
+from .words import counted
 
 
 BIG_BYTES = PROCESS_BYTES
@@ -40,7 +41,7 @@ def changes(editor) -> dict:
 
 def summary_text(c: dict) -> str:
     t = c["transposes"]
-    lines = [f"Transposes: {t['without_pins']} → {t['exported']} ({c['conflicts']} conflicts left)"]
+    lines = [f"Transposes: {t['without_pins']} → {t['exported']} ({counted(c['conflicts'], 'conflict')} left)"]
     lines.append(f"Pins: {len(c['pins'])}" + "".join(f"\n  {k}: {v}" for k, v in c["pins"].items()))
     if c["metadata"]:
         lines.append("Metadata edits:" + "".join(f"\n  {k}: {v}" for k, v in c["metadata"].items()))
@@ -57,10 +58,17 @@ def same_file(a: str, b: str) -> bool:
 
 
 def start_folder(w) -> str:
-    """Where the save dialog opens: the last export's folder if still writable, else the home folder (never the
-    model's own folder, which may be a read-only corpus)."""
-    last = w.settings.value("export/folder", "")
-    return last if last and os.path.isdir(last) and os.access(last, os.W_OK) else str(Path.home())
+    """Where the save dialog opens: the last export's folder, else beside the model open now, else home; each only
+    when writable (a model may sit in a read-only corpus) and never the package's own folder (the sample's)."""
+    from inspector.resources import SAMPLE, path as resource
+    s = getattr(getattr(w, "editor", None), "session", None)
+    model = getattr(s, "other", None) or getattr(s, "path", None)
+    beside = str(Path(model).resolve().parent) if model else ""
+    for folder in (w.settings.value("export/folder", ""), beside):
+        if (folder and os.path.isdir(folder) and os.access(folder, os.W_OK)
+                and Path(folder).resolve() != resource(SAMPLE).parent.resolve()):
+            return folder
+    return str(Path.home())
 
 
 def big(s) -> bool:
@@ -123,6 +131,7 @@ def export_dialog(editor, path: str | None = None, confirm=None, on_errors=None)
         name = Path(source).with_suffix(".edited.onnx" if edited else ".onnx").name
         start = str(Path(start_folder(w)) / name)
         path, _ = QFileDialog.getSaveFileName(w, "Export ONNX", start, "ONNX (*.onnx)")
+        w.activateWindow()                  # (focus went back to the dialog, gone: no shortcut worked)
         if not path:
             return None
     overwrite = False

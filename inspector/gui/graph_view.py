@@ -550,6 +550,10 @@ class GraphView(QGraphicsView):
         super().mouseMoveEvent(event)
 
     def keyPressEvent(self, event):
+        if event.key() == Qt.Key_Escape and self.scene() is not None and self.scene().selectedItems():
+            self.scene().clearSelection()           # (the other pane and Details follow the selection)
+            event.accept()
+            return
         self.auto = False
         super().keyPressEvent(event)
 

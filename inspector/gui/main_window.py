@@ -7,11 +7,12 @@ from urllib.parse import unquote
 
 import shiboken6
 from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from inspector.core.session.events import Exported, FindingsChecked, ModelOpened, PlanChanged
+from inspector.resources import SAMPLE, path as resource
 
 from . import export, gc_guard, graph_layout, graph_model
 from .document import Document
@@ -24,8 +25,10 @@ from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
 from .start_page import StartPage
 from .views import Views
+from .words import counted
 
 MAX_RECENT = 8
+WINDOW_SIZE = (1500, 950)                  # px: the first window, when the screen has room for it
 DOCK_WIDTH, DOCK_MAX_WIDTH = 380, 560      # px: the side docks' initial and largest width
 LAYOUT_VERSION = 2                         # bumped when the docks change: an older saved layout is not restored
 SHORTCUTS = """Ctrl+O  open a model (or drop a file on the window)
@@ -38,6 +41,17 @@ Ctrl+Alt+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
 right-click a TFLite tensor or op  pin its layout
 double-click a WHILE / IF op  open its subgraphs in tabs"""
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
+
+
+def tflite_counts(graph, vg) -> str:
+    """What the TFLite tab's count counts: the main subgraph's ops, of which some are drawn inside another."""
+    ops = len(graph.main.ops)
+    folded = ops - vg.op_count
+    text = f"{counted(ops, 'op')} in the main subgraph"
+    if folded > 0:
+        text += (f"; {counted(vg.op_count, 'box', 'boxes')} drawn: {counted(folded, 'DEQUANTIZE')} of weights "
+                 "are shown as a constant of the op that reads them")
+    return text
 
 
 class Pane(QStackedWidget):
@@ -103,7 +117,7 @@ class MainWindow(QMainWindow):
         self._match_i = -1
         self.setWindowTitle("Layout Inspector")
         self.setAcceptDrops(True)
-        self.resize(1500, 950)
+        self.resize(*WINDOW_SIZE)
         self.views = Views()                 # every view below redraws from the Session's events
         self._prepared = None                # (ViewGraph, Layout, live) a worker made for the next PlanChanged
         self._opening: str | None = None     # the ONNX model of a pair being opened
@@ -116,6 +130,7 @@ class MainWindow(QMainWindow):
         self.editor = Editor(self)
         self.default_layout = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
+        self.fit_screen()
 
     # ---- construction --------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -183,6 +198,23 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is None or not self.restoreState(state, LAYOUT_VERSION):
             self.size_docks()
+
+    def fit_screen(self) -> None:
+        """The window inside the screen's free area: at a 2x scale factor a 2560x1440 screen is 1280x720 logical
+        pixels, and 1500x950 (or a geometry saved on a bigger screen) would open past its edges."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        room, frame = screen.availableGeometry(), self.frameGeometry()
+        framed = frame.height() > self.height()     # not before the first show: borders and a title bar, about
+        dw, dh = (frame.width() - self.width(), frame.height() - self.height()) if framed else (8, 38)
+        w, h = min(self.width(), room.width() - dw), min(self.height(), room.height() - dh)
+        if (w, h) != (self.width(), self.height()):
+            self.resize(max(w, 1), max(h, 1))
+        x = max(room.left(), min(frame.left(), room.right() + 1 - self.width() - dw))
+        y = max(room.top(), min(frame.top(), room.bottom() + 1 - self.height() - dh))
+        if (x, y) != (frame.left(), frame.top()):
+            self.move(x, y)
 
     def reset_layout(self) -> None:
         self.restoreState(self.default_layout, LAYOUT_VERSION)
@@ -262,19 +294,41 @@ class MainWindow(QMainWindow):
         QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS)
 
     # ---- opening -------------------------------------------------------------------------------------------
+    def open_folder(self) -> str:
+        """Where Open starts: beside the model open now, else the folder last opened from, else the newest recent
+        file's, else home; never the package's own folder (where the bundled sample lives)."""
+        package = resource(SAMPLE).parent.resolve()
+        current = [str(Path(self.doc.path).parent)] if self.doc is not None else []
+        last = self.settings.value("open/folder", "")
+        for folder in current + [last] + [str(Path(p).parent) for p in self.recent()]:
+            if folder and os.path.isdir(folder) and Path(folder).resolve() != package:
+                return folder
+        return str(Path.home())
+
+    def _opened_from(self, path: str) -> None:
+        self.settings.setValue("open/folder", str(Path(path).resolve().parent))
+
+    def ask_file(self, title: str, folder: str, filters: str) -> str:
+        """A file chosen in an Open dialog, or "". The window is made active again after it: focus went back to
+        the dialog, gone, and none of the window's shortcuts worked (Ctrl+R right after Open Pair did nothing)."""
+        try:
+            return QFileDialog.getOpenFileName(self, title, folder, filters)[0]
+        finally:
+            self.activateWindow()
+
     def open_dialog(self) -> None:
-        start = (self.recent() or [str(Path.cwd())])[0]
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", str(Path(start).parent), FILTERS)
+        path = self.ask_file("Open model", self.open_folder(), FILTERS)
         if path:
+            self._opened_from(path)
             self.open_path(path)
 
     def open_pair_dialog(self) -> None:
         """A TFLite model, then an ONNX model made elsewhere to compare it with (inspector.core.pairing.pair)."""
-        start = str(Path((self.recent() or [str(Path.cwd())])[0]).parent)
-        path, _ = QFileDialog.getOpenFileName(self, "Open pair: the TFLite model", start, "TFLite (*.tflite)")
-        other = path and QFileDialog.getOpenFileName(self, "Open pair: the ONNX model made elsewhere",
-                                                     str(Path(path).parent), "ONNX (*.onnx)")[0]
+        path = self.ask_file("Open pair: the TFLite model", self.open_folder(), "TFLite (*.tflite)")
+        other = path and self.ask_file("Open pair: the ONNX model made elsewhere", str(Path(path).parent),
+                                       "ONNX (*.onnx)")
         if path and other:
+            self._opened_from(path)
             self.open_path(path, other)
 
     def open_path(self, path: str, other: str | None = None) -> None:
@@ -335,7 +389,9 @@ class MainWindow(QMainWindow):
 
     def _tflite_ready(self, doc, vg, layout) -> None:
         self.doc = doc
-        self._show(TFLITE, vg, layout, f"TFLite: {Path(doc.path).name} ({vg.op_count} ops)")
+        label = f"TFLite: {Path(doc.path).name} ({counted(len(doc.graph.main.ops), 'op')})"
+        self._show(TFLITE, vg, layout, label)
+        self.panes[TFLITE].tabs.setTabToolTip(0, f"{label}\n{tflite_counts(doc.graph, vg)}")
         gc_guard.settle()                             # the graph just read lives as long as the model is open
         self.panes[ONNX].message("Converting to ONNX…")
         self.show_onnx.setChecked(True)
@@ -365,6 +421,7 @@ class MainWindow(QMainWindow):
         # [*]: shown while the decisions are not saved (the editor follows its undo stack's clean state)
         self.setWindowTitle(f"{Path(e.path).name}{f' ↔ {Path(other).name}' if other else ''}[*] — Layout Inspector")
         self.setWindowModified(False)
+        self.search_field.clear()                     # the last model's search means nothing in this one
         self._reset_search()
         self.conflicts.set_document(None)
         self.conflicts_dock.setWindowTitle("Conflicts")
@@ -385,10 +442,14 @@ class MainWindow(QMainWindow):
         self.doc = Document(s.path, graph=s.graph, result=None if only_onnx else e.result, model=e.result.model,
                             notes=list(s.notes), onnx_shapes=dict(vg.shapes))
         self._syncing = True                          # the re-selection below is not the user's
+        other = getattr(s, "other", None) or (s.path if only_onnx else None)     # a file's own ONNX model: named
+        label = f"ONNX{f': {Path(other).name}' if other else ''} ({counted(vg.op_count, 'node')})"
         try:
-            self._show(ONNX, vg, layout, f"ONNX ({vg.op_count} nodes)", live)
+            self._show(ONNX, vg, layout, label, live)
         finally:
             self._syncing = False
+        self.panes[ONNX].tabs.setTabToolTip(0, f"{label}\n{other or 'The conversion'}: "
+                                               f"{counted(vg.op_count, 'node')} in its main graph")
         if first:
             self.panes[TFLITE].setVisible(not only_onnx)
             self.show_tflite.setChecked(not only_onnx)
@@ -410,8 +471,8 @@ class MainWindow(QMainWindow):
 
     def _exported(self, e: Exported) -> None:
         s = self.views.session
-        self.statusBar().showMessage(f"Exported {e.path}: {s.result.transposes} Transposes, {len(s.pins)} pins",
-                                     10000)
+        self.statusBar().showMessage(f"Exported {e.path}: {counted(s.result.transposes, 'Transpose')}, "
+                                     f"{counted(len(s.pins), 'pin')}", 10000)
 
     def _view_state(self, which: str):
         view, scene = self.panes[which].main_view, self.scenes.get(which)
@@ -459,9 +520,10 @@ class MainWindow(QMainWindow):
         walks every ONNX node: ~5 ms on 10,000 ops, then done three times as a result was shown)."""
         d = self.doc
         if d.result is None:
-            return f"{Path(d.path).name}: ONNX model, {len(d.model.graph.node)} nodes"
-        return (f"{Path(d.path).name}: {len(d.graph.main.ops)} TFLite ops → {len(d.model.graph.node)} ONNX nodes, "
-                f"{transposes} Transposes, {len(d.conflicts())} conflicts")
+            return f"{Path(d.path).name}: ONNX model, {counted(len(d.model.graph.node), 'node')}"
+        return (f"{Path(d.path).name}: {counted(len(d.graph.main.ops), 'TFLite op')} → "
+                f"{counted(len(d.model.graph.node), 'ONNX node')}, {counted(transposes, 'Transpose')}, "
+                f"{counted(len(d.conflicts()), 'conflict')}")
 
     def _conversion_failed(self, message: str) -> None:
         self.panes[ONNX].message(f"Conversion failed:\n{message}")

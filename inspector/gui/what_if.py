@@ -38,15 +38,16 @@ def costs(session, t: int, choices) -> dict:
 
 
 def cheapest_fix(session, c) -> tuple[str, str, int] | None:
-    """(pin name, pin text, Transposes of the whole plan) of the cheapest pin that removes conflict c — on its
-    tensor or on its consumer's outputs, each to a layout the solver considers or to either standard one — or
-    None when no single pin does."""
+    """(pin name, pin text, Transposes of the whole plan) of the cheapest pin that removes conflict c with fewer
+    Transposes than now — on its tensor or on its consumer's outputs, each to a layout the solver considers or to
+    either standard one — or None when no single pin does (one that only moves the Transpose elsewhere is no fix)."""
     sg = session.graph.main
     if len(sg.ops) > MAX_OPS or c.subgraph:
         return None
     keep_io = session.options.keep_io_layout
     base = dict(session.pins)
     p = planner(session.graph, base, keep_io_layout=keep_io)
+    now = p.plan().optimality.transposes
     tensors = [c.tensor] + ([t for t in sg.ops[c.op].outputs if t >= 0] if c.op is not None else [])
     best = None
     for t in tensors:
@@ -63,7 +64,7 @@ def cheapest_fix(session, c) -> tuple[str, str, int] | None:
             if any(d.tensor == c.tensor and d.op == c.op for d in plan.conflicts):
                 continue
             n = plan.optimality.transposes
-            if best is None or n < best[2]:
+            if n < now and (best is None or n < best[2]):
                 best = (name, text, n)
     return best
 
