@@ -174,7 +174,7 @@ def test_metadata_through_the_widgets_export_and_reload(qtbot, window, model, tm
     fmt = ed.image[ms.PIXEL_FORMAT]
     type_into(qtbot, fmt, "rgb9")
     assert fmt.lineEdit().text() == "rgb"
-    assert ed.hint.isVisible() and "Rgb8" in ed.hint.text() and "Bgra8" in ed.hint.text()
+    assert fmt.refusal.isVisible() and "Rgb8" in fmt.refusal.text() and "Bgra8" in fmt.refusal.text()   # beside it
     qtbot.keyClick(fmt.lineEdit(), Qt.Key_Return)
     assert w.editor.stack.count() == count and s.metadata.image == {}
 

@@ -66,7 +66,7 @@ def test_pair_metadata_edited_through_the_dock_and_exported(qtbot, tmp_path):
     assert ed.sources["x"] == "edited"
     fmt = ed.image[ms.PIXEL_FORMAT]
     type_into(qtbot, fmt, "bgr9")                                       # the 9 is refused as typed
-    assert fmt.lineEdit().text() == "bgr" and "Bgr8" in ed.hint.text()
+    assert fmt.lineEdit().text() == "bgr" and "Bgr8" in fmt.refusal.text()
     qtbot.keyClick(fmt.lineEdit(), Qt.Key_Return)
     assert w.editor.session.metadata.image == {}
     type_into(qtbot, fmt, "bgr8")

@@ -64,8 +64,18 @@ class ChoiceCombo(QComboBox):
         self.lineEdit().setValidator(self.validator_)
         self.setToolTip(f"{what}: allowed values are {', '.join(self.allowed)}")
         self.value = ""
+        # a refused keystroke is said here, beside the field (the caller places it), until the text changes
+        self.refusal = QLabel(wordWrap=True, textFormat=Qt.PlainText)
+        self.refusal.setStyleSheet("color:#b00; font-size:11px")
+        self.refusal.hide()
+        self.validator_.refused.connect(self._refused)
+        self.lineEdit().textChanged.connect(lambda _t: self.refusal.hide())
         self.activated.connect(lambda _i: self._commit())
         self.lineEdit().editingFinished.connect(self._commit)
+
+    def _refused(self, text: str) -> None:
+        self.refusal.setText(f"'{text}' refused: allowed values for {self.what} are {', '.join(self.allowed)}")
+        self.refusal.show()
 
     def set_value(self, value: str) -> None:
         self.value = self._canonical(value) or ""
@@ -132,7 +142,8 @@ class MetadataEditor(QWidget):
         self._soon.start()
 
     def _findings_came(self, _e) -> None:
-        if self.stale:
+        if self.stale:                  # the fields wait for the focus to leave them; their findings do not
+            self._show_findings()
             return
         if self._chunks is not None:
             self.refresh_soon()
@@ -193,7 +204,7 @@ class MetadataEditor(QWidget):
             return                      # a pin that leaves the metadata as it was: nothing to rebuild (~50 ms)
         body = QWidget()
         form = QVBoxLayout(body)
-        self.types, self.dims, self.image, self.fix_buttons = {}, {}, {}, {}
+        self.types, self.dims, self.image, self.fix_buttons, self.field_findings = {}, {}, {}, {}, {}
         if s is None or s.result is None:
             form.addWidget(QLabel("Open a TFLite model to edit the metadata of its ONNX conversion, or an ONNX "
                                   "model to edit its own.", wordWrap=True))
@@ -270,13 +281,8 @@ class MetadataEditor(QWidget):
     def _combo(self, allowed, what: str, value: str, on_commit) -> ChoiceCombo:
         c = ChoiceCombo(allowed, what)
         c.set_value(value)
-        c.validator_.refused.connect(lambda text, w=what, a=allowed: self._refused(text, w, a))
         c.committed.connect(on_commit)
         return c
-
-    def _refused(self, text: str, what: str, allowed) -> None:
-        self.hint.setText(f"'{html.escape(text)}' refused: allowed values for {what} are {', '.join(allowed)}")
-        self.hint.show()
 
     def _io_group(self, model):
         """The box of every graph input and output (a generator: it yields False after each; returns the box)."""
@@ -300,6 +306,7 @@ class MetadataEditor(QWidget):
             self.types[name] = t
             row.addWidget(t, 1)
             lay.addLayout(row)
+            lay.addWidget(t.refusal)
             lay.addWidget(self._source_label(name))
             self._add_field_findings(lay, f"type:{name}")
             if dims:
@@ -312,8 +319,9 @@ class MetadataEditor(QWidget):
                     c.setToolTip(f"axis {i} ({d.dim_value if d.HasField('dim_value') else '?'}): "
                                  + c.toolTip())
                     combos.append(c)
-                    row.addWidget(QLabel(f"axis {i}"), i, 0)      # one per row: the names are long
-                    row.addWidget(c, i, 1)
+                    row.addWidget(QLabel(f"axis {i}"), 2 * i, 0)      # one per row: the names are long
+                    row.addWidget(c, 2 * i, 1)
+                    row.addWidget(c.refusal, 2 * i + 1, 1)
                 self.dims[name] = combos
                 lay.addLayout(row)
                 lay.addWidget(self._source_label(f"dims:{name}"))
@@ -335,6 +343,7 @@ class MetadataEditor(QWidget):
             self.image[key] = c
             col = QVBoxLayout()
             col.addWidget(c)
+            col.addWidget(c.refusal)
             col.addWidget(self._source_label(key))
             self._add_field_findings(col, key)
             lay.addRow(key.split(".", 1)[1], col)
@@ -410,7 +419,7 @@ class MetadataEditor(QWidget):
         self.target.setToolTip("the consumer whose metadata rules the checks and Export apply")
         self.target.activated.connect(lambda i: self._set_target(TARGETS[i]))
         lay.addWidget(self.target, 1)
-        fixable = [f for f in self.found if f.fix is not None]
+        fixable = self._fixable = [f for f in self.found if f.fix is not None]
         self.fix_all = QPushButton(f"Fix {len(fixable)} safely", enabled=bool(fixable),
                                    toolTip="apply every fix that cannot change what the model means")
         self.fix_all.clicked.connect(lambda: self.apply_fixes(fixable))
@@ -422,8 +431,28 @@ class MetadataEditor(QWidget):
         self.refresh()
 
     def _add_field_findings(self, lay, key: str) -> None:
-        """The findings about one field, under it: severity, message, and a Fix button where a fix is safe."""
-        for f in (f for f in self.found if f.field == key):
+        """The findings about one field, under it: severity, message, and a Fix button where a fix is safe. In a
+        holder of their own, which new findings refill in place (_show_findings)."""
+        holder = QVBoxLayout()
+        holder.setContentsMargins(0, 0, 0, 0)
+        self.field_findings[key] = holder
+        lay.addLayout(holder)
+        self._fill_field_findings(key)
+
+    def _fill_field_findings(self, key: str) -> None:
+        holder = self.field_findings[key]
+        old = holder.takeAt(0) if holder.count() else None
+        if old is not None and old.widget() is not None:
+            old.widget().hide()
+            old.widget().deleteLater()
+        self.fix_buttons.pop(key, None)
+        mine = [f for f in self.found if f.field == key]
+        if not mine:
+            return
+        box = QWidget()
+        lay = QVBoxLayout(box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        for f in mine:
             row = QHBoxLayout()
             label = QLabel(f"{'✖' if f.severity == 'error' else '⚠'} {f.message}"
                            + (f" — {f.manual}" if f.manual else ""), wordWrap=True, textFormat=Qt.PlainText)
@@ -437,6 +466,7 @@ class MetadataEditor(QWidget):
                 self.fix_buttons.setdefault(key, []).append(b)
                 row.addWidget(b)
             lay.addLayout(row)
+        holder.addWidget(box)
 
     def apply_fixes(self, findings) -> bool:
         """One undoable edit applying these findings' safe fixes."""
@@ -452,6 +482,29 @@ class MetadataEditor(QWidget):
         lay = QVBoxLayout(box)
         self.findings = QListWidget()
         self.findings.setWordWrap(True)
+        self._fill_findings()
+        self.findings.itemClicked.connect(self._jump)
+        self.findings.setMaximumHeight(150)
+        lay.addWidget(self.findings)
+        return box
+
+    def _show_findings(self) -> None:
+        """New findings while the fields wait to be rebuilt (the user's own choice keeps its field): shown at once,
+        under their fields and in the list, with the Fix buttons; the fields themselves stay as they are."""
+        s, shown = self.editor.session, getattr(self, "findings", None)
+        if s is None or s.result is None or shown is None or not shiboken6.isValid(shown):
+            return
+        self.found = self._lint(s.result.model)
+        for key in self.field_findings:
+            self._fill_field_findings(key)
+        self._fill_findings()
+        fixable = [f for f in self.found if f.fix is not None]
+        self.fix_all.setText(f"Fix {len(fixable)} safely")
+        self.fix_all.setEnabled(bool(fixable))
+        self._fixable[:] = fixable
+
+    def _fill_findings(self) -> None:
+        self.findings.clear()
         for f in self.found:
             mark = "✖ " if f.severity == "error" else "⚠ "
             item = QListWidgetItem(mark + f.message + (f" [{f.code}]" if f.code else ""))
@@ -461,10 +514,6 @@ class MetadataEditor(QWidget):
             self.findings.addItem(item)
         if not self.found:
             self.findings.addItem("no findings: denotations and image metadata agree with the graph and the target")
-        self.findings.itemClicked.connect(self._jump)
-        self.findings.setMaximumHeight(150)
-        lay.addWidget(self.findings)
-        return box
 
     # ---- edits ---------------------------------------------------------------------------------------------
     def _push(self, over: MetadataEdits, text: str) -> bool:
