@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
 from PySide6.QtGui import QContextMenuEvent, QPainterPathStroker
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QLineEdit
 
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite
@@ -266,3 +266,129 @@ def test_conflict_fix_offers_only_fewer_transposes_in_a_menu_inside_the_window(q
     assert [a.text() for a in menu.actions()] == ["No single pin removes this conflict with fewer Transposes"]
     assert w.frameGeometry().contains(menu.geometry()), (menu.geometry(), w.frameGeometry())
     QTest.keyClick(menu, Qt.Key_Escape)
+
+
+def click_menu_item(menu, text: str) -> None:
+    """Click the item whose text starts with `text` in an open menu."""
+    action = next(a for a in menu.actions() if a.text().startswith(text))
+    assert action.isEnabled(), text
+    QTest.mouseClick(menu, Qt.LeftButton, Qt.NoModifier, menu.actionGeometry(action).center())
+
+
+def dark_pixels(view, centre: QPointF, radius: float) -> int:
+    image = view.viewport().grab().toImage()
+    c = view.mapFromScene(centre)
+    return sum(image.pixelColor(c.x() + dx, c.y() + dy).lightness() < 60
+               for dx in range(-int(radius), int(radius) + 1) for dy in range(-int(radius), int(radius) + 1)
+               if dx * dx + dy * dy <= radius * radius)
+
+
+def test_a_pinned_tensor_is_marked_on_its_edge(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "one.tflite"))
+    scene, view = w.scenes[TFLITE], w.panes[TFLITE].main_view
+    scene.finish()
+    x = w.editor.session.graph.main.inputs[0]
+    edge = scene.edges_by_tensor[x][0]
+    view.resetTransform()
+    view.centerOn(edge.pin_marker())
+    before = dark_pixels(view, edge.pin_marker(), 5)
+    at = view.mapFromScene(edge.path().pointAtPercent(0.5))
+    right_click(view.viewport(), at)
+    menu = w.editor.last_menu
+    qtbot.waitUntil(menu.isVisible)
+    click_menu_item(menu, "keep as is")
+    settle(qtbot, w)
+    assert w.editor.session.pins == {"x": "keep"}
+    edge = scene.edges_by_tensor[x][0]
+    assert edge.pin == "keep" and "Pinned to keep" in edge.toolTip()
+    assert dark_pixels(view, edge.pin_marker(), 5) > before + 30
+    active(qtbot, w)
+    QTest.keyClick(w, Qt.Key_Z, Qt.ControlModifier)                    # undo: the marker goes
+    settle(qtbot, w)
+    assert w.editor.session.pins == {}
+    assert scene.edges_by_tensor[x][0].pin == ""
+    assert dark_pixels(view, edge.pin_marker(), 5) == before
+
+
+def test_an_empty_validation_dock_leaves_the_graphs_the_room_at_1280x720(qtbot, window, tmp_path):  # noqa: F811
+    """Validate a model (the plots take their room), then open another: the dock stays, empty, one line tall."""
+    w = window
+    w.resize(1280, 720)
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "a.tflite"))
+    QTest.keyClick(w, Qt.Key_R, Qt.ControlModifier)
+    dock, panel = w.editor.validation_dock, w.editor.validation
+    qtbot.waitUntil(lambda: not panel.running and panel.validation is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: dock.height() >= 200)                 # the plots: a third of the window
+    open_by_dialog(qtbot, w, sample_path())
+    assert dock.isVisible() and panel.validation is None
+    qtbot.waitUntil(lambda: dock.height() < 90)
+    assert w.panes[TFLITE].height() > 450
+
+
+# ---- item 5 ------------------------------------------------------------------------------------------------
+def choose(qtbot, combo, text: str) -> None:
+    """Open the drop-down with a click on its arrow and click the item `text` in the popup."""
+    combo.window().activateWindow()
+    QTest.mouseClick(combo, Qt.LeftButton, Qt.NoModifier, QPoint(combo.width() - 8, combo.height() // 2))
+    view = combo.view()
+    qtbot.waitUntil(view.isVisible)
+    row = combo.findText(text)
+    assert row >= 0, text
+    index = view.model().index(row, 0)
+    view.scrollTo(index)
+    QTest.qWait(QApplication.doubleClickInterval() + 50)       # a release sooner is taken as the opening click's
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, view.visualRect(index).center())
+    qtbot.waitUntil(lambda: not view.isVisible())
+
+
+def metadata_dock(qtbot, w):
+    w.editor.metadata_dock.show()
+    w.editor.metadata_dock.raise_()
+    panel = w.editor.metadata
+    qtbot.waitUntil(lambda: not panel.pending and "x" in panel.types and panel.types["x"].isVisible())
+    return panel
+
+
+def test_a_wrong_pixel_format_chosen_from_the_drop_down_is_reported_at_once(qtbot, window, tmp_path):  # noqa: F811
+    """Gray8 on a 3-channel input: the finding shows while the focus is still on the drop-down, under its field."""
+    from inspector.core.metadata import schema as ms
+    w = window
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "rgb.tflite"))
+    panel = metadata_dock(qtbot, w)
+    choose(qtbot, panel.types["x"], "IMAGE")
+    qtbot.waitUntil(lambda: w.editor.idle, timeout=60_000)
+    view = w.panes[TFLITE].main_view                              # the focus leaves the dock: its fields rebuild
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, QPoint(5, 5))
+    qtbot.waitUntil(lambda: not panel.editing() and not panel.stale and not panel.pending)
+    assert panel.image[ms.PIXEL_FORMAT].isEnabled()
+    combo = panel.image[ms.PIXEL_FORMAT]
+    choose(qtbot, combo, "Gray8")
+    assert w.editor.session.metadata.image.get(ms.PIXEL_FORMAT) == "Gray8"       # applied at once
+    qtbot.waitUntil(lambda: w.editor.idle, timeout=60_000)
+    assert panel.editing()                                      # the focus is still on the drop-down
+    items = [panel.findings.item(i).text() for i in range(panel.findings.count())]
+    assert any("Gray8 means 1 channel(s)" in t for t in items), items
+    near = panel.field_findings[ms.PIXEL_FORMAT]
+    assert near.count() and "Gray8 means 1 channel(s)" in " ".join(
+        lab.text() for lab in near.itemAt(0).widget().findChildren(QLabel))
+
+
+def test_a_refused_keystroke_is_said_beside_its_field_until_the_text_changes(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "rgb.tflite"))
+    panel = metadata_dock(qtbot, w)
+    axis = panel.dims["x"][2]
+    edit = axis.lineEdit()
+    QTest.mouseClick(edit, Qt.LeftButton)
+    edit.selectAll()
+    QTest.keyClick(edit, Qt.Key_Delete)
+    QTest.keyClicks(edit, "DATA_Q")                              # no dimension denotation starts so
+    assert edit.text() == "DATA_"
+    assert axis.refusal.isVisible() and axis.refusal.text().startswith("'DATA_Q' refused: allowed values for "
+                                                                       "dimension denotation are ")
+    assert not panel.hint.isVisible()                            # not at the top of the dock
+    others = [c for c in panel.dims["x"] if c is not axis] + list(panel.types.values())
+    assert not any(c.refusal.isVisible() for c in others)
+    QTest.keyClicks(edit, "F")                                   # DATA_F…: the message goes
+    assert not axis.refusal.isVisible()

@@ -323,8 +323,9 @@ class Editor(QObject):
         self.history_dock = w._dock("History", self.history, Qt.RightDockWidgetArea, tab_with=w.details_dock)
         w.details_dock.raise_()
         self.validation_dock = w._dock("Validation", self.validation, Qt.BottomDockWidgetArea)
-        w.resizeDocks([self.validation_dock], [260], Qt.Vertical)
         self.validation_dock.hide()
+        # shown (View menu, Ctrl+R): as tall as what it holds, not as it was last
+        self.validation_dock.visibilityChanged.connect(lambda on: on and self.validation.fit_dock())
 
         bar = w.menuBar()
         view_menu = next((a for a in bar.actions() if a.text().replace("&", "") == "View"), None)

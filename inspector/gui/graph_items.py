@@ -163,6 +163,7 @@ def route_path(points: list[tuple[float, float]]) -> QPainterPath:
 
 class EdgeItem(QGraphicsItem):
     """A polyline edge; its path and hit shape are built on first use, so only painted edges pay for them."""
+    pin = ""                                      # the layout its tensor is pinned to ("": none; few edges have one)
 
     def __init__(self, index: int, edge: Edge, points: list[tuple[float, float]], frame: Frame | None = None):
         super().__init__()
@@ -188,8 +189,26 @@ class EdgeItem(QGraphicsItem):
         if reason == self.conflict:
             return
         self.conflict = reason
-        self.setToolTip(f"Conflict: {reason}" if reason else "")
+        self._tip()
         self.update()
+
+    def set_pin(self, layout: str) -> None:
+        if layout == self.pin:
+            return
+        self.pin = layout
+        self._tip()
+        self.update()
+
+    def _tip(self) -> None:
+        tips = ([f"Pinned to {self.pin}"] if self.pin else []) + ([f"Conflict: {self.conflict}"] if self.conflict
+                                                                  else [])
+        self.setToolTip("\n".join(tips) or (f"{self.edge.count} inputs drawn as one edge" if self.edge.count > 1
+                                             else ""))
+
+    def pin_marker(self) -> QPointF:
+        """Where the pin's marker sits: beside the edge, a third of the way down (the conflict diamond is halfway)."""
+        m = self.path().pointAtPercent(0.3)
+        return QPointF(m.x() + 11, m.y())
 
     def shape(self) -> QPainterPath:
         if self._shape is None:
@@ -214,6 +233,8 @@ class EdgeItem(QGraphicsItem):
             painter.setPen(pen)
             painter.setBrush(Qt.NoBrush)
             painter.drawPath(self.path())
+            if self.pin:
+                self._paint_pin(painter, pal, min(4 / lod, 40))
             return
         pen = QPen(color, 2.6 if self.conflict or self.edge.count > 1 else 1.2)     # a bundle is drawn heavy
         if self.conflict:
@@ -231,8 +252,21 @@ class EdgeItem(QGraphicsItem):
             painter.setBrush(pal.color(CONFLICT))
             painter.drawPolygon(QPolygonF([QPointF(m.x(), m.y() - 7), QPointF(m.x() + 7, m.y()),
                                            QPointF(m.x(), m.y() + 7), QPointF(m.x() - 7, m.y())]))
+        if self.pin:
+            self._paint_pin(painter, pal, 6.5)
         if lod >= LOD_DETAIL and self.edge.first and self.edge.label:
             painter.setPen(pal.outline)
             painter.setFont(_Fonts.get()[1])
             s = self._start
             painter.drawText(QRectF(s.x() + 5, s.y() + 1, 115, 12), Qt.AlignLeft | Qt.AlignVCenter, self.edge.label)
+
+    def _paint_pin(self, painter, pal, r: float) -> None:
+        """A pinned tensor's marker: a round head with P, beside the edge; shape, not just colour, says "pinned"."""
+        m = self.pin_marker()
+        painter.setPen(QPen(pal.outline, 1))
+        painter.setBrush(pal.pinned)
+        painter.drawEllipse(m, r, r)
+        if r >= 5:
+            painter.setPen(pal.text_light)
+            painter.setFont(_Fonts.get()[0])
+            painter.drawText(QRectF(m.x() - r, m.y() - r, 2 * r, 2 * r), Qt.AlignCenter, "P")

@@ -83,6 +83,7 @@ class GraphScene(QGraphicsScene):
         self._node_at: list = [None] * len(vg.nodes)  # the items by index (nodes and edges are in creation order)
         self._edge_at: list = [None] * len(vg.edges)
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})     # the latest colours asked for
+        self.pins: dict[Hashable, str] = {}           # tensor -> the layout it is pinned to (its edges marked)
         self._shown: tuple[dict, dict, dict] = ({}, {}, {})       # what the items are painted with (or queued to)
         self._fresh: set = set()                      # items apply() made: colour() must paint them
         self._stale = False                           # items painted by other colours than _colours (overlay)
@@ -156,6 +157,8 @@ class GraphScene(QGraphicsScene):
                 item = EdgeItem(i, edge, layout.routes[i], frame)
                 if conflicts:
                     self._colour_edge(item, conflicts, vg.nodes)
+                if self.pins and edge.tensor in self.pins:
+                    item.set_pin(self.pins[edge.tensor])
                 self.addItem(item)
                 self.edges.append(item)
                 self._edge_at[i] = item
@@ -359,6 +362,14 @@ class GraphScene(QGraphicsScene):
         for e in edges:
             self._colour_edge(e, edge_conflicts, self.vg.nodes)
         return True
+
+    def mark_pins(self, pins: dict[Hashable, str]) -> None:
+        """Mark the edges of pinned tensors (tensor -> layout text); edges made later are marked as they are made."""
+        old, self.pins = self.pins, dict(pins)
+        for t in set(old) | set(pins):
+            if old.get(t) != pins.get(t):
+                for item in self.edges_by_tensor.get(t, ()):
+                    item.set_pin(pins.get(t, ""))
 
     def repainted(self) -> None:
         """Items were painted with other colours (the validation overlay): the next colour() repaints them all."""

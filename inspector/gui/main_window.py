@@ -43,6 +43,19 @@ double-click a WHILE / IF op  open its subgraphs in tabs"""
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
 
 
+def pinned(sg, pins: dict) -> dict[int, str]:
+    """{tensor index: layout text} of the pins (by name, or by index when a name is not unique)."""
+    from inspector.core.emit.convert import resolve_pins
+    from inspector.core.ir.errors import InspectorError
+    out = {}
+    for key, text in pins.items():
+        try:
+            out.update(dict.fromkeys(resolve_pins(sg, {key: text}), text))
+        except InspectorError:
+            continue
+    return out
+
+
 def tflite_counts(graph, vg) -> str:
     """What the TFLite tab's count counts: the main subgraph's ops, of which some are drawn inside another."""
     ops = len(graph.main.ops)
@@ -592,6 +605,8 @@ class MainWindow(QMainWindow):
             return
         if which == TFLITE:
             changed = scene.colour(d.tflite_categories(), d.tflite_markers(), d.tflite_edge_conflicts())
+            if d.graph is not None:
+                scene.mark_pins(pinned(d.graph.main, getattr(self.views.session, "pins", None) or {}))
         else:
             changed = scene.colour(d.onnx_categories(), d.onnx_markers(), {})
         view = self.panes[which].main_view

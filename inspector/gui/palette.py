@@ -23,6 +23,7 @@ class Palette:
         self.terminal, self.edge = QColor(data["terminal"]), QColor(data["edge"])
         self.edge_conflict, self.selection = QColor(data["edge_conflict"]), QColor(data["selection"])
         self.outline, self.background = QColor(data["outline"]), QColor(data["background"])
+        self.pinned = QColor(data.get("pinned", data["outline"]))     # a pinned tensor's marker
         self.text_on = {k: self._contrast(c) for k, c in self.fill.items()}
 
     def _contrast(self, c: QColor) -> QColor:

@@ -27,6 +27,7 @@ from inspector.core.session.events import (MetadataChanged, ModelOpened, Options
 LO, HI = -8.0, -1.0
 RAMP = ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026"]
 NOT_COMPARED = QColor("#e0e0e0")
+PLOTS_HEIGHT = 260                  # px: the dock with a result's plots (at most a third of the window)
 
 
 def colour_for(max_rel: float) -> QColor:
@@ -191,7 +192,7 @@ class ValidationPanel(QWidget):
         self.hist.setLabel("bottom", "onnx − tflite (outputs)")
         self.hist.setLabel("left", "count")
         self.hist.setTitle("Output differences", size="9pt")
-        split = QSplitter(Qt.Horizontal)
+        split = self.plots = QSplitter(Qt.Horizontal)
         split.addWidget(self.per_op)
         split.addWidget(self.hist)
         split.setSizes([600, 300])
@@ -199,6 +200,7 @@ class ValidationPanel(QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addLayout(top)
         lay.addWidget(split, 1)
+        lay.addStretch(0)
 
         self.scale = ErrorScale()
         self.scale.hide()
@@ -282,10 +284,26 @@ class ValidationPanel(QWidget):
         self.status.setText("Open a TFLite model to validate it." if s is None or s.graph is None else
                             "Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R).")
         self._busy(False)
+        self.plots.hide()                           # empty plots took a 1280x720 window's graphs down to 250 px
+        self.fit_dock()
+
+    def fit_dock(self) -> None:
+        """The dock as tall as what it shows: one line while there is no result, the plots (a third of the window
+        at most) once there is."""
+        dock, w = getattr(self.editor, "validation_dock", None), self.editor.window
+        if dock is None or dock.isHidden():
+            return
+        if self.plots.isVisible():
+            height = min(PLOTS_HEIGHT, w.height() // 3)
+        else:
+            height = self.minimumSizeHint().height() + dock.sizeHint().height() - self.sizeHint().height()
+        w.resizeDocks([dock], [max(height, 1)], Qt.Vertical)
 
     def show_validation(self, v) -> None:
         from ..graph_model import ONNX
         self.validation = v
+        self.plots.show()
+        self.fit_dock()
         # Outputs computed after an op LiteRT cannot run were not compared: no point (it would sit at the top, red).
         cut = getattr(v, "cut", None) is not None
         errs = [e for e in v.outputs + v.intermediates if not (cut and e.is_output and not e.compared)]
