@@ -392,3 +392,32 @@ def test_a_refused_keystroke_is_said_beside_its_field_until_the_text_changes(qtb
     assert not any(c.refusal.isVisible() for c in others)
     QTest.keyClicks(edit, "F")                                   # DATA_F…: the message goes
     assert not axis.refusal.isVisible()
+
+
+def test_transposes_a_pin_inserts_keep_a_gap_to_their_neighbours(qtbot, window):  # noqa: F811
+    """Pin the sample's CONCATENATION output as it is (right-click the op, "keep as is"): the Transposes that brings
+    are placed on the edges they split, each with room around it, overlapping nothing."""
+    from inspector.gui.live_layout import MIN_GAP
+    w = window
+    open_by_dialog(qtbot, w, sample_path())
+    before = {it.node.key for it in w.scenes[ONNX].nodes}
+    scene, view = w.scenes[TFLITE], w.panes[TFLITE].main_view
+    scene.finish()
+    concat = next(it for it in scene.nodes if it.node.title == "CONCATENATION")
+    view.centerOn(concat)
+    right_click(view.viewport(), view.mapFromScene(concat.sceneBoundingRect().center()))
+    menu = w.editor.last_menu
+    qtbot.waitUntil(menu.isVisible)
+    click_menu_item(menu, "keep as is")
+    settle(qtbot, w)
+    onnx = w.scenes[ONNX]
+    onnx.finish()
+    new = [it for it in onnx.nodes if it.node.key not in before]
+    assert new and all(it.node.title == "Transpose" for it in new)
+    for it in new:
+        r = it.mapRectToScene(it.rect)
+        for other in onnx.nodes:
+            if other is not it:
+                o = other.mapRectToScene(other.rect)
+                gap = max(o.left() - r.right(), r.left() - o.right(), o.top() - r.bottom(), r.top() - o.bottom())
+                assert gap >= MIN_GAP, (it.node.key, other.node.key, gap)

@@ -19,7 +19,8 @@ import numpy as np
 
 from .graph_model import ViewGraph
 
-H_GAP, V_GAP = 28, 44            # pixels between node slots / between layer bands
+H_GAP, V_GAP = 28, 60            # pixels between node slots / between layer bands (room for an inserted
+                                  # Transpose, 40 px, with a gap above and below it: live_layout.MIN_GAP)
 _CACHE: OrderedDict[str, "Layout"] = OrderedDict()
 _CACHE_SIZE = 16
 _LOCK = threading.Lock()

@@ -35,6 +35,8 @@ def _joins_ends(route, src: tuple, dst: tuple, src_half: float, dst_half: float)
 
 # Past this share of new nodes the old picture says little about the new graph: lay it out afresh.
 MAX_NEW_SHARE = 0.25
+MIN_GAP = 8.0           # px kept clear around a placed node: an inserted Transpose 2 px from its neighbours read as
+                        # drawn on top of them
 
 
 def edge_keys(vg: ViewGraph) -> list[tuple[Hashable, Hashable, Hashable]]:
@@ -201,14 +203,14 @@ class Placement:
             if len(spots) == len(chain):
                 break
             x, y = (x0 + x1) / 2, (y0 + y1) / 2
-            if abs(y1 - y0) >= h and not _hits(taken, x, y, w, h):
+            if abs(y1 - y0) >= h + 2 * MIN_GAP and not _hits(taken, x, y, w, h, MIN_GAP):
                 spots.append((k, x, y))
                 taken.append((x, y, w, h))
         if not spots:
             return False
         while len(spots) < len(chain):                        # beside the one nearest the producer, in its gap
             k, x, y = spots[-1]
-            x, y = _clear(taken, x, y, w, h, margin=1.0)
+            x, y = _clear(taken, x, y, w, h)
             spots.append((k, x, y))
             taken.append((x, y, w, h))
         spots.sort(key=lambda p: (p[0], p[1]))                # along the route, from the producer
@@ -244,7 +246,7 @@ class Placement:
         return self.width - me.width / 2, me.height / 2
 
 
-def _clear(boxes, x: float, y: float, w: float, h: float, margin: float = 4.0) -> tuple[float, float]:
+def _clear(boxes, x: float, y: float, w: float, h: float, margin: float = MIN_GAP) -> tuple[float, float]:
     """(x, y), or the nearest position sideways (alternating right and left, one slot at a time) where a w×h box
     overlaps none of `boxes` (centre x, centre y, width, height) by `margin`."""
     near = [b for b in boxes if abs(b[1] - y) < (b[3] + h) / 2 + margin]    # only boxes in this band can collide
