@@ -206,9 +206,9 @@ class EdgeItem(QGraphicsItem):
                                              else ""))
 
     def pin_marker(self) -> QPointF:
-        """Where the pin's marker sits: beside the edge, a third of the way down (the conflict diamond is halfway)."""
-        m = self.path().pointAtPercent(0.3)
-        return QPointF(m.x() + 11, m.y())
+        """Where the pin's marker sits: on the edge, a quarter of the way down (the conflict diamond is halfway, the
+        shape label beside the start)."""
+        return self.path().pointAtPercent(0.25)
 
     def shape(self) -> QPainterPath:
         if self._shape is None:
@@ -261,7 +261,7 @@ class EdgeItem(QGraphicsItem):
             painter.drawText(QRectF(s.x() + 5, s.y() + 1, 115, 12), Qt.AlignLeft | Qt.AlignVCenter, self.edge.label)
 
     def _paint_pin(self, painter, pal, r: float) -> None:
-        """A pinned tensor's marker: a round head with P, beside the edge; shape, not just colour, says "pinned"."""
+        """A pinned tensor's marker: a round head with P on the edge; shape, not just colour, says "pinned"."""
         m = self.pin_marker()
         painter.setPen(QPen(pal.outline, 1))
         painter.setBrush(pal.pinned)
