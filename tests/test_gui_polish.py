@@ -90,10 +90,14 @@ def active(qtbot, w):
 def file_dialogs(answers: list, seen: list) -> None:
     """Answer the next file dialogs as a person does: note the folder each opens in, type a path and press Enter
     (None: press Escape)."""
+    tries = [1500]                      # 30 s, then it stops (a dialog that never came fails the test itself)
+
     def poll():
         d = QApplication.activeModalWidget()
         if not isinstance(d, QFileDialog):
-            QTimer.singleShot(20, poll)
+            tries[0] -= 1
+            if tries[0] > 0:
+                QTimer.singleShot(20, poll)
             return
         seen.append(d.directory().absolutePath())
         answer = answers.pop(0)
