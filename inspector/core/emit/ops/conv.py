@@ -58,46 +58,40 @@ def bias_1d(ctx, op, slot: int) -> str:
     return ctx.node("Reshape", [ctx.input(op, slot), ctx.i64([-1])], 1)[0]
 
 
-@op("CONV_2D", category=I, onnx="Conv")
-def conv2d(ctx, op):
+def window(ctx, op) -> tuple[list[int], int | None, dict, tuple]:
+    """CONV_2D / DEPTHWISE_CONV_2D as an ONNX Conv: kernel shape, group (None: 1), pads / strides / dilations, and
+    the transposition of TFLite's filter into ONNX's [O, I/group, KH, KW]."""
     o = op.options
     w = op.inputs[1]
-    kh, kw = ctx.shape(w)[1:3]
-    in_c, w_in = ctx.shape(op.inputs[0])[3], ctx.shape(w)[3]
-    if in_c % w_in:
-        raise ConversionError(f"CONV_2D#{op.index}: input channels {in_c} not a multiple of filter's {w_in}")
-    attrs = spatial_attrs(ctx, op, op.inputs[0], (kh, kw), (o.get("stride_h", 1), o.get("stride_w", 1)),
-                          (o.get("dilation_h_factor", o.get("dilation_hfactor", 1)),
-                           o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
-    group = in_c // w_in if in_c != w_in else None
-    if hybrid.applies(ctx, op):
-        return hybrid.conv(ctx, op, OHWI_TO_OIHW, group=group, kernel_shape=[kh, kw], **attrs)
-    if group is None and hybrid.sequential_conv(ctx, op, attrs):
-        return
-    weight = ctx.input(op, 1, OHWI_TO_OIHW)
-    ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
-             group=group, kernel_shape=[kh, kw], **attrs)
-
-
-@op("DEPTHWISE_CONV_2D", category=I, onnx="Conv")
-def depthwise(ctx, op):
-    o = op.options
-    w = op.inputs[1]
-    _, kh, kw, out_c = ctx.shape(w)
     in_c = ctx.shape(op.inputs[0])[3]
-    if out_c % in_c:
-        raise ConversionError(f"DEPTHWISE_CONV_2D#{op.index}: {out_c} output channels for {in_c} inputs")
-    # [1, KH, KW, C*M] -> [C*M, 1, KH, KW]; TFLite's output channel c*M+m reads input c, as a grouped Conv does.
+    if op.opcode == "DEPTHWISE_CONV_2D":
+        _, kh, kw, out_c = ctx.shape(w)
+        if out_c % in_c:
+            raise ConversionError(f"DEPTHWISE_CONV_2D#{op.index}: {out_c} output channels for {in_c} inputs")
+        # [1, KH, KW, C*M] -> [C*M, 1, KH, KW]; TFLite's output channel c*M+m reads input c, as a grouped Conv does.
+        group, perm = in_c, (3, 0, 1, 2)
+    else:
+        kh, kw = ctx.shape(w)[1:3]
+        w_in = ctx.shape(w)[3]
+        if in_c % w_in:
+            raise ConversionError(f"CONV_2D#{op.index}: input channels {in_c} not a multiple of filter's {w_in}")
+        group, perm = (in_c // w_in if in_c != w_in else None), OHWI_TO_OIHW
     attrs = spatial_attrs(ctx, op, op.inputs[0], (kh, kw), (o.get("stride_h", 1), o.get("stride_w", 1)),
                           (o.get("dilation_h_factor", o.get("dilation_hfactor", 1)),
                            o.get("dilation_w_factor", o.get("dilation_wfactor", 1))))
+    return [kh, kw], group, attrs, perm
+
+
+@op("CONV_2D", "DEPTHWISE_CONV_2D", category=I, onnx="Conv")
+def conv2d(ctx, op):
+    kernel, group, attrs, perm = window(ctx, op)
     if hybrid.applies(ctx, op):
-        return hybrid.conv(ctx, op, (3, 0, 1, 2), group=in_c, kernel_shape=[kh, kw], **attrs)
-    if hybrid.sequential_conv(ctx, op, attrs):
+        return hybrid.conv(ctx, op, perm, group=group, kernel_shape=kernel, **attrs)
+    if (group is None or op.opcode == "DEPTHWISE_CONV_2D") and hybrid.sequential_conv(ctx, op, attrs):
         return
-    weight = ctx.input(op, 1, (3, 0, 1, 2))
+    weight = ctx.input(op, 1, perm)
     ctx.node("Conv", [ctx.input(op, 0), weight] + _bias(ctx, op, 2), [ctx.fused(op, ctx.output(op))],
-             group=in_c, kernel_shape=[kh, kw], **attrs)
+             group=group, kernel_shape=kernel, **attrs)
 
 
 def transpose_conv_pads(in_sizes, out_sizes, kernel, strides) -> tuple[list[int], list[int]]:
