@@ -292,20 +292,24 @@ def test_dynamic_range_weights_stay_int8(tmp_path):
 
 @pytest.mark.parametrize("opset", [18, 21])
 def test_int16_activations_int8_weights(tmp_path, opset):
-    """16x8: int16 activations (zero point 0), int8 per-channel weights, int64 bias. Opset 21 has int16
-    QuantizeLinear; below it the same arithmetic is spelled out."""
+    """16x8: int16 activations (zero point 0), int8 per-channel weights, int64 bias. The convolution runs LiteRT's
+    integer arithmetic (tests/test_quant_exact.py); the MAX_POOL_2D after it reads and writes through Q/DQ: opset 21
+    has int16 QuantizeLinear, below it the same arithmetic is spelled out."""
     b = ModelBuilder()
     sx = 1 / 4096
     x = b.input("x", [1, 5, 6, 3], "int16", quant=(sx, 0))
     wq, wquant = per_channel(RNG.uniform(-1, 1, (4, 3, 3, 3)), axis=0)
     bq, bquant = bias_for(RNG.uniform(-1, 1, 4), sx, wquant["scales"], dtype="int64")
-    y = b.tensor("y", [1, 5, 6, 4], "int16", quant=(1 / 2048, 0))
-    b.op("CONV_2D", [x, b.const("w", wq, quant=wquant), b.const("b", bq, quant=bquant)], [y], {"padding": "SAME"})
+    c = b.tensor("c", [1, 5, 6, 4], "int16", quant=(1 / 2048, 0))
+    b.op("CONV_2D", [x, b.const("w", wq, quant=wquant), b.const("b", bq, quant=bquant)], [c], {"padding": "SAME"})
+    y = b.tensor("y", [1, 2, 3, 4], "int16", quant=(1 / 2048, 0))
+    b.op("MAX_POOL_2D", [c], [y], {"padding": "VALID", "filter_height": 2, "filter_width": 2, "stride_h": 2,
+                                   "stride_w": 2})
     b.output(y)
     r = convert(save(b, tmp_path), opset=opset)
     assert r.model.graph.input[0].type.tensor_type.elem_type == TensorProto.INT16
     assert bool(nodes(r, "QuantizeLinear")) == (opset >= 21)
-    assert_within(validate(r), 1)
+    assert_within(validate(r), 0)
 
 
 def test_int8_model_is_not_expanded(tmp_path):

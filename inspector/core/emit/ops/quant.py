@@ -385,12 +385,20 @@ def dequantize_op(ctx, op):
 # --- integer-exact kernels (convert(exact_int=True)) ------------------------------------------------------------
 # TFLite's integer kernels requantize with a fixed-point multiply and a rounding shift: two roundings, where
 # QuantizeLinear rounds once, so a QDQ model lands one step off on ~0.1-1 % of elements per op. Deep models
-# (EfficientNet's squeeze-excite gates) amplify those steps. With `exact_int`, Conv, depthwise, FullyConnected,
-# Mul and Mean run as TFLite runs them: integer-valued float operands (x - zero point; exact below 2^24), the
-# accumulator requantized in float64 with TFLite's multiplier and shift, clamped to the fused activation's range.
+# (EfficientNet's squeeze-excite gates) amplify those steps. With `exact_int`, Conv, depthwise, transposed Conv,
+# FullyConnected, BatchMatMul, Mul and Mean run as TFLite runs them: integer-valued float operands (x - zero point;
+# exact below 2^24), the accumulator requantized in float64 with TFLite's multiplier and shift, clamped to the fused
+# activation's range.
 # ONNX Runtime cannot fuse that into its integer kernels: the default stays QDQ.
 ONNX_INT32 = TensorProto.INT32
-EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL"})
+EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL", "TRANSPOSE_CONV", "BATCH_MATMUL"})
+# Where each op reads its data, its weights (an activation for MUL and BATCH_MATMUL) and its bias.
+EXACT_SLOTS = {"TRANSPOSE_CONV": (2, 1, 3)}
+TWO_ACTIVATIONS = frozenset({"MUL", "BATCH_MATMUL"})
+
+
+def exact_slots(op) -> tuple[int, int, int]:
+    return EXACT_SLOTS.get(op.opcode, (0, 1, 2))
 
 
 def quantize_multiplier(m: float) -> tuple[int, int]:
@@ -486,12 +494,15 @@ def activation_range(act: str, scale: float, zp: int, dtype: str) -> tuple[int, 
 
 
 def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axis: int | None = None,
-               rank: int = 0, bound: float | None = None, single: bool = False) -> str:
-    """float64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast."""
+               rank: int = 0, bound: float | None = None, single: bool = False, wide: bool = False) -> str:
+    """float64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast.
+    `wide`: the 64-bit accumulators' rule (int16 activations), see wide_multipliers."""
     ten = em.sg.tensors[out_t]
     so, zo = params(ten.quantization)
     qe = [quantize_multiplier(float(m)) for m in np.atleast_1d(mults)]
     q, e = np.array([a for a, _ in qe]), np.array([b for _, b in qe])
+    if wide:
+        q, single = wide_multipliers(q), True
     if axis is not None and q.size > 1:
         shape = [1] * rank
         shape[axis] = -1
@@ -500,6 +511,13 @@ def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axi
         q, e = q.reshape(()), e.reshape(())
     lo, hi = activation_range(act, so, zo, ten.dtype)
     return clamp_cast(em, fixed_point_multiply(em, acc, q, e, zo, lo, bound, single), lo, hi, out, ten.dtype)
+
+
+def wide_multipliers(q: np.ndarray) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier on a 64-bit accumulator keeps the multiplier's top 15 bits (rounded,
+    capped at 0x7FFF) and rounds once, half up: the same as one rounding with those bits as a 31-bit multiplier."""
+    q = np.asarray(q, np.int64)
+    return np.where(q < 0x7FFF0000, (q + (1 << 15)) >> 16, 0x7FFF) << 16
 
 
 class Exact:
@@ -523,16 +541,18 @@ class Exact:
     def _check(self, op) -> bool:
         sg, q = self.qdq.em.sg, self.qdq.q
         eight = ("int8", "uint8")
-        acts = [op.inputs[0], op.outputs[0]] + ([op.inputs[1]] if op.opcode == "MUL" else [])
+        data, weights, bias = exact_slots(op)
+        two = op.opcode in TWO_ACTIVATIONS
+        acts = [op.inputs[data], op.outputs[0]] + ([op.inputs[weights]] if two else [])
         for t in acts:
             ten = sg.tensors[t]
             if t not in q or ten.dtype not in eight or params(ten.quantization) is None:
                 return False
-        if op.opcode != "MUL":
-            w = sg.tensors[op.inputs[1]]
-            if op.inputs[1] not in q or w.dtype not in eight or w.data is None:
+        if not two:
+            w = sg.tensors[op.inputs[weights]]
+            if op.inputs[weights] not in q or w.dtype not in eight or w.data is None:
                 return False
-            b = op.inputs[2] if len(op.inputs) > 2 else -1
+            b = op.inputs[bias] if len(op.inputs) > bias else -1
             if b >= 0 and (b not in q or sg.tensors[b].dtype != "int32"):
                 return False
         return True
@@ -557,6 +577,7 @@ class Exact:
     def requantize(self, op, src: str, dst: str, t: int) -> None:
         em = self.qdq.em
         sg = em.sg
+        data, weights, _ = exact_slots(op)
         scale = lambda i: np.float64(params(sg.tensors[op.inputs[i]].quantization)[0])   # noqa: E731
         so = np.float64(params(sg.tensors[t].quantization)[0])
         rank = sg.tensors[t].rank
@@ -566,24 +587,33 @@ class Exact:
             # to move a product that lands near a rounding tie by one step.
             f32 = lambda i: np.float32(params(sg.tensors[i].quantization)[0])   # noqa: E731
             mults, axis = np.array([np.float64(f32(op.inputs[0]) * f32(op.inputs[1]) / f32(t))]), None
+        elif op.opcode == "BATCH_MATMUL":
+            mults, axis = np.array([scale(0) * scale(1) / so]), None
         else:
-            mults = scale(0) * sg.tensors[op.inputs[1]].quantization.scales.astype(np.float64) / so
+            mults = scale(data) * sg.tensors[op.inputs[weights]].quantization.scales.astype(np.float64) / so
             perm = em.plan.produced.get((op.index, 0), em.perm(t))
             axis = L.axis_to_onnx(rank - 1, perm)                 # output channels are TFLite's last axis
         requantize(em, to_double(em, src), mults, t, dst, op.options.get("fused_activation_function", "NONE") or "NONE",
                    axis, rank, self.bound(op), single=op.opcode == "FULLY_CONNECTED")
 
     def bound(self, op) -> float:
-        """A bound on |accumulator|: the centred input range times the largest per-channel sum of |weights|."""
+        """A bound on |accumulator|: the centred input range times the largest per-channel sum of |weights|
+        (BATCH_MATMUL: times the inner dimension)."""
         sg = self.qdq.em.sg
-        bx = centred_range(sg.tensors[op.inputs[0]])
-        if op.opcode == "MUL":
-            return float(bx * centred_range(sg.tensors[op.inputs[1]]))
-        w = sg.tensors[op.inputs[1]]
+        data, weights, bias_slot = exact_slots(op)
+        bx = centred_range(sg.tensors[op.inputs[data]])
+        if op.opcode in TWO_ACTIVATIONS:
+            by = centred_range(sg.tensors[op.inputs[weights]])
+            if op.opcode == "MUL":
+                return float(bx * by)
+            x = sg.tensors[op.inputs[0]]
+            inner = x.shape[-2] if op.options.get("adj_x") else x.shape[-1]
+            return float(bx * by * max(int(inner), 1))
+        w = sg.tensors[op.inputs[weights]]
         mag = np.abs(w.data.astype(np.int64)) + int(np.abs(w.quantization.zero_points).max())
         axis = 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0
         per_channel = mag.sum(axis=tuple(a for a in range(mag.ndim) if a != axis))
-        b = op.inputs[2] if len(op.inputs) > 2 else -1
+        b = op.inputs[bias_slot] if len(op.inputs) > bias_slot else -1
         bias = int(np.abs(sg.tensors[b].data.astype(np.int64)).max()) if b >= 0 and sg.tensors[b].data is not None \
             else 0
         return float(per_channel.max() * bx + bias)
