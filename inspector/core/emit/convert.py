@@ -98,7 +98,55 @@ def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
 def planner(graph: Graph, pins=None, keep_io_layout: bool = False) -> Planner:
     """The main subgraph's layout problem as convert() poses it, for "what if" questions (pins by name or index)."""
     folded, constants = fold_constants(graph.main)
-    return Planner(graph.main, _op_table(), resolve_pins(graph.main, pins), keep_io_layout, folded, set(constants))
+    table = _op_table()
+    return Planner(graph.main, table, resolve_pins(graph.main, pins), keep_io_layout, folded, set(constants),
+                   **_nested(graph, table))
+
+
+class Subplans:
+    """The plans of a graph's subgraphs at given boundary layouts (nested.Subplans), each made once: the planner
+    prices an IF or WHILE mode with them, and the emitter emits the plan its chosen mode was priced with."""
+
+    def __init__(self, graph: Graph, table):
+        self.graph, self.table = graph, table
+        self.plans: dict[tuple, object] = {}
+        self.folded: dict[int, tuple] = {}
+        self.open: set[int] = set()                 # subgraphs being planned (a cycle is refused before: a guard)
+
+    def plan(self, index: int, ins=None, outs=None, owner: str = ""):
+        sg = self.graph.subgraphs[index]
+        ins = tuple(ins) if ins is not None else tuple(L.identity(sg.tensors[t].rank) for t in sg.inputs)
+        outs = tuple(outs) if outs is not None else tuple(L.identity(sg.tensors[t].rank) for t in sg.outputs)
+        key = (index, ins, outs)
+        got = self.plans.get(key)
+        if got is None:
+            if index in self.open:
+                raise ConversionError(f"subgraph {index} ({sg.name}) runs itself")
+            if index not in self.folded:
+                self.folded[index] = fold_constants(sg)
+            folded, constants = self.folded[index]
+            self.open.add(index)
+            try:
+                got = self.plans[key] = _plan(sg, self.table, {}, True, skip=folded, constants=set(constants),
+                                              graph=self.graph, subplans=self,
+                                              boundary=(ins, outs, owner or "chosen with the enclosing graph"))
+            finally:
+                self.open.discard(index)
+        return got
+
+    def cost(self, index: int, ins, outs):
+        try:
+            o = self.plan(index, ins, outs).optimality
+        except ConversionError:
+            return None                             # the emission says why, with the layouts as in TFLite
+        sg = self.graph.subgraphs[index]
+        gap = "" if o.proven else f"subgraph {index} ({sg.name}) planned with a gap of {o.transposes - o.bound}"
+        return o.transposes, "; ".join(x for x in (gap, o.left_out) if x)
+
+
+def _nested(graph: Graph, table) -> dict:
+    """The main graph planner's arguments that plan its IF/WHILE subgraphs with it (none without subgraphs)."""
+    return {"graph": graph, "subplans": Subplans(graph, table)} if len(graph.subgraphs) > 1 else {}
 
 
 def unsupported(sg: Subgraph, table, folded) -> list[str]:
@@ -152,7 +200,8 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
         if cache is not None:
             cache.prepared = table, folded, constants
     pin_map = resolve_pins(sg, pins)
-    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), memo=cache)
+    nested = _nested(graph, table)
+    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), memo=cache, **nested)
     trace = ConversionTrace()
     try:
         em = (cache.emitter if cache is not None else Emitter)(sg, plan, opset, constants, trace)
@@ -160,6 +209,7 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
         raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
                               ) from None
     em.graph, em.table, em.nested = graph, table, emit_subgraph
+    em.subplans = nested.get("subplans")
     em.q.keep_fp16, em.q.exact, em.q.dynamic_as_float = keep_fp16, exact_int, dynamic_as_float
 
     # The graph is built in place (helper.make_graph + make_model copied every node twice, extend copied every
@@ -503,16 +553,20 @@ def emit_op(em: Emitter, op: Op) -> None:
     em.flush()
 
 
-def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], Emitter]:
-    """Plan and emit TFLite subgraph `index` (a WHILE cond/body, IF branch, CALL_ONCE init) with the TFLite layout
-    at its boundaries. `inputs` are the ONNX names its inputs take (TFLite layout). Nodes go to the parent's list
-    when `inline`, else to the returned emitter's own list (a Loop/If body). Returns its outputs' names (TFLite
-    layout; an output may be one of `inputs` or a constant) and the emitter."""
+def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool = False, ins=None,
+                  outs=None) -> tuple[list[str], Emitter]:
+    """Plan and emit TFLite subgraph `index` (a WHILE cond/body, IF branch, CALL_ONCE init) with its inputs in
+    the layouts `ins` and its outputs presented in `outs` (None: as in TFLite), the boundary the parent's plan chose
+    (Subplans). `inputs` are the ONNX names its inputs take. Nodes go to the parent's list when `inline`, else to
+    the returned emitter's own list (a Loop/If body). Returns its outputs' names (an output may be one of `inputs`
+    or a constant) and the emitter."""
     sg = parent.graph.subgraphs[index]
     if len(inputs) != len(sg.inputs):
         raise ConversionError(f"subgraph {index} ({sg.name}) takes {len(sg.inputs)} inputs, got {len(inputs)}")
-    folded, constants = fold_constants(sg)
-    plan = _plan(sg, parent.table, {}, keep_io_layout=True, skip=folded, constants=set(constants))
+    subplans = parent.root.subplans or Subplans(parent.graph, parent.table)
+    plan = subplans.plan(index, ins, outs)
+    constants = subplans.folded[index][1]
+    folded = subplans.folded[index][0]
     em = Emitter(sg, plan, parent.opset, constants, ConversionTrace(), parent=parent)
     if inline:
         em.nodes = parent.nodes
@@ -523,8 +577,7 @@ def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool =
         for name in em.trace.node_op:
             parent.trace.op_nodes.setdefault(parent.op.index, []).append(name)
             parent.trace.node_op[name] = parent.op.index
-    outs = [em.const_of(t) if em.is_const(t) else em.present(t, L.identity(sg.tensors[t].rank))
-            for t in sg.outputs]
+    outs = [em.const_of(t) if em.is_const(t) else em.present(t, plan.outputs[t]) for t in sg.outputs]
     parent.root.subgraphs[index] = (plan, em.trace)
     return outs, em
 

@@ -152,6 +152,7 @@ class Emitter:
         self.table = parent.table if parent is not None else None     # the op table (set by convert)
         # emits a nested TFLite subgraph (set by convert; op handlers call emit_subgraph, never convert)
         self.nested = parent.nested if parent is not None else None
+        self.subplans = None                             # on the root: convert.Subplans, the subgraphs' plans
         self.subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = {}   # on the root: emitted subgraphs
         self.state = None                                # on the root: ops.variables.State, when used
         self.memo: dict[tuple, object] = {}             # what a handler made once: key -> ONNX name(s)
@@ -173,10 +174,12 @@ class Emitter:
         emitter a reference cycle, left for the garbage collector with all it holds)."""
         return self if self.parent is None else self.parent.root
 
-    def emit_subgraph(self, index: int, inputs: list[str], inline: bool = False) -> tuple[list[str], "Emitter"]:
-        """Plan and emit TFLite subgraph `index` (WHILE cond/body, IF branch, CALL_ONCE init) under this emitter:
-        its outputs' names and its emitter (see convert.emit_subgraph)."""
-        return self.nested(self, index, inputs, inline)
+    def emit_subgraph(self, index: int, inputs: list[str], inline: bool = False, ins=None,
+                      outs=None) -> tuple[list[str], "Emitter"]:
+        """Plan and emit TFLite subgraph `index` (WHILE cond/body, IF branch, CALL_ONCE init) under this emitter,
+        its inputs in layouts `ins`, its outputs in `outs` (None: as TFLite): its outputs' names and its emitter
+        (see convert.emit_subgraph)."""
+        return self.nested(self, index, inputs, inline, ins, outs)
 
     # --- names -------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -312,20 +315,8 @@ class Emitter:
         if ck in self.memo:
             return self.memo[ck]
         step = L.compose(L.inverse(have), want)
-        src = self.value(t)
         out = target or self.fresh(f"{self.tensor(t).name}_{L.name(want)}")
-        if L.is_identity(step):
-            self.node("Identity", [src], [out])
-        elif L.reshapable(L.apply(self.tensor(t).dims, have), step):
-            self.node("Reshape", [src, self.i64(L.apply(self.tensor(t).dims, want))], [out])
-        elif L.is_trivial(dims := L.apply(self.tensor(t).dims, have), step):
-            # only size-1 axes move, but a Reshape cannot say where two dynamic dims go: drop and re-insert them
-            ones = [a for a, d in enumerate(dims) if d == 1]
-            gone = self.node("Squeeze", [src, self.i64(ones, "axes")], 1)[0]
-            self.node("Unsqueeze", [gone, self.i64([a for a, d in enumerate(L.apply(dims, step)) if d == 1], "axes")],
-                      [out])
-        else:
-            self.node("Transpose", [src], [out], perm=list(step))
+        if self.rearrange(self.value(t), L.apply(self.tensor(t).dims, have), step, out):
             node = self.last_node
             conflict = self.conflict_at.get((t, tuple(want)))
             if conflict is not None:
@@ -334,6 +325,24 @@ class Emitter:
         self.note_value(t, out)
         self.memo[ck] = out
         return out
+
+    def rearrange(self, src: str, dims, step: Perm, out: str) -> bool:
+        """Write src (of ONNX shape `dims`) transposed by `step` to `out`: no data moves when only size-1 axes move
+        (Identity, a Reshape, or Squeeze and Unsqueeze where a Reshape cannot say where two dynamic dims go).
+        True when it took a Transpose."""
+        if L.is_identity(step):
+            self.node("Identity", [src], [out])
+        elif L.reshapable(dims, step):
+            self.node("Reshape", [src, self.i64(L.apply(dims, step))], [out])
+        elif L.is_trivial(dims, step):
+            ones = [a for a, d in enumerate(dims) if d == 1]
+            gone = self.node("Squeeze", [src, self.i64(ones, "axes")], 1)[0]
+            self.node("Unsqueeze", [gone, self.i64([a for a, d in enumerate(L.apply(dims, step)) if d == 1], "axes")],
+                      [out])
+        else:
+            self.node("Transpose", [src], [out], perm=list(step))
+            return True
+        return False
 
     def broadcast_input(self, op: Op, slot: int, out_rank: int, out_perm: Perm) -> str:
         """A lower-rank operand of a broadcasting op, aligned to the output's rank and layout (numpy rules)."""
@@ -406,13 +415,14 @@ class Emitter:
             elif kind == "quantize":
                 self.q.flush(src, dst, arg)
             else:
-                perm = [int(x) for x in arg.split(",")]
+                step = tuple(int(x) for x in arg.split(","))
                 t = self.trace.value_tensor.get(dst)
-                self.node("Transpose", [src], [dst], perm=perm)
-                node = self.last_node
-                for c in self.pin_conflicts.get(t, ()):
-                    c.node = node
-                    self.trace.inserted[node] = c
+                natural = L.compose(self.perm(t), L.inverse(step))     # the layout the op wrote
+                if self.rearrange(src, L.apply(self.tensor(t).dims, natural), step, dst):
+                    node = self.last_node
+                    for c in self.pin_conflicts.get(t, ()):
+                        c.node = node
+                        self.trace.inserted[node] = c
 
     # --- nodes -------------------------------------------------------------------------------------------
     def node(self, op_type: str, inputs: list[str], outputs, domain: str = "", name: str | None = None,

@@ -39,4 +39,12 @@ class ConversionResult:
 
     @property
     def transposes(self) -> int:
-        return sum(1 for n in self.model.graph.node if n.op_type == "Transpose")
+        """Transpose nodes in the model, its If and Loop bodies included."""
+        count, graphs = 0, [self.model.graph]
+        while graphs:
+            for n in graphs.pop().node:
+                if n.op_type == "Transpose":
+                    count += 1
+                elif n.op_type in ("If", "Loop", "Scan"):
+                    graphs.extend(a.g for a in n.attribute if a.HasField("g"))
+        return count

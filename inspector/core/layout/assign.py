@@ -2,9 +2,10 @@
 Transposes, ties broken by bytes moved, wins.
 
 A tensor's layout is what its producer's mode writes (or its pin). A consumer mode reading it in another layout
-costs one Transpose per distinct (tensor, layout) — none when only size-1 axes move (a Reshape) — and a TFLite
-TRANSPOSE op costs one unless its perm composed with the layouts around it is the identity or only moves size-1
-axes. solve.py picks the modes: every combination when there are few, else a greedy forward pass (an upper bound)
+costs one Transpose per distinct (tensor, layout) — none when only size-1 axes move (a Reshape, or Squeeze and
+Unsqueeze when two dims are dynamic) — and a TFLite TRANSPOSE op is a choice like any other: it reads one of its
+input's layouts and writes any layout, costing one unless its perm composed with those layouts is the identity or
+only moves size-1 axes. solve.py picks the modes: every combination when there are few, else a greedy forward pass (an upper bound)
 and, only when it misses a lower bound (the Transposes no choice avoids), an exact search of the parts where it pays
 (exact.py), or an ILP (HiGHS, imported then) when a part is too wide for it, within a time budget. Graph inputs
 are decided by rule before (io_rules.py), pins are hard constraints.
@@ -15,11 +16,12 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import layout as L
+from . import nested
 from inspector.core.ir.graph import Subgraph
 from .layout import Perm
 from .plan import Category
@@ -42,24 +44,34 @@ class Mode(NamedTuple):                       # a tuple: made by the thousand, c
 Choice = dict[int, Mode]                      # op -> the mode it runs in
 
 
+WHOLE = "the whole model: every op's layouts, its TRANSPOSE ops and its IF/WHILE subgraphs included"
+
+
 @dataclass
 class Optimality:
-    """What the report says about the plan: its Transposes, the proven lower bound and how it was found."""
+    """What the report says about the plan: its Transposes (its subgraphs' included), the proven lower bound, how
+    it was found, and what the space it is proven over leaves out ("" nothing: WHOLE)."""
     transposes: int
     bound: int
     method: str
+    left_out: str = ""
 
     @property
     def proven(self) -> bool:
         return self.transposes <= self.bound
 
+    @property
+    def over(self) -> str:
+        return WHOLE if not self.left_out else f"{WHOLE}, except {self.left_out}"
+
     def to_dict(self) -> dict:
         return {"transposes": self.transposes, "lower_bound": self.bound, "proven_optimal": self.proven,
-                "method": self.method}
+                "method": self.method, "over": self.over}
 
     def describe(self) -> str:
         gap = "proven optimal" if self.proven else f"gap {self.transposes - self.bound} to the lower bound"
-        return f"{self.transposes} Transpose(s), {gap} ({self.method})"
+        over = f"; over the model except {self.left_out}" if self.left_out else ""
+        return f"{self.transposes} Transpose(s), {gap} ({self.method}{over})"
 
 
 _ID: dict[int, Perm] = {}
@@ -95,6 +107,10 @@ class Problem:
     constants: set[int]
     outputs_allowed: dict[int, tuple[Perm, ...]]       # graph output -> layouts it may be presented in
     keep_io_layout: bool = False
+    graph: Any = None                                  # the whole Graph, with subplans: IF/WHILE priced with it
+    subplans: Any = None                               # nested.Subplans: the subgraphs' plans at given boundaries
+    io_note: str = ""                                  # a subgraph's: who chose its boundary layouts
+    narrowed: dict[int, str] = field(default_factory=dict)   # op -> what its modes leave out (nested.modes)
     modes: dict[int, list[Mode]] = field(default_factory=dict)
     cand: dict[int, list[Perm]] = field(default_factory=dict)
     _free: dict = field(default_factory=dict, repr=False)
@@ -136,7 +152,7 @@ class Problem:
         key = (t, have, want)
         if key not in self._free:
             dims = self.sg.tensors[t].dims
-            self._free[key] = L.reshapable(L.apply(dims, have), L.compose(L.inverse(have), want))
+            self._free[key] = L.is_trivial(L.apply(dims, have), L.compose(L.inverse(have), want))
         return self._free[key]
 
     def demands(self, t: int) -> list[Perm]:
@@ -169,6 +185,7 @@ class Problem:
             self.cand[t] = [perm]
         if reuse is not None:               # facts about the graph and a tensor's shape alone: shared
             self._free, self._bytes, self._graph = reuse._free, reuse._bytes, reuse._graph
+            self.narrowed = dict(reuse.narrowed)
             if self._topological():
                 return self._rebuild(reuse)
         old_modes = reuse.modes if reuse is not None else {}
@@ -261,6 +278,13 @@ class Problem:
         return all(self.candidates(t) == other.candidates(t) for _, t in self.acts(op))
 
     def _modes(self, op) -> list[Mode]:
+        if self.subplans is not None and op.opcode in ("IF", "WHILE"):
+            got = nested.modes(self, op, _nested_mode)
+            self.narrowed.pop(op.index, None)
+            if got is not None:
+                if got[1]:
+                    self.narrowed[op.index] = got[1]
+                return got[0]
         rule = self.table.get(op.opcode)
         acts = self.acts(op)
         tensors = self.sg.tensors
@@ -341,12 +365,22 @@ class Problem:
             p_inv, seen = L.inverse(p), L.apply(dims, p)
             for r in outs[:MAX_CANDIDATES]:
                 net = L.compose(p_inv, L.compose(q, r))
-                cost = 0 if L.reshapable(seen, net) else 1
+                cost = 0 if L.is_trivial(seen, net) else 1
                 what = "Transpose" if cost else ("an Identity" if L.is_identity(net) else "a Reshape")
                 modes.append(Mode(((0, p),), (r,), cost=cost,
                                   why=f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"))
         modes.sort(key=lambda m: m.cost)
         return modes
+
+
+def _nested_mode(reads, writes, cost: int, why: str) -> Mode:
+    return Mode(tuple(reads), tuple(writes), cost=cost, kind="terminate", why=why)
+
+
+def left_out(pb: Problem) -> str:
+    """What the space the plan is proven over leaves out ("" nothing): IF/WHILE boundaries priced at some of their
+    layout combinations only, subgraph plans not proven optimal."""
+    return "; ".join(dict.fromkeys(pb.narrowed[oi] for oi in sorted(pb.narrowed) if oi in pb.modes))
 
 
 def presented(pb: Problem, t: int, have: Perm) -> Perm:

@@ -17,7 +17,7 @@ from copy import copy
 
 from . import layout as L
 from inspector.core.ir.graph import Subgraph
-from .assign import TIME_BUDGET, Optimality, Problem
+from .assign import TIME_BUDGET, Optimality, Problem, left_out
 from .io_rules import image_output, input_layout
 from .layout import Perm
 from .plan import Category, Conflict, LayoutPlan
@@ -36,19 +36,24 @@ def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
 
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
                  skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
-                 time_budget: float = TIME_BUDGET, memo=None) -> LayoutPlan:
+                 time_budget: float = TIME_BUDGET, memo=None, graph=None, subplans=None,
+                 boundary=None) -> LayoutPlan:
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
     `memo`: an object whose `problem` attribute keeps the last problem of this subgraph (same skip, constants and
     I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build) and
     re-solves only the parts of the graph around them (exact.resolve). It also gets `plan_tables`: the plan's
     own tables (assemble's, never changed), and `plan_changes`: (the last plan's tables, the keys of perms, inputs
-    and produced whose values differ from them) when the plan was updated from the last one, else None."""
+    and produced whose values differ from them) when the plan was updated from the last one, else None.
+    `graph`, `subplans`: the whole Graph and its subgraphs' plans (nested.Subplans): IF and WHILE are planned with
+    this graph. `boundary`: (input layouts, output layouts, who chose them) of a subgraph planned so."""
     old = getattr(memo, "problem", None)
-    pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old)
+    pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old, graph=graph, subplans=subplans,
+                 boundary=boundary)
     if memo is not None:
         memo.problem = pb
         pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
     choice, optimality = solve(pb, time_budget, previous=old)
+    optimality.left_out = left_out(pb)
     plan = assemble(pb, choice, optimality, keep=memo is not None)
     if memo is not None:            # what the re-emission compares with the last plan (emit/incremental.py)
         memo.plan_tables, memo.plan_changes = pb.kept["plan"], pb.changes
@@ -57,10 +62,17 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
 
 
 def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
-            reuse: Problem | None = None) -> Problem:
-    """The modes of every op, graph inputs decided by rule, graph outputs' allowed presentations."""
+            reuse: Problem | None = None, graph=None, subplans=None, boundary=None) -> Problem:
+    """The modes of every op, graph inputs decided by rule (or by `boundary`), graph outputs' allowed
+    presentations."""
     pins = dict(pins or {})
     constants = constants if constants is not None else {t.index for t in sg.tensors if t.is_constant}
+    if boundary is not None:                        # a subgraph planned with its parent: its I/O layouts are given
+        ins, outs, why = boundary
+        fixed = {t: (p, f"subgraph input, {L.name(p)}: {why}") for t, p in zip(sg.inputs, ins) if t not in constants}
+        allowed = {t: (p,) for t, p in zip(sg.outputs, outs)}
+        return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, False, graph, subplans,
+                       why).build(reuse)
     # The I/O rules walk the graph for an Implicit op or a TRANSPOSE; a graph with neither (most small ones) has
     # nothing for them to find: no walk, the same answers.
     walk = False                                     # (a loop, not any() over a generator; not named `op`:
@@ -84,7 +96,8 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
         image = r >= 3 and not keep_io_layout and walk and image_output(sg, t, table, skip,
                                                                         facts[0] if facts else None)
         allowed[t] = (pins[t],) if t in pins else (L.identity(r), L.channels_first(r)) if image else (L.identity(r),)
-    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout).build(reuse)
+    return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, keep_io_layout, graph,
+                   subplans).build(reuse)
 
 
 def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = True) -> LayoutPlan:
@@ -120,6 +133,8 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = T
         want = presented(pb, t, have)
         plan.outputs[t] = want
         keep = pb.keep_io_layout and t not in pins and tensors[t].rank >= 3
+        if pb.io_note:
+            plan.io_rules.setdefault(t, f"subgraph output presented as {L.name(want)}: {pb.io_note}")
         plan.io_rules.setdefault(t, "graph output kept in the TFLite layout (--keep-io-layout)" if keep
                                  else "graph output presented " + ("as TFLite" if L.is_identity(want)
                                                                    else f"as {L.name(want)}") +
@@ -236,16 +251,18 @@ class Planner:
     parts of the graph the pin reaches are looked at again."""
 
     def __init__(self, sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
-                 time_budget: float = TIME_BUDGET):
+                 time_budget: float = TIME_BUDGET, graph=None, subplans=None):
         self.args = (sg, table, dict(pins or {}), keep_io_layout, skip, constants)
+        self.nested = {"graph": graph, "subplans": subplans}
         self.time_budget = time_budget
-        self.problem = problem(*self.args)
+        self.problem = problem(*self.args, **self.nested)
         self._solved = None
 
     def solved(self) -> tuple[Choice, Optimality]:
         """solve() of this problem, once."""
         if self._solved is None:
             self._solved = solve(self.problem, self.time_budget)
+            self._solved[1].left_out = left_out(self.problem)
         return self._solved
 
     def plan(self) -> LayoutPlan:
@@ -258,5 +275,7 @@ class Planner:
     def transposes_if(self, t: int, perm: Perm) -> Optimality:
         sg, table, pins, keep, skip, constants = self.args
         self.solved()
-        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants, reuse=self.problem)
-        return solve(pb, self.time_budget, previous=self.problem)[1]
+        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants, reuse=self.problem, **self.nested)
+        got = solve(pb, self.time_budget, previous=self.problem)[1]
+        got.left_out = left_out(pb)
+        return got

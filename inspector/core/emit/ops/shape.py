@@ -345,18 +345,12 @@ def transpose_rule(op, sg, in_perms, out_pin):
 @op("TRANSPOSE", category=A, onnx="Transpose", rule=transpose_rule)
 def transpose(ctx, op):
     # Input and output may both carry layouts: fold them and q into one permutation (the trap after a Conv);
-    # when that only moves size-1 axes it is a Reshape, when it is the identity no data moves at all.
+    # when that only moves size-1 axes no data moves (a Reshape, or nothing at all when it is the identity).
     p = in_perm(ctx, op)
     q = tuple(const_ints(ctx, op, 1))
     r = ctx.plan.produced.get((op.index, 0), L.identity(len(q)))
     perm = L.compose(L.inverse(p), L.compose(q, r))
-    x, dims = ctx.input(op, 0), L.apply(ctx.tensor(op.inputs[0]).dims, p)
-    if L.is_identity(perm):
-        ctx.node("Identity", [x], [ctx.output(op)])
-    elif L.reshapable(dims, perm):
-        ctx.node("Reshape", [x, ctx.i64(L.apply(dims, perm))], [ctx.output(op)])
-    else:
-        ctx.node("Transpose", [x], [ctx.output(op)], perm=list(perm))
+    ctx.rearrange(ctx.input(op, 0), L.apply(ctx.tensor(op.inputs[0]).dims, p), perm, ctx.output(op))
 
 
 def gather_rule(op, sg, in_perms, out_pin):
