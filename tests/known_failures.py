@@ -17,22 +17,6 @@ KNOWN = {
         "reference kernels lack DEPTH_TO_SPACE v2: no fallback to the default kernels",
     ("test_quantized_model_converts_and_validates", "tfbuilt/tf_yolo_tiny_int8.tflite"):
         "reference kernels lack TILE v3: no fallback to the default kernels",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite"):
-        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_bert_tiny_int8.tflite"):
-        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_cond_while_fp32.tflite"):
-        "the plan stops at the IF's subgraph boundary",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_crnn_ocr_dynq.tflite"):
-        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_crnn_ocr_fp32.tflite"):
-        "Transposes over the ceiling (none recorded for tfbuilt/ yet)",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_melfront_dynlen_fp32.tflite"):
-        "the model's own TRANSPOSE ops are fixed in the plan",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_yolo_tiny_fp16.tflite"):
-        "rank-5 TILE chains read in another layout; no ceiling recorded",
-    ("test_transposes_never_above_the_greedy_count", "tfbuilt/tf_yolo_tiny_int8.tflite"):
-        "rank-5 TILE chains read in another layout; no ceiling recorded",
     ("test_shapes_are_litert_s", "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite"):
         "dynamic sequence length: shapes differ from LiteRT's",
     ("test_shapes_are_litert_s", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):

@@ -40,12 +40,21 @@ CEILING = {
     "torch/siamese_two_inputs.tflite": 6,
     "torch/ssd_tiny_fpn.tflite": 8,
     "torch/superres_x2_pixelshuffle.tflite": 18,
+    # tfbuilt/ (added 2026-11-29, issue 31): the counts then, each at most tf2onnx 1.17's (in the comment)
+    "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite": 8,       # 8
+    "tfbuilt/tf_bert_tiny_int8.tflite": 8,              # 8
+    "tfbuilt/tf_crnn_ocr_dynq.tflite": 1,               # 1
+    "tfbuilt/tf_crnn_ocr_fp32.tflite": 1,               # 1
+    "tfbuilt/tf_melfront_dynlen_fp32.tflite": 1,        # 2
+    "tfbuilt/tf_yolo_tiny_fp16.tflite": 4,              # 29
+    "tfbuilt/tf_yolo_tiny_int8.tflite": 4,              # 29
 }
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("rel", corpus_files())
 def test_transposes_never_above_the_greedy_count(corpus, rel):
+    """Transposes in the whole model, If/Loop bodies included."""
     result = convert(read_tflite(corpus / rel))
     assert result.transposes <= CEILING.get(rel, 0), [c.reason for c in result.plan.conflicts]
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.core.layout import layout as L
 from inspector.core.proof.validate import validate
 
 from .test_quant import save
@@ -143,3 +144,75 @@ def test_if_branches_and_while_body_take_the_layout_their_parent_works_in(tmp_pa
         for steps in (0, 1, 3):
             x = RNG.uniform(-1, 1, X_SHAPE).astype(np.float32)
             compare(r, data, [np.array(flag), np.array(steps, np.int32), x])
+
+
+def test_pins_around_an_if_and_a_while_replan_as_from_scratch(tmp_path):
+    """A pin on the IF's input, its result or the WHILE's: the re-plan from the last one (the window's path) equals
+    a conversion from scratch, and the what-if planner predicts its Transposes, the subgraphs' included."""
+    from inspector.core.emit.convert import planner
+    from inspector.core.emit.incremental import Reconverter
+    from inspector.core.io.loader import load_model
+    from inspector.core.session.pipeline import run
+
+    from .test_incremental import same
+    path = tmp_path / "cw.tflite"
+    path.write_bytes(cond_while_model())
+    graph = load_model(path)
+    cache, what_if = Reconverter(), planner(graph)
+    run(graph, cache=cache, check=False)
+    counts = set()
+    for pins in ({"branched": "keep"}, {"branched": "keep", "pre": "keep"}, {"looped": "NHWC"}, {}, {"pre": "keep"}):
+        got = run(graph, pins, cache=cache, check=False)
+        same(got, run(graph, pins, check=False))
+        counts.add(got.result.transposes)
+        if len(pins) == 1:
+            (name, text), = pins.items()
+            t = next(t.index for t in graph.main.tensors if t.name == name)
+            assert what_if.transposes_if(t, L.parse(text, 4)).transposes == got.result.transposes
+    assert len(counts) > 1 and min(counts) == 0
+
+
+def wide_if_model(c: int = 4) -> bytes:
+    """An IF over three convolved maps returning two (then: conv(a) + b and c * 2; else: a - b and tanh(c)), their
+    sum convolved and averaged over H and W: 2^5 combinations of boundary layouts, more than the planner prices one
+    by one."""
+    from .test_control_flow import X_SHAPE, conv, w
+    shape = X_SHAPE[:3] + [c]
+    b = ModelBuilder()
+    flag, x = b.input("flag", [], "bool"), b.input("x", X_SHAPE)
+    maps = [conv(b, x, f"m{k}", cout=c) for k in range(3)]
+    outs = [b.tensor("r0", shape), b.tensor("r1", shape)]
+    for name in ("then", "else"):
+        sg = b.subgraph(name)
+        a, m, k = (sg.input(n, shape) for n in "abc")
+        r0, r1 = sg.tensor("r0", shape), sg.tensor("r1", shape)
+        if name == "then":
+            sg.op("ADD", [conv(sg, a, "t", cout=c, cin=c), m], [r0])
+            sg.op("MUL", [k, sg.const("two", np.array([2.0], np.float32))], [r1])
+        else:
+            sg.op("SUB", [a, m], [r0])
+            sg.op("TANH", [k], [r1])
+        sg.output(r0, r1)
+    b.op("IF", [flag, *maps], outs, {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    y = b.tensor("y", shape)
+    b.op("ADD", outs, [y])
+    pooled = b.tensor("pooled", [1, 3])
+    b.op("MEAN", [conv(b, y, "post", cout=3, cin=c), b.const("hw", np.array([1, 2], np.int32))], [pooled],
+         {"keep_dims": False})
+    b.output(pooled)
+    return b.build()
+
+
+def test_an_if_with_too_many_boundary_combinations_says_what_its_proof_leaves_out(tmp_path):
+    """Priced at its uniform boundaries only (every slot channels-first here: 0 Transposes), the plan's report says
+    so: proven over the model except that IF's other combinations."""
+    from .test_control_flow import X_SHAPE, compare, convert_bytes
+    data = wide_if_model()
+    r = convert_bytes(data, tmp_path)
+    o = r.plan.optimality
+    assert count(r.model) == 0 and o.proven
+    assert o.left_out == "IF#6: 3 of 32 boundary layout combinations"
+    assert o.to_dict()["over"].endswith("except IF#6: 3 of 32 boundary layout combinations")
+    assert "over the model except IF#6" in o.describe()
+    for flag in (True, False):
+        compare(r, data, [np.array(flag), RNG.uniform(-1, 1, X_SHAPE).astype(np.float32)])

@@ -19,7 +19,7 @@ from inspector.core.ir import memory
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.layout import Perm
 from .ops.table import load_all
-from inspector.core.layout.propagation import Planner, plan_layouts
+from inspector.core.layout.propagation import Planner, assemble, plan_layouts, solved_problem
 from inspector.core.layout.plan import Category
 from .result import ConversionResult, ConversionTrace
 
@@ -104,39 +104,57 @@ def planner(graph: Graph, pins=None, keep_io_layout: bool = False) -> Planner:
 
 
 class Subplans:
-    """The plans of a graph's subgraphs at given boundary layouts (nested.Subplans), each made once: the planner
+    """The plans of a graph's subgraphs at given boundary layouts (nested.Subplans), each solved once: the planner
     prices an IF or WHILE mode with them, and the emitter emits the plan its chosen mode was priced with."""
 
     def __init__(self, graph: Graph, table):
         self.graph, self.table = graph, table
+        self.solved: dict[tuple, tuple] = {}        # (index, ins, outs) -> (problem, choice, optimality)
         self.plans: dict[tuple, object] = {}
         self.folded: dict[int, tuple] = {}
+        self.unread: dict[int, set] = {}            # subgraph -> its inputs no op reads and no output is
         self.open: set[int] = set()                 # subgraphs being planned (a cycle is refused before: a guard)
 
-    def plan(self, index: int, ins=None, outs=None, owner: str = ""):
+    def _key(self, index: int, ins, outs) -> tuple:
         sg = self.graph.subgraphs[index]
-        ins = tuple(ins) if ins is not None else tuple(L.identity(sg.tensors[t].rank) for t in sg.inputs)
+        if index not in self.folded:
+            self.folded[index] = fold_constants(sg)
+            read = {t for op in sg.ops for t in op.inputs} | set(sg.outputs)
+            self.unread[index] = {k for k, t in enumerate(sg.inputs) if t not in read}
+        ident = [L.identity(sg.tensors[t].rank) for t in sg.inputs]
+        ins = ident if ins is None else [ident[k] if k in self.unread[index] else p for k, p in enumerate(ins)]
         outs = tuple(outs) if outs is not None else tuple(L.identity(sg.tensors[t].rank) for t in sg.outputs)
-        key = (index, ins, outs)
-        got = self.plans.get(key)
+        return index, tuple(ins), outs             # (the layout of an input nothing reads changes nothing)
+
+    def _solve(self, key: tuple) -> tuple:
+        got = self.solved.get(key)
         if got is None:
+            index, ins, outs = key
+            sg = self.graph.subgraphs[index]
             if index in self.open:
                 raise ConversionError(f"subgraph {index} ({sg.name}) runs itself")
-            if index not in self.folded:
-                self.folded[index] = fold_constants(sg)
             folded, constants = self.folded[index]
             self.open.add(index)
             try:
-                got = self.plans[key] = _plan(sg, self.table, {}, True, skip=folded, constants=set(constants),
-                                              graph=self.graph, subplans=self,
-                                              boundary=(ins, outs, owner or "chosen with the enclosing graph"))
+                got = self.solved[key] = _guarded(sg, lambda: solved_problem(
+                    sg, self.table, skip=folded, constants=set(constants), graph=self.graph, subplans=self,
+                    boundary=(ins, outs, "chosen with the enclosing graph")))
             finally:
                 self.open.discard(index)
         return got
 
+    def plan(self, index: int, ins=None, outs=None):
+        """Subgraph `index`'s LayoutPlan with its inputs in `ins` and outputs in `outs` (None: as TFLite)."""
+        key = self._key(index, ins, outs)
+        got = self.plans.get(key)
+        if got is None:
+            pb, choice, o = self._solve(key)
+            got = self.plans[key] = _ranks_checked(self.graph.subgraphs[index], assemble(pb, choice, o, keep=False))
+        return got
+
     def cost(self, index: int, ins, outs):
         try:
-            o = self.plan(index, ins, outs).optimality
+            o = self._solve(self._key(index, ins, outs))[2]
         except ConversionError:
             return None                             # the emission says why, with the layouts as in TFLite
         sg = self.graph.subgraphs[index]
@@ -506,17 +524,25 @@ def op_categories(sg: Subgraph, table) -> dict:
 
 def _plan(sg: Subgraph, *args, **kwargs):
     """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a crash."""
+    return _ranks_checked(sg, _guarded(sg, lambda: plan_layouts(sg, *args, **kwargs)), kwargs.get("memo"))
+
+
+def _guarded(sg: Subgraph, planning):
+    """planning(); a ConversionError naming the op when the model's operator inputs or ranks make it fail."""
     try:
-        plan = plan_layouts(sg, *args, **kwargs)
+        return planning()
     except HOSTILE as e:
         op = _culprit(e)
         where = f" at {op.label}" if op is not None else ""
         raise ConversionError(f"cannot plan layouts in subgraph {sg.name}{where}: operator inputs or tensor ranks "
                               f"are inconsistent ({type(e).__name__}: {e})") from None
+
+
+def _ranks_checked(sg: Subgraph, plan, memo=None):
+    """plan, after checking that every layout has its tensor's rank (ConversionError otherwise)."""
     tensors = sg.tensors
     # A plan updated from the last one (which passed) has only the perms it changed to check; a plan that fails
     # is not kept as the next one's start.
-    memo = kwargs.get("memo")
     changes = getattr(memo, "plan_changes", None)
     for t, perm in (((t, plan.perms[t]) for t in changes[1]) if changes is not None else plan.perms.items()):
         if len(perm) != len(tensors[t].shape):

@@ -47,12 +47,13 @@ def _fits(pb, tensors: list[int], inner, inner_ts: list[int]) -> bool:
 
 
 def _options(pb, t: int | None, rank: int, fixed: bool) -> list[Perm]:
-    """Layouts one boundary slot may take: its parent tensor's candidates, then as TFLite and channels-first."""
+    """Layouts one boundary slot may take: its parent tensor's candidates, then as TFLite, and channels-first for an
+    image-like rank (4 or more: a 3-D tensor is channels-first only where its writer makes it so)."""
     ident = L.identity(rank)
     if rank < 3 or fixed:
         return [ident]
     cand = pb.candidates(t) if t is not None and t not in pb.constants else []
-    return list(dict.fromkeys([*cand, ident, L.channels_first(rank)]))
+    return list(dict.fromkeys([*cand, ident] + ([L.channels_first(rank)] if rank >= 4 else [])))
 
 
 def _combos(options: list[list[Perm]]) -> tuple[list[tuple[Perm, ...]], str]:

@@ -61,6 +61,16 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
     return plan
 
 
+def solved_problem(sg: Subgraph, table, skip=frozenset(), constants=None, graph=None, subplans=None,
+                   boundary=None) -> tuple[Problem, Choice, Optimality]:
+    """(problem, choice, optimality) of a subgraph at a `boundary` (plan_layouts's) without a LayoutPlan yet:
+    what pricing an IF or WHILE mode needs; assemble() makes the plan of the one chosen."""
+    pb = problem(sg, table, None, False, skip, constants, graph=graph, subplans=subplans, boundary=boundary)
+    choice, optimality = solve(pb)
+    optimality.left_out = left_out(pb)
+    return pb, choice, optimality
+
+
 def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
             reuse: Problem | None = None, graph=None, subplans=None, boundary=None) -> Problem:
     """The modes of every op, graph inputs decided by rule (or by `boundary`), graph outputs' allowed
