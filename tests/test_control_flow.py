@@ -53,6 +53,22 @@ def compare(result, data: bytes, inputs: list[np.ndarray], rtol=1e-4):
         np.testing.assert_allclose(y, ref[t], rtol=rtol, atol=1e-5)
 
 
+def counted_loop(b, shape):
+    """The next two subgraphs: a WHILE's cond (i < n) and its body's start (i + 1), for carried values (i, n, x of
+    `shape`). Returns (body, its x, i + 1, its n): the body's x result is the caller's."""
+    cond = b.subgraph("cond")
+    ci, cn = cond.input("i", [], "int32"), cond.input("n", [], "int32")
+    cond.input("x", shape)
+    c = cond.tensor("go", [], "bool")
+    cond.op("LESS", [ci, cn], [c])
+    cond.output(c)
+    body = b.subgraph("body")
+    bi, bn, bx = body.input("i", [], "int32"), body.input("n", [], "int32"), body.input("x", shape)
+    i1 = body.tensor("i1", [], "int32")
+    body.op("ADD", [bi, body.const("one", np.array(1, np.int32))], [i1])
+    return body, bx, i1, bn
+
+
 def while_model(steps_input: bool = False) -> bytes:
     """y = tanh(conv(...tanh(conv(tanh(conv0(x))))...)), the loop running `n` times (n a constant or an input)."""
     b = ModelBuilder()
@@ -61,17 +77,7 @@ def while_model(steps_input: bool = False) -> bytes:
     x0 = conv(b, x, "pre")                                # channels-first in the main graph
     i0 = b.const("i0", np.array(0, np.int32))
     outs = [b.tensor("i_end", [], "int32"), b.tensor("n_end", [], "int32"), b.tensor("y", X_SHAPE)]
-
-    cond = b.subgraph("cond")
-    ci, cn, cx = cond.input("i", [], "int32"), cond.input("n", [], "int32"), cond.input("x", X_SHAPE)
-    c = cond.tensor("go", [], "bool")
-    cond.op("LESS", [ci, cn], [c])
-    cond.output(c)
-
-    body = b.subgraph("body")
-    bi, bn, bx = body.input("i", [], "int32"), body.input("n", [], "int32"), body.input("x", X_SHAPE)
-    i1 = body.tensor("i1", [], "int32")
-    body.op("ADD", [bi, body.const("one", np.array(1, np.int32))], [i1])
+    body, bx, i1, bn = counted_loop(b, X_SHAPE)
     y = conv(body, bx, "step")
     body.output(i1, bn, y)
 

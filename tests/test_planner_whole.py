@@ -84,7 +84,7 @@ def cond_while_model(c: int = 4) -> bytes:
     """conv in the main graph; an IF (flag) whose branches each conv [1, 5, 7, c] (one adds a LOGISTIC, the other
     a MUL); a WHILE running n times a body x -> 0.5 x + tanh(conv(x)) with a step counter; MEAN over H and W; a
     dense head. Every layout-sensitive op works channels-first, so can the boundaries."""
-    from .test_control_flow import X_SHAPE, conv, w
+    from .test_control_flow import X_SHAPE, conv, counted_loop, w
     shape = X_SHAPE[:3] + [c]
     b = ModelBuilder()
     flag, n = b.input("flag", [], "bool"), b.input("n", [], "int32")
@@ -97,16 +97,7 @@ def cond_while_model(c: int = 4) -> bytes:
         out = sg.tensor(name + "_out", shape)
         sg.op(tail, [y] if tail == "LOGISTIC" else [y, sg.const("half", np.array([0.5], np.float32))], [out])
         sg.output(out)
-    cond = b.subgraph("cond")
-    ci, cn = cond.input("i", [], "int32"), cond.input("n", [], "int32")
-    cond.input("x", shape)
-    go = cond.tensor("go", [], "bool")
-    cond.op("LESS", [ci, cn], [go])
-    cond.output(go)
-    body = b.subgraph("body")
-    bi, bn, bx = body.input("i", [], "int32"), body.input("n", [], "int32"), body.input("x", shape)
-    i1 = body.tensor("i1", [], "int32")
-    body.op("ADD", [bi, body.const("one", np.array(1, np.int32))], [i1])
+    body, bx, i1, bn = counted_loop(b, shape)
     half = body.tensor("half_x", shape)
     body.op("MUL", [bx, body.const("half", np.array([0.5], np.float32))], [half])
     step = body.tensor("step", shape)

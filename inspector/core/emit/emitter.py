@@ -417,12 +417,15 @@ class Emitter:
             else:
                 step = tuple(int(x) for x in arg.split(","))
                 t = self.trace.value_tensor.get(dst)
-                natural = L.compose(self.perm(t), L.inverse(step))     # the layout the op wrote
-                if self.rearrange(src, L.apply(self.tensor(t).dims, natural), step, dst):
-                    node = self.last_node
-                    for c in self.pin_conflicts.get(t, ()):
-                        c.node = node
-                        self.trace.inserted[node] = c
+                if t is None:
+                    self.node("Transpose", [src], [dst], perm=list(step))
+                elif not self.rearrange(src, L.apply(self.tensor(t).dims, L.compose(self.perm(t), L.inverse(step))),
+                                        step, dst):    # (t's shape in the layout its op wrote)
+                    continue
+                node = self.last_node
+                for c in self.pin_conflicts.get(t, ()):
+                    c.node = node
+                    self.trace.inserted[node] = c
 
     # --- nodes -------------------------------------------------------------------------------------------
     def node(self, op_type: str, inputs: list[str], outputs, domain: str = "", name: str | None = None,

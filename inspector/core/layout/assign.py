@@ -5,10 +5,11 @@ A tensor's layout is what its producer's mode writes (or its pin). A consumer mo
 costs one Transpose per distinct (tensor, layout) — none when only size-1 axes move (a Reshape, or Squeeze and
 Unsqueeze when two dims are dynamic) — and a TFLite TRANSPOSE op is a choice like any other: it reads one of its
 input's layouts and writes any layout, costing one unless its perm composed with those layouts is the identity or
-only moves size-1 axes. solve.py picks the modes: every combination when there are few, else a greedy forward pass (an upper bound)
-and, only when it misses a lower bound (the Transposes no choice avoids), an exact search of the parts where it pays
-(exact.py), or an ILP (HiGHS, imported then) when a part is too wide for it, within a time budget. Graph inputs
-are decided by rule before (io_rules.py), pins are hard constraints.
+only moves size-1 axes; an IF or WHILE costs what its subgraphs need at the boundary layouts it reads and writes
+(nested.py). solve.py picks the modes: every combination when there are few, else a greedy forward pass (an upper
+bound) and, only when it misses a lower bound (the Transposes no choice avoids), an exact search of the parts where
+it pays (exact.py), or an ILP (HiGHS, imported then) when a part is too wide for it, within a time budget. Graph
+inputs are decided by rule before (io_rules.py), pins are hard constraints.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from copy import copy
 
 from . import layout as L
 from inspector.core.ir.graph import Subgraph
-from .assign import TIME_BUDGET, Optimality, Problem, left_out
+from .assign import TIME_BUDGET, Optimality, Problem
 from .io_rules import image_output, input_layout
 from .layout import Perm
 from .plan import Category, Conflict, LayoutPlan
@@ -53,7 +53,6 @@ def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_
         memo.problem = pb
         pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
     choice, optimality = solve(pb, time_budget, previous=old)
-    optimality.left_out = left_out(pb)
     plan = assemble(pb, choice, optimality, keep=memo is not None)
     if memo is not None:            # what the re-emission compares with the last plan (emit/incremental.py)
         memo.plan_tables, memo.plan_changes = pb.kept["plan"], pb.changes
@@ -66,9 +65,7 @@ def solved_problem(sg: Subgraph, table, skip=frozenset(), constants=None, graph=
     """(problem, choice, optimality) of a subgraph at a `boundary` (plan_layouts's) without a LayoutPlan yet:
     what pricing an IF or WHILE mode needs; assemble() makes the plan of the one chosen."""
     pb = problem(sg, table, None, False, skip, constants, graph=graph, subplans=subplans, boundary=boundary)
-    choice, optimality = solve(pb)
-    optimality.left_out = left_out(pb)
-    return pb, choice, optimality
+    return (pb, *solve(pb))
 
 
 def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
@@ -272,7 +269,6 @@ class Planner:
         """solve() of this problem, once."""
         if self._solved is None:
             self._solved = solve(self.problem, self.time_budget)
-            self._solved[1].left_out = left_out(self.problem)
         return self._solved
 
     def plan(self) -> LayoutPlan:
@@ -286,6 +282,4 @@ class Planner:
         sg, table, pins, keep, skip, constants = self.args
         self.solved()
         pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants, reuse=self.problem, **self.nested)
-        got = solve(pb, self.time_budget, previous=self.problem)[1]
-        got.left_out = left_out(pb)
-        return got
+        return solve(pb, self.time_budget, previous=self.problem)[1]

@@ -7,7 +7,7 @@ import math
 import time
 
 from . import layout as L
-from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, presented
+from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, left_out, presented
 from .exact import refine, resolve
 from .ilp import ilp as _ilp
 from .layout import Perm
@@ -213,11 +213,17 @@ def _free(pb: Problem) -> tuple[list[int], int]:
 
 
 def solve(pb: Problem, time_budget: float = TIME_BUDGET, previous: Problem | None = None) -> tuple[Choice, Optimality]:
-    """The best choice found and what is proven about it. When greedy misses the bound, the parts of the graph where
-    it pays are searched exactly (exact.refine), HiGHS's ILP (ilp.py) on a part too wide for that search, and on the
-    whole graph only when that fails too (out of time).
+    """The best choice found and what is proven about it, and over what (Optimality.left_out). When greedy misses
+    the bound, the parts of the graph where it pays are searched exactly (exact.refine), HiGHS's ILP (ilp.py) on a
+    part too wide for that search, and on the whole graph only when that fails too (out of time).
     `previous`: the same graph's problem under other pins (pb built from it): its plan is kept wherever nothing
     around a part changed (exact.resolve), the same plan as without it."""
+    choice, optimality = _solve(pb, time_budget, previous)
+    optimality.left_out = left_out(pb)
+    return choice, optimality
+
+
+def _solve(pb: Problem, time_budget: float, previous: Problem | None) -> tuple[Choice, Optimality]:
     start = time.perf_counter()
     free, combos = _free(pb)
     if combos <= ENUMERATE:                          # a few choices: try them all, no solver
