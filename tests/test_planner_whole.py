@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from inspector.core.emit.convert import convert
+from inspector.core.emit.convert import convert, planner
+from inspector.core.emit.incremental import Reconverter
+from inspector.core.io.loader import load_model
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.layout import layout as L
 from inspector.core.proof.validate import validate
+from inspector.core.session.pipeline import run
 
+from .test_control_flow import X_SHAPE, compare, conv, convert_bytes, counted_loop, w
+from .test_incremental import same
 from .test_quant import save
 
 RNG = np.random.default_rng(31)
@@ -17,17 +22,6 @@ RNG = np.random.default_rng(31)
 
 def f32(*shape):
     return RNG.uniform(-1, 1, shape).astype(np.float32)
-
-
-def count(model, op_type: str = "Transpose") -> int:
-    """Nodes of a type in the model, nested If/Loop bodies included."""
-    n, stack = 0, [model.graph]
-    while stack:
-        g = stack.pop()
-        for node in g.node:
-            n += node.op_type == op_type
-            stack.extend(a.g for a in node.attribute if a.HasField("g"))
-    return n
 
 
 def mel_front_end(tmp_path, length: int = 200, hop: int = 8, kernel: int = 16, bins: int = 6, mels: int = 5):
@@ -71,7 +65,7 @@ def test_transposes_that_move_only_size1_axes_move_no_data_with_two_dynamic_dims
     after the conv, before SQUEEZE needs TFLite's order; the plan says so and proves it."""
     graph = mel_front_end(tmp_path)
     result = convert(graph)
-    assert count(result.model) == 1 and len(result.plan.conflicts) == 1
+    assert result.transposes == 1 and len(result.plan.conflicts) == 1
     assert graph.main.ops[result.plan.conflicts[0].op].opcode == "SQUEEZE"
     assert result.plan.optimality.proven and result.plan.optimality.transposes == 1
     for batch in (1, 3):
@@ -84,7 +78,6 @@ def cond_while_model(c: int = 4) -> bytes:
     """conv in the main graph; an IF (flag) whose branches each conv [1, 5, 7, c] (one adds a LOGISTIC, the other
     a MUL); a WHILE running n times a body x -> 0.5 x + tanh(conv(x)) with a step counter; MEAN over H and W; a
     dense head. Every layout-sensitive op works channels-first, so can the boundaries."""
-    from .test_control_flow import X_SHAPE, conv, counted_loop, w
     shape = X_SHAPE[:3] + [c]
     b = ModelBuilder()
     flag, n = b.input("flag", [], "bool"), b.input("n", [], "int32")
@@ -119,10 +112,9 @@ def test_if_branches_and_while_body_take_the_layout_their_parent_works_in(tmp_pa
     """The IF's input and result and the WHILE's carried map are channels-first: no branch or body converts to
     TFLite's layout and back (7 Transposes when each subgraph kept TFLite's layout at its boundary). The report's
     proof covers the subgraphs: 0 Transposes, proven over the whole model."""
-    from .test_control_flow import X_SHAPE, compare, convert_bytes
     data = cond_while_model()
     r = convert_bytes(data, tmp_path)
-    assert count(r.model) == 0 and r.transposes == 0, [c.reason for _, (p, _) in r.subgraphs.items()
+    assert r.transposes == 0, [c.reason for _, (p, _) in r.subgraphs.items()
                                                        for c in p.conflicts]
     o = r.plan.optimality
     assert o.proven and o.transposes == 0 and not o.left_out and "subgraphs" in o.to_dict()["over"]
@@ -140,12 +132,7 @@ def test_if_branches_and_while_body_take_the_layout_their_parent_works_in(tmp_pa
 def test_pins_around_an_if_and_a_while_replan_as_from_scratch(tmp_path):
     """A pin on the IF's input, its result or the WHILE's: the re-plan from the last one (the window's path) equals
     a conversion from scratch, and the what-if planner predicts its Transposes, the subgraphs' included."""
-    from inspector.core.emit.convert import planner
-    from inspector.core.emit.incremental import Reconverter
-    from inspector.core.io.loader import load_model
-    from inspector.core.session.pipeline import run
 
-    from .test_incremental import same
     path = tmp_path / "cw.tflite"
     path.write_bytes(cond_while_model())
     graph = load_model(path)
@@ -167,7 +154,6 @@ def wide_if_model(c: int = 4) -> bytes:
     """An IF over three convolved maps returning two (then: conv(a) + b and c * 2; else: a - b and tanh(c)), their
     sum convolved and averaged over H and W: 2^5 combinations of boundary layouts, more than the planner prices one
     by one."""
-    from .test_control_flow import X_SHAPE, conv, w
     shape = X_SHAPE[:3] + [c]
     b = ModelBuilder()
     flag, x = b.input("flag", [], "bool"), b.input("x", X_SHAPE)
@@ -197,11 +183,10 @@ def wide_if_model(c: int = 4) -> bytes:
 def test_an_if_with_too_many_boundary_combinations_says_what_its_proof_leaves_out(tmp_path):
     """Priced at its uniform boundaries only (every slot channels-first here: 0 Transposes), the plan's report says
     so: proven over the model except that IF's other combinations."""
-    from .test_control_flow import X_SHAPE, compare, convert_bytes
     data = wide_if_model()
     r = convert_bytes(data, tmp_path)
     o = r.plan.optimality
-    assert count(r.model) == 0 and o.proven
+    assert r.transposes == 0 and o.proven
     assert o.left_out == "IF#6: 3 of 32 boundary layout combinations"
     assert o.to_dict()["over"].endswith("except IF#6: 3 of 32 boundary layout combinations")
     assert "over the model except IF#6" in o.describe()
