@@ -141,6 +141,7 @@ class Subplans:
                     boundary=(ins, outs, "chosen with the enclosing graph")))
             finally:
                 self.open.discard(index)
+            got[0].subplans = None                  # solved: no reference back to here (no cycle to collect)
         return got
 
     def plan(self, index: int, ins=None, outs=None):
