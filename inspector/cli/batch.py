@@ -301,7 +301,7 @@ def _folders(outputs: list[Path]) -> list[Path]:
     refusal can remove them. One `error:` line (exit 1) for a folder that cannot be made."""
     from inspector.core.io.atomic import reason
     created: list[Path] = []
-    for folder in sorted({o.parent for o in outputs}, key=lambda f: len(f.parts)):
+    for folder in sorted({Path(f) for f in {os.path.dirname(o) for o in outputs}}, key=lambda f: len(f.parts)):
         missing = []
         for f in [folder, *folder.parents]:
             if os.path.lexists(f):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import re
 import stat
 import tempfile
@@ -83,28 +84,33 @@ def _resolve_in(p: Path, folders: dict[str, str]) -> str:
     return os.path.join(folders[head], name)
 
 
-def _target(path: str | Path, shown: str) -> Path:
-    """Where the bytes end up: a symlink is followed so the link itself survives the replace. WriteError for a
-    loop, an over-long name, a folder or an existing file that is not a regular file (a FIFO or device would be
-    replaced by a regular file)."""
-    p = Path(path).expanduser()
-    for part in p.parts:
-        if len(os.fsencode(part)) > NAME_MAX:
-            raise WriteError(shown, f"the file name is longer than {NAME_MAX} bytes")
+def _path(p: str | Path) -> Path:
+    """Path(p).expanduser(), without re-parsing a Path (a batch makes thousands)."""
+    p = p if isinstance(p, Path) else Path(p)
+    return p.expanduser() if str(p)[:1] == "~" else p
+
+
+def _target(path: str | Path, shown: str) -> tuple[Path, os.stat_result | None]:
+    """Where the bytes end up, and its stat if it exists: a symlink is followed so the link itself survives the
+    replace. WriteError for a loop, an over-long name, a folder or an existing file that is not a regular file (a
+    FIFO or device would be replaced by a regular file)."""
+    p = _path(path)
+    if any(len(part) > NAME_MAX for part in os.fsencode(p).split(os.fsencode(os.sep))):
+        raise WriteError(shown, f"the file name is longer than {NAME_MAX} bytes")
     try:
-        target = p.resolve() if p.is_symlink() else p.absolute()
+        target = p.resolve() if os.path.islink(p) else p.absolute()
         st = os.stat(target)
     except RuntimeError:                        # pathlib's "Symlink loop"
         raise WriteError(shown, _REASONS[errno.ELOOP]) from None
     except FileNotFoundError:                   # a new file (or a dangling link: written where it points)
-        return target
+        return target, None
     except OSError as e:
         raise WriteError(shown, reason(e)) from None
     if stat.S_ISDIR(st.st_mode):
         raise WriteError(shown, _REASONS[errno.EISDIR])
     if not stat.S_ISREG(st.st_mode):
         raise WriteError(shown, "it exists and is not a regular file (a pipe, device or socket is never replaced)")
-    return target
+    return target, st
 
 
 class OutputSet:
@@ -119,7 +125,8 @@ class OutputSet:
     """
 
     def __init__(self, inputs: Iterable[str | Path | None] = ()):
-        self._inputs = [Path(p).expanduser() for p in inputs if p]
+        self._inputs = [_path(p) for p in inputs if p]
+        self._folders: set[str] = set()                # target folders known to exist
         self._input_keys: dict | None = None            # resolved path or (dev, inode) -> the inputs it names
         self._targets: dict[Path, str] = {}             # resolved target -> the name the user gave
         self._target_ids: dict[tuple[int, int], str] = {}
@@ -141,18 +148,21 @@ class OutputSet:
         """Check one target against the file system, the inputs (except `may_replace`, the one input this target
         may overwrite: `--force`; `hint` says how to allow it) and the targets added before."""
         shown = str(path)
-        target = _target(path, shown)
-        ident = _identity(target)
+        target, st = _target(path, shown)
+        ident = (st.st_dev, st.st_ino) if st else None
         for src in self._inputs_at(target, ident):
-            if may_replace is not None and src == Path(may_replace).expanduser():
+            if may_replace is not None and src == _path(may_replace):
                 continue
             raise WriteError(shown, f"it is the source model ({src}); choose another file name "
                                     f"(the source is never replaced{hint})")
         other_shown = self._targets.get(target) or (self._target_ids.get(ident) if ident else None)
         if other_shown is not None:
             raise WriteError(shown, f"it is the same file as {other_shown}; each output needs its own file")
-        if not os.path.isdir(os.path.dirname(target)):
-            raise WriteError(shown, f"folder {target.parent} does not exist")
+        folder = os.path.dirname(target)
+        if folder not in self._folders:
+            if not os.path.isdir(folder):
+                raise WriteError(shown, f"folder {target.parent} does not exist")
+            self._folders.add(folder)
         self._targets[target] = shown
         self._shown[shown] = target
         if ident:
@@ -240,7 +250,7 @@ def temporary_for(target: Path) -> str:
     """A fresh temporary's name beside `target` (a resolved path: `OutputSet.add`'s), in the pattern stale
     temporaries are recognised by."""
     folder, name = os.path.split(target)
-    return os.path.join(folder, f"{TMP_PREFIX}{name[:64]}.{os.urandom(4).hex()}{TMP_SUFFIX}")
+    return os.path.join(folder, f"{TMP_PREFIX}{name[:64]}.{random.getrandbits(32):08x}{TMP_SUFFIX}")
 
 
 def stage(target: Path, data: bytes, tmp: str, shown: str) -> None:
