@@ -215,3 +215,33 @@ def test_output_checks_grow_linearly(tmp_path, monkeypatch):
         return count[0]
     small, large = calls(50), calls(200)
     assert large <= 4.5 * small, (small, large)
+
+
+def test_an_interrupted_batch_writes_nothing_and_leaves_no_temporary(tmp_path, monkeypatch, capsys):
+    models = [str(tiny(tmp_path / n)) for n in ("a.tflite", "b.tflite", "c.tflite")]
+    out = tmp_path / "out"
+
+    def interrupt(self, row):                                  # Ctrl-C once the first model is done
+        raise KeyboardInterrupt
+    monkeypatch.setattr(batch.Progress, "__call__", interrupt)
+    assert main(["convert", *models, "-o", str(out) + "/", "--jobs", "1"]) == 130
+    assert capsys.readouterr().err.endswith("error: interrupted\n")
+    assert not out.exists()                                    # its folder was made for it, and is gone again
+
+
+def test_a_long_batch_keeps_its_staged_temporaries_fresh(tmp_path, monkeypatch):
+    """Temporaries of a batch still running are marked fresh, so another run's clean-up of stale ones (older than
+    atomic.STALE_SECONDS) never takes them."""
+    staged = tmp_path / ".layout-inspector.m.onnx.0123abcd.tmp"
+    staged.write_bytes(b"converted")
+    old = time.time() - 2 * atomic.STALE_SECONDS
+    os.utime(staged, (old, old))
+    monkeypatch.setattr(batch, "FRESHEN_SECONDS", 0)
+
+    def task(model):
+        time.sleep(0.5)
+        return batch.Row(model=model, ok=True)
+    rows = batch.run_all(task, [("m.tflite",)], 1, 60, lambda row: None, [str(staged)])
+    assert rows[0].ok and staged.stat().st_mtime > old + atomic.STALE_SECONDS
+    atomic.remove_stale(tmp_path)
+    assert staged.exists()

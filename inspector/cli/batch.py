@@ -17,6 +17,7 @@ from inspector.core.ir.errors import InspectorError
 
 MODEL_SUFFIXES = (".tflite",)
 JOBS_PER_CPU = 4                # --jobs above this many per CPU only adds memory and switching
+FRESHEN_SECONDS = 60            # how often a batch marks its staged temporaries fresh (atomic.STALE_SECONDS is 300)
 COLUMNS = ("model", "output", "ok", "nodes", "transposes", "conflicts", "verdict", "seconds", "error")
 
 
@@ -145,7 +146,7 @@ def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout
                     del running[i]
                     rows[i] = row
                     progress(row)
-            if temporaries and time.monotonic() - fresh > 60:
+            if temporaries and time.monotonic() - fresh >= FRESHEN_SECONDS:
                 touch(t for t in temporaries if t)
                 fresh = time.monotonic()
     finally:
