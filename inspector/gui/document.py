@@ -21,6 +21,8 @@ class Document:
     notes: list[str] = field(default_factory=list)                  # the pipeline's warnings and metadata notes
     onnx_shapes: dict[str, tuple] = field(default_factory=dict)     # value name -> shape (after shape inference)
     reconverter: Any = None       # emit.incremental.Reconverter of the conversion made in this process, if any
+    findings: Any = None          # an .onnx opened alone: its metadata findings and sources, read off the GUI thread
+    sources: Any = None
     _names: dict[str, Any] = field(default_factory=dict, repr=False)
     _links: tuple | None = field(default=None, repr=False)
     _cats: tuple | None = field(default=None, repr=False)

@@ -421,6 +421,9 @@ class Editor(QObject):
         self.stack.clear()
         if doc.graph is None:
             s = OnnxSession.of(doc.path, doc.model)
+            s.sources = doc.sources                  # read by the loader, off the GUI thread, like the findings
+            if doc.findings is not None:
+                s.result.findings = doc.findings
             result, notes = s.result, s.notes
         else:
             s = PairSession(doc) if doc.result.pair is not None else Session(path=doc.path, graph=doc.graph)

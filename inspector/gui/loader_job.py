@@ -290,6 +290,11 @@ class LoadJob(QRunnable):
                 return outcome
 
     def _onnx(self, doc: Document) -> None:
+        from inspector.core.session.onnx_session import file_sources
+
+        from .rerun_child import findings_of
+        self._emit(self.signals.stage, "Checking its metadata…")
+        doc.findings, doc.sources = findings_of(doc.model), file_sources(doc.model, doc.path)
         self._emit(self.signals.stage, "Laying out the ONNX graph…")
         vg = graph_model.from_onnx(doc.model)
         doc.onnx_shapes = dict(vg.shapes)

@@ -24,6 +24,7 @@ from .events import Exported
 @dataclass
 class OnnxSession(Session):
     model: Any = None                                     # the onnx.ModelProto as read; never changed
+    sources: Any = None                                   # metadata_sources(), once (a walk of every value info)
 
     @classmethod
     def of(cls, path: str, model) -> "OnnxSession":
@@ -76,7 +77,9 @@ class OnnxSession(Session):
 
     def metadata_sources(self) -> dict[str, str]:
         """Field -> where the value shown comes from: the file (edited fields are marked by the dock)."""
-        return file_sources(self.model, self.path)
+        if self.sources is None:
+            self.sources = file_sources(self.model, self.path)
+        return self.sources
 
     def load_decisions(self, path: str) -> list[str]:
         """A session file saved for this model: its metadata edits (pins and options have no meaning here)."""

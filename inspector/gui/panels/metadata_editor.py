@@ -26,6 +26,8 @@ from inspector.core.metadata.tflite import read_tflite_metadata      # here, not
 from inspector.core.session.events import FindingsChecked, ModelOpened, PlanChanged
 
 NONE = "—"
+IO_PAGE = 40                    # input/output rows built at a time (each a few combo boxes: ~1 ms)
+IO_SCAN = 5000                  # inputs/outputs read between two event-loop turns
 TARGET_LABELS = {"onnx": "ONNX (the documents' rules)", "winml": "Windows ML"}
 
 
@@ -120,6 +122,9 @@ class MetadataEditor(QWidget):
         self.own_edit = False           # the next re-run comes from this editor's own commit (the user is typing)
         QApplication.instance().focusChanged.connect(self._focus_moved)
         self.fix_buttons: dict[str, list[QPushButton]] = {}      # field -> its findings' one-click fixes
+        self.io_query = ""              # the inputs/outputs filter, kept across rebuilds
+        self._ios: list = []
+        self.image_on = False           # some input or output is denoted IMAGE
         self.found: list = []
         self.shown = None               # what the panel was built from (_content), when that can be told
         # the values the exported model will carry: from the event loop, a group of fields per turn (built whole,
@@ -128,11 +133,16 @@ class MetadataEditor(QWidget):
         self._soon = QTimer(self, singleShot=True, interval=0, timeout=self._step)
         self.refresh()
         views = editor.window.views
-        views.subscribe(lambda _e: self.refresh(force=True), ModelOpened)
+        views.subscribe(self._opened, ModelOpened)
         views.subscribe(lambda _e: self.refresh_soon(), PlanChanged)
         # its findings, right after; while a rebuild waits (for the event loop, or for the user to stop typing),
         # that rebuild shows them (one under way starts again: it may have read the findings before they came)
         views.subscribe(self._findings_came, FindingsChecked)
+
+    def _opened(self, _e) -> None:
+        self.io_query = ""
+        self.shown = None               # another model: rebuilt whatever it holds, from the event loop
+        self.refresh_soon()
 
     def refresh_soon(self) -> None:
         body = self.scroll.widget()
@@ -285,49 +295,104 @@ class MetadataEditor(QWidget):
         return c
 
     def _io_group(self, model):
-        """The box of every graph input and output (a generator: it yields False after each; returns the box)."""
+        """The box of the graph's inputs and outputs (a generator: it yields False after each row; returns the box).
+        Rows are built IO_PAGE at a time (100,000 inputs built whole froze the window for minutes): "Show more"
+        builds the next page, and above that many a name filter finds any one."""
         box = QGroupBox("Graph inputs and outputs")
         lay = QVBoxLayout(box)
         inits = {t.name for t in model.graph.initializer}
-        ios = [(vi, "input") for vi in model.graph.input if vi.name not in inits]
-        ios += [(vi, "output") for vi in model.graph.output]
-        for vi, kind in ios:
-            name = vi.name
-            tt = vi.type.tensor_type
-            dims = list(tt.shape.dim) if tt.HasField("shape") else []
-            shape = "×".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
-            title = QLabel(f"<b>{html.escape(name[-48:])}</b> <span style='color:#666'>({kind}, {shape})</span>")
-            title.setToolTip(name)
-            lay.addWidget(title)
-            row = QHBoxLayout()
-            row.addWidget(QLabel("type"))
-            t = self._combo(ms.TYPE_DENOTATIONS, "type denotation", vi.type.denotation,
-                            lambda v, n=name: self._set_type(n, v))
-            self.types[name] = t
-            row.addWidget(t, 1)
-            lay.addLayout(row)
-            lay.addWidget(t.refusal)
-            lay.addWidget(self._source_label(name))
-            self._add_field_findings(lay, f"type:{name}")
-            if dims:
-                row = QGridLayout()
-                row.setColumnStretch(1, 1)
-                combos = []
-                for i, d in enumerate(dims):
-                    c = self._combo(ms.DIM_DENOTATIONS, "dimension denotation", d.denotation,
-                                    lambda _v, n=name: self._set_dims(n))
-                    c.setToolTip(f"axis {i} ({d.dim_value if d.HasField('dim_value') else '?'}): "
-                                 + c.toolTip())
-                    combos.append(c)
-                    row.addWidget(QLabel(f"axis {i}"), 2 * i, 0)      # one per row: the names are long
-                    row.addWidget(c, 2 * i, 1)
-                    row.addWidget(c.refusal, 2 * i + 1, 1)
-                self.dims[name] = combos
-                lay.addLayout(row)
-                lay.addWidget(self._source_label(f"dims:{name}"))
-                self._add_field_findings(lay, f"dims:{name}")
-            yield False
+        ios, self.image_on = [], False
+        for kind, values in (("input", model.graph.input), ("output", model.graph.output)):
+            for k, vi in enumerate(values):         # read in slices: 100,000 of them are ~0.3 s
+                if kind == "output" or vi.name not in inits:
+                    ios.append((vi, kind))
+                    self.image_on = self.image_on or vi.type.denotation.upper() == "IMAGE"
+                if k % IO_SCAN == IO_SCAN - 1:
+                    yield False
+        self._ios = ios
+        self.io_filter = None
+        if len(ios) > IO_PAGE:
+            self.io_filter = QLineEdit(self.io_query, placeholderText=f"find among {len(ios):,} inputs and outputs "
+                                                                      "by name")
+            self.io_filter.setClearButtonEnabled(True)
+            self.io_filter.textEdited.connect(self._filter_io)
+            lay.addWidget(self.io_filter)
+        self._io_match = self._matching(self.io_query if self.io_filter is not None else "")
+        self.io_rows = QVBoxLayout()
+        self.io_rows.setContentsMargins(0, 0, 0, 0)
+        lay.addLayout(self.io_rows)
+        self.io_more = QPushButton(clicked=lambda: self._build_io_now())
+        lay.addWidget(self.io_more)
+        yield from self._build_io()
         return box
+
+    def _build_io(self):
+        """The next IO_PAGE rows of the inputs and outputs matching the filter (a generator, as _io_group)."""
+        start = self.io_rows.count()
+        for vi, kind in self._io_match[start:start + IO_PAGE]:
+            self.io_rows.addWidget(self._io_row(vi, kind))
+            yield False
+        left = len(self._io_match) - self.io_rows.count()
+        self.io_more.setText(f"Show {min(left, IO_PAGE):,} more (of {left:,} not shown)")
+        self.io_more.setVisible(left > 0)
+
+    def _build_io_now(self) -> None:
+        for _ in self._build_io():
+            pass
+
+    def _filter_io(self, text: str) -> None:
+        while self.io_rows.count():
+            w = self.io_rows.takeAt(0).widget()
+            w.setParent(None)
+            w.deleteLater()
+        self.types, self.dims = {}, {}
+        self.io_query = text
+        self._io_match = self._matching(text)
+        self._build_io_now()
+
+    def _matching(self, text: str) -> list:
+        low = text.strip().lower()
+        return [(vi, kind) for vi, kind in self._ios if low in vi.name.lower()] if low else self._ios
+
+    def _io_row(self, vi, kind: str) -> QWidget:
+        """One input's or output's fields: its type denotation and one per axis, with their sources and findings."""
+        row_box = QWidget()
+        lay = QVBoxLayout(row_box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        name = vi.name
+        tt = vi.type.tensor_type
+        dims = list(tt.shape.dim) if tt.HasField("shape") else []
+        shape = "×".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
+        title = QLabel(f"<b>{html.escape(name[-48:])}</b> <span style='color:#666'>({kind}, {shape})</span>")
+        title.setToolTip(name)
+        lay.addWidget(title)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("type"))
+        t = self._combo(ms.TYPE_DENOTATIONS, "type denotation", vi.type.denotation,
+                        lambda v, n=name: self._set_type(n, v))
+        self.types[name] = t
+        row.addWidget(t, 1)
+        lay.addLayout(row)
+        lay.addWidget(t.refusal)
+        lay.addWidget(self._source_label(name))
+        self._add_field_findings(lay, f"type:{name}")
+        if dims:
+            row = QGridLayout()
+            row.setColumnStretch(1, 1)
+            combos = []
+            for i, d in enumerate(dims):
+                c = self._combo(ms.DIM_DENOTATIONS, "dimension denotation", d.denotation,
+                                lambda _v, n=name: self._set_dims(n))
+                c.setToolTip(f"axis {i} ({d.dim_value if d.HasField('dim_value') else '?'}): " + c.toolTip())
+                combos.append(c)
+                row.addWidget(QLabel(f"axis {i}"), 2 * i, 0)      # one per row: the names are long
+                row.addWidget(c, 2 * i, 1)
+                row.addWidget(c.refusal, 2 * i + 1, 1)
+            self.dims[name] = combos
+            lay.addLayout(row)
+            lay.addWidget(self._source_label(f"dims:{name}"))
+            self._add_field_findings(lay, f"dims:{name}")
+        return row_box
 
     def _image_group(self) -> QGroupBox:
         box = QGroupBox("Image (model-wide)")
@@ -336,7 +401,7 @@ class MetadataEditor(QWidget):
                       "type IMAGE.", wordWrap=True)
         note.setStyleSheet("color:#555; font-size:11px")
         lay.addRow(note)
-        on = any(c.value == "IMAGE" for c in self.types.values())
+        on = self.image_on              # some input or output is IMAGE, its row built or not
         for key, allowed in ms.IMAGE_KEYS.items():
             c = self._combo(allowed, key, self.state.image.get(key) or "", lambda v, k=key: self._set_image(k, v))
             c.setEnabled(on)
@@ -531,7 +596,7 @@ class MetadataEditor(QWidget):
     def _set_type(self, name: str, value: str) -> None:
         self._push(MetadataEdits(types={name: value}), f"Type of {name[-30:]} → {value or 'none'}")
         for c in self.image.values():
-            c.setEnabled(any(t.value == "IMAGE" for t in self.types.values()))
+            c.setEnabled(value == "IMAGE" or self.image_on)
 
     def _set_dims(self, name: str) -> None:
         values = [c.value for c in self.dims[name]]
