@@ -27,7 +27,7 @@ from pathlib import Path
 from .fuzz_structural import while_chain
 
 CLASSES = ("while_chain", "external_data", "special_file", "session_value", "option_value", "custom_op",
-           "unverified")
+           "unverified", "onnx_nesting", "desktop")
 MEDIAPIPE = ["Convolution2DTransposeBias", "MaxPoolingWithArgmax2D", "MaxUnpooling2D", "TransformLandmarks",
              "TransformTensorBilinear", "Landmarks2TransformMatrix", "FlexAddV2", "", "\x1b[31m", "a" * 300]
 
@@ -50,7 +50,8 @@ def _spec_while_chain(rng):
 
 
 def _spec_external_data(rng):
-    return {"target": rng.choice(["fifo", "folder", "loop", "dangling", "dev_zero", "outside", "weights"]),
+    return {"target": rng.choice(["fifo", "folder", "loop", "dangling", "dev_zero", "outside", "weights",
+                                  "past_2gib"]),
             "offset": rng.choice(["0", "4", "-8", "99999999999", "x", ""]),
             "length": rng.choice(["16", "0", "-1", "4096", str(2**62), None]),
             "command": rng.choice(["info", "check", "edit"])}
@@ -81,6 +82,15 @@ def _spec_custom_op(rng):
 
 def _spec_unverified(rng):
     return {"position": rng.choice(["terminator", "random"]), "seed": rng.randrange(1 << 30)}
+
+
+def _spec_onnx_nesting(rng):
+    return {"depth": rng.choice([1, 30, 31, 32]), "shaped": rng.random() < 0.5,
+            "command": rng.choice(["info", "check"])}
+
+
+def _spec_desktop(rng):
+    return {"xdg": rng.choice(["file", "icons_file", "dangling", "ok"]), "uninstall": rng.random() < 0.3}
 
 
 def _deep(rng):
@@ -122,6 +132,7 @@ def run_attack(data: bytes, folder: Path) -> str:
     case = folder / "attack"
     _clear(case)
     case.mkdir()
+    xdg = os.environ.get("XDG_DATA_HOME")
     try:
         argv, outputs = globals()[f"_setup_{spec['class']}"](spec, case)
         before = _snapshot(case, outputs)
@@ -131,6 +142,10 @@ def run_attack(data: bytes, folder: Path) -> str:
             _contract_batch(code, out, err, case)
         return f"{spec['class']}:exit{code}"
     finally:
+        if xdg is None:
+            os.environ.pop("XDG_DATA_HOME", None)
+        else:
+            os.environ["XDG_DATA_HOME"] = xdg
         _clear(case)
 
 
@@ -188,11 +203,18 @@ def _setup_external_data(spec, case):
     folder.mkdir()
     (folder / "weights.bin").write_bytes(bytes(range(64)))
     target = {"weights": "weights.bin", "outside": "../secret.bin"}.get(spec["target"], "w.bin")
-    if spec["target"] not in ("weights", "outside"):
+    offset = spec["offset"]
+    if spec["target"] == "past_2gib":              # sparse: 3 GiB claimed, 16 bytes written past the 2 GiB mark
+        offset = str((5 << 29) + int(offset)) if offset.isdigit() else offset
+        with open(folder / target, "wb") as f:
+            f.truncate(3 << 30)
+            f.seek(5 << 29)
+            f.write(bytes(range(16)))
+    elif spec["target"] not in ("weights", "outside"):
         _special(spec["target"], folder / target)
     m = _external_model(target)
     ext = {e.key: e for e in m.graph.initializer[0].external_data}
-    ext["offset"].value = spec["offset"]
+    ext["offset"].value = offset
     if spec["length"] is None:
         m.graph.initializer[0].external_data.remove(ext["length"])
     else:
@@ -267,6 +289,42 @@ def _setup_unverified(spec, case):
     model.write_bytes(bytes(data))
     out = case / "m.onnx"
     return ["convert", str(model), "-o", str(out)], {out}
+
+
+def _setup_onnx_nesting(spec, case):
+    """If bodies nested `depth` deep (then-branches; each else-branch a leaf): read up to 31, refused from 32."""
+    from onnx import TensorProto, helper
+    import onnx
+    y = (helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]) if spec["shaped"] else
+         helper.make_value_info("y", onnx.TypeProto()))
+    leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [y])
+    g = leaf
+    for i in range(spec["depth"]):
+        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=g, else_branch=leaf)], f"b{i}", [],
+                              [y])
+    main = helper.make_graph(list(g.node), "main", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                                                    helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                             [y])
+    model = case / "nested.onnx"
+    model.write_bytes(helper.make_model(main).SerializeToString())
+    return [spec["command"], str(model)], set()
+
+
+def _setup_desktop(spec, case):
+    """install-desktop (or --uninstall) with XDG_DATA_HOME a file, a link to nowhere, or holding a file named
+    icons: all or nothing, one error line."""
+    share = case / "share"
+    if spec["xdg"] == "file":
+        share.write_text("not a folder")
+    elif spec["xdg"] == "dangling":
+        share.symlink_to("no-such-folder")
+    else:
+        share.mkdir()
+        if spec["xdg"] == "icons_file":
+            (share / "icons").write_text("not a folder")
+    os.environ["XDG_DATA_HOME"] = str(share)
+    outputs = {share} if spec["xdg"] == "ok" else {case / "no-such-folder"}
+    return ["install-desktop"] + (["--uninstall"] if spec["uninstall"] else []), outputs
 
 
 def _cli(argv: list[str]) -> tuple[int, str, str]:
