@@ -291,22 +291,27 @@ def _setup_unverified(spec, case):
     return ["convert", str(model), "-o", str(out)], {out}
 
 
-def _setup_onnx_nesting(spec, case):
-    """If bodies nested `depth` deep (then-branches; each else-branch a leaf): read up to 31, refused from 32."""
-    from onnx import TensorProto, helper
+def nested_ifs(depth: int, shaped: bool) -> bytes:
+    """An ONNX model of `depth` If bodies, each the then-branch of an If in the one above (each else-branch a
+    leaf); `shaped`: its values have shapes. Read up to 31 deep, refused from 32."""
     import onnx
-    y = (helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]) if spec["shaped"] else
+    from onnx import TensorProto, helper
+    y = (helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]) if shaped else
          helper.make_value_info("y", onnx.TypeProto()))
     leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [y])
     g = leaf
-    for i in range(spec["depth"]):
+    for i in range(depth):
         g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=g, else_branch=leaf)], f"b{i}", [],
                               [y])
     main = helper.make_graph(list(g.node), "main", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
                                                     helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
                              [y])
+    return helper.make_model(main).SerializeToString()
+
+
+def _setup_onnx_nesting(spec, case):
     model = case / "nested.onnx"
-    model.write_bytes(helper.make_model(main).SerializeToString())
+    model.write_bytes(nested_ifs(spec["depth"], spec["shaped"]))
     return [spec["command"], str(model)], set()
 
 

@@ -27,6 +27,7 @@ from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
 
 from .conftest import ROOT
+from .fuzz_attacks import _relu_model, nested_ifs as _nested_ifs
 from .fuzz_mutators import _ld, _uvarint
 
 W = np.arange(2 * 3 * 3 * 5, dtype=np.float32).reshape(2, 3, 3, 5) / 90   # OHWI: 5 in, 2 out
@@ -250,13 +251,7 @@ def test_external_data_beyond_2_gib_is_read_whole_through_short_reads(model_dir,
 
 
 def test_a_model_is_told_and_read_through_short_reads(tmp_path, monkeypatch):
-    path = tmp_path / "m.tflite"
-    b = ModelBuilder()
-    x = b.input("x", [1, 3, 5, 7])
-    y = b.tensor("y", [1, 3, 5, 7])
-    b.op("RELU", [x], [y])
-    b.output(y)
-    path.write_bytes(b.build())
+    path = _relu_model(tmp_path / "m.tflite")
     _short_reads(monkeypatch, 3)                      # the 8-byte header arrives in three reads
     assert load_model(path).main.tensors[1].name == "y"
 
@@ -304,21 +299,6 @@ def test_graphs_nested_beyond_protobufs_depth_are_refused(tmp_path):
     data = _uvarint(1 << 3) + _uvarint(8) + _ld(7, graph)      # ir_version 8, then the graph
     with pytest.raises(ModelLoadError, match="If/Loop bodies nested over 31 deep"):
         read_onnx_bytes(data, "deep.onnx")
-
-
-def _nested_ifs(depth: int, shaped: bool) -> bytes:
-    """`depth` If bodies, each the then-branch of an If in the one above; `shaped`: the values have shapes."""
-    y = (helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]) if shaped else
-         helper.make_value_info("y", onnx.TypeProto()))
-    leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [y])
-    g = leaf
-    for i in range(depth):
-        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=g, else_branch=leaf)], f"b{i}", [],
-                              [y])
-    main = helper.make_graph(list(g.node), "main", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-                                                    helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                             [y])
-    return helper.make_model(main).SerializeToString()
 
 
 @pytest.mark.parametrize("shaped", [True, False])
