@@ -349,6 +349,9 @@ def test_two_killed_windows_on_one_model_each_keep_their_autosave(qtbot, model, 
     qtbot.mouseClick(w.editor.banner.rows[0][1], Qt.LeftButton)
     settle(qtbot, w)
     assert s.pins == {"y": "keep"} and not w.editor.banner.isVisible()   # a restore replaces the decisions
+    mine = w.editor.autosave.path_for(str(model))
+    assert sorted(p.name for p in (tmp_path / "autosave").iterdir()) == sorted([mine.name, mine.name.replace(
+        ".autosave.json", ".lock")])                          # the killed windows' files are gone
 
 
 def test_a_second_window_on_an_open_model_says_so_and_autosaves_apart(qtbot, model, tmp_path):

@@ -115,11 +115,14 @@ class Autosave:
         return write_atomic(path, data, protect=[model])
 
     def discard(self, session, path: Path | None = None) -> None:
-        """Remove this window's autosave (or `path`, one offered and not written by a window still open)."""
+        """Remove this window's autosave (or `path`, one offered and not written by a window still open, with the
+        lock its killed window left)."""
         try:
             (path or self.path_for(session.path)).unlink()
         except FileNotFoundError:
             pass
+        if path is not None and not _alive(self._lock_for(path)):
+            self._lock_for(path).unlink(missing_ok=True)
 
     def pending(self, session) -> list[Offer]:
         """The autosaves worth offering for this session, newest first: this window's and every other window's,
