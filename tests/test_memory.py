@@ -46,7 +46,7 @@ def test_a_model_that_cannot_fit_under_the_address_space_limit_is_refused_in_one
     run = subprocess.run([sys.executable, "-c", LIMITED, "200", "convert", str(model), "-o", str(out)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr[-2000:]
-    assert run.stderr.startswith("error: not enough memory to convert big.tflite: needs about 0.6 GB (0.")
+    assert run.stderr.startswith("error: not enough memory to convert big.tflite: needs about 0.4 GB (0.")
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr and not out.exists()
 
 
@@ -61,7 +61,7 @@ def test_memory_exhausted_past_the_estimate_is_one_line(tmp_path, monkeypatch, c
         monkeypatch.setattr(conv.onnx.checker, "check_model", lambda *a, **k: (_ for _ in ()).throw(MemoryError()))
     assert main(["convert", str(model), "-o", str(out)]) == 1
     err = capsys.readouterr().err
-    assert err == "error: not enough memory to convert m.tflite: needs about 0.4 GB\n" and not out.exists()
+    assert err == "error: not enough memory to convert m.tflite: needs about 0.2 GB\n" and not out.exists()
 
 
 def test_the_window_says_not_enough_memory_in_one_line(qtbot, tmp_path, monkeypatch):
@@ -74,5 +74,5 @@ def test_the_window_says_not_enough_memory_in_one_line(qtbot, tmp_path, monkeypa
     w.open_path(str(model))
     qtbot.waitUntil(lambda: w.statusBar().currentMessage().startswith("Conversion failed"), timeout=60_000)
     assert w.statusBar().currentMessage() == "Conversion failed: not enough memory to convert m.tflite: needs about " \
-                                             "0.4 GB"
+                                             "0.2 GB"
     assert getattr(w, "last_error", None) is None            # not "EncodeError: Failed to serialize proto"
