@@ -11,8 +11,8 @@ from inspector.core.proof.validate import own_kernel_steps, validate
 
 from .conftest import corpus_files
 
-FLOAT = [f for f in corpus_files() if not any(k in f for k in ("_int8", "_dynamic", ".uint8", "_quant",
-                                                                 "alexa", "hey_jarvis"))]
+QUANT_KEYS = ("_int8", "_uint8", "_int16x8", "_dynamic", ".uint8", "_quant")     # full-integer and dynamic-range
+FLOAT = [f for f in corpus_files() if not any(k in f for k in QUANT_KEYS + ("alexa", "hey_jarvis"))]
 # Models known not to convert yet, with the reason (strict: each must come off the list the moment it passes).
 PENDING: dict[str, str] = {}
 PURE_CNNS = ["keras/mobilenetv2_fp32.tflite", "keras/mobilenetv2_fp16.tflite", "keras/mobilenetv3small_fp32.tflite",
@@ -74,7 +74,7 @@ def test_streaming_state_is_stored_in_the_layout_it_is_read_in(corpus, rel):
     assert validate(result).ok
 
 
-QUANTIZED = [f for f in corpus_files() if any(k in f for k in ("_int8", "_dynamic", ".uint8", "_quant", "conv-quant"))]
+QUANTIZED = [f for f in corpus_files() if any(k in f for k in QUANT_KEYS + ("conv-quant",))]
 
 
 @pytest.mark.corpus
@@ -92,7 +92,7 @@ def test_quantized_model_converts_and_validates(corpus, rel):
         own = own_kernel_steps(result.graph)
         assert all(e.steps is not None and o is not None and e.steps <= o + 1 for e, o in zip(v.outputs, own)), \
             [(e.name, e.steps, e.within, o) for e, o in zip(v.outputs, own)]
-    if "_int8" in rel or ".uint8" in rel or "_quant" in rel:
+    if any(k in rel for k in ("_int8", "_uint8", "_int16x8", ".uint8", "_quant")):
         size = len(result.model.SerializeToString())
         assert size <= 1.3 * (corpus / rel).stat().st_size or size < 4096    # tiny single-op files: headers dominate
 

@@ -435,7 +435,11 @@ def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, 
     else:
         c_pos = np.ldexp(1.0, 30) + np.where(shifted, np.ldexp(1.0, 30 + right), 0.0) + zp * np.ldexp(1.0, k)
     c_neg = c_pos - np.where(shifted, np.ldexp(1.0, 31), 0.0)
-    split = bound is None or bound * float(big_q.max()) + float(np.abs(c_pos).max()) + 2.0 ** 31 >= 2.0 ** 53
+    # A multiplier whose low 16 bits are all zero (wide_multipliers) makes every sum a multiple of 2^16: 16 bits more
+    # room before float64 stops being exact.
+    wide = 16 if not np.any(big_q & 0xFFFF) else 0
+    split = bound is None or (bound * float((big_q >> wide).max()) + (float(np.abs(c_pos).max()) + 2.0 ** 31)
+                              / 2.0 ** wide >= 2.0 ** 53)
     if not split:
         y, unit = em.node("Mul", [x, double_const(em, np.ldexp(big_q.astype(np.float64), -k))], 1)[0], k
     else:

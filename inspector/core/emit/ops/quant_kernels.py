@@ -47,7 +47,8 @@ def int16_conv(ctx, op) -> bool:
     rank = ty.rank
     out_perm = ctx.plan.produced.get((op.index, 0), ctx.perm(y_t))
     c_axis = L.axis_to_onnx(rank - 1, out_perm)
-    weight = ctx.const(np.ascontiguousarray(np.transpose(w, perm)).astype(np.float32), f"{qdq.short(w_t)}_f")
+    stored = ctx.const(np.ascontiguousarray(np.transpose(w, perm)).astype(np.int8), qdq.short(w_t))
+    weight = ctx.node("Cast", [stored], 1, to=ONNX_FLOAT)[0]          # int8 on disk; ONNX Runtime folds the Cast
     x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_FLOAT)[0]
     high = ctx.node("Floor", [ctx.node("Mul", [x, ctx.scalar(1 / SPLIT)], 1)[0]], 1)[0]
     low = ctx.node("Sub", [x, ctx.node("Mul", [high, ctx.scalar(SPLIT)], 1)[0]], 1)[0]

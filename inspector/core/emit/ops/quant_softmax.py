@@ -86,9 +86,9 @@ def exact_softmax(ctx, op) -> bool:
     node = lambda kind, ins, **kw: ctx.node(kind, ins, 1, **kw)[0]                  # noqa: E731
     x = node("Cast", [ctx.input(op, 0)], to=TensorProto.INT64)
     index = node("Add", [node("Sub", [x, node("ReduceMax", [x, axes], keepdims=1)]), i64(255)])
-    exps = node("Gather", [ctx.const(e0, "softmax_exp"), index], axis=0)
-    total = node("ReduceSum", [node("Gather", [ctx.const(terms, "softmax_terms"), index], axis=0), axes],
-                 keepdims=1)
+    table = lambda v, name: node("Cast", [ctx.const(v.astype(np.int32), name)], to=TensorProto.INT64)   # noqa: E731
+    exps = node("Gather", [table(e0, "softmax_exp"), index], axis=0)
+    total = node("ReduceSum", [node("Gather", [table(terms, "softmax_terms"), index], axis=0), axes], keepdims=1)
     # GetReciprocal: the sum normalised to [1, 2) (its leading zeros counted against 2^0..2^31), minus one.
     powers = np.array([1 << k for k in range(32)], np.int64)
     lead = node("ReduceSum", [node("Cast", [node("Less", [node("Unsqueeze", [total, i64([-1])]), i64(powers)])],
@@ -141,7 +141,7 @@ def int16_softmax(ctx, op) -> bool:
     """int16 SOFTMAX as LiteRT's kernel computes it, in float64 (every value an integer below 2^31): each difference
     from the row's maximum rescaled to [-65535, 0] ~ [-10, 0] and looked up in an exp table, their sum normalised
     by its leading zeros and looked up in a 1 / (1 + x) table, each exp times that, shifted back, half up."""
-    from .quant import fixed_point_multiply
+    from .quant import double_const, fixed_point_multiply
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = sg.tensors[x_t], sg.tensors[y_t]
@@ -152,12 +152,12 @@ def int16_softmax(ctx, op) -> bool:
     qdq._raw[op.index] = True                     # reads and writes the stored integers
     p = ctx.plan.inputs.get((op.index, 0), L.identity(tx.rank))
     axes = ctx.i64([L.axis_to_onnx(-1, p) if p else -1], "axes")
-    d = lambda v: ctx.const(np.array(v, np.float64), "k")                          # noqa: E731
+    d = lambda v: double_const(ctx, v)                                              # noqa: E731
     node = lambda kind, ins, **kw: ctx.node(kind, ins, 1, **kw)[0]                  # noqa: E731
     floor_div = lambda v, k: node("Floor", [node("Mul", [v, d(1.0 / k)])])          # noqa: E731
 
     def lookup(v: str, table: np.ndarray) -> str:
-        lut = d(table)
+        lut = node("Cast", [ctx.const(table.astype(np.int16), "softmax_lut")], to=TensorProto.DOUBLE)
         top = floor_div(v, 128)
         index = node("Cast", [node("Add", [top, d(256.0)])], to=TensorProto.INT64)
         base = node("Gather", [lut, index], axis=0)
