@@ -268,10 +268,12 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
     else:
         g.node.extend(em.nodes)
     g.name = graph_name(graph)
+    emitted = len(g.node)
     if cache is not None:                           # the planner should leave nothing: each rewrite is noted
         cleaned = peephole.clean(g, trace, at=cache.transposes_at, infos=cache.info_index)
     else:
         cleaned = peephole.clean(g, trace, em.nodes)
+    rewritten = bool(cleaned) or len(g.node) != emitted      # (an Identity dropped is no warning)
     model.opset_import.add(domain="", version=opset)
     if allow_custom:
         from .ops.custom import CUSTOM_DOMAIN, uses_domain
@@ -298,7 +300,7 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
         result.state = em.state.describe()
         result.warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    rest = cache.rest_bound(model) if cache is not None and not cleaned else None      # (a rewrite may grow one)
+    rest = cache.rest_bound(model) if cache is not None and not rewritten else None    # (a rewrite may grow one)
     if _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable else None,
                          weights_over, rest):
         result.weights_left_out = True

@@ -17,6 +17,7 @@ from itertools import chain
 
 from inspector.core.ir.diff import changed
 
+from . import peephole
 from .emitter import Emitter, _varint, clean_base, next_free
 
 MISSING = object()
@@ -91,7 +92,7 @@ class Segment:
         self.trace: list[tuple] = []                # ("node", op, name), ("note", t, name), ("inserted", name, key)
         self.nodes = self.inits = self.warnings = ()
         self.wire: bytes | None = None              # its nodes on GraphProto's wire (Reconverter.node_wire)
-        self.tpos: list | None = None               # where its Transpose nodes are among them
+        self.tpos: list | None = None               # where its Transpose and Identity nodes are among them
 
 
 CHUNK = 64      # ops per Chunk: a pin re-emits a few ops, so nearly every chunk of 10,000 ops is replayed whole
@@ -211,7 +212,7 @@ class Reconverter:
         self._moved: set | None = None  # tensors whose layout differs from the last run's plan (None: unknown)
         self._values: tuple | None = None       # the last value_infos': (run, its inputs, values, parts, where,
                                                 # info_index)
-        self.transposes_at: list[int] = []      # node_wire's: where the graph's Transposes are
+        self.transposes_at: list[int] = []      # node_wire's: where the graph's Transposes and Identities are
         self.node_bytes = self.info_bytes = 0   # the wire bytes of the last run's nodes and value infos
         self.replayed = self.emitted = 0
         self.checked = 0                # records checked read by read in the last run (the others met no change)
@@ -313,7 +314,7 @@ class Reconverter:
         """GraphProto's node entries on the wire: a record's or a chunk's nodes as one piece kept with it (a pin
         re-emits a few ops: the rest are the very NodeProtos of the last run), any other node's kept by node object
         from the last run. One parse of 10,000 nodes is ~4x faster than extend's copy of each. Also notes where
-        the Transposes are (`transposes_at`, for peephole.clean) and the bytes (`node_bytes`)."""
+        the Transposes and Identities are (`transposes_at`, for peephole.clean) and the bytes (`node_bytes`)."""
         known, kept, parts, where, at = self._nodes, {}, [], [], 0
 
         def loose(upto: int) -> None:
@@ -323,7 +324,7 @@ class Reconverter:
                     got = (n, _node_wire(n))
                 kept[id(n)] = got
                 parts.append(got[1])
-                if n.op_type == "Transpose":
+                if n.op_type in peephole.KINDS:
                     where.append(k)
 
         for start, end, owner in self._pieces:
@@ -333,7 +334,7 @@ class Reconverter:
                 if owner.wire is None:
                     owner.wire = b"".join([_piece_wire(seg) for seg in owner.segs]) if type(owner) is Chunk \
                         else b"".join([_node_wire(n) for n in owner.nodes])
-                    owner.tpos = [k for k, n in enumerate(owner.nodes) if n.op_type == "Transpose"]
+                    owner.tpos = [k for k, n in enumerate(owner.nodes) if n.op_type in peephole.KINDS]
                 parts.append(owner.wire)
                 where += [start + k for k in owner.tpos]
                 at = end

@@ -1,11 +1,15 @@
 """Peephole clean-up after emission, a safety net behind the planner: a Transpose feeding only another Transpose
 folds into it (a chain becomes one, an inverse pair none), and a Transpose that only moves size-1 axes becomes a
-Reshape. The planner should leave nothing to do (tests/test_planner_corpus.py checks that on the corpus)."""
+Reshape. The planner should leave nothing to do (tests/test_planner_corpus.py checks that on the corpus).
+Then every Identity goes (an op whose layouts made it a no-op: a TFLite TRANSPOSE or RESHAPE absorbed), its
+readers reading its input, unless a graph output is its output: that one needs a producer of its own name."""
 from __future__ import annotations
 
 import onnx
 
 from inspector.core.layout import layout as L
+
+KINDS = ("Transpose", "Identity")           # the nodes the pass looks at (a re-conversion notes where they are)
 
 
 def _static_dims(value_info) -> list[int] | None:
@@ -14,19 +18,37 @@ def _static_dims(value_info) -> list[int] | None:
 
 
 def clean(graph: onnx.GraphProto, trace=None, nodes=None, at=None, infos=None) -> list[str]:
-    """Rewrite `graph` in place; returns one line per rewrite (empty when the plan was already clean). `nodes`: the
-    NodeProtos the graph's nodes were copied from, to look for a Transpose without a wrapper per graph node; or
-    `at`: the positions of the graph's Transposes, and `infos`: a function giving value name -> position of its
-    last value_info in the graph (a re-conversion knows both: no walk over 10,000 nodes and value infos)."""
-    done = []
+    """Rewrite `graph` in place; returns one line per rewrite of a Transpose (empty when the plan was already
+    clean; an Identity dropped is no line: the emitters write them). `nodes`: the NodeProtos the graph's nodes were
+    copied from, to look for a Transpose or Identity without a wrapper per graph node; or `at`: the positions of
+    the graph's Transposes and Identities, and `infos`: a function giving value name -> position of its last
+    value_info in the graph (a re-conversion knows both: no walk over 10,000 nodes and value infos)."""
+    done: list[str] = []
     if at is not None:
         if not at:
             return done
-        transposes = [graph.node[i] for i in at]
+        found = [graph.node[i] for i in at]
     else:
-        if not any(n.op_type == "Transpose" for n in (graph.node if nodes is None else nodes)):   # the usual case
+        if not any(n.op_type in KINDS for n in (graph.node if nodes is None else nodes)):   # the usual case
             return done
-        transposes = [n for n in graph.node if n.op_type == "Transpose"]
+        found = [n for n in graph.node if n.op_type in KINDS]
+    transposes = [n for n in found if n.op_type == "Transpose"]
+    dead = _transposes(graph, transposes, trace, infos, done) if transposes else set()
+    # (a Transpose the fold left as an identity has become one)
+    dead |= _identities(graph, [n for n in found if n.op_type == "Identity" and n.name not in dead], trace)
+    if dead:
+        keep = [n for n in graph.node if n.name not in dead]
+        del graph.node[:]
+        graph.node.extend(keep)
+        if trace is not None:
+            for name in dead:
+                trace.node_op.pop(name, None)
+                trace.inserted.pop(name, None)
+    return done
+
+
+def _transposes(graph, transposes, trace, infos, done) -> set[str]:
+    """Folds and rewrites of the Transposes (lines into `done`); the names of those folded away."""
     # A graph output or a value that is a TFLite tensor's image (a pinned tensor, say) must stay as it is.
     outputs = {o.name for o in graph.output}
     images = trace.value_tensor if trace is not None else {}
@@ -69,15 +91,53 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None, at=None, infos=None) -
             what = "Identity" if L.is_identity(p) else "Reshape"
             done.append(f"{n.name}: a Transpose that moves no data becomes {what}")
             _become(graph, n, what, L.apply(dims, p) if dims is not None else None)
-    if dead:
-        keep = [n for n in graph.node if n.name not in dead]
-        del graph.node[:]
-        graph.node.extend(keep)
-        if trace is not None:
-            for name in dead:
-                trace.node_op.pop(name, None)
-                trace.inserted.pop(name, None)
-    return done
+    return dead
+
+
+def _identities(graph, identities, trace) -> set[str]:
+    """Readers of each Identity read its input instead (through chains of them), its value info goes and the
+    trace maps its TFLite tensor to that input; the names of the Identities dropped. Kept: one that makes a graph
+    output, and one whose output a subgraph reads from the outer scope (renaming inside bodies is not worth it)."""
+    if not identities:
+        return set()
+    keep = {o.name for o in graph.output} | _read_inside(graph)
+    source = {n.output[0]: n.input[0] for n in identities if n.output[0] not in keep and n.name}
+    if not source:
+        return set()
+    for value in source:
+        root = source[value]
+        while root in source:
+            root = source[root]
+        source[value] = root
+    for n in graph.node:
+        for k, name in enumerate(n.input):
+            if name in source:
+                n.input[k] = source[name]
+    infos = [v for v in graph.value_info if v.name not in source]
+    del graph.value_info[:]
+    graph.value_info.extend(infos)
+    dropped = {n.name for n in identities if n.output[0] in source}
+    if trace is not None:
+        for value, root in source.items():
+            t = trace.value_tensor.pop(value, None)
+            if t is not None and t in trace.tensor_values:      # new lists: a re-conversion's records share them
+                names = [root if v == value else v for v in trace.tensor_values[t]]
+                trace.tensor_values[t] = list(dict.fromkeys(names))
+        for op, names in list(trace.op_nodes.items()):
+            if any(name in dropped for name in names):
+                trace.op_nodes[op] = [name for name in names if name not in dropped]
+    return dropped
+
+
+def _read_inside(graph) -> set[str]:
+    """Every value name a node of a subgraph (If/Loop/Scan bodies, nested) reads."""
+    names: set[str] = set()
+    for n in graph.node:
+        for a in n.attribute:
+            for body in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                names.update(i for m in body.node for i in m.input)
+                names |= _read_inside(body)
+    return names
 
 
 def _perm(node) -> tuple[int, ...]:
