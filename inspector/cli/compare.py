@@ -21,9 +21,11 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from inspector.cli.validate import parsed_shapes
     from inspector.core.pairing.pair import open_pair
     pair = open_pair(args.tflite, args.onnx)
-    v = None if args.no_validate else pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol)
+    v = None if args.no_validate else pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol,
+                                                    input_shapes=parsed_shapes(args))
     if args.json:
         out = pair.to_json()
         if v is not None:

@@ -31,6 +31,9 @@ def add_common(p) -> None:
     p.add_argument("--batch", type=batch_arg, default=None,
                    help=f"batch size for models with a dynamic batch (1..{MAX_BATCH})")
     p.add_argument("--rtol", type=float, default=None, help="tolerance relative to each output's scale")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="the sizes an input is fed at, for its dynamic dimensions (repeatable; NAME: the TFLite "
+                        "or ONNX input's name)")
 
 
 def add_parser(sub):
@@ -66,14 +69,15 @@ def run(args) -> int:
     if args.steps > 1:
         return run_steps(args, graph)
     v = validate_files(graph, args.onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
-                       floor=None if args.no_floor else True, mapper=paired_values)
+                       floor=None if args.no_floor else True, mapper=paired_values,
+                       input_shapes=parsed_shapes(args))
     if args.model_explorer:
         from pathlib import Path
 
         from inspector.core.pairing.pair import open_pair
         from inspector.core.proof import node_data
         pair = open_pair(args.tflite, args.onnx)    # maps every tensor, so each one's error has a place
-        pv = pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol)
+        pv = pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol, input_shapes=parsed_shapes(args))
         Path(args.model_explorer).mkdir(parents=True, exist_ok=True)
         written = node_data.write(args.model_explorer, node_data.validation_files(graph, pv.tensors, pair.mapping))
         v.notes.append(f"Model Explorer node data for {len(pv.tensors)} tensors: "
@@ -86,6 +90,11 @@ def run(args) -> int:
     else:
         print("\n".join(report(v)))
     return 0 if v.ok else 1
+
+
+def parsed_shapes(args) -> dict | None:
+    from inspector.core.proof.input_shapes import parse
+    return parse(args.input_shape) or None
 
 
 def paired_values(graph, model) -> dict[int, list[str]]:

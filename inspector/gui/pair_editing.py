@@ -49,8 +49,8 @@ class PairSession(Session):
         self.result = dataclasses.replace(self.base, model=model)
         self.notes, self.validation = [self._header()] + notes, None
 
-    def measure(self, cancel=None, progress=None):
-        return self.pair.validate(cancel=cancel, progress=progress)
+    def measure(self, cancel=None, progress=None, input_shapes=None):
+        return self.pair.validate(cancel=cancel, progress=progress, input_shapes=input_shapes)
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata

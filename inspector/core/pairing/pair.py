@@ -68,8 +68,8 @@ class Pair:
         return out
 
     def validate(self, seed: int = 0, batch: int | None = None, rtol: float | None = None, cancel=None,
-                 progress=None, floor: bool | None = None) -> "PairValidation":
-        self.validation = validate_pair(self, seed, batch, rtol, cancel, progress, floor)
+                 progress=None, floor: bool | None = None, input_shapes=None) -> "PairValidation":
+        self.validation = validate_pair(self, seed, batch, rtol, cancel, progress, floor, input_shapes)
         return self.validation
 
     def as_result(self):
@@ -285,10 +285,12 @@ def _num(x: float) -> float | None:
 
 
 def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: float | None = None,
-                  cancel=None, progress=None, floor: bool | None = None) -> PairValidation:
+                  cancel=None, progress=None, floor: bool | None = None, input_shapes=None) -> PairValidation:
     """Outputs as `validate` judges them (validate_files: same seeded inputs, I/O layouts read off the shapes),
     then every mapped tensor against LiteRT's preserved one, each in the layout its ONNX shape shows.
-    `cancel` (a threading.Event) and `progress(msg, fraction)` serve the GUI's worker, as for validate()."""
+    `cancel` (a threading.Event) and `progress(msg, fraction)` serve the GUI's worker, as for validate();
+    `input_shapes` as for validate_files."""
+    from inspector.core.proof.input_shapes import resolve
     from inspector.core.proof.validate import (RTOL, Cancelled, best_layout, guessed_perms, make_inputs, model_kind,
                                                reference, run_onnx, typed, validate_files)
     from inspector.core.proof.validate import TensorError, judge
@@ -306,7 +308,7 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
     step("comparing the outputs", 0.05)
     try:
         v = validate_files(graph, pair.path, seed=seed, batch=batch, rtol=rtol, floor=floor,
-                           mapper=lambda *_: m.tensor_values)
+                           mapper=lambda *_: m.tensor_values, input_shapes=input_shapes)
         result.outputs, result.output_diffs = v.outputs, v.output_diffs
     except ModelLoadError:
         raise
@@ -314,7 +316,8 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
         result.notes.append(f"ONNX Runtime (optimised) cannot run it: {str(e).splitlines()[0][:300]}")
     rtol = result.rtol = RTOL[model_kind(graph)] if rtol is None else rtol
     step("running TFLite, keeping every tensor", 0.35)
-    inputs = make_inputs(graph, seed, batch)
+    inputs = make_inputs(graph, seed, batch, resolve(graph, input_shapes, {
+        v: t for t in sg.inputs for v in m.tensor_values.get(t, [])}))
     feeds = {}
     names = [v.name for v in pair.model.graph.input]
     for t, x in zip(sg.inputs, inputs):

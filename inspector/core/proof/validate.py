@@ -17,6 +17,7 @@ import onnx
 
 from inspector.core.layout import layout as L
 from . import noise
+from .input_shapes import cannot_run, resolve as resolve_shapes, unsized as unsized_inputs
 from .litert_log import quiet_litert
 from inspector.core.ir.errors import InspectorError
 from inspector.core.ir.graph import Graph
@@ -167,17 +168,16 @@ def index_bounds(sg) -> dict[int, int]:
     return bounds
 
 
-def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[np.ndarray]:
+def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None,
+                shapes: dict[int, tuple] | None = None) -> list[np.ndarray]:
     """Seeded inputs in TFLite layout; floats in [-1, 1], integers in a small range (indices within the table
-    they index), bools random."""
+    they index), bools random. `shapes`: input tensor -> the dims the user gave (input_shapes.resolve)."""
     rng = np.random.default_rng(seed)
     sg = graph.main
     bounds = index_bounds(sg)
     out = []
     for t in (sg.tensors[i] for i in sg.inputs):
-        shape = list(t.shape)
-        if batch is not None and t.shape_signature is not None and t.shape_signature and t.shape_signature[0] < 0:
-            shape[0] = batch
+        shape = _input_shape(t, batch, shapes)
         if t.dtype.startswith("float"):
             out.append(rng.uniform(-1, 1, shape).astype(t.dtype))
         elif t.dtype == "bool":
@@ -191,6 +191,15 @@ def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None) -> list[n
                 lo, hi = 0, min(info.max, bounds[t.index] - 1)
             out.append(rng.integers(lo, hi, shape, endpoint=True).astype(t.dtype))
     return out
+
+
+def _input_shape(t, batch: int | None, shapes: dict[int, tuple] | None) -> list[int]:
+    if shapes and t.index in shapes:
+        return list(shapes[t.index])
+    shape = list(t.shape)
+    if batch is not None and t.shape_signature is not None and t.shape_signature and t.shape_signature[0] < 0:
+        shape[0] = batch
+    return shape
 
 
 class LiteRTRefusal(InspectorError):
@@ -283,8 +292,9 @@ def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads
     have = {o.name for o in m.graph.output}
     vi = {v.name: v for v in m.graph.value_info}
     for name in extra:
-        if name not in have and name in vi:
+        if name not in have and name in vi:        # (two tensors may share a value: an Identity dropped)
             m.graph.output.append(vi[name])
+            have.add(name)
     # Graph optimisations stay off when intermediates are read, so they are the values the converter wrote;
     # ONNX Runtime's optimiser also refuses some valid graphs (Resize with `axes` between Transposes), so a
     # refusal is retried without it before it is reported.
@@ -365,19 +375,22 @@ def compare_tensor(sg, t, ref, got, rtol):
 BUDGET_BYTES = 2 << 30
 
 
-def checked_inputs(graph: Graph, seed: int, batch: int | None, intermediates: bool) -> list[np.ndarray]:
+def checked_inputs(graph: Graph, seed: int, batch: int | None, intermediates: bool,
+                   shapes: dict[int, tuple] | None = None) -> list[np.ndarray]:
     """make_inputs, after refusing what cannot be fed (strings) or held (check_budget)."""
     sg = graph.main
     for t in sg.inputs:
         if sg.tensors[t].dtype in ("string", "resource", "variant"):
             raise InspectorError(f"input '{sg.tensors[t].name}' is a {sg.tensors[t].dtype} tensor: "
                                  "validation feeds numeric inputs only")
-    check_budget(graph, batch, intermediates)
-    return make_inputs(graph, seed, batch)
+    check_budget(graph, batch, intermediates, shapes)
+    return make_inputs(graph, seed, batch, shapes)
 
 
-def check_budget(graph: Graph, batch: int | None, intermediates: bool) -> None:
-    """Refuse before anything is allocated when the tensors the runs hold would exceed BUDGET_BYTES."""
+def check_budget(graph: Graph, batch: int | None, intermediates: bool, shapes: dict[int, tuple] | None = None
+                 ) -> None:
+    """Refuse before anything is allocated when the tensors the runs hold would exceed BUDGET_BYTES (inputs at
+    the sizes given, other tensors at their stored sizes, batch apart)."""
     from math import prod
     sg = graph.main
     batch = batch or 1
@@ -385,9 +398,7 @@ def check_budget(graph: Graph, batch: int | None, intermediates: bool) -> None:
     for t in (sg.tensors if intermediates else [sg.tensors[i] for i in sg.inputs + sg.outputs]):
         if t.data is not None or t.dtype in ("resource", "variant", "string"):
             continue
-        dims = list(t.shape)
-        if t.dims and t.dims[0] < 0:
-            dims[0] = batch
+        dims = _input_shape(t, batch, shapes)
         total += prod(max(d, 0) for d in dims) * np.dtype(t.dtype).itemsize
     if total > BUDGET_BYTES:
         raise InspectorError(f"validation would hold {total / 2**30:.1f} GiB of tensors (the limit is "
@@ -396,11 +407,12 @@ def check_budget(graph: Graph, batch: int | None, intermediates: bool) -> None:
 
 def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True, batch: int | None = None,
              rtol: float | None = None, cancel: threading.Event | None = None, progress=None,
-             floor: bool | None = None, _reference=None, _output_perms=None,
-             _guess_layouts: bool = False) -> Validation:
+             floor: bool | None = None, input_shapes: dict[str, tuple] | None = None, _reference=None,
+             _output_perms=None, _guess_layouts: bool = False) -> Validation:
     """Compare the converted model with the TFLite interpreter; `cancel`/`progress` serve the GUI's worker.
     `floor`: True measures the noise floor of every compared tensor, False never, None where it could change a
-    verdict (noise.needs_floor). `_reference` (inputs, LiteRT values, Cut or None), `_output_perms` (output ->
+    verdict (noise.needs_floor). `input_shapes`: input name (TFLite's or ONNX's) -> the sizes of its dynamic
+    dimensions (input_shapes.parse). `_reference` (inputs, LiteRT values, Cut or None), `_output_perms` (output ->
     layouts to try) and `_guess_layouts` (intermediates' layouts read off their shapes) serve validate_files."""
     graph, plan, trace = result.graph, result.plan, result.trace
     sg = graph.main
@@ -413,7 +425,9 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
             progress(msg, frac)
 
     if _reference is None:
-        inputs = checked_inputs(graph, seed, batch, intermediates)
+        shapes = resolve_shapes(graph, input_shapes, {trace.tensor_values[t][0]: t for t in sg.inputs
+                                                      if trace.tensor_values.get(t)})
+        inputs = checked_inputs(graph, seed, batch, intermediates, shapes)
         step("running TFLite", 0.1)
         ref, cut = reference(graph, inputs, intermediates)
     else:
@@ -425,6 +439,7 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     step("comparing", 0.6)
     v = _compare_all(result, ref, got, rtol, intermediates, _output_perms or {}, _guess_layouts)
     v.seed, v.cut, v.notes = seed, cut, [cut.note(len(v.intermediates))] if cut is not None else []
+    v.notes += fed_notes(graph, inputs, input_shapes)
     judge(result.graph, v.outputs + v.intermediates, inputs, ref, rtol, seed, floor, intermediates,
           lambda: (got, run_onnx(result.model, feeds, optimise=bool(extra))),
           lambda: step("measuring the noise floor", 0.7), cut)
@@ -432,14 +447,30 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     return v
 
 
+def fed_notes(graph: Graph, inputs, given) -> list[str]:
+    """A note per input fed at sizes the user gave."""
+    if not given:
+        return []
+    return [f"input '{graph.main.tensors[t].name}' fed as {list(x.shape)}" for t, x in zip(graph.main.inputs, inputs)
+            if graph.main.tensors[t].dynamic]
+
+
 def reference(graph: Graph, inputs, keep_all: bool):
     """(LiteRT's values, None), or when LiteRT cannot run an op, (its values of every tensor before that op, the
     Cut); the refusal itself when nothing precedes that op or the cut model cannot be written."""
     from .cut import Cut, cut_before, first_op
+    unsized = unsized_inputs(graph, inputs)
     try:
-        return run_tflite(graph, inputs, keep_all=keep_all), None
+        values = run_tflite(graph, inputs, keep_all=keep_all)
     except LiteRTRefusal as e:
+        if unsized:
+            raise cannot_run(graph, unsized, e.reason) from None
         refusal = e
+    else:
+        empty = [graph.main.tensors[t].name for t in graph.main.outputs if t in values and not values[t].size]
+        if unsized and empty:
+            raise cannot_run(graph, unsized, f"output '{empty[0]}' comes out empty")
+        return values, None
     k = first_op(graph, refusal.op) if refusal.op else None
     if not k:
         raise refusal
@@ -675,7 +706,8 @@ def values_by_name(graph: Graph, model: onnx.ModelProto) -> dict[int, list[str]]
 
 
 def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | None = None,
-                   rtol: float | None = None, floor: bool | None = None, mapper=None) -> Validation:
+                   rtol: float | None = None, floor: bool | None = None, mapper=None,
+                   input_shapes: dict[str, tuple] | None = None) -> Validation:
     """Validate any ONNX model (ours or another converter's) against the TFLite model: I/O matched by name,
     then by position; each one's layout read from the model's `layout_inspector.io` entry, else every layout its
     shape fits is tried (inputs: each combination, at most MAX_INPUT_LAYOUTS; outputs: the best fit).
@@ -721,7 +753,8 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
             io.append(row)
             trace.tensor_values[t] = [vi.name]
     combos = list(itertools.islice(itertools.product(*(choices[t] for t in sg.inputs)), MAX_INPUT_LAYOUTS))
-    inputs = checked_inputs(graph, seed, batch, False)
+    aliases = {trace.tensor_values[t][0]: t for t in sg.inputs}
+    inputs = checked_inputs(graph, seed, batch, False, resolve_shapes(graph, input_shapes, aliases))
     ref, cut = reference(graph, inputs, False)
     if cut is not None:                         # what precedes the op LiteRT cannot run, tensor by tensor
         check_budget(graph, batch, True)
@@ -735,7 +768,7 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
         plan.perms.update(zip(sg.inputs, combo))
         result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={})
         v = validate(result, seed=seed, intermediates=cut is not None, batch=batch, rtol=rtol, floor=floor,
-                     _reference=(inputs, ref, cut), _output_perms={t: choices[t] for t in sg.outputs},
+                     input_shapes=input_shapes, _reference=(inputs, ref, cut), _output_perms={t: choices[t] for t in sg.outputs},
                      _guess_layouts=True)
         worst = [-max((e.max_rel for e in rows), default=0.0) for rows in (v.outputs, v.intermediates)]
         score = (v.ok, worst[0], all(e.ok for e in v.intermediates), worst[1])

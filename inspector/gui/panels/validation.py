@@ -15,9 +15,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QRectF, QRunnable, QSize, Qt, QThreadPool, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter, QPen
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSplitter, QVBoxLayout,
+                               QWidget)
 
 from inspector.core.ir.errors import InspectorError
+from inspector.core.proof.input_shapes import parse, split
 from inspector.core.proof.validate import headline
 from inspector.core.session.events import (MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
                                            ValidationDone)
@@ -122,6 +124,16 @@ class ErrorScale(QWidget):
         p.end()
 
 
+def _dynamic_inputs(session) -> str:
+    """The field's hint: each TFLite input with a dynamic dimension as NAME=D1,N,... (empty: none)."""
+    graph = getattr(session, "graph", None)
+    if graph is None or getattr(graph, "format", "tflite") != "tflite":
+        return ""
+    sg = graph.main
+    return "; ".join(f"{sg.tensors[t].name}=" + ",".join("N" if d < 0 else str(d) for d in sg.tensors[t].dims)
+                     for t in sg.inputs if sg.tensors[t].dynamic)
+
+
 class JobSignals(QObject):
     progress = Signal(str, float)
     done = Signal(object)
@@ -129,9 +141,10 @@ class JobSignals(QObject):
 
 
 class ValidateJob(QRunnable):
-    def __init__(self, session):
+    def __init__(self, session, input_shapes=None):
         super().__init__()
         self.session = session
+        self.input_shapes = input_shapes
         self.cancel = threading.Event()
         self.signals = JobSignals()
         self.setAutoDelete(False)
@@ -145,9 +158,10 @@ class ValidateJob(QRunnable):
                 from inspector.core.session.pipeline import run
                 progress("converting with the weights…", 0.0)
                 v = validate(run(s.graph, s.pins, s.options, s.metadata, check=False).result, cancel=self.cancel,
-                             progress=progress)
+                             progress=progress, input_shapes=self.input_shapes)
             else:                                                # the Session takes it on the GUI thread (_done)
-                v = s.measure(cancel=self.cancel, progress=progress)
+                shapes = {"input_shapes": self.input_shapes} if self.input_shapes else {}
+                v = s.measure(cancel=self.cancel, progress=progress, **shapes)
             self.signals.done.emit(v)
         except InspectorError as e:
             self.signals.failed.emit(str(e), "")
@@ -171,8 +185,16 @@ class ValidationPanel(QWidget):
         self.progress = QProgressBar(maximumWidth=220)
         self.progress.setRange(0, 100)
         self.status = QLabel(wordWrap=True)
+        # Sizes for dynamic input dimensions (validate --input-shape): NAME=D1,D2,... separated by ';' or spaces
+        self.shapes_label = QLabel("Input shapes:")
+        self.shapes = QLineEdit(maximumWidth=260)
+        self.shapes.setToolTip("Sizes to feed inputs with dynamic dimensions at: NAME=D1,D2,... (several: separated "
+                               "by ';'), as validate --input-shape does")
+        self.shapes.returnPressed.connect(self.run)
+        self.shapes_label.setBuddy(self.shapes)
         top = QHBoxLayout()
-        for wdg in (self.run_button, self.cancel_button, self.progress, self.clear_button):
+        for wdg in (self.run_button, self.cancel_button, self.shapes_label, self.shapes, self.progress,
+                    self.clear_button):
             top.addWidget(wdg)
         top.addWidget(self.status, 1)
 
@@ -210,6 +232,7 @@ class ValidationPanel(QWidget):
         editor.window.views.subscribe(lambda _e: self.reset(), ModelOpened, PinsChanged, MetadataChanged,
                                       OptionsChanged, PlanChanged)
         editor.window.views.subscribe(lambda e: self.show_validation(e.validation), ValidationDone)
+        editor.window.views.subscribe(lambda _e: self.shapes.clear(), ModelOpened)     # sizes of another model
 
     # ---- running -------------------------------------------------------------------------------------------
     @property
@@ -221,8 +244,14 @@ class ValidationPanel(QWidget):
         s = self.editor.session
         if s is None or self.job is not None or is_onnx_alone(s):
             return
+        try:
+            shapes = parse(split(self.shapes.text())) or None
+        except InspectorError as e:
+            self.status.setText(str(e))
+            self.status.setStyleSheet("color:#b00")
+            return
         self.reset()
-        job = self.job = ValidateJob(s)
+        job = self.job = ValidateJob(s, shapes)
         job.signals.progress.connect(lambda msg, f: job is self.job and self._progress(msg, f))
         job.signals.done.connect(lambda v: self._done(job, v))
         job.signals.failed.connect(lambda msg, det: self._failed(job, msg, det))
@@ -283,6 +312,7 @@ class ValidationPanel(QWidget):
         s = self.editor.session
         self.status.setText("Open a TFLite model to validate it." if s is None or s.graph is None else
                             "Run the TFLite model and its ONNX conversion on the same inputs (Ctrl+R).")
+        self.shapes.setPlaceholderText(_dynamic_inputs(s))
         self._busy(False)
         self.plots.hide()                           # empty plots took a 1280x720 window's graphs down to 250 px
         self.fit_dock()
