@@ -191,3 +191,20 @@ def test_linear_over_channels_of_a_channels_first_map_is_a_1x1_conv(tmp_path):
     assert r.transposes == 0 and r.plan.optimality.proven
     assert sum(n.op_type == "Conv" for n in r.model.graph.node) == 3
 
+
+
+def test_an_absorbed_transpose_leaves_no_identity_but_the_one_an_output_needs(tmp_path):
+    """litert-torch's input TRANSPOSE becomes no node (its readers read the graph input); the output TRANSPOSE's
+    Identity stays: the graph output needs a producer of its own name. Each tensor is still compared: the absorbed
+    one through the value it equals."""
+    b = torch_cnn()
+    r = check(b, tmp_path)
+    assert [n.op_type for n in r.model.graph.node] == ["Conv", "Relu", "Conv", "Identity"]
+    assert r.model.graph.node[-1].output[0] == r.model.graph.output[0].name
+    sg = r.graph.main
+    absorbed = next(t.index for t in sg.tensors if t.name == "to_nhwc")
+    assert r.trace.tensor_values[absorbed][0] == r.model.graph.input[0].name
+    assert "to_nhwc" not in {v.name for v in r.model.graph.value_info}
+    from inspector.core.proof.validate import validate
+    v = validate(r)
+    assert v.ok and any(e.tensor == absorbed and e.ok for e in v.intermediates)

@@ -78,8 +78,21 @@ def test_torch_inputs_keep_their_tflite_shape_and_plans_are_proven(corpus, rel):
 @pytest.mark.corpus
 @pytest.mark.parametrize("rel", corpus_files())
 def test_peephole_finds_nothing_the_planner_left(corpus, rel):
+    """... and no Identity is left but one whose output is its graph's output (issue 31: a TRANSPOSE or RESHAPE
+    the layouts absorbed becomes no node), in the main graph and every subgraph."""
     result = convert(read_tflite(corpus / rel))
     assert not [w for w in result.warnings if w.startswith("peephole:")]
+    assert not stray_identities(result.model.graph)
+
+
+def stray_identities(graph) -> list[str]:
+    outputs = {o.name for o in graph.output}
+    found = [n.name for n in graph.node if n.op_type == "Identity" and n.output[0] not in outputs]
+    for n in graph.node:
+        for a in n.attribute:
+            for body in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                found += stray_identities(body)
+    return found
 
 
 @pytest.mark.corpus

@@ -437,7 +437,8 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     extra = [trace.tensor_values[t][0] for t in ref if t in trace.tensor_values] if intermediates else []
     got = run_onnx(result.model, feeds, extra)
     step("comparing", 0.6)
-    v = _compare_all(result, ref, got, rtol, intermediates, _output_perms or {}, _guess_layouts)
+    # (a tensor whose op became no node may have a graph input for its image: the fed values)
+    v = _compare_all(result, ref, {**feeds, **got}, rtol, intermediates, _output_perms or {}, _guess_layouts)
     v.seed, v.cut, v.notes = seed, cut, [cut.note(len(v.intermediates))] if cut is not None else []
     v.notes += fed_notes(graph, inputs, input_shapes)
     judge(result.graph, v.outputs + v.intermediates, inputs, ref, rtol, seed, floor, intermediates,
@@ -550,7 +551,7 @@ def _compare_all(result, ref, got, rtol, intermediates, output_perms, guess_layo
     if intermediates:
         for t in sorted(ref, key=lambda i: producers.get(i, -1)):
             names = trace.tensor_values.get(t)
-            if not names or names[0] not in got or names[0] in out_names:
+            if not names or names[0] not in got or names[0] in out_names or t in sg.inputs:
                 continue
             y, perm = got[names[0]], plan.perm(t, sg.tensors[t].rank)
             perms = guessed_perms(ref[t].shape, y, perm) if guess_layouts else [perm]
