@@ -72,6 +72,8 @@ class Validation:
     io: list[dict] = field(default_factory=list)        # how each ONNX I/O's layout was known
     notes: list[str] = field(default_factory=list)      # e.g. where the reference was cut
     cut: object = None                                  # cut.Cut when LiteRT could run only the ops before one
+    reference: str = "reference"                        # LiteRT's kernels compared with: "reference" or "default"
+    lacks: str = ""                                     # with "default": the op version the reference kernels lack
 
     @property
     def ok(self) -> bool:
@@ -94,7 +96,7 @@ class Validation:
                 out.update(steps=_num(e.steps), within=e.within)
             return out
         return {"outputs": [row(e) for e in self.outputs], "ok": self.ok, "verdict": self.verdict,
-                "k": noise.K, "far": noise.FAR, "rtol": self.rtol, "io": self.io, "notes": self.notes,
+                "reference": self.reference, "k": noise.K, "far": noise.FAR, "rtol": self.rtol, "io": self.io, "notes": self.notes,
                 "cut": None if self.cut is None else dict(self.cut.to_json(), compared=len(self.intermediates),
                                                           ok=sum(e.ok for e in self.intermediates)),
                 "intermediates": [dict(row(e), tensor=e.tensor, onnx_name=e.onnx_name, op=e.op,
@@ -224,9 +226,18 @@ def _refusal(e: Exception) -> LiteRTRefusal:
     return LiteRTRefusal(f"{op.group(2)} (op {op.group(1)}): {reason}" if op else reason, op.group(2) if op else "")
 
 
-def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True, resolver=None):
+class Run(dict):
+    """A LiteRT run's values by tensor index; `kernels`: "reference" (BUILTIN_REF) or "default" (the builtin
+    kernels, where the reference resolver lacks an op or an op version: `lacks` says which)."""
+    kernels = "reference"
+    lacks = ""
+
+
+def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all: bool = True, resolver=None) -> Run:
     """Outputs and (with keep_all) every tensor of the main subgraph, by tensor index; in the reference kernels
     unless another `resolver` (an OpResolverType) is asked for."""
+    import re
+
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     def make(resolver, keep):
@@ -239,13 +250,17 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
             it.allocate_tensors()
         return it
 
+    values = Run()
     try:
         try:
             interp = make(resolver or OpResolverType.BUILTIN_REF, keep_all)
-        except RuntimeError as e:
+        except (RuntimeError, ValueError) as e:
             if "Didn't find op" in str(e):   # the reference resolver lacks a few kernels (CEIL, ROUND, ELU...)
                 interp = make(OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, keep_all)
-            elif "custom op" not in str(e):
+                lacks = re.search(r"opcode '(\w+)' version '(\d+)'", str(e))
+                values.kernels = "default"
+                values.lacks = f"{lacks.group(1)} version {lacks.group(2)}" if lacks else str(e).splitlines()[0]
+            elif "custom op" not in str(e) or isinstance(e, ValueError):
                 raise
             else:
                 # MediaPipe's custom ops exist only in the XNNPACK delegate; what it fuses cannot be observed, so
@@ -257,7 +272,6 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
         interp.invoke()
     except (RuntimeError, ValueError) as e:     # LiteRT's refusals: unresolved custom ops, bad parameters...
         raise _refusal(e) from None
-    values = {}
     sg = graph.main
     wanted = range(len(sg.tensors)) if keep_all else sg.outputs
     for i in wanted:
@@ -441,9 +455,13 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     v = _compare_all(result, ref, {**feeds, **got}, rtol, intermediates, _output_perms or {}, _guess_layouts)
     v.seed, v.cut, v.notes = seed, cut, [cut.note(len(v.intermediates))] if cut is not None else []
     v.notes += fed_notes(graph, inputs, input_shapes)
+    v.reference, v.lacks = getattr(ref, "kernels", "reference"), getattr(ref, "lacks", "")
+    if v.reference == "default":
+        v.notes.append(f"LiteRT's reference kernels lack {v.lacks}: compared with its default kernels, against a "
+                       f"noise floor {noise.FALLBACK:g} x the spread of its two default kernel families")
     judge(result.graph, v.outputs + v.intermediates, inputs, ref, rtol, seed, floor, intermediates,
           lambda: (got, run_onnx(result.model, feeds, optimise=bool(extra))),
-          lambda: step("measuring the noise floor", 0.7), cut)
+          lambda: step("measuring the noise floor", 0.7), cut, v.reference == "default")
     step("done", 1.0)
     return v
 
@@ -480,7 +498,9 @@ def reference(graph: Graph, inputs, keep_all: bool):
     except (ValueError, KeyError, TypeError):   # what the builder cannot write (sparse constants...)
         raise refusal from None
     made = {t for op in graph.main.ops[:k] for t in op.outputs}
-    ref = {t: x for t, x in run_tflite(graph, inputs, model_bytes=data, keep_all=True).items() if t in made}
+    run = run_tflite(graph, inputs, model_bytes=data, keep_all=True)
+    ref = Run((t, x) for t, x in run.items() if t in made)
+    ref.kernels, ref.lacks = run.kernels, run.lacks
     return ref, Cut(k, refusal.op, refusal.reason, data)
 
 
@@ -580,27 +600,30 @@ def _needs_floor(sg, e: TensorError, rtol: float) -> bool:
 
 
 def judge(graph: Graph, rows: list[TensorError], inputs, ref, rtol: float, seed: int, floor: bool | None,
-          keep_all: bool, onnx_runs=None, announce=None, cut=None) -> None:
+          keep_all: bool, onnx_runs=None, announce=None, cut=None, fallback: bool = False) -> None:
     """Verdicts for compared rows, measuring the noise floor first when asked (or, with floor None, when it could
     change one): LiteRT's default vs reference kernels, LiteRT on moved inputs and, for outputs, `onnx_runs()`
-    (ONNX Runtime at two optimisation levels, by ONNX name). With a `cut` (cut.Cut), LiteRT runs the cut model."""
+    (ONNX Runtime at two optimisation levels, by ONNX name). With a `cut` (cut.Cut), LiteRT runs the cut model.
+    `fallback`: `ref` is of LiteRT's default kernels (the reference ones cannot run the model), see noise.py."""
     sg = graph.main
-    if floor or floor is None and any(_needs_floor(sg, e, rtol) for e in rows):
+    if floor or fallback or floor is None and any(_needs_floor(sg, e, rtol) for e in rows):
         if announce is not None:
             announce()
         _measure_floor(graph, rows, inputs, ref, seed, keep_all or cut is not None, onnx_runs,
-                       cut.model if cut is not None else None)
+                       cut.model if cut is not None else None, fallback)
     for e in rows:
         _judge(sg, e, rtol)
 
 
-def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_bytes=None) -> None:
+def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_bytes=None, fallback=False) -> None:
     sg = graph.main
     from ai_edge_litert.interpreter import OpResolverType
     runs = []
-    try:    # LiteRT's default kernels (XNNPACK's fused partitions hide their intermediates: builtins then)
-        kernels = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if keep_all else OpResolverType.AUTO
-        runs.append(run_tflite(graph, inputs, model_bytes, keep_all=keep_all, resolver=kernels))
+    try:    # LiteRT's default kernels (XNNPACK's fused partitions hide their intermediates: builtins then); when
+        # they are the reference already, XNNPACK's against the builtin ones (outputs only)
+        kernels = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if keep_all and not fallback else \
+            OpResolverType.AUTO
+        runs.append(run_tflite(graph, inputs, model_bytes, keep_all=keep_all and not fallback, resolver=kernels))
     except LiteRTRefusal:
         pass
     if any(x.dtype.kind == "f" for x in inputs):
@@ -623,7 +646,7 @@ def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_by
             default = runs[0].get(t) if runs else None
             if default is not None and default.shape == ref[t].shape:
                 *_, worst, within = compare_steps(ref[t], default, *q)
-                e.floor, e.floor_within = worst, within
+                e.floor, e.floor_within = worst * (noise.FALLBACK if fallback else 1.0), within
             continue
         if not _is_float(sg, e):
             continue
@@ -631,6 +654,8 @@ def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_by
         if e.is_output:
             spreads.append(noise.spread(got.get(e.onnx_name), other.get(e.onnx_name)))
         e.floor = noise.floor_of(*spreads)
+        if fallback and e.floor is not None:
+            e.floor *= noise.FALLBACK
 
 
 def _judge(sg, e: TensorError, rtol: float) -> None:
@@ -647,8 +672,10 @@ def headline(v: Validation) -> str:
     """The verdict and the measure it was decided by, in one line (CLI and window)."""
     if not v.outputs:
         return "fail: the outputs could not be compared"
+    against = f"; against LiteRT's default kernels (its reference kernels lack {v.lacks})" \
+        if v.reference == "default" else ""
     if v.cut is not None:
-        return f"{verdict_of(v.outputs)}: {cut_summary(v)}"
+        return f"{verdict_of(v.outputs)}: {cut_summary(v)}{against}"
     stepped = [e for e in v.outputs if e.steps is not None]
     floated = [e for e in v.outputs if e.steps is None and e.limit is not None]
     exact = [e for e in v.outputs if e.steps is None and e.limit is None]
@@ -665,7 +692,7 @@ def headline(v: Validation) -> str:
         floor = f", LiteRT's own kernels {w.floor:g}" if w.floor is not None else ""
         parts.append(f"worst {w.steps:g} quantization steps, {100 * w.within:.2f}% within {STEPS_OK:g} "
                      f"(rule: >= {100 * STEPS_SHARE:g}% within {STEPS_OK:g}, none beyond {STEPS_MAX:g}{floor})")
-    return f"{verdict_of(v.outputs)}: " + "; ".join(parts)
+    return f"{verdict_of(v.outputs)}: " + "; ".join(parts) + against
 
 
 def cut_summary(v: Validation) -> str:
