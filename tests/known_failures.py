@@ -11,12 +11,6 @@ ISSUE_31 = "issue 31 (fidelity round three, tfbuilt/)"
 KNOWN = {
     ("test_json_matches_litert_and_manifest", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
         "info's JSON keys differ for a dynamic-H/W model",
-    ("test_float_model_converts_and_validates", "tfbuilt/tf_melfront_dynlen_fp32.tflite"):
-        "a dynamic length stored as 1 cannot be run without --input-shape",
-    ("test_quantized_model_converts_and_validates", "tfbuilt/tf_edsr_sr_int8.tflite"):
-        "reference kernels lack DEPTH_TO_SPACE v2: no fallback to the default kernels",
-    ("test_quantized_model_converts_and_validates", "tfbuilt/tf_yolo_tiny_int8.tflite"):
-        "reference kernels lack TILE v3: no fallback to the default kernels",
     ("test_shapes_are_litert_s", "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite"):
         "dynamic sequence length: shapes differ from LiteRT's",
     ("test_shapes_are_litert_s", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
