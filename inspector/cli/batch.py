@@ -465,9 +465,9 @@ def _validate_task(model: str, onnx: str, args) -> Row:
     try:
         if not os.path.isfile(onnx):
             raise InspectorError(f"no ONNX model at {onnx}")
-        from inspector.cli.validate import parsed_shapes
+        from inspector.core.proof.input_shapes import parse
         v = validate_files(load_model(model), onnx, seed=args.seed, batch=args.batch, rtol=args.rtol,
-                           floor=None if args.no_floor else True, input_shapes=parsed_shapes(args))
+                           floor=None if args.no_floor else True, input_shapes=parse(args.input_shape) or None)
         row.verdict, row.ok = v.verdict, bool(v.ok)
         row.error = "" if v.ok else headline(v)
     except InspectorError as e:
