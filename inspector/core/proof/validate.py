@@ -48,6 +48,7 @@ class TensorError:
     limit: float | None = None      # the absolute error the verdict allowed
     verdict: str = ""               # ok / suspicious / fail (see noise.py)
     floor_within: float | None = None   # quantized: share within STEPS_OK steps between LiteRT's kernel families
+    typical: float | None = None        # float outputs: the median of the noise measures (noise.py: suspicious)
 
     @property
     def compared(self) -> bool:
@@ -627,10 +628,12 @@ def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_by
     except LiteRTRefusal:
         pass
     if any(x.dtype.kind == "f" for x in inputs):
-        try:
-            runs.append(run_tflite(graph, noise.perturbed(inputs, seed), model_bytes, keep_all=keep_all))
-        except LiteRTRefusal:
-            pass
+        for draw in range(noise.DRAWS if any(e.is_output for e in rows) else 1):
+            try:    # (the first draw keeps every tensor when asked; the others the outputs)
+                runs.append(run_tflite(graph, noise.perturbed(inputs, seed, draw), model_bytes,
+                                       keep_all=keep_all and draw == 0))
+            except LiteRTRefusal:
+                pass
     got, other = {}, {}
     if onnx_runs is not None and any(e.is_output for e in rows):
         try:
@@ -653,16 +656,16 @@ def _measure_floor(graph, rows, inputs, ref, seed, keep_all, onnx_runs, model_by
         spreads = [noise.spread(ref[t], r.get(t)) for r in runs]
         if e.is_output:
             spreads.append(noise.spread(got.get(e.onnx_name), other.get(e.onnx_name)))
-        e.floor = noise.floor_of(*spreads)
+        e.floor, e.typical = noise.floor_of(*spreads), noise.typical_of(*spreads)
         if fallback and e.floor is not None:
-            e.floor *= noise.FALLBACK
+            e.floor, e.typical = e.floor * noise.FALLBACK, e.typical * noise.FALLBACK
 
 
 def _judge(sg, e: TensorError, rtol: float) -> None:
     if e.steps is not None:
         e.verdict = noise.step_verdict(e.ok, e.steps, e.floor)
     elif _is_float(sg, e):
-        e.verdict, e.limit = noise.verdict(e.max_abs, e.scale, rtol * e.scale + ATOL, e.floor)
+        e.verdict, e.limit = noise.verdict(e.max_abs, e.scale, rtol * e.scale + ATOL, e.floor, e.typical)
     else:
         e.verdict = "ok" if e.ok else "fail"
     e.ok = e.verdict == "ok"
