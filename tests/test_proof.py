@@ -374,8 +374,8 @@ def test_readme_proof_section_says_what_each_verdict_means_with_a_command_that_s
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(ok|suspicious|fail)` \| ([^|]+) \|", proof, re.M)}
     k, far = f"{noise.K:g}", f"{noise.FAR:g}"
     assert rows["ok"].startswith(f"error ≤ max(tolerance, {k} × floor), and not suspicious")
-    assert rows["suspicious"].startswith(f"within the tolerance, but over {far} × the floor of a quiet model "
-                                         f"({k} × floor below the tolerance)")
+    assert rows["suspicious"].startswith(f"within the tolerance, but over {far} × the typical noise (the median of "
+                                         f"the measures) of a quiet model ({k} × floor below the tolerance)")
     assert rows["fail"].startswith(f"error > max(tolerance, {k} × floor)")
     assert "`rtol` = 1e-4 for float models" in proof and "rtol · scale + 1e-5" in proof
     from inspector.core.proof.validate import ATOL, RTOL
