@@ -165,8 +165,9 @@ def test_typed_text_reaches_every_text_field(qtbot, window, model):
     # every free-text field of the window (the others take values from a list or a number) is typed into below
     free = {e for e in w.findChildren(QLineEdit) if e.isVisibleTo(w) and e.validator() is None
             and not isinstance(e.parent(), QComboBox)}
-    assert free == {w.search_field, ed.doc_string, ed.producer}
-    for field in (ed.doc_string, ed.producer):
+    shapes = w.editor.validation.shapes              # the Validate dock's input sizes (validate --input-shape)
+    assert free == {w.search_field, ed.doc_string, ed.producer, shapes}
+    for field in (ed.doc_string, ed.producer, shapes):
         field.clear()
         type_keys(qtbot, field, TYPED)
         assert field.text() == TYPED
