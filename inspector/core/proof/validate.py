@@ -676,7 +676,7 @@ def headline(v: Validation) -> str:
     if not v.outputs:
         return "fail: the outputs could not be compared"
     against = f"; against LiteRT's default kernels (its reference kernels lack {v.lacks})" \
-        if v.reference == "default" else ""
+        if getattr(v, "reference", "") == "default" else ""        # (a PairValidation has no such field)
     if v.cut is not None:
         return f"{verdict_of(v.outputs)}: {cut_summary(v)}{against}"
     stepped = [e for e in v.outputs if e.steps is not None]
