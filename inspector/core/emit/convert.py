@@ -583,12 +583,13 @@ def emit_op(em: Emitter, op: Op) -> None:
 
 
 def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool = False, ins=None,
-                  outs=None) -> tuple[list[str], Emitter]:
+                  outs=None, skip=frozenset()) -> tuple[list, Emitter]:
     """Plan and emit TFLite subgraph `index` (a WHILE cond/body, IF branch, CALL_ONCE init) with its inputs in
     the layouts `ins` and its outputs presented in `outs` (None: as in TFLite), the boundary the parent's plan chose
     (Subplans). `inputs` are the ONNX names its inputs take. Nodes go to the parent's list when `inline`, else to
-    the returned emitter's own list (a Loop/If body). Returns its outputs' names (an output may be one of `inputs`
-    or a constant) and the emitter."""
+    the returned emitter's own list (a Loop/If body). The ops in `skip` are left out (the caller emits what they
+    compute in another form; an output they write is None). Returns its outputs' names (an output may be one of
+    `inputs` or a constant) and the emitter."""
     sg = parent.graph.subgraphs[index]
     if len(inputs) != len(sg.inputs):
         raise ConversionError(f"subgraph {index} ({sg.name}) takes {len(sg.inputs)} inputs, got {len(inputs)}")
@@ -601,12 +602,14 @@ def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool =
         em.nodes = parent.nodes
     for t, name in zip(sg.inputs, inputs):
         em.reserve(t, name)
-    emit_ops(em, folded)
+    emit_ops(em, folded | skip if skip else folded)
     if inline and parent.op is not None:            # inlined nodes belong to the op that called the subgraph
         for name in em.trace.node_op:
             parent.trace.op_nodes.setdefault(parent.op.index, []).append(name)
             parent.trace.node_op[name] = parent.op.index
-    outs = [em.const_of(t) if em.is_const(t) else em.present(t, plan.outputs[t]) for t in sg.outputs]
+    left = {t for op in sg.ops if op.index in skip for t in op.outputs} if skip else ()
+    outs = [None if t in left else em.const_of(t) if em.is_const(t) else em.present(t, plan.outputs[t])
+            for t in sg.outputs]
     parent.root.subgraphs[index] = (plan, em.trace)
     return outs, em
 

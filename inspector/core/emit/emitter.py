@@ -175,11 +175,11 @@ class Emitter:
         return self if self.parent is None else self.parent.root
 
     def emit_subgraph(self, index: int, inputs: list[str], inline: bool = False, ins=None,
-                      outs=None) -> tuple[list[str], "Emitter"]:
+                      outs=None, skip=frozenset()) -> tuple[list, "Emitter"]:
         """Plan and emit TFLite subgraph `index` (WHILE cond/body, IF branch, CALL_ONCE init) under this emitter,
-        its inputs in layouts `ins`, its outputs in `outs` (None: as TFLite): its outputs' names and its emitter
-        (see convert.emit_subgraph)."""
-        return self.nested(self, index, inputs, inline, ins, outs)
+        its inputs in layouts `ins`, its outputs in `outs` (None: as TFLite), the ops in `skip` left out: its
+        outputs' names and its emitter (see convert.emit_subgraph)."""
+        return self.nested(self, index, inputs, inline, ins, outs, skip)
 
     # --- names -------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:

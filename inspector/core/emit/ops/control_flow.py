@@ -8,17 +8,19 @@ body, on the body's results.
 """
 from __future__ import annotations
 
+import numpy as np
 from onnx import TensorProto, helper
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
 from .registry import X, op
+from .row_writes import row_writes, trip_count
 
 
-def _emit_subgraph(ctx, index, inputs, inline=False, ins=None, outs=None):
+def _emit_subgraph(ctx, index, inputs, inline=False, ins=None, outs=None, skip=frozenset()):
     if not 0 < index < len(ctx.graph.subgraphs):
         raise ConversionError(f"{ctx.op.opcode}#{ctx.op.index}: subgraph {index} does not exist")
-    return ctx.emit_subgraph(index, inputs, inline, ins, outs)
+    return ctx.emit_subgraph(index, inputs, inline, ins, outs, skip)
 
 
 def _written(ctx, op) -> tuple:
@@ -50,37 +52,102 @@ def _as_bool(ctx, name, tensor):
 
 
 def _outputs_of(em, names: list[str]) -> list[str]:
-    """Fresh names for a body's results: a body output may not be one of its inputs or an outer value."""
+    """Fresh names for a branch's results: a branch output may not be one of its inputs or an outer value."""
     return [em.node("Identity", [n], [em.fresh(f"{n}_out")])[0] for n in names]
 
 
-@op("WHILE", category=X, onnx="Loop", notes="cond subgraph runs before the Loop and at the end of its body")
+def _body_outputs(em, names: list[str]) -> list[str]:
+    """A Loop body's results: a value a body node makes is its own output; an Identity only for a carried input,
+    an outer value or a name already given (an output may be none of these)."""
+    made = {o for n in em.nodes for o in n.output}
+    seen: set[str] = set()
+    results = []
+    for n in names:
+        results.append(n if n in made and n not in seen else _outputs_of(em, [n])[0])
+        seen.add(results[-1])
+    return results
+
+
+@op("WHILE", category=X, onnx="Loop", notes="cond subgraph runs before the Loop and at the end of its body; "
+                                            "row-by-row accumulator writes become scan outputs")
 def while_(ctx, op):
     cond_i, body_i = op.options["cond_subgraph_index"], op.options["body_subgraph_index"]
     n = len(op.inputs)
+    body_sg, cond_sg = ctx.graph.subgraphs[body_i], ctx.graph.subgraphs[cond_i]
+    if len(body_sg.inputs) != n or len(body_sg.outputs) != n:
+        raise ConversionError(f"WHILE#{op.index}: body subgraph {body_i} has {len(body_sg.inputs)} inputs and "
+                              f"{len(body_sg.outputs)} outputs for {n} loop-carried values")
     lay = _written(ctx, op) if len(op.outputs) == n else tuple(L.identity(ctx.tensor(t).rank) for t in op.inputs)
-    init = [ctx.input(op, s, lay[s]) for s in range(n)]
+    writes = _scanned(ctx, op, body_sg, cond_sg, lay)
+    whole = {w.slot for w in writes if _fills(ctx, op, w, body_sg, cond_sg)}
+    # an accumulator the rows fill whole is not read at all (the cond does not read it: row_writes checks)
+    init = [ctx.fresh(f"while{op.index}_unread") if s in whole else ctx.input(op, s, lay[s]) for s in range(n)]
     cond_t = _cond_tensor(ctx, cond_i)
     (c0,), _ = _emit_subgraph(ctx, cond_i, init, inline=True, ins=lay)
     c0 = _as_bool(ctx, c0, cond_t)
 
-    body_sg = ctx.graph.subgraphs[body_i]
-    if len(body_sg.inputs) != n or len(body_sg.outputs) != n:
-        raise ConversionError(f"WHILE#{op.index}: body subgraph {body_i} has {len(body_sg.inputs)} inputs and "
-                              f"{len(body_sg.outputs)} outputs for {n} loop-carried values")
+    kept = [s for s in range(n) if s not in {w.slot for w in writes}]
     it, c_in = ctx.fresh(f"while{op.index}_iter"), ctx.fresh(f"while{op.index}_cond_in")
     carried = [ctx.fresh(f"{body_sg.tensors[t].name or 'v'}") for t in body_sg.inputs]
-    outs, body = _emit_subgraph(ctx, body_i, carried, ins=lay, outs=lay)
+    skip = frozenset().union(*(w.ops for w in writes))
+    outs, body = _emit_subgraph(ctx, body_i, carried, ins=lay, outs=lay, skip=skip)
+    rows = [body.present(w.row, L.identity(body.tensor(w.row).rank)) for w in writes]
+    for w in writes:
+        outs[w.slot] = init[w.slot]
     (c1,), _ = _emit_subgraph(body, cond_i, outs, inline=True, ins=lay)
     c1 = _as_bool(body, c1, cond_t)
-    results = _outputs_of(body, [c1] + outs)
+    results = _body_outputs(body, [c1] + [outs[s] for s in kept] + rows)
     ins = [helper.make_tensor_value_info(it, TensorProto.INT64, []),
            helper.make_tensor_value_info(c_in, TensorProto.BOOL, [])]
-    ins += [body.value_info_for(t, name, p) for t, name, p in zip(body_sg.inputs, carried, lay)]
+    ins += [body.value_info_for(body_sg.inputs[s], carried[s], lay[s]) for s in kept]
     outs_vi = [helper.make_tensor_value_info(results[0], TensorProto.BOOL, [])]
-    outs_vi += [body.value_info_for(t, name, p) for t, name, p in zip(body_sg.outputs, results[1:], lay)]
+    outs_vi += [body.value_info_for(body_sg.outputs[s], name, lay[s]) for s, name in zip(kept, results[1:])]
+    outs_vi += [body.value_info_for(w.row, name, L.identity(body.tensor(w.row).rank))
+                for w, name in zip(writes, results[1 + len(kept):])]
     graph = helper.make_graph(body.nodes, f"{body_sg.name or 'while_body'}", ins, outs_vi)
-    ctx.node("Loop", ["", c0] + init, [_result(ctx, op, s) for s in range(len(op.outputs))], body=graph)
+    scans = [ctx.fresh(f"while{op.index}_rows") for _ in writes]
+    ctx.node("Loop", ["", c0] + [init[s] for s in kept], [_result(ctx, op, s) for s in kept if s < len(op.outputs)]
+             + scans, body=graph)
+    for w, scan in zip(writes, scans):
+        _place_rows(ctx, op, w, init, scan, w.slot in whole)
+
+
+def _scanned(ctx, op, body_sg, cond_sg, lay) -> list:
+    """The body's row writes that become scan outputs: each accumulator also a WHILE result, in its TFLite layout."""
+    if len(op.outputs) != len(op.inputs):
+        return []
+    return [w for w in row_writes(body_sg, cond_sg) if L.is_identity(lay[w.slot]) and L.is_identity(lay[w.index_slot])]
+
+
+def _fills(ctx, op, w, body_sg, cond_sg) -> bool:
+    """Whether the loop writes every row of w's accumulator: its counter starts at 0 and the cond stops the loop
+    after as many iterations as the accumulator has rows."""
+    def initial(slot):
+        t = op.inputs[slot]
+        if not ctx.is_const(t) or ctx.tensor(t).dtype not in ("int32", "int64") or ctx.data(t).size != 1:
+            return None
+        return int(ctx.data(t).reshape(-1)[0])
+
+    rows = ctx.tensor(op.inputs[w.slot]).shape[0]
+    return initial(w.index_slot) == 0 and trip_count(body_sg, cond_sg, initial) == rows
+
+
+def _place_rows(ctx, op, w, init, scan, whole: bool) -> None:
+    """The accumulator after the loop: its initial rows before the counter's start, the rows the iterations wrote,
+    its initial rows after them (only the rows when they fill it)."""
+    acc = ctx.tensor(op.inputs[w.slot])
+    out = _result(ctx, op, w.slot)
+    if whole:
+        ctx.node("Reshape", [scan, ctx.i64(acc.shape)], [out])
+        return
+    rows = ctx.node("Reshape", [scan, ctx.i64((-1,) + tuple(acc.shape[1:]))], 1)[0]
+    first = ctx.node("Reshape", [ctx.node("Cast", [init[w.index_slot]], 1, to=TensorProto.INT64)[0], ctx.i64([1])],
+                     1)[0]
+    after = ctx.node("Add", [first, ctx.node("Shape", [rows], 1, start=0, end=1)[0]], 1)[0]
+    zero = ctx.i64([0])
+    head = ctx.node("Slice", [init[w.slot], zero, first, zero], 1)[0]
+    tail = ctx.node("Slice", [init[w.slot], after, ctx.i64([np.iinfo(np.int64).max]), zero], 1)[0]
+    ctx.node("Concat", [head, rows, tail], [out], axis=0)
 
 
 def _result(ctx, op, slot: int) -> str:
