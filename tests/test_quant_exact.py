@@ -116,7 +116,7 @@ def test_exact_int_softmax_every_row(tmp_path):
 
 def int16_net(tmp_path):
     """16x8: int16 CONV_2D (per-channel int8 weights, int64 bias, RELU, stride 2 along W) -> DEPTHWISE_CONV_2D
-    (multiplier 2) -> SOFTMAX (scale 1/32768), H != W != C."""
+    (multiplier 2) -> SOFTMAX (scale 1/32768) and a FULLY_CONNECTED over its flattened rows, H != W != C."""
     b = ModelBuilder()
     sx, sc, sd = 1 / 2048, 1 / 512, 1 / 1024
     x = b.input("x", [1, 13, 18, 5], "int16", quant=(sx, 0))
@@ -132,14 +132,20 @@ def int16_net(tmp_path):
          {"padding": "SAME", "depth_multiplier": 2})
     s = b.tensor("s", [1, 13, 9, 24], "int16", quant=(1 / 32768, 0))
     b.op("SOFTMAX", [d], [s], {"beta": 1.0})
+    fq, fquant = per_channel(RNG.uniform(-1, 1, (16, 24)), axis=0)
+    fbq, fbquant = bias_for(RNG.uniform(-1, 1, 16), sd, fquant["scales"], dtype="int64")
+    f = b.tensor("f", [117, 16], "int16", quant=(1 / 256, 0))
+    b.op("FULLY_CONNECTED", [d, b.const("fw", fq, quant=fquant), b.const("fb", fbq, quant=fbquant)], [f])
     b.output(s)
+    b.output(f)
     return save(b, tmp_path)
 
 
 @pytest.mark.parametrize("exact", [False, True])
 def test_int16_convolutions_and_softmax_are_litert_s(tmp_path, exact):
-    """Both modes: 64-bit accumulators requantized with the multiplier's top 15 bits and one rounding, and the
-    softmax's two interpolated tables (the QDQ form was one step off on ~4 % of the convolutions' elements)."""
+    """Both modes: 64-bit accumulators requantized with one rounding (convolutions: the multiplier's top 15 bits;
+    FULLY_CONNECTED: all 31), and the softmax's two interpolated tables (the QDQ form was one step off on ~4 % of the
+    convolutions' elements)."""
     r = convert(int16_net(tmp_path), exact_int=exact)
     assert not nodes(r, "QuantizeLinear")
     assert_exact(r)

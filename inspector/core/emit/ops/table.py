@@ -13,6 +13,7 @@ KERNELS = {
     "PRELU": (quant.exact_prelu,),                               # --exact-int
     "CONV_2D": (quant_kernels.int16_conv,),                      # int16 activations, both modes
     "DEPTHWISE_CONV_2D": (quant_kernels.int16_conv,),
+    "FULLY_CONNECTED": (quant_kernels.int16_fully_connected,),
     "RESIZE_BILINEAR": (quant_kernels.exact_resize_bilinear,),   # --exact-int
     "SOFTMAX": (quant_softmax.exact_softmax, quant_softmax.int16_softmax),   # int8: --exact-int; int16: both
     "SQUARED_DIFFERENCE": (quant_kernels.exact_squared_difference,),   # --exact-int
