@@ -8,18 +8,7 @@ from __future__ import annotations
 ISSUE_31 = "issue 31 (fidelity round three, tfbuilt/)"
 
 # (test function name, corpus model) -> what fails
-KNOWN = {
-    ("test_json_matches_litert_and_manifest", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
-        "info's JSON keys differ for a dynamic-H/W model",
-    ("test_shapes_are_litert_s", "tfbuilt/tf_bert_tiny_dynseq_fp32.tflite"):
-        "dynamic sequence length: shapes differ from LiteRT's",
-    ("test_shapes_are_litert_s", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
-        "dynamic H and W: an Identity's shape is used before it is known",
-    ("test_shapes_are_litert_s", "tfbuilt/tf_melfront_dynlen_fp32.tflite"):
-        "dynamic length: shapes differ from LiteRT's",
-    ("test_reader_matches_litert", "tfbuilt/tf_fsrcnn_dynhw_fp32.tflite"):
-        "dynamic H and W: the reader and LiteRT disagree",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def mark(items, pytest) -> None:

@@ -50,7 +50,8 @@ def select(op, ins):                                 # SELECT (v1): a rank-1 con
 def _window(size: int, k: int, stride: int, dilation: int, padding: str) -> int:
     if padding == "SAME":
         return -(-size // stride)
-    return (size - (k - 1) * dilation - 1) // stride + 1
+    n = size + stride - (k - 1) * dilation - 1       # LiteRT divides in C: towards zero, so a window wider than
+    return n // stride if n >= 0 else -(-n // stride)    # size + stride - 1 gives 0 (an empty output), not -1
 
 
 def conv2d(op, ins):
@@ -310,6 +311,14 @@ def rfft2d(op, ins):
     return [(*x[:-2], h, w // 2 + 1)]
 
 
+def range_(op, ins):
+    vals = [i.value for i in ins[:3]]
+    if any(v is None for v in vals):
+        return [None]
+    start, limit, delta = (np.asarray(v).reshape(-1)[0].item() for v in vals)
+    return [(math.ceil(abs((limit - start) / delta)),)]
+
+
 def top_k(op, ins):
     x, v = ins[0].shape, ins[1].value
     if v is None:
@@ -351,5 +360,5 @@ RULES = {
     "RESIZE_BILINEAR": resize, "RESIZE_NEAREST_NEIGHBOR": resize,
     "SPACE_TO_DEPTH": space_to_depth, "DEPTH_TO_SPACE": depth_to_space,
     "TILE": tile, "BROADCAST_TO": broadcast_to, "SHAPE": shape_of, "RANK": rank,
-    "RFFT2D": rfft2d, "TOPK_V2": top_k, "ONE_HOT": one_hot,
+    "RFFT2D": rfft2d, "TOPK_V2": top_k, "RANGE": range_, "ONE_HOT": one_hot,
 }

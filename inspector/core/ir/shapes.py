@@ -3,9 +3,10 @@
 LiteRT resizes every op's outputs in Prepare from its inputs, so the static shapes a converter writes for
 intermediate and output tensors are never used; some converters write stale ones (an RFFT2D output declared 2048
 wide where LiteRT computes 1025). `correct(graph)` walks each subgraph in op order and, where an op's rule
-(shape_rules.RULES) computes another shape than the file's, uses the computed one and says so in a note. Small
-integer values known at conversion time (constants, SHAPE of a static tensor and arithmetic on it) are carried
-along, so a RESHAPE to a computed shape is known too. A dynamic dimension (-1 in the shape signature) stays dynamic.
+(shape_rules.RULES) computes another shape than the file's, uses the computed one and says so in a note (none where
+only a dynamic dim differs: the file holds a placeholder there, not a stale size). Small integer values known at
+conversion time (constants, SHAPE of a static tensor and arithmetic on it) are carried along, so a RESHAPE to a
+computed shape is known too. A dynamic dimension (-1 in the shape signature) stays dynamic.
 """
 from __future__ import annotations
 
@@ -59,9 +60,10 @@ def _subgraph(sg: Subgraph, where: str) -> list[str]:
             unsure.discard(t)
             ten = tensors[t]
             if ten.data is None and tuple(ten.shape) != shape and all(d >= 0 for d in shape):
-                notes.append(f"tensor '{ten.name}'{where}: the file declares shape {list(ten.shape)}, LiteRT "
-                             f"computes {list(shape)} from {op.label}'s inputs; the computed shape is used")
                 sig = ten.shape_signature
+                if not _placeholders(ten.shape, sig, shape):
+                    notes.append(f"tensor '{ten.name}'{where}: the file declares shape {list(ten.shape)}, LiteRT "
+                                 f"computes {list(shape)} from {op.label}'s inputs; the computed shape is used")
                 ten.shape = shape
                 if sig is not None:
                     ten.shape_signature = tuple(-1 if g < 0 else d for g, d in zip(sig, shape)) \
@@ -69,6 +71,13 @@ def _subgraph(sg: Subgraph, where: str) -> list[str]:
         if value is not None and op.outputs and 0 <= op.outputs[0] < n and value.size <= VALUE_LIMIT:
             values[op.outputs[0]] = value
     return notes
+
+
+def _placeholders(declared, sig, shape) -> bool:
+    """Whether the declared shape differs from the computed one only in dynamic dims (-1 in the signature): those
+    hold a placeholder (the converter writes 1), not a stale size, so the file is not wrong there."""
+    return sig is not None and len(sig) == len(shape) == len(declared) and \
+        all(d == c or g < 0 for d, g, c in zip(declared, sig, shape))
 
 
 def _value(op, ins, outs) -> np.ndarray | None:
@@ -114,6 +123,7 @@ VALUES = {
                                             for b, s in zip(v[1].tolist(), v[2].tolist()))],
     "GATHER": lambda op, v, outs: np.take(v[0], v[1], axis=op.options.get("axis", 0)),
     "PACK": lambda op, v, outs: np.stack(v, axis=op.options.get("axis", 0)),
+    "RANGE": lambda op, v, outs: np.arange(v[0].item(), v[1].item(), v[2].item(), np.result_type(*v[:3])),
     "CONCATENATION": lambda op, v, outs: np.concatenate(v, axis=op.options.get("axis", 0)),
     "RESHAPE": lambda op, v, outs: v[0].reshape(outs[0]),
     "SQUEEZE": lambda op, v, outs: v[0].reshape(outs[0]),
