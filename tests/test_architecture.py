@@ -36,3 +36,31 @@ def test_the_window_s_models_and_child_process_load_no_qt():
             "print(sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6', 'pyqtgraph'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_widget_of_the_window_is_deleted_at_once():
+    """A panel that rebuilt itself inside a signal of one of its own widgets deleted that widget while Qt was still
+    in its code: a click on a drop-down's item killed the process (issue 36). Widgets go with deleteLater (once
+    control is back in the event loop); QScrollArea.setWidget deletes the one it replaces at once, so a scroll
+    area gets its widget once, at construction, and rebuilds swap what is inside it."""
+    import ast
+    gui = Path(inspector.__file__).parent / "gui"
+    found = []
+    for path in sorted(gui.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for call in ast.walk(fn):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                    continue
+                name, owner = call.func.attr, ast.unparse(call.func.value)
+                where = f"{path.relative_to(gui)}:{call.lineno} {owner}.{name}"
+                if name == "delete" and owner in ("shiboken6", "sip"):
+                    found.append(where)
+                elif name == "setWidget" and "scroll" in owner.lower() and fn.name != "__init__":
+                    found.append(where)
+                elif name == "setParent" and call.args and ast.unparse(call.args[0]) == "None" and \
+                        "guard" not in owner:
+                    found.append(where)
+    assert not found, f"widgets deleted at once (use deleteLater): {found}"

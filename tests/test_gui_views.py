@@ -70,12 +70,13 @@ def test_opening_a_model_resets_every_model_specific_view(qtbot, window, model, 
     assert w.details.html() and w._matches and w.editor.validation.validation is not None
     assert s.graph.main.ops
     w.open_path(str(model))
-    # while the next model is read, nothing of the previous one is on screen
-    assert w.editor.session is None and w._matches == [] and w.conflicts.topLevelItemCount() == 0
-    assert "m.tflite" in w.windowTitle() and "chain" not in w.windowTitle()
-    assert len(w.editor.validation.scatter.points()) == 0 and not w.editor.validation.run_button.isEnabled()
-    assert w.editor.pin_bar.tensors == [] and not w.editor.export_action.isEnabled()
-    assert "CONV_2D" not in w.details.html()
+    # until the next model has been read the open one stays (a file that fails to open changes nothing); from
+    # then on nothing of it is on screen
+    assert w.editor.session is s and "chain" in w.windowTitle()
+    qtbot.waitUntil(lambda: "m.tflite" in w.windowTitle(), timeout=120_000)
+    assert w.editor.session is not s and w._matches == [] and "chain" not in w.windowTitle()
+    assert len(w.editor.validation.scatter.points()) == 0 and w.editor.validation.validation is None
+    assert w.editor.pin_bar.tensors == [] and "CONV_2D" not in w.details.html()
     settle(qtbot, w)
     assert w.editor.export_action.isEnabled() and w.editor.validation.run_button.isEnabled()
     assert w.editor.metadata.state is not None and w.doc.result is w.editor.session.result
@@ -270,16 +271,16 @@ def test_an_onnx_model_alone_cannot_start_a_validation_from_the_dock(qtbot, wind
         s.measure()
 
 
-def test_cancelling_an_open_leaves_no_model_named(qtbot, window, model, tmp_path):  # noqa: F811
+def test_cancelling_an_open_leaves_the_open_model_as_it_was(qtbot, window, model, tmp_path):  # noqa: F811
     w = window
-    open_model(qtbot, w, chain(tmp_path))
+    s = open_model(qtbot, w, chain(tmp_path))
+    doc, title, nodes = w.doc, w.windowTitle(), onnx_names(w)
     w.open_path(str(model))
     w.cancel()                                          # before anything of it arrived
     assert w.pool.waitForDone(120_000)                  # it ran to its end all the same
     qtbot.wait(100)                                     # its queued results are delivered (and must be dropped)
-    assert w.windowTitle() == "Layout Inspector" and w.editor.session is None and w.doc is None
-    assert "Cancelled" in w.panes[TFLITE].placeholder.text() and w.conflicts.topLevelItemCount() == 0
-    assert not w.editor.export_action.isEnabled() and len(w.editor.validation.scatter.points()) == 0
+    assert w.windowTitle() == title and w.editor.session is s and w.doc is doc and onnx_names(w) == nodes
+    assert w.editor.export_action.isEnabled() and "m.tflite" not in w.windowTitle()
 
 
 def test_the_title_marks_decisions_not_saved_in_a_session_file(qtbot, window, model, tmp_path):  # noqa: F811

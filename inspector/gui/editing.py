@@ -568,6 +568,11 @@ class Editor(QObject):
 
     # ---- re-running ----------------------------------------------------------------------------------------
     @property
+    def unsaved(self) -> bool:
+        """Decisions (pins, metadata edits) made since the model opened or its session was last saved."""
+        return self.session is not None and not self.stack.isClean()
+
+    @property
     def exporting(self) -> bool:
         return self.export_job is not None
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMai
 from inspector.core.session.events import Exported, FindingsChecked, ModelOpened, PlanChanged
 from inspector.resources import SAMPLE, path as resource
 
-from . import export, gc_guard, graph_layout, graph_model
+from . import export, gc_guard, graph_layout, graph_model, open_failure
 from .document import Document
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
@@ -134,6 +134,11 @@ class MainWindow(QMainWindow):
         self.views = Views()                 # every view below redraws from the Session's events
         self._prepared = None                # (ViewGraph, Layout, live) a worker made for the next PlanChanged
         self._opening: str | None = None     # the ONNX model of a pair being opened
+        self._replacing = None               # (path, other) of a model read while the open one stays shown
+        self._forget = None                  # the Session whose autosave the user discarded, once it is replaced
+        # a person at the window: errors and questions are modal dialogs. Offscreen (tests, screenshots) errors go
+        # to the status line and unsaved decisions are not asked about (nobody could answer)
+        self.interactive = os.environ.get("QT_QPA_PLATFORM") != "offscreen"
         self._build()
         self.views.subscribe(self._model_opened, ModelOpened)      # first: the panels after read self.doc
         self.views.subscribe(self._plan_changed, PlanChanged)
@@ -162,7 +167,7 @@ class MainWindow(QMainWindow):
         # the start page until a model is opened (no blank window on `layout-inspector gui`)
         self.start_page = StartPage()
         self.start_page.openRequested.connect(self.open_dialog)
-        self.start_page.pathRequested.connect(self.open_path)
+        self.start_page.pathRequested.connect(self.user_open)
         self.start_page.set_recent(self.recent())
         self.workspace = central
         self.stack = QStackedWidget()
@@ -241,7 +246,7 @@ class MainWindow(QMainWindow):
             for pane in self.panes.values():
                 pane.addAction(a)
         if isinstance(shortcut, list):       # the same key twice would make the shortcut ambiguous: dead
-            keys = list(dict.fromkeys(QKeySequence(k).toString() for k in shortcut))
+            keys = [k for k in dict.fromkeys(QKeySequence(k).toString() for k in shortcut) if k]   # "": unbound
             a.setShortcuts([QKeySequence(k) for k in keys])
         elif shortcut:
             a.setShortcut(QKeySequence(shortcut))
@@ -262,7 +267,8 @@ class MainWindow(QMainWindow):
                                       ("Whole graph as SVG…", True, "svg", None)):
             self._action(ex, text, lambda _=False, w=whole, e=ext: self.export_dialog(w, e), key)
         m.addSeparator()
-        self._action(m, "&Quit", self.close, QKeySequence.Quit)
+        # QKeySequence.Quit is empty on Windows' key scheme (offscreen uses it too): Ctrl+Q everywhere
+        self._action(m, "&Quit", lambda: self.close(), [QKeySequence.Quit, "Ctrl+Q"])
 
         v = self.menuBar().addMenu("&View")
         self.show_tflite = self._action(v, "TFLite graph", lambda on: self.panes[TFLITE].setVisible(on),
@@ -333,7 +339,7 @@ class MainWindow(QMainWindow):
         path = self.ask_file("Open model", self.open_folder(), FILTERS)
         if path:
             self._opened_from(path)
-            self.open_path(path)
+            self.user_open(path)
 
     def open_pair_dialog(self) -> None:
         """A TFLite model, then an ONNX model made elsewhere to compare it with (inspector.core.pairing.pair)."""
@@ -342,27 +348,55 @@ class MainWindow(QMainWindow):
                                        "ONNX (*.onnx)")
         if path and other:
             self._opened_from(path)
+            self.user_open(path, other)
+
+    def user_open(self, path: str, other: str | None = None) -> None:
+        """An open the user asked for (dialog, drop, recent, start page): unsaved decisions are asked about first."""
+        if self.may_discard(f"opening {Path(path).name}"):
             self.open_path(path, other)
 
+    def may_discard(self, doing: str) -> bool:
+        """True when `doing` (quitting, opening another model) may drop the open model's decisions: none are
+        unsaved, or the user saved them in a session file or chose to discard them. Cancel: False, nothing changes."""
+        ed = self.editor
+        if not ed.unsaved or not self.interactive:
+            return True
+        s = ed.session
+        box = QMessageBox(QMessageBox.Warning, "Unsaved decisions",
+                          f"{Path(s.path).name} has pins or metadata edits that are not saved.", parent=self)
+        can_save = ed.save_action.isEnabled()         # a pair has no session file: its edits are exported
+        box.setInformativeText((f"Save them in a session file beside the model before {doing}?" if can_save else
+                                f"Export the ONNX model to keep them; {doing} discards them.")
+                               + " Cancel keeps everything as it is.")
+        save = box.addButton("Save session", QMessageBox.AcceptRole) if can_save else None
+        discard = box.addButton("Discard", QMessageBox.DestructiveRole)
+        cancel = box.addButton(QMessageBox.Cancel)
+        box.setDefaultButton(save or cancel)
+        box.setEscapeButton(cancel)
+        box.exec()
+        if save is not None and box.clickedButton() is save:
+            return ed.save_session() is not None        # a failure is on screen: nothing is dropped
+        if box.clickedButton() is discard:
+            self._forget = s                             # its autosave goes once another model replaces it
+            return True
+        return False
+
     def open_path(self, path: str, other: str | None = None) -> None:
-        """Open a model; with `other`, pair the TFLite model with that ONNX model instead of converting it."""
+        """Open a model; with `other`, pair the TFLite model with that ONNX model instead of converting it.
+        The model open stays shown until the new one has been read: a file that cannot be opened changes nothing."""
         path = os.fspath(path)
         for p in (path, other) if other else (path,):
             if not os.path.isfile(p):
                 self.error("Cannot open model", f"{p}: no such file")
                 return
         self.cancel()
-        gc_guard.release()                            # the previous model's objects may be garbage from now on
-        self.stack.setCurrentWidget(self.workspace)
-        self.doc = None
-        self.scenes.clear()
-        self.panes[TFLITE].message("Reading…")
-        self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
-        self._opening = os.fspath(other) if other else None
-        self.editor.detach(path)                      # every view forgets the previous model (ModelOpened)
+        self._replacing = (path, os.fspath(other) if other else None)
+        if self.doc is None and self.editor.session is None:     # nothing to keep: the panes say what goes on
+            self._replace()
         from .pair_job import PairJob
         self.job = job = LoadJob(path, self.convert) if not other else PairJob(path, os.fspath(other))
-        job.signals.stage.connect(lambda text: self.statusBar().showMessage(text))
+        job.signals.stage.connect(lambda text: self.statusBar().showMessage(
+            text if self._replacing is None else f"{Path(path).name}: {text}"))
         # queued results of a job cancelled meanwhile are dropped
         job.signals.tfliteReady.connect(lambda *a: job is self.job and self._tflite_ready(*a))
         job.signals.onnxReady.connect(lambda *a: job is self.job and self._onnx_ready(*a))
@@ -373,6 +407,22 @@ class MainWindow(QMainWindow):
             ready.connect(lambda *a: job is self.job and self._add_recent(path))
         self._busy(True)
         self.pool.start(job)
+
+    def _replace(self) -> None:
+        """The model being opened has been read: the open one goes (every view forgets it, ModelOpened)."""
+        path, other = self._replacing
+        self._replacing = None
+        gc_guard.release()                            # the previous model's objects may be garbage from now on
+        self.stack.setCurrentWidget(self.workspace)
+        self.doc = None
+        self.scenes.clear()
+        self.panes[TFLITE].message("Reading…")
+        self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
+        self._opening = other
+        forget, self._forget = self._forget, None
+        if forget is not None and forget is self.editor.session:
+            self.editor.discard_autosave()            # the user chose to discard those decisions
+        self.editor.detach(path)                      # every view forgets the previous model (ModelOpened)
 
     @property
     def idle(self) -> bool:
@@ -385,6 +435,9 @@ class MainWindow(QMainWindow):
             self.job = None
             self._busy(False)
             self.statusBar().showMessage("Cancelled", 3000)
+            if self._replacing is not None:          # nothing of it was shown: the open model stays as it was
+                self._replacing = None
+                return
             for pane in self.panes.values():
                 if pane.main_view is None or pane.currentWidget() is pane.placeholder:
                     pane.message("Cancelled.")
@@ -401,6 +454,8 @@ class MainWindow(QMainWindow):
         self.cancel_button.setVisible(on)
 
     def _tflite_ready(self, doc, vg, layout) -> None:
+        if self._replacing is not None:
+            self._replace()
         self.doc = doc
         label = f"TFLite: {Path(doc.path).name} ({counted(len(doc.graph.main.ops), 'op')})"
         self._show(TFLITE, vg, layout, label)
@@ -412,6 +467,8 @@ class MainWindow(QMainWindow):
 
     def _onnx_ready(self, doc, vg, layout) -> None:
         """The loader's conversion (or ONNX model, or pair): it becomes the Session every view shows."""
+        if self._replacing is not None:
+            self._replace()
         self.doc = doc
         self.editor.attach(doc, vg, layout)
         gc_guard.settle()                             # what the model needs lives until the next open
@@ -544,19 +601,30 @@ class MainWindow(QMainWindow):
 
     def _failed(self, message: str, details: str) -> None:
         self.statusBar().clearMessage()               # not "Reading model…" forever
+        job = self.job
+        files = [p for p in (getattr(job, "path", None), getattr(job, "other", None)) if p]
+        path = next((p for p in files if message.startswith(p)), files[0] if files else "")   # a pair: which one
+        headline = open_failure.plain(path, message)
+        if details:                                   # a bug: the traceback follows the reader's words
+            message = f"{message}\n\n{details}"
+        if self._replacing is not None:               # nothing of it was shown: the open model stays as it was
+            self._replacing = None
+            self._forget = None
+            self.error("Cannot open model", headline, message)
+            return
         self.setWindowTitle("Layout Inspector")
         for pane in self.panes.values():
             if pane.main_view is None or pane.currentWidget() is pane.placeholder:
                 pane.message("Could not open the model.")
-        self.error("Cannot open model", message, details)
+        self.error("Cannot open model", headline, message)
 
     def error(self, title: str, message: str, details: str = "") -> None:
         box = QMessageBox(QMessageBox.Critical, title, message, QMessageBox.Ok, self)
         if details:
             box.setDetailedText(details)
-        if os.environ.get("QT_QPA_PLATFORM") == "offscreen":   # tests and screenshots: never block
+        self.last_error = message if not details or details.startswith(message) else f"{message}\n{details}"
+        if not self.interactive:                      # tests and screenshots: never block
             self.statusBar().showMessage(f"{title}: {message}")
-            self.last_error = message
             return
         box.exec()
 
@@ -844,7 +912,7 @@ class MainWindow(QMainWindow):
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         for p in self.recent():
-            self.recent_menu.addAction(p, lambda p=p: self.open_path(p))
+            self.recent_menu.addAction(p, lambda p=p: self.user_open(p))
         if self.recent_menu.isEmpty():
             self.recent_menu.addAction("(none)").setEnabled(False)
 
@@ -856,9 +924,12 @@ class MainWindow(QMainWindow):
         files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
         if files:
             event.acceptProposedAction()
-            self.open_path(files[0])
+            self.user_open(files[0])
 
     def closeEvent(self, event):
+        if not self._close_after_export and not self.may_discard("quitting"):
+            event.ignore()                              # Cancel: the window and its decisions stay
+            return
         job = self.editor.export_job
         if job is not None and not self._close_after_export:     # a second close does not wait
             self._close_after_export = True

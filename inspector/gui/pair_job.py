@@ -17,12 +17,12 @@ class PairJob(LoadJob):
         from inspector.core.pairing.pair import make_pair, read_other
         s = self.signals
         self._emit(s.stage, "Reading model…")
+        model = read_other(self.other)      # first: a file that cannot be read leaves the window's model shown
         shown = self._tflite_pane()
         if shown is None:
             return
         graph, doc = shown
         self._emit(s.stage, "Pairing with the ONNX model…")
-        model = read_other(self.other)
         pair = make_pair(graph, model, self.other)
         if self.cancelled:
             return

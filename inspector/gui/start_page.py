@@ -28,7 +28,7 @@ class StartPage(QWidget):
         head.addWidget(icon)
         head.addWidget(title, 1)
 
-        self.open_button = QPushButton("Open a model…", clicked=self.openRequested.emit)
+        self.open_button = QPushButton("Open a model…", clicked=lambda: self.openRequested.emit())   # not `checked`
         self.sample_button = QPushButton("Open the sample model",
                                          clicked=lambda: self.pathRequested.emit(str(resource(SAMPLE))))
         self.open_button.setDefault(True)

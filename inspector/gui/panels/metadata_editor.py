@@ -15,7 +15,7 @@ from PySide6.QtCore import QRegularExpression, Qt, QTimer, Signal
 from PySide6.QtGui import QRegularExpressionValidator, QValidator
 import shiboken6
 from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-                               QListWidget, QListWidgetItem, QPushButton, QScrollArea, QTableWidget,
+                               QListWidget, QListWidgetItem, QPushButton, QScrollArea, QSizePolicy, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from inspector.core.metadata import schema as ms
@@ -108,6 +108,15 @@ class MetadataEditor(QWidget):
         self.editor = editor
         self.scroll = QScrollArea(widgetResizable=True)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        # the fields live in `body`, inside a holder that stays: a rebuild swaps the body and deletes the old one
+        # on the next event-loop turn (never while one of its widgets is still inside its own signal or event)
+        holder = QWidget()
+        # never wider than the dock (no horizontal scrolling): a long finding or label wraps, fields narrow
+        holder.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.holder = QVBoxLayout(holder)
+        self.holder.setContentsMargins(0, 0, 0, 0)
+        self.scroll.setWidget(holder)
+        self.body: QWidget | None = None
         self.hint = QLabel(wordWrap=True)
         self.hint.setStyleSheet("color:#b00; padding:2px")
         self.hint.hide()
@@ -145,7 +154,7 @@ class MetadataEditor(QWidget):
         self.refresh_soon()
 
     def refresh_soon(self) -> None:
-        body = self.scroll.widget()
+        body = self.body
         if body is not None and not self.editing():     # a field being typed in keeps the keyboard (refresh())
             body.setEnabled(False)
         self._chunks = None
@@ -176,13 +185,17 @@ class MetadataEditor(QWidget):
 
     def editing(self) -> bool:
         """A field of this editor has the keyboard: rebuilding now would drop what the user is typing (a committed
-        field moves the focus on to the next one, whose re-run then lands mid-typing)."""
+        field moves the focus on to the next one, whose re-run then lands mid-typing). A drop-down's open popup
+        counts as its combo (a top-level window of its own: isAncestorOf stops there)."""
         f = QApplication.focusWidget()
-        return f is not None and self.isAncestorOf(f) and isinstance(f, (QLineEdit, QComboBox, QTableWidget))
+        while f is not None and not isinstance(f, (QLineEdit, QComboBox, QTableWidget)):    # a popup's list
+            f = f.parentWidget()
+        return f is not None and self.isAncestorOf(f)
 
     def _focus_moved(self, _old, _new) -> None:
+        # on the next turn: the focus moves inside a widget's own event (a click on a drop-down's arrow)
         if self.stale and shiboken6.isValid(self) and not self.editing():
-            self.refresh()
+            self.refresh_soon()
 
     # ---- building ------------------------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> None:
@@ -202,7 +215,7 @@ class MetadataEditor(QWidget):
         self.stale = False
         s = self.editor.session
         r = getattr(s, "result", None)
-        body = self.scroll.widget()
+        body = self.body
         if r is not None and getattr(r, "checking", False) and getattr(r, "findings", None) is None:
             if body is not None:        # the findings follow the graph: until then nothing stale can be used
                 body.setEnabled(False)
@@ -219,7 +232,7 @@ class MetadataEditor(QWidget):
             form.addWidget(QLabel("Open a TFLite model to edit the metadata of its ONNX conversion, or an ONNX "
                                   "model to edit its own.", wordWrap=True))
             form.addStretch(1)
-            self.scroll.setWidget(body)
+            self._show(body)
             return
         model = s.result.model
         self.state = MetadataEdits.from_model(model, values=False)     # types and dims: read from the model
@@ -244,8 +257,17 @@ class MetadataEditor(QWidget):
             form.addWidget(box)
         form.addStretch(1)
         pos = self.scroll.verticalScrollBar().value()
-        self.scroll.setWidget(body)
+        self._show(body)
         self.scroll.verticalScrollBar().setValue(pos)
+
+    def _show(self, body: QWidget) -> None:
+        """The new fields in place of the old, which are deleted once control is back in the event loop."""
+        old, self.body = self.body, body
+        self.holder.addWidget(body)
+        if old is not None:
+            self.holder.removeWidget(old)
+            old.hide()
+            old.deleteLater()
 
     def _content(self, s):
         """Everything the panel shows comes from this (model metadata and I/O, notes, edits, findings, target), or
@@ -480,6 +502,9 @@ class MetadataEditor(QWidget):
         lay.addWidget(QLabel("Check for"))
         self.target = QComboBox()
         self.target.addItems([TARGET_LABELS[t] for t in TARGETS])
+        # its longest label would widen the fields past a narrow dock (their arrows cut off at the right)
+        self.target.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.target.setMinimumContentsLength(8)
         self.target.setCurrentIndex(TARGETS.index(getattr(self.editor.session, "target", "onnx")))
         self.target.setToolTip("the consumer whose metadata rules the checks and Export apply")
         self.target.activated.connect(lambda i: self._set_target(TARGETS[i]))
@@ -493,7 +518,7 @@ class MetadataEditor(QWidget):
 
     def _set_target(self, target: str) -> None:
         self.editor.session.target = target
-        self.refresh()
+        self.refresh_soon()                 # not inside the drop-down's own `activated`: it is rebuilt too
 
     def _add_field_findings(self, lay, key: str) -> None:
         """The findings about one field, under it: severity, message, and a Fix button where a fix is safe. In a
