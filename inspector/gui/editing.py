@@ -248,8 +248,8 @@ class Banner(QFrame):
             if item.layout() is not None:
                 while item.layout().count():
                     w = item.layout().takeAt(0).widget()
-                    w.setParent(None)
-                    w.deleteLater()
+                    w.hide()            # not setParent(None): Python would own it and delete it at once,
+                    w.deleteLater()     # maybe inside the clicked() of the button being removed
         self.rows = []
         self.note.setText(note)
         self.note.setVisible(bool(note))

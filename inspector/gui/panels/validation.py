@@ -325,7 +325,8 @@ class ValidationPanel(QWidget):
             return
         if self.plots.isVisible():
             height = min(PLOTS_HEIGHT, w.height() // 3)
-        else:
+        else:       # the plots just hidden: measured once the layout has taken that in (no turn may be between)
+            self.layout().activate()
             height = self.minimumSizeHint().height() + dock.sizeHint().height() - self.sizeHint().height()
         w.resizeDocks([dock], [max(height, 1)], Qt.Vertical)
 
