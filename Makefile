@@ -12,7 +12,7 @@ TEST_DEBS := xvfb xauth xdotool
 DEBS := $(QT_DEBS) $(XCB_DEBS) $(TEST_DEBS)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint setup debs screenshots bench fuzz clean
+.PHONY: run test lint setup debs screenshots bench fuzz monkey clean
 
 setup: $(STAMP)
 
@@ -53,6 +53,10 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --cases 10000 --corpus $(CORPUS)
+
+# seeded random real input on the window: 20 seeds x 300 steps, each seed in a child process (docs/GUI_TESTING.md)
+monkey: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m tests.gui_monkey --seeds 1-20 --steps 300 --corpus $(CORPUS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
