@@ -192,12 +192,12 @@ def test_the_metadata_dock_is_rebuilt_after_the_graph_and_greyed_until_then(qtbo
     s = open_model(qtbot, w, corpus / MODEL)
     panel = w.editor.metadata
     seen = []
-    s.subscribe(lambda e: seen.append((panel.pending, panel.scroll.widget().isEnabled(), w.editor.idle)), PlanChanged)
-    built = panel.scroll.widget()
+    s.subscribe(lambda e: seen.append((panel.pending, panel.body.isEnabled(), w.editor.idle)), PlanChanged)
+    built = panel.body
     s.show(s.result, list(s.notes) + ["one more note"])         # a conversion shown again, with another note
-    assert seen == [(True, False, False)] and panel.scroll.widget() is built
+    assert seen == [(True, False, False)] and panel.body is built
     qtbot.waitUntil(lambda: w.editor.idle, timeout=10_000)
-    assert panel.scroll.widget() is not built and panel.scroll.widget().isEnabled()
+    assert panel.body is not built and panel.body.isEnabled()
     assert "one more note" in "".join(lb.text() for lb in panel.findChildren(QLabel))
 
 
@@ -213,11 +213,11 @@ def test_a_pin_shows_the_graph_before_its_findings_and_never_stale_ones(qtbot, w
     w = window
     s = open_model(qtbot, w, corpus / MODEL)
     panel = w.editor.metadata
-    assert panel.scroll.widget().isEnabled() and s.result.findings is not None
+    assert panel.body.isEnabled() and s.result.findings is not None
     seen = []
 
     def heard(e):
-        body = panel.scroll.widget()
+        body = panel.body
         # usable: enabled, or rebuilt from the event loop's next turn (with the findings, if they came first)
         usable = body.isEnabled() or (panel.pending and s.result.findings is not None)
         seen.append((type(e), s.result.findings is None, usable, w.editor.drawn, bool(w.editor._running),
@@ -229,7 +229,7 @@ def test_a_pin_shows_the_graph_before_its_findings_and_never_stale_ones(qtbot, w
     # graph shown, dock greyed, the model without its metadata pass; then the pass's model and the findings
     assert seen == [(PlanChanged, True, False, True, True, False, True),
                     (FindingsChecked, False, True, True, False, True, True)]
-    assert panel.scroll.widget().isEnabled()
+    assert panel.body.isEnabled()
     assert [repr(f) for f in s.result.findings] == [repr(f) for f in panel.found]
     old = s.result
     w.editor.stack.undo()
@@ -548,7 +548,7 @@ def _dock_rows(panel) -> list:
     """What the Metadata dock shows, widget by widget in order: texts, values, enabled states."""
     from PySide6.QtWidgets import QComboBox, QGroupBox, QLineEdit, QListWidget, QPushButton, QTableWidget
     out = []
-    for wd in panel.scroll.widget().findChildren(QWidget):
+    for wd in panel.body.findChildren(QWidget):
         if isinstance(wd, (QLabel, QPushButton)):
             out.append((type(wd).__name__, wd.text(), wd.isEnabled()))
         elif isinstance(wd, QComboBox):
@@ -573,7 +573,7 @@ def test_the_metadata_dock_rebuilt_a_group_per_turn_shows_what_a_whole_rebuild_s
     panel = w.editor.metadata
     name = s.result.model.graph.input[0].name
     s.metadata.types[name] = "IMAGE"                            # an edit: its field's source now says "edited"
-    old = panel.scroll.widget()
+    old = panel.body
     panel.refresh_soon()
     steps = 0
     while True:
@@ -582,10 +582,10 @@ def test_the_metadata_dock_rebuilt_a_group_per_turn_shows_what_a_whole_rebuild_s
         steps += 1
         if not panel.pending:
             break
-        assert panel.scroll.widget() is old and not old.isEnabled()     # the old fields, greyed, until the end
+        assert panel.body is old and not old.isEnabled()     # the old fields, greyed, until the end
     pieces = _dock_rows(panel)
     assert ("QLabel", "edited", True) in pieces
-    assert steps >= 5 and panel.scroll.widget() is not old
+    assert steps >= 5 and panel.body is not old
     panel.refresh(force=True)
     assert _dock_rows(panel) == pieces and len(pieces) > 20
 
