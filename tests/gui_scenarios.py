@@ -363,7 +363,7 @@ def _pinned(h, path: str) -> None:
     h.click_item(TFLITE, edge, button=_right())
     h.pick_in_menu(h.w.editor.last_menu, "keep as is")
     h.settle()
-    h.expect(h.w.editor.unsaved and h.w.isWindowModified(), "the pin is not marked unsaved")
+    h.expect(h.unsaved() and h.w.isWindowModified(), "the pin is not marked unsaved")
 
 
 def _asked(h, answer: str, action, file: str | None = None) -> list:
