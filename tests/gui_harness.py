@@ -309,18 +309,23 @@ class Harness:
         return self.w.panes[which].main_view
 
     def on_screen(self, which: str, item):
-        """Point (viewport coordinates) of a graph item, scrolled into view."""
+        """A point (viewport coordinates) of a graph item scrolled into view that nothing covers (the minimap sits
+        in a corner of the pane)."""
         view = self.view(which)
         view.centerOn(item)
         self.pump(0.05)
         if hasattr(item, "edge"):
-            point = item.path().pointAtPercent(0.5)
+            points = [item.path().pointAtPercent(f) for f in (0.5, 0.3, 0.7, 0.15, 0.85)]
         else:
-            point = item.sceneBoundingRect().center()
-        return view.mapFromScene(point)
-
-    def click_item(self, which: str, item, button=None) -> None:
-        self.click(self.view(which).viewport(), self.on_screen(which, item), button)
+            r = item.sceneBoundingRect()
+            points = [r.center(), r.topLeft() * 0.75 + r.bottomRight() * 0.25,
+                      r.topLeft() * 0.25 + r.bottomRight() * 0.75]
+        vp = view.viewport()
+        for p in points:
+            at = view.mapFromScene(p)
+            if vp.rect().contains(at) and vp.childAt(at) is None:
+                return at
+        return view.mapFromScene(points[0])
 
     # ---- opening -------------------------------------------------------------------------------------------
     def model(self, rel: str) -> str:

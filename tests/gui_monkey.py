@@ -184,8 +184,8 @@ class Monkey:
         combos = [("Check for", ed.target)] if ed.target is not None else []
         combos += [(f"type of {n}", c) for n, c in sorted(ed.types.items())]
         combos += [(f"axis {i} of {n}", c) for n, cs in sorted(ed.dims.items()) for i, c in enumerate(cs)]
-        combos += [(k, c) for k, c in sorted(ed.image.items()) if c.isEnabled()]
-        combos = [(name, c) for name, c in combos if _alive(c) and c.isVisible()]
+        combos += [(k, c) for k, c in sorted(ed.image.items())]
+        combos = [(name, c) for name, c in combos if _alive(c) and c.isVisible() and c.isEnabled()]
         if not combos:
             return
         name, combo = self.rng.choice(combos)

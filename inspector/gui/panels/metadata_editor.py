@@ -220,11 +220,14 @@ class MetadataEditor(QWidget):
             if body is not None:        # the findings follow the graph: until then nothing stale can be used
                 body.setEnabled(False)
             return
-        shown, self.shown = self.shown, self._content(s)
-        if not force and shown is not None and shown == self.shown:
+        content = self._content(s)
+        if not force and self.shown is not None and content == self.shown:
             if body is not None:
                 body.setEnabled(True)
             return                      # a pin that leaves the metadata as it was: nothing to rebuild (~50 ms)
+        # what is shown is known once this rebuild is shown: one given up half-way (another result came) left the
+        # old fields on screen, and its successor took them for the new ones
+        self.shown = None
         body = QWidget()
         form = QVBoxLayout(body)
         self.types, self.dims, self.image, self.fix_buttons, self.field_findings = {}, {}, {}, {}, {}
@@ -258,6 +261,7 @@ class MetadataEditor(QWidget):
         form.addStretch(1)
         pos = self.scroll.verticalScrollBar().value()
         self._show(body)
+        self.shown = content
         self.scroll.verticalScrollBar().setValue(pos)
 
     def _show(self, body: QWidget) -> None:
