@@ -327,6 +327,9 @@ class Harness:
                 return at
         return view.mapFromScene(points[0])
 
+    def click_item(self, which: str, item, button=None) -> None:
+        self.click(self.view(which).viewport(), self.on_screen(which, item), button)
+
     # ---- opening -------------------------------------------------------------------------------------------
     def model(self, rel: str) -> str:
         if rel == "sample":

@@ -13,7 +13,7 @@ import pytest
 from tests.gui_harness import ROOT, verdict
 
 pytestmark = pytest.mark.gui
-SEED, STEPS = 1, 250
+SEED, STEPS = 7, 250                # seed 7 met a Metadata dock rebuild given up half-way
 
 
 def test_monkey_slice(corpus, tmp_path):
