@@ -458,6 +458,6 @@ def open_with_changes(h):
     _asked(h, "Discard", lambda: h.key("Ctrl+O"), file=other)
     h.settle()
     h.expect(w.editor.session is not s and w.editor.session.path == other, "Discard did not open the other model")
-    h.expect(w.editor.autosave.pending(s) is None, "the discarded pin is still offered as an autosave")
+    h.expect(not w.editor.autosave.pending(s), "the discarded pin is still offered as an autosave")
     h.check()
 

@@ -64,6 +64,7 @@ def test_standalone_onnx_edited_by_typing_checked_fixed_exported_and_reopened(qt
 
     ed.target.setCurrentIndex(1)                                       # Windows ML
     ed.target.activated.emit(1)
+    settle(qtbot, w)                    # the dock rebuilds on the next turn, not inside the combo's own signal
     ed = w.editor.metadata
     assert w.editor.session.target == "winml"
     assert sorted(errors(w)) == ["pixel-format-channels", "winml-pixel-format"]

@@ -40,6 +40,7 @@ Ctrl+E  export ONNX;  Ctrl+S  save the session;  Ctrl+Z / Ctrl+Shift+Z  undo / r
 Ctrl+Alt+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
 right-click a TFLite tensor or op  pin its layout
 double-click a WHILE / IF op  open its subgraphs in tabs"""
+QUITTING = "quitting"
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
 
 
@@ -377,9 +378,17 @@ class MainWindow(QMainWindow):
         if save is not None and box.clickedButton() is save:
             return ed.save_session() is not None        # a failure is on screen: nothing is dropped
         if box.clickedButton() is discard:
-            self._forget = s                             # its autosave goes once another model replaces it
+            if doing == QUITTING:
+                self._drop_autosave(s)
+            else:
+                self._forget = s                         # its autosave goes once another model replaces it
             return True
         return False
+
+    def _drop_autosave(self, session) -> None:
+        """This window's autosave of `session` (another window's stays: it may still be writing it)."""
+        self.editor.flush()
+        self.editor.autosave.discard(session)
 
     def open_path(self, path: str, other: str | None = None) -> None:
         """Open a model; with `other`, pair the TFLite model with that ONNX model instead of converting it.
@@ -421,7 +430,7 @@ class MainWindow(QMainWindow):
         self._opening = other
         forget, self._forget = self._forget, None
         if forget is not None and forget is self.editor.session:
-            self.editor.discard_autosave()            # the user chose to discard those decisions
+            self._drop_autosave(forget)               # the user chose to discard those decisions
         self.editor.detach(path)                      # every view forgets the previous model (ModelOpened)
 
     @property
@@ -927,7 +936,7 @@ class MainWindow(QMainWindow):
             self.user_open(files[0])
 
     def closeEvent(self, event):
-        if not self._close_after_export and not self.may_discard("quitting"):
+        if not self._close_after_export and not self.may_discard(QUITTING):
             event.ignore()                              # Cancel: the window and its decisions stay
             return
         job = self.editor.export_job
