@@ -113,6 +113,7 @@ class MetadataEditor(QWidget):
         holder = QWidget()
         # never wider than the dock (no horizontal scrolling): a long finding or label wraps, fields narrow
         holder.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        holder.setMinimumWidth(240)     # ... down to a width where they still work (0 while the dock is tabbed)
         self.holder = QVBoxLayout(holder)
         self.holder.setContentsMargins(0, 0, 0, 0)
         self.scroll.setWidget(holder)
@@ -272,6 +273,9 @@ class MetadataEditor(QWidget):
             self.holder.removeWidget(old)
             old.hide()
             old.deleteLater()
+        # sized now, as setWidget did: a dock tabbed away posts no layout request, and its fields stayed 0 px tall
+        self.holder.activate()
+        self.scroll.setWidgetResizable(True)        # (re-computes the holder's size from its layout)
 
     def _content(self, s):
         """Everything the panel shows comes from this (model metadata and I/O, notes, edits, findings, target), or
@@ -369,7 +373,7 @@ class MetadataEditor(QWidget):
     def _filter_io(self, text: str) -> None:
         while self.io_rows.count():
             w = self.io_rows.takeAt(0).widget()
-            w.setParent(None)
+            w.hide()                    # not setParent(None): Python would own it and delete it at once
             w.deleteLater()
         self.types, self.dims = {}, {}
         self.io_query = text
