@@ -193,6 +193,7 @@ def main(argv=None) -> int:
     walk.pump(0.5)
     for rel in MODELS:
         walk.model(Path(args.corpus) / rel, out / (Path(rel).stem + ".onnx"))
+    w.interactive = False               # the walk's decisions go: nobody is there to answer "Save session?"
     w.close()
     for p in walk.problems:
         print(p)
