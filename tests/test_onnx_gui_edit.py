@@ -14,6 +14,7 @@ from inspector.gui.export_onnx import export_dialog  # noqa: E402
 from inspector.gui.main_window import ONNX  # noqa: E402
 
 from .test_gui_edit import make_window, type_into  # noqa: E402
+from .test_gui_polish import choose  # noqa: E402
 from .test_metadata_lint import image_model, without_metadata  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -62,8 +63,7 @@ def test_standalone_onnx_edited_by_typing_checked_fixed_exported_and_reopened(qt
     assert errors(w) == ["pixel-format-channels"]                      # Rgba8 on 3 channels, shown by its field
     assert ms.PIXEL_FORMAT in ed.fix_buttons
 
-    ed.target.setCurrentIndex(1)                                       # Windows ML
-    ed.target.activated.emit(1)
+    choose(qtbot, ed.target, "Windows ML")                             # clicked in the open popup
     settle(qtbot, w)                    # the dock rebuilds on the next turn, not inside the combo's own signal
     ed = w.editor.metadata
     assert w.editor.session.target == "winml"

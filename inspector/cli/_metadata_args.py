@@ -5,6 +5,14 @@ from inspector.core.metadata import schema as ms
 from inspector.core.ir.errors import InspectorError, MetadataError, ModelLoadError
 
 
+def add_target_argument(parser) -> None:
+    """--target: the metadata consumers registered in core/metadata/targets/, the default first."""
+    from inspector.core.metadata import targets
+    parser.add_argument("--target", choices=targets.names(), default=targets.DEFAULT,
+                        help="the consumer whose rules apply: "
+                             + "; ".join(f"{t.name} {t.summary}" for t in targets.REGISTRY.values()))
+
+
 def add_metadata_arguments(parser) -> None:
     g = parser.add_argument_group(
         "ONNX metadata", "Values are matched case-insensitively and written in canonical spelling; each flag "

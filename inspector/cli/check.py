@@ -1,9 +1,9 @@
-"""`check MODEL.onnx… [--target onnx|winml] [--json]`: metadata and denotation findings for a consumer."""
+"""`check MODEL.onnx… [--target T] [--json]`: metadata and denotation findings for a consumer."""
 from __future__ import annotations
 
 import json
 
-from inspector.core.metadata.schema import TARGETS
+from ._metadata_args import add_target_argument
 
 
 def add_parser(sub):
@@ -11,11 +11,10 @@ def add_parser(sub):
         "check", help="verify an ONNX model's denotations and image metadata for a consumer",
         description="Report what a consumer would ignore or mis-read (error) and what is legal but suspicious "
                     "(warning): IMAGE tensors against the Image.* metadata, spellings, dimension denotations "
-                    "propagated through the graph. --target winml adds Windows ML's own rules (exact spelling, "
-                    "Gray8/Rgb8/Bgr8 only, no NominalRange_16_235, no Linear gamma, float32 NCHW images). "
+                    "propagated through the graph, and the rules of the consumer --target names. "
                     "Exit status: 0 when there is no error finding, 1 when there is one (or on an error).")
     p.add_argument("model", nargs="+", help="an ONNX model; several, folders or globs check each (batch mode)")
-    p.add_argument("--target", choices=TARGETS, default="onnx", help="the consumer whose rules apply (default onnx)")
+    add_target_argument(p)
     p.add_argument("--json", action="store_true",
                    help='print {"target", "findings": [{"code", "severity", "source", "node", "message", ...}]}')
     from inspector.cli import batch

@@ -6,9 +6,8 @@ import sys
 
 from inspector.core.io.atomic import OutputSet
 from inspector.core.ir.errors import InspectorError
-from inspector.core.metadata.schema import TARGETS
 
-from ._metadata_args import add_metadata_arguments, check_and_save, edits_from_args, load_onnx
+from ._metadata_args import add_metadata_arguments, add_target_argument, check_and_save, edits_from_args, load_onnx
 
 
 def add_parser(sub):
@@ -25,7 +24,7 @@ def add_parser(sub):
                    help="apply every safe fix of the metadata check (canonical spelling, Rgba8 -> Rgb8 on 3 "
                         "channels, dimension denotations an unambiguous shape implies, unused Image.* keys "
                         "removed) and list the findings left with the choice each needs")
-    p.add_argument("--target", choices=TARGETS, default="onnx", help="the consumer whose rules apply (default onnx)")
+    add_target_argument(p)
     add_metadata_arguments(p)
     p.set_defaults(run=run)
 

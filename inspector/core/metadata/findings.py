@@ -1,4 +1,5 @@
-"""A metadata finding: what the checks in denotation.py, the per-op rules in denotation_rules.py and lint.py report."""
+"""A metadata finding: what the checks in denotation.py, the per-op rules in denotation_rules.py and the
+metadata targets (targets/) report."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ class Finding:
     message: str
     kind: str = ""   # "format" | "mismatch" | "image" | "range" | "metadata"
     tensor: str = ""
-    code: str = ""           # stable rule code (metadata.lint.RULES), with its severity and source
+    code: str = ""           # stable rule code (its metadata target's rules), with its severity and source
     severity: str = "warning"
     source: str = ""
     field: str = ""          # what the metadata editor shows it beside: "type:T", "dims:T" or an Image.* key

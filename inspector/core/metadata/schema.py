@@ -10,7 +10,6 @@ from typing import Iterable
 
 from inspector.core.ir.errors import MetadataError
 
-TARGETS = ("onnx", "winml")                 # the consumers whose metadata rules metadata.lint knows
 TYPE_DENOTATIONS = ("TENSOR", "IMAGE", "AUDIO", "TEXT")
 
 DATA_BATCH, DATA_CHANNEL, DATA_TIME, DATA_FEATURE = "DATA_BATCH", "DATA_CHANNEL", "DATA_TIME", "DATA_FEATURE"

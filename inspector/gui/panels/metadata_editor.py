@@ -28,7 +28,6 @@ from inspector.core.session.events import FindingsChecked, ModelOpened, PlanChan
 NONE = "—"
 IO_PAGE = 40                    # input/output rows built at a time (each a few combo boxes: ~1 ms)
 IO_SCAN = 5000                  # inputs/outputs read between two event-loop turns
-TARGET_LABELS = {"onnx": "ONNX (the documents' rules)", "winml": "Windows ML"}
 
 
 class ChoiceValidator(QValidator):
@@ -503,19 +502,20 @@ class MetadataEditor(QWidget):
             return [Finding("", f"checker failed: {e}", code="", severity="warning")]
 
     def _target_row(self) -> QWidget:
-        from inspector.core.metadata.lint import TARGETS
+        from inspector.core.metadata import targets
+        names = targets.names()
         row = QWidget()
         lay = QHBoxLayout(row)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QLabel("Check for"))
         self.target = QComboBox()
-        self.target.addItems([TARGET_LABELS[t] for t in TARGETS])
+        self.target.addItems([targets.get(t).label for t in names])
         # its longest label would widen the fields past a narrow dock (their arrows cut off at the right)
         self.target.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.target.setMinimumContentsLength(8)
-        self.target.setCurrentIndex(TARGETS.index(getattr(self.editor.session, "target", "onnx")))
+        self.target.setCurrentIndex(names.index(getattr(self.editor.session, "target", targets.DEFAULT)))
         self.target.setToolTip("the consumer whose metadata rules the checks and Export apply")
-        self.target.activated.connect(lambda i: self._set_target(TARGETS[i]))
+        self.target.activated.connect(lambda i: self._set_target(names[i]))
         lay.addWidget(self.target, 1)
         fixable = self._fixable = [f for f in self.found if f.fix is not None]
         self.fix_all = QPushButton(f"Fix {len(fixable)} safely", enabled=bool(fixable),
