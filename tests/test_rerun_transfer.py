@@ -62,10 +62,8 @@ def pool(monkeypatch):
 def child_pool(monkeypatch, p):
     monkeypatch.setattr(loader_job, "executor", lambda: p)
     monkeypatch.setattr(chunked, "CHUNK", 16)      # small models' lists and dicts in pieces and as changes too
-    for name in ("_GOT", "_HAD", "_SENT"):
-        monkeypatch.setattr(rerun_child, name, {})
-    for name in ("_MEMO", "_INDEX"):
-        monkeypatch.setattr(rerun_child, name, [None, None])
+    monkeypatch.setattr(rerun_child, "CHILD", rerun_child.Child())      # a fresh child and window
+    monkeypatch.setattr(rerun_child, "WINDOW", rerun_child.Window())
     return p
 
 
@@ -95,7 +93,7 @@ def window_reruns(path, pins: dict):
     options = ConvertOptions().to_dict()
     sent = rerun_child.rerun(str(path), pins, options, {}, rerun_child.last_view())
     view = sent[1]
-    edges = view.small.get("edges") or [e for i in view.big["edges"][1] for e in rerun_child._PIECES[1][i]]
+    edges = view.small.get("edges") or [e for i in view.big["edges"][1] for e in rerun_child.CHILD.pieces[i]]
     (vg,) = loader_job.received(pickle.loads(pickle.dumps(sent)))
     assert rerun_child.view_in(vg)
     packed = rerun_child.result_of(sent[0], rerun_child.last_result())
@@ -104,7 +102,7 @@ def window_reruns(path, pins: dict):
     model, notes, mapping, findings = pickle.loads(pickle.dumps(rerun_child.annotated(sent[0])))
     result.model, result.metadata_mapping = model, mapping
     rerun_child.finish()                    # the re-run's last call: the child indexes the view it sent
-    assert rerun_child._INDEX[0] is next(iter(rerun_child._SENT.values()))
+    assert rerun_child.CHILD.indexed is next(iter(rerun_child.CHILD.sent.values()))
     return vg, result, notes, (sum(type(e) is int for e in edges), res)
 
 
@@ -194,7 +192,7 @@ def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, p
     assert pool.calls.count("rerun") == 2 and pool.between is None
     same_as_full(path, s.pins, vg, result, notes)
     with pytest.raises(rerun_child.Replaced):                           # what the first attempt met
-        rerun_child.piece(rerun_child._PIECES[0] - 1, 0)
+        rerun_child.piece(rerun_child.CHILD.number - 1, 0)
 
 
 def interleaved(target, n: int, interval: float) -> None:
@@ -263,7 +261,7 @@ def test_a_rerun_failing_in_the_window_still_ends_the_childs_rerun(qtbot, tmp_pa
 def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypatch):
     """The loader's and two windows' re-run threads receive views at the same time: none fails, and the last four
     are kept (unlocked, two threads trimming at once deleted the same key twice)."""
-    monkeypatch.setattr(rerun_child, "_GOT", {})
+    monkeypatch.setattr(rerun_child, "WINDOW", rerun_child.Window())
     errors = []
 
     def receive(t: int):
@@ -275,8 +273,8 @@ def test_views_received_from_several_threads_at_once_keep_the_last_four(monkeypa
         except Exception as e:
             errors.append(e)
     interleaved(receive, 6, 1e-6)
-    assert errors == [] and len(rerun_child._GOT) == 4
-    assert rerun_child.last_view() in rerun_child._GOT
+    assert errors == [] and len(rerun_child.WINDOW.got) == 4
+    assert rerun_child.last_view() in rerun_child.WINDOW.got
 
 
 def scene_state(scene):

@@ -148,8 +148,8 @@ def test_a_rerun_sends_the_nodes_the_window_has_as_references(model):  # noqa: F
     lost = rerun(str(model), {}, options, {}, ("elsewhere", 1))      # a view the child never sent: whole
     back, ok = window_gets(lost)
     assert ok and not any(id(n) in kept for n in back.nodes) and back.nodes == first.nodes
-    rerun_child._GOT.clear()
-    stale = rerun(str(model), {}, options, {}, last_view() or next(iter(rerun_child._SENT)))
+    rerun_child.WINDOW.got.clear()
+    stale = rerun(str(model), {}, options, {}, last_view() or next(iter(rerun_child.CHILD.sent)))
     assert not window_gets(stale)[1]                         # sent against a view the window dropped: asks again
 
 

@@ -177,4 +177,4 @@ def test_a_placement_reading_only_what_changed_lays_out_as_one_reading_all(tmp_p
         assert vars(diff(*shown, vg, laid)) == vars(diff(*shown, whole, again))
         shown = (vg, laid)
     assert taken == 7 and fast.pos == slow.pos
-    assert rerun_child._GOT                     # (the views crossed as changes)
+    assert rerun_child.WINDOW.got               # (the views crossed as changes)

@@ -32,17 +32,20 @@ class SessionCommand(QUndoCommand):
 
 
 class PinLayout(SessionCommand):
-    """Pin a tensor's layout (`layout` None = Auto, i.e. unpin)."""
+    """Pin a tensor's layout (`layout` None = Auto, i.e. unpin), which the editor has set already (Session.set_pin,
+    which checks it, returned `before`): the first redo, QUndoStack.push's, only re-runs."""
 
-    def __init__(self, editor, tensor: str, layout: str | None):
+    def __init__(self, editor, tensor: str, layout: str | None, before: str | None):
         verb = "Unpin" if layout is None else "Pin"
         tail = "" if layout is None else f" to {pin_label(layout)}"
         super().__init__(editor, f"{verb} {short(tensor)}{tail}")
-        self.tensor, self.layout = tensor, layout
-        self.before = editor.session.pins.get(tensor)
+        self.tensor, self.layout, self.before = tensor, layout, before
+        self.pushed = False
 
     def redo(self):
-        self.session.set_pin(self.tensor, self.layout)
+        if self.pushed:
+            self.session.set_pin(self.tensor, self.layout)
+        self.pushed = True
         self.editor.rerun()
 
     def undo(self):

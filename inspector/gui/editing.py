@@ -506,14 +506,12 @@ class Editor(QObject):
         if is_pair(self.session) or is_onnx_alone(self.session):
             self.window.statusBar().showMessage(PIN_REASON if is_pair(self.session) else ONNX_REASON, 8000)
             return False
-        from inspector.core.emit.convert import resolve_pins
-        if layout is not None:
-            try:
-                resolve_pins(self.session.graph.main, {tensor: layout})
-            except InspectorError as e:
-                self.window.error("Cannot pin", str(e))
-                return False
-        self.stack.push(PinLayout(self, tensor, layout))
+        try:
+            before = self.session.set_pin(tensor, layout)        # checks the pin: a refused one is never pushed
+        except InspectorError as e:
+            self.window.error("Cannot pin", str(e))
+            return False
+        self.stack.push(PinLayout(self, tensor, layout, before))
         return True
 
     def what_if(self, t: int, choices) -> dict:

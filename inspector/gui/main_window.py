@@ -46,7 +46,7 @@ FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files
 
 def pinned(sg, pins: dict) -> dict[int, str]:
     """{tensor index: layout text} of the pins (by name, or by index when a name is not unique)."""
-    from inspector.core.emit.convert import resolve_pins
+    from inspector.core.layout.pins import resolve_pins
     from inspector.core.ir.errors import InspectorError
     out = {}
     for key, text in pins.items():

@@ -17,12 +17,41 @@ import multiprocessing
 import os
 import threading
 import weakref
+from dataclasses import dataclass, field
+from typing import Any
 
-_GRAPH: tuple[tuple, object] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
-_RECONVERTER = None                             # its conversion's pieces, for the re-runs after a pin
-_PIECES: list = [0, []]                         # (number of the last result sent, its big parts: gui.chunked)
-_REPLACED: list = []                            # what a re-run replaced, freed by _settle (see `dropped`)
-_MEMO: list = [None, None]      # (in the child) key and chunked.pack memo of the last result sent with `diff`
+
+@dataclass
+class Child:
+    """What the child keeps from one call to the next (one per process: CHILD)."""
+    graph: tuple[tuple, Any] | None = None      # ((path, size, mtime_ns), Graph) of the last model read
+    reconverter: Any = None                     # its conversion's pieces, for the re-runs after a pin
+    number: int = 0                             # of the last result sent
+    pieces: list = field(default_factory=list)  # that result's big parts (gui.chunked)
+    replaced: list = field(default_factory=list)    # what a re-run replaced, freed by _settle (see `dropped`)
+    memo_key: tuple | None = None               # key and chunked.pack memo of the last result sent with `diff`
+    memo: list | None = None
+    sent: dict = field(default_factory=dict)    # the last ONNX view sent, by its key
+    views: int = 0                              # ONNX views sent
+    indexed: Any = None                         # the last view sent, whose _index is `index`, made while idle
+    index: tuple | None = None
+    converted_number: int = 0                   # of the re-run sent by `rerun`
+    converted: tuple | None = None              # its ConversionResult and metadata edits
+
+
+@dataclass
+class Window:
+    """What the window's process keeps of what crossed (one per process: WINDOW)."""
+    got: dict = field(default_factory=dict)     # the last few ONNX views received, by key
+    # the last few results received from a `diff` send, by key: weak references to them (the window's document
+    # keeps what it shows; a result kept here had its TFLite graph and the open's view and layout alive after its
+    # window closed)
+    had: dict = field(default_factory=dict)
+    lock: Any = field(default_factory=threading.Lock)   # the loader's and each window's re-run threads receive
+                                                        # views at the same time
+
+
+CHILD, WINDOW = Child(), Window()
 
 
 def watch_parent() -> None:
@@ -46,19 +75,20 @@ def send(*objs, diff: bool = False, have=None) -> tuple:
     until the next result is sent. With `diff` (a conversion result), the next such result can be sent as its
     changes from this one: it is, when the window says it `have`s this one (loader_job.received)."""
     from .chunked import Chunked, pack
-    _PIECES[0] += 1
-    dropped(_PIECES[1])
-    _PIECES[1] = []
+    c = CHILD
+    c.number += 1
+    dropped(c.pieces)
+    c.pieces = []
     memo = [] if diff else None
-    against = _MEMO[1] if diff and have is not None and have == _MEMO[0] else None
-    skeletons = pack(objs, _PIECES[1], memo, against)
+    against = c.memo if diff and have is not None and have == c.memo_key else None
+    skeletons = pack(objs, c.pieces, memo, against)
     if diff:
-        dropped(_MEMO[1])
-        _MEMO[:] = [(os.getpid(), _PIECES[0]), memo]
+        dropped(c.memo)
+        c.memo_key, c.memo = (os.getpid(), c.number), memo
         for sk in skeletons:
             if isinstance(sk, Chunked):
-                sk.key, sk.base = _MEMO[0], have if against is not None else None
-    return (_PIECES[0], *skeletons)
+                sk.key, sk.base = c.memo_key, have if against is not None else None
+    return (c.number, *skeletons)
 
 
 class Replaced(RuntimeError):
@@ -71,34 +101,32 @@ def dropped(obj) -> None:
     trace: ~10^5 objects on 10,000 ops) took ~10 ms of `rerun` and as much of `annotated`, which the window waits
     for."""
     if _in_child():                     # (a test calling rerun() in its own process frees at once)
-        _REPLACED.append(obj)
+        CHILD.replaced.append(obj)
 
 
 def piece(number: int, i: int) -> list:
     """Piece i of result `number` (a window that asks for an older result's pieces has dropped that result)."""
-    if number != _PIECES[0]:
-        raise Replaced(f"result {number} was replaced by result {_PIECES[0]}")
-    return _PIECES[1][i]
+    if number != CHILD.number:
+        raise Replaced(f"result {number} was replaced by result {CHILD.number}")
+    return CHILD.pieces[i]
 
 
 def reconverter():
     """The child's Reconverter (it starts afresh by itself when the graph or options differ)."""
-    global _RECONVERTER
-    if _RECONVERTER is None:
+    if CHILD.reconverter is None:
         from inspector.core.emit.incremental import Reconverter
-        _RECONVERTER = Reconverter()
-    return _RECONVERTER
+        CHILD.reconverter = Reconverter()
+    return CHILD.reconverter
 
 
 def _graph(path: str):
-    global _GRAPH
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-    if _GRAPH is None or _GRAPH[0] != key:
+    if CHILD.graph is None or CHILD.graph[0] != key:
         from inspector.core.io.loader import load_model
         gc.unfreeze()                   # what the last model's re-runs left (see _settle) may be garbage now
-        _GRAPH = (key, load_model(path))
-    return _GRAPH[1]
+        CHILD.graph = (key, load_model(path))
+    return CHILD.graph[1]
 
 
 def _in_child() -> bool:
@@ -113,7 +141,7 @@ def _settle() -> None:
     through ~350,000 objects: 0.2-0.5 s of each re-run of the 10,000-op model at load 4, ~30 ms once frozen); the
     window's gc_guard.settle freezes in the same way. What a re-run replaces is freed by its reference counts (pin,
     undo and pin again on that model left no cyclic garbage); reading another model thaws it all (_graph)."""
-    _REPLACED.clear()
+    CHILD.replaced.clear()
     if not _in_child():
         return
     gc.collect()                        # only what is not frozen: this re-run's objects (its cyclic garbage must
@@ -177,10 +205,6 @@ def finish() -> None:
     _settle()
 
 
-_SENT: dict = {}       # (in the child) the last ONNX view sent, by its key
-_GOT: dict = {}        # (in the window) the last few ONNX views received, by key
-_GOT_LOCK = threading.Lock()    # the loader's and each window's re-run threads receive views at the same time
-_VIEW_COUNT = [0]
 _DIFF = "diff"         # a dict sent as (_DIFF, changed items, removed keys) against the view the window has
 
 
@@ -191,11 +215,12 @@ def view_out(vg, have=None):
     what changed. A pin on 10,000 ops sends a few nodes, ~13,000 small ints and a few dict items instead of
     ~45 ms of objects to unpickle (and as much garbage to collect)."""
     import copy
-    old = _SENT.get(have) if have is not None else None
-    _VIEW_COUNT[0] += 1
-    key = (os.getpid(), _VIEW_COUNT[0])          # a child started again counts from 1 again
-    _SENT.clear()
-    _SENT[key] = vg
+    c = CHILD
+    old = c.sent.get(have) if have is not None else None
+    c.views += 1
+    key = (os.getpid(), c.views)                 # a child started again counts from 1 again
+    c.sent.clear()
+    c.sent[key] = vg
     dropped(old)                        # (its ~10^4 edges freed by the settle, not on the way to the repaint)
     out = copy.copy(vg)
     out.view, out.against = key, None
@@ -220,26 +245,23 @@ def view_out(vg, have=None):
     return out
 
 
-_INDEX: list = [None, None]     # (in the child) the last view sent and its _index, made while the child is idle
-
-
 def _index(vg, keep: bool = False) -> tuple[dict, dict]:
     """({id(node): index}, {(src, dst, tensor): edge indices, last first}) of a view sent, for view_out to send
     the next against it (~10 ms on 10,000 ops): made by `index_sent` (`keep`) while the child waits for the next
     pin; view_out takes its entries out."""
-    idx = _INDEX[1] if _INDEX[0] is vg else None
+    idx = CHILD.index if CHILD.indexed is vg else None
     if idx is None:
         ends: dict = {}
         for j, e in reversed(list(enumerate(vg.edges))):
             ends.setdefault((e.src, e.dst, e.tensor), []).append(j)
         idx = ({id(n): i for i, n in enumerate(vg.nodes)}, ends)
-    _INDEX[:] = [vg, idx] if keep else [None, None]
+    CHILD.indexed, CHILD.index = (vg, idx) if keep else (None, None)
     return idx
 
 
 def index_sent() -> None:
     """_index of the view sent last, made after a re-run, off the way to the next one's repaint."""
-    for vg in _SENT.values():
+    for vg in CHILD.sent.values():
         _index(vg, keep=True)
 
 
@@ -258,9 +280,9 @@ def view_in(vg) -> bool:
     that view is no longer kept (the caller asks again without one). Edges kept between nodes that moved in the
     list are new Edge objects with the new indices; the others are the old objects (the shown graph's)."""
     from .graph_model import Edge
-    with _GOT_LOCK:
+    with WINDOW.lock:
         if vg.against is not None:
-            old = _GOT.get(vg.against)
+            old = WINDOW.got.get(vg.against)
             if old is None:
                 return False
             now = [-1] * len(old.nodes)         # old node index -> new
@@ -281,16 +303,11 @@ def view_in(vg) -> bool:
                                    [x if type(x) is int else -1 for x in vg.edges])
             vg.edges = edges
             vg.shapes, vg.tensor_names = _dict_in(old.shapes, vg.shapes), _dict_in(old.tensor_names, vg.tensor_names)
-        _GOT[vg.view] = vg
-        while len(_GOT) > 4:                # (two windows may re-run at once)
-            del _GOT[next(iter(_GOT))]
+        WINDOW.got[vg.view] = vg
+        while len(WINDOW.got) > 4:          # (two windows may re-run at once)
+            del WINDOW.got[next(iter(WINDOW.got))]
         del vg.view, vg.against
     return True
-
-
-_HAD: dict = {}         # (in the window) the last few results received from a `diff` send, by key: weak references
-                        # to them (the window's document keeps what it shows; a result kept here had its TFLite graph
-                        # and the open's view and layout alive after its window closed)
 
 
 def result_in(key, base_key, fetch_all, needed=()):
@@ -299,36 +316,33 @@ def result_in(key, base_key, fetch_all, needed=()):
     kept (the caller asks again, against another)."""
     base = None
     if base_key is not None:
-        with _GOT_LOCK:
-            refs = _HAD.get(base_key)
+        with WINDOW.lock:
+            refs = WINDOW.had.get(base_key)
             base = tuple(r() if r is not None else None for r in refs) if refs is not None else None
             if base is None or any(base[i] is None for i in needed):
-                _HAD.pop(base_key, None)
+                WINDOW.had.pop(base_key, None)
                 raise Replaced(f"result {base_key} is no longer kept")
     got = fetch_all(base)
     if key is not None:
         from .chunked import _ours
-        with _GOT_LOCK:
-            _HAD[key] = tuple(weakref.ref(o) if _ours(o) else None for o in got)
-            while len(_HAD) > 3:
-                del _HAD[next(iter(_HAD))]
+        with WINDOW.lock:
+            WINDOW.had[key] = tuple(weakref.ref(o) if _ours(o) else None for o in got)
+            while len(WINDOW.had) > 3:
+                del WINDOW.had[next(iter(WINDOW.had))]
     return got
 
 
 def last_result():
     """(In the window) the key of the result received last and still kept, to send the next one against."""
-    with _GOT_LOCK:
-        return next((k for k, refs in reversed(_HAD.items()) if refs[0] is not None and refs[0]() is not None),
+    with WINDOW.lock:
+        return next((k for k, refs in reversed(WINDOW.had.items()) if refs[0] is not None and refs[0]() is not None),
                     None)
 
 
 def last_view():
     """(In the window) the key of the view received last, to send the next one against."""
-    with _GOT_LOCK:
-        return next(reversed(_GOT), None)
-
-
-_CONVERTED: list = [0, None]   # (number of the re-run sent by `rerun`, its ConversionResult and metadata edits)
+    with WINDOW.lock:
+        return next(reversed(WINDOW.got), None)
 
 
 def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
@@ -350,7 +364,7 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
         if isinstance(e, InspectorError):   # as text: exception classes with custom __init__ do not unpickle
             return str(e)
         raise
-    _CONVERTED[:] = [sent[0], (result, metadata)]
+    CHILD.converted_number, CHILD.converted = sent[0], (result, metadata)
     return sent
 
 
@@ -358,9 +372,9 @@ def result_of(number: int, have=None):
     """A re-run's second step: re-run `number`'s ConversionResult, its model before the metadata pass and without
     its source graph (the window re-attaches its own), as `send` packs it against the result the window `have`s;
     None when another re-run replaced it."""
-    if number != _CONVERTED[0] or _CONVERTED[1] is None:
+    if number != CHILD.converted_number or CHILD.converted is None:
         return None
-    converted = _CONVERTED[1][0]
+    converted = CHILD.converted[0]
     graph, converted.graph = converted.graph, None
     try:
         sent = send(converted, diff=True, have=have)
@@ -377,10 +391,10 @@ def annotated(number: int):
     ops, without its big weights)."""
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
-    if number != _CONVERTED[0] or _CONVERTED[1] is None:
+    if number != CHILD.converted_number or CHILD.converted is None:
         return None
-    result, metadata = _CONVERTED[1]
-    _CONVERTED[1] = None
+    result, metadata = CHILD.converted
+    CHILD.converted = None
     try:
         answer = annotated_and_checked(result, MetadataEdits.from_dict(metadata))
     except InspectorError as e:

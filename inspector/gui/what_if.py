@@ -6,7 +6,8 @@ converts without complaint and only validation shows it.
 """
 from __future__ import annotations
 
-from inspector.core.emit.convert import planner, resolve_pins
+from inspector.core.emit.convert import planner
+from inspector.core.layout.pins import resolve_pins
 from inspector.core.ir.errors import InspectorError
 from inspector.core.layout.solve import solve
 

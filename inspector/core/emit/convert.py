@@ -17,7 +17,7 @@ from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory
 from inspector.core.ir.limits import check_control_flow
-from inspector.core.layout.layout import Perm
+from inspector.core.layout.pins import resolve_pins
 from .ops.table import load_all
 from inspector.core.layout.propagation import Planner, assemble, plan_layouts, solved_problem
 from inspector.core.layout.plan import Category
@@ -65,34 +65,6 @@ def check_arity(graph: Graph) -> None:
             if max(op.outputs, default=-1) < 0 and op.opcode not in NO_OUTPUT_OPS:
                 where = f" in subgraph {k} ({sg.name})" if k else ""
                 raise ConversionError(f"{op.label}{where} has no output: the model is inconsistent")
-
-
-def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
-    """Pins by tensor name or index -> {tensor index: perm}; ConversionError names what is wrong."""
-    out: dict[int, Perm] = {}
-    if not pins:                                    # the usual case: no name table to build
-        return out
-    by_name = {}
-    for ten in reversed(sg.tensors):                # the first tensor of a name wins, as tensor_by_name does
-        by_name[ten.name] = ten.index
-    for key, value in (pins or {}).items():
-        if isinstance(key, int) or (isinstance(key, str) and key.isascii() and key.isdigit()   # not "²"
-                                    and key not in by_name):
-            t = int(key)
-            if not 0 <= t < len(sg.tensors):
-                raise ConversionError(f"pin: tensor index {t} does not exist")
-        else:
-            if key not in by_name:
-                raise ConversionError(f"pin: no tensor named '{key}'")
-            t = by_name[key]
-        rank = sg.tensors[t].rank
-        try:
-            out[t] = tuple(value) if isinstance(value, (tuple, list)) else L.parse(str(value), rank)
-        except ValueError as e:
-            raise ConversionError(f"pin {sg.tensors[t].name}: {e}") from None
-        if sorted(out[t]) != list(range(rank)):
-            raise ConversionError(f"pin {sg.tensors[t].name}: {value} is not a permutation of {rank} axes")
-    return out
 
 
 def planner(graph: Graph, pins=None, keep_io_layout: bool = False) -> Planner:

@@ -99,7 +99,7 @@ class Session:
         if layout is None or layout.lower() == "auto":
             self.pins.pop(tensor, None)
         else:
-            from inspector.core.emit.convert import resolve_pins
+            from inspector.core.layout.pins import resolve_pins
             resolve_pins(self.graph.main, {tensor: layout})      # validate now, not at the next run
             self.pins[tensor] = layout
         self.publish(PinsChanged(dict(self.pins)))
