@@ -711,17 +711,6 @@ def cut_summary(v: Validation) -> str:
     return text + (f"; first bad: '{bad.name}' ({bad.verdict})" if bad is not None else "")
 
 
-def io_perm(tfl_shape, onnx_dims) -> tuple[int, ...] | None:
-    """The layout an ONNX graph input/output has relative to TFLite's, read off the shapes (None: no fit)."""
-    rank = len(tfl_shape)
-    if len(onnx_dims) != rank:
-        return None
-    for p in (L.identity(rank), L.channels_first(rank)):
-        if all(d in (-1, s) for d, s in zip(onnx_dims, L.apply(tfl_shape, p))):
-            return p
-    return None
-
-
 MAX_INPUT_LAYOUTS = 24          # input layout combinations tried for an ONNX model that does not record them
 
 
