@@ -252,12 +252,12 @@ for pins in ({{}}, {{convs[1]: "keep"}}, {{}}, {{convs[1]: "keep"}}, {{convs[-1]
     assert not gc.isenabled()                      # no automatic collection while the window waits...
     packed = rc.result_of(sent[0])
     assert packed[0] > sent[0] and not gc.isenabled()
-    assert rc._REPLACED                            # what they replaced is freed later, not while the window waits
+    assert rc.CHILD.replaced                       # what they replaced is freed later, not while the window waits
     model, notes, mapping, findings = rc.annotated(sent[0])
     assert findings is not None                    # the Metadata dock's answer waits for no collection...
-    assert rc._REPLACED and not gc.isenabled()
+    assert rc.CHILD.replaced and not gc.isenabled()
     rc.finish()
-    assert not rc._REPLACED and gc.isenabled() and gc.get_freeze_count() > 0     # ...then what it keeps is frozen
+    assert not rc.CHILD.replaced and gc.isenabled() and gc.get_freeze_count() > 0     # ...then what it keeps is frozen
 assert isinstance(rc.rerun(path, {{"no such tensor": "keep"}}, {{}}, {{}}), str) and gc.isenabled()
 from inspector.gui import graph_model
 real, graph_model.from_onnx = graph_model.from_onnx, lambda model: 1 / 0
