@@ -173,8 +173,7 @@ class Monkey:
         h.settle()
 
     def metadata_combo(self):
-        from inspector.core.metadata.lint import TARGETS
-        from inspector.gui.panels.metadata_editor import TARGET_LABELS
+        from inspector.core.metadata import targets
         h, w = self.h, self.h.w
         h.dock_tab("Metadata")
         h.pump(0.05)
@@ -190,7 +189,7 @@ class Monkey:
             return
         name, combo = self.rng.choice(combos)
         if combo is ed.target:
-            value = TARGET_LABELS[self.rng.choice(TARGETS)]
+            value = targets.get(self.rng.choice(targets.names())).label
         else:
             value = self.rng.choice(combo.allowed)
         h.step(f"metadata: {name} → {value}")

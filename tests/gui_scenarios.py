@@ -34,15 +34,15 @@ def metadata_dock(h):
 def check_for_windows_ml(h):
     """Metadata › Check for › Windows ML, clicked in the drop-down's popup, and back (it once killed the process:
     the dock was rebuilt inside the combo's own `activated`)."""
-    from inspector.gui.panels.metadata_editor import TARGET_LABELS
+    from inspector.core.metadata import targets
     opened(h)
     ed = metadata_dock(h)
     for target in ("winml", "onnx", "winml"):
         h.step(f"check for {target}")
-        h.choose(ed.target, TARGET_LABELS[target])
+        h.choose(ed.target, targets.get(target).label)
         h.settle()
         h.expect(h.w.editor.session.target == target, f"the session checks for {h.w.editor.session.target}")
-        h.expect(ed.target.currentText() == TARGET_LABELS[target], f"the drop-down shows {ed.target.currentText()}")
+        h.expect(ed.target.currentText() == targets.get(target).label, f"the drop-down shows {ed.target.currentText()}")
         h.check()
 
 
@@ -69,14 +69,13 @@ def axis_then_next_axis(h):
 def every_metadata_combo(h):
     """Every drop-down of the Metadata dock (types, axes, Image keys), for every "Check for" target: a value
     chosen in the popup reaches the session and the model, and the rebuilt dock shows it."""
-    from inspector.core.metadata.lint import TARGETS
-    from inspector.gui.panels.metadata_editor import TARGET_LABELS
+    from inspector.core.metadata import targets
     opened(h)
     ed = metadata_dock(h)
     s = h.w.editor.session
-    for target in TARGETS:
+    for target in targets.names():
         h.step(f"check for {target}")
-        h.choose(ed.target, TARGET_LABELS[target])
+        h.choose(ed.target, targets.get(target).label)
         h.settle()
         names = list(ed.types)
         for name in names:

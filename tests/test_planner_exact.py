@@ -125,7 +125,8 @@ def test_a_tensor_read_by_too_many_choosing_ops_is_left_to_highs():
     assert objective(pb, choice) == objective(pb, S._ilp(pb, FOREVER)[0])
     plan, proof = S.solve(pb, FOREVER)
     assert plan == choice and proof.proven and "HiGHS" in proof.method
-    from inspector.core.emit.convert import _op_table, fold_constants, resolve_pins
+    from inspector.core.emit.convert import _op_table, fold_constants
+    from inspector.core.layout.pins import resolve_pins
     from inspector.core.layout.propagation import problem
     folded, constants = fold_constants(graph.main)
     again = problem(graph.main, _op_table(), resolve_pins(graph.main, {"y": "channels-first"}), False, folded,
@@ -140,7 +141,8 @@ def test_a_replan_from_the_last_problem_chooses_what_a_fresh_one_does(steps, pin
     """Pins set and cleared one after another: the problem rebuilt from the last one (Problem.build's reuse) and
     solved from its plan (exact.resolve: greedy and the search only around the change) give the very modes a fresh
     problem and solve give, so an incremental re-conversion writes a full conversion's bytes."""
-    from inspector.core.emit.convert import _op_table, fold_constants, resolve_pins
+    from inspector.core.emit.convert import _op_table, fold_constants
+    from inspector.core.layout.pins import resolve_pins
     from inspector.core.layout.propagation import assemble, problem
     from tests.test_incremental import same_plan
     graph = read_tflite_bytes(build(steps, h=2, w=5, c=3), "m.tflite")

@@ -87,7 +87,8 @@ def parse(path: str) -> dict:
 
 def check(data: dict, graph, path: str) -> Decisions:
     """Every entry of a parsed session checked against `graph`; SessionError listing all problems."""
-    from inspector.core.emit.convert import MAX_OPSET, MIN_OPSET, resolve_pins
+    from inspector.core.emit.convert import MAX_OPSET, MIN_OPSET
+    from inspector.core.layout.pins import resolve_pins
     problems: list[str] = []
     version = data.get("version")
     if version not in (1, SESSION_VERSION) or isinstance(version, bool):
