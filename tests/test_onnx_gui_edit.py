@@ -118,8 +118,10 @@ def test_a_metadata_entry_that_is_not_utf8_is_shown_kept_and_exported_unchanged(
     assert rows == [("K\\xffYX", "VALX"), ("good", "V\\xfeL2")]
     assert not ed.table.item(0, 0).flags() & Qt.ItemIsEditable and not ed.table.item(1, 1).flags() & Qt.ItemIsEditable
 
-    add = next(b for b in ed.findChildren(QPushButton) if b.text() == "Add" and b.isVisible())
-    QTest.mouseClick(add, Qt.LeftButton)
+    # the dock's fields come a turn after the open (a rebuild never runs inside the signal that asked for it)
+    visible_add = lambda: [b for b in ed.findChildren(QPushButton) if b.text() == "Add" and b.isVisible()]  # noqa: E731
+    qtbot.waitUntil(lambda: bool(visible_add()), timeout=30_000)
+    QTest.mouseClick(visible_add()[0], Qt.LeftButton)
     qtbot.keyClicks(QApplication.focusWidget(), "model_author")
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Tab)
     qtbot.keyClicks(QApplication.focusWidget(), "me")
