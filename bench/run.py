@@ -3,7 +3,7 @@
 For each model of the corpus: our conversion in-process and as a cold CLI process, the same for tflite2onnx and
 tf2onnx (installed by this script into bench/.peers-venv), the node and Transpose counts of each output, ONNX Runtime
 time of each output and LiteRT's own time. Writes bench/results/bench.{json,md}; a whole-corpus run also refreshes
-bench/LATEST.md (the copy the README cites). See bench/README.md for what each figure times.
+bench/LATEST.md (the copy the README links). See bench/README.md for what each figure times.
 """
 from __future__ import annotations
 

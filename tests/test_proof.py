@@ -364,13 +364,13 @@ def test_steps_feed_the_state_back_and_compare_each_call(tmp_path, capsys):
     assert [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines()] == ["step 1", "step 2", "step 3"]
 
 
-# -- README ---------------------------------------------------------------------------------------------------
-def test_readme_proof_section_says_what_each_verdict_means_with_a_command_that_shows_it(tmp_path, corpus, capsys):
+# -- docs/proof.md -----------------------------------------------------------------------------------------------
+def test_the_proof_docs_say_what_each_verdict_means_with_a_command_that_shows_it(tmp_path, corpus, capsys):
     """The verdict table states noise.py's rule with its constants, every `-k` it names selects a test here (the
     parametrised cases with the verdict claimed), and its `ok` command, run, gives the headline it quotes."""
     import sys
-    text = (Path(__file__).parents[1] / "README.md").read_text()
-    proof = text.split("\n## Proof\n", 1)[1].split("\n### Conformance", 1)[0]
+    text = (Path(__file__).parents[1] / "docs" / "proof.md").read_text()
+    proof = text.split("\n## Conformance", 1)[0]
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(ok|suspicious|fail)` \| ([^|]+) \|", proof, re.M)}
     k, far = f"{noise.K:g}", f"{noise.FAR:g}"
     assert rows["ok"].startswith(f"error ≤ max(tolerance, {k} × floor), and not suspicious")

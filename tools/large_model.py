@@ -1,4 +1,4 @@
-"""Produce the README's "largest models tested" figures: a 1 GiB TFLite model (one FULLY_CONNECTED,
+"""Produce docs/hardening.md's "largest models tested" figures: a 1 GiB TFLite model (one FULLY_CONNECTED,
 16384 x 16384 float32 weights) read and converted with the full ONNX check, and a 2.25 GiB one (weights stored
 after the flatbuffer) read and refused at conversion with the 2 GB message. Needs ~10 GiB of memory and ~4 GB of
 disk in the temporary folder; takes a few minutes.

@@ -1,4 +1,4 @@
-"""Write encoder52.tflite: a BERT-style encoder with random weights, the README's real architecture past 2,000 ops.
+"""Write encoder52.tflite: a BERT-style encoder with random weights, docs/performance.md's real architecture past 2,000 ops.
 
 Dev tooling only: it needs TensorFlow, which neither the app nor its tests ever import, so run it with the bench's
 peers venv (bench/peers.py `ensure_venv()` makes bench/.peers-venv with tensorflow-cpu 2.21.0):

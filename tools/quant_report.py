@@ -1,4 +1,4 @@
-"""Print the README's table of quantized-model errors: max quantization steps / % of output elements within 2
+"""Print docs/quantization.md's table of quantized-model errors: max quantization steps / % of output elements within 2
 steps, per seed, for the default QDQ conversion run op by op, ONNX Runtime fully optimised ("fused"), and --exact-int;
 then LiteRT's own optimized builtin kernels and XNNPACK delegate against its reference kernels (the same measure);
 then issue 17's criterion: how many steps further from the reference kernels the default QDQ conversion is than

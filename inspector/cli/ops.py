@@ -12,7 +12,7 @@ def add_parser(sub):
     p = sub.add_parser("ops", help="list the TFLite operators the converter supports")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help='a list of {"op", "category", "onnx"}')
-    fmt.add_argument("--markdown", action="store_true", help="a Markdown table (the README's)")
+    fmt.add_argument("--markdown", action="store_true", help="a Markdown table (docs/operators.md's)")
     p.add_argument("--builtin", action="store_true", help="only TFLite builtin operators (no custom ops)")
     p.set_defaults(run=run)
 

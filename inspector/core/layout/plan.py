@@ -9,7 +9,7 @@ from .layout import Perm
 
 
 class Category(str, Enum):
-    """How an operator treats layout (see README: Layout categories)."""
+    """How an operator treats layout (see docs/layouts.md)."""
     IMPLICIT = "Implicit"          # its tensors carry NHWC meaning (Conv, pools, resize)
     TRANSPARENT = "Transparent"    # layout-insensitive; the layout flows through (Abs, Add, Relu)
     ATTRIBUTE = "Attribute"        # flows through, axis-like attributes remapped (Concat, Pad, Mean, Softmax)
