@@ -40,6 +40,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check inspector tests bench tools
 
 test: $(STAMP) lint
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --rootdir=. -c pyproject.toml --corpus=$(CORPUS)

@@ -198,7 +198,7 @@ def summary(data) -> str:
 def render(data) -> str:
     m, rows = data["machine"], data["models"]
     peers = data.get("peers", {})
-    lines = [f"# Benchmark: layout-inspector vs tflite2onnx and tf2onnx", "",
+    lines = ["# Benchmark: layout-inspector vs tflite2onnx and tf2onnx", "",
              f"`{data['command']}` on {data['started']} at commit {data.get('commit', 'unknown')}: {len(rows)} models, whole run {data['total_s'] / 60:.1f} min "
              f"(peers' install {data.get('peers_install_s', 0):.0f} s of it).",
              f"Machine: {m['nproc']} cores, {m['cpu']} (load average {data.get('load_start', 0):.1f} at the start, "

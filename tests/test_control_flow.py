@@ -300,7 +300,7 @@ def test_nested_while_and_if_inside_a_loop_body(tmp_path):
 
     def counter_cond(name, limit):
         sg = b.subgraph(name)
-        i, v = sg.input("i", [], "int32"), sg.input("v", X_SHAPE)
+        i, _v = sg.input("i", [], "int32"), sg.input("v", X_SHAPE)
         go = sg.tensor("go", [], "bool")
         sg.op("LESS", [i, sg.const("limit", np.array(limit, np.int32))], [go])
         sg.output(go)

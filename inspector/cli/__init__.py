@@ -112,7 +112,7 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except MemoryError as e:                    # where no estimate caught it first: one line, never a traceback
+    except MemoryError:                         # where no estimate caught it first: one line, never a traceback
         from inspector.core.ir.memory import OutOfMemory, need_for_file
         model = getattr(args, "model", None)
         print(f"error: {OutOfMemory(os.path.basename(model), need_for_file(model)) if model else 'out of memory'}",

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 
 from inspector.resources import PALETTE, path as resource
 
-from .graph_model import CONFLICT, UNKNOWN
+from .graph_model import CONFLICT as CONFLICT, UNKNOWN   # CONFLICT: re-exported for the legend and items
 
 CATEGORIES = ("Implicit", "Transparent", "Attribute", "Terminate")
 

@@ -12,7 +12,7 @@ from inspector import __version__
 
 from inspector.core.layout import layout as L
 from . import io_layout, peephole
-from .emitter import Emitter, _varint
+from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory

@@ -10,7 +10,6 @@ from . import layout as L
 from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, left_out, presented
 from .exact import refine, resolve
 from .ilp import ilp as _ilp
-from .layout import Perm
 
 ENUMERATE = 64              # up to this many combinations of modes are tried one by one instead of an ILP
 

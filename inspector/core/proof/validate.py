@@ -10,7 +10,7 @@ and ONNX Runtime's legitimately differ in the last bits, more so deep in a netwo
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -429,7 +429,7 @@ def validate(result: ConversionResult, seed: int = 0, intermediates: bool = True
     verdict (noise.needs_floor). `input_shapes`: input name (TFLite's or ONNX's) -> the sizes of its dynamic
     dimensions (input_shapes.parse). `_reference` (inputs, LiteRT values, Cut or None), `_output_perms` (output ->
     layouts to try) and `_guess_layouts` (intermediates' layouts read off their shapes) serve validate_files."""
-    graph, plan, trace = result.graph, result.plan, result.trace
+    graph, trace = result.graph, result.trace
     sg = graph.main
     rtol = RTOL[model_kind(graph)] if rtol is None else rtol
 

@@ -290,7 +290,7 @@ def conv(ctx, op, w_perm, **attrs) -> None:
 
 def fully_connected(ctx, op) -> None:
     """FULLY_CONNECTED: rows of K inputs, quantized asymmetrically when the op asks for it."""
-    x_t, w_t, out_t = op.inputs[0], op.inputs[1], op.outputs[0]
+    x_t, w_t = op.inputs[0], op.inputs[1]
     q = ctx.tensor(w_t).quantization
     k = ctx.shape(w_t)[1]
     asym = bool(op.options.get("asymmetric_quantize_inputs"))
