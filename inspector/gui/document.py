@@ -5,10 +5,16 @@ and tensors are indices; ONNX nodes are node names, ("in", v), ("out", v) and te
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
 from .graph_model import CONFLICT, UNKNOWN, onnx_node_name
+
+# (the result, its TFLite categories, its ONNX categories or None) of the last result coloured: shared by the
+# Documents the window makes of one result (one per PlanChanged) and filled by the loader off the GUI thread (two
+# dicts of 50,000 entries were ~0.1 s of the first PlanChanged's handlers). Never changed in place: replaced whole.
+_COLOURED: tuple = (lambda: None, {}, None)
 
 
 @dataclass
@@ -25,7 +31,6 @@ class Document:
     sources: Any = None
     _names: dict[str, Any] = field(default_factory=dict, repr=False)
     _links: tuple | None = field(default=None, repr=False)
-    _cats: tuple | None = field(default=None, repr=False)
 
     @property
     def trace(self):
@@ -35,13 +40,16 @@ class Document:
     def tflite_categories(self) -> dict[Hashable, str]:
         if self.result is None:
             return {}
-        if self._cats is None or self._cats[0] is not self.result:     # asked for by both panes on every recolour
+        global _COLOURED
+        ref, tflite, _ = _COLOURED
+        if ref() is not self.result:            # asked for by both panes on every recolour
             cats = self.result.categories
             # each distinct category's text once: an Enum's .value is a Python-level lookup (10,000 of them were
             # ~25 ms of the GUI thread after each pin on 10,000 ops); the ids hold while `cats` holds the objects
             texts = {k: getattr(c, "value", str(c)) for k, c in {id(c): c for c in cats.values()}.items()}
-            self._cats = (self.result, {("op", i): texts[id(c)] for i, c in cats.items()})
-        return self._cats[1]
+            tflite = {("op", i): texts[id(c)] for i, c in cats.items()}
+            _COLOURED = (weakref.ref(self.result), tflite, None)
+        return tflite
 
     def onnx_categories(self) -> dict[Hashable, str]:
         """Each ONNX node takes the category of the TFLite op it came from; inserted Transposes are conflicts. An
@@ -53,10 +61,14 @@ class Document:
             from inspector.core.metadata.onnx_categories import onnx_categories
             nodes = self.model.graph.node
             return {onnx_node_name(nodes[i], i): c for i, c in onnx_categories(self.model).items()}
+        global _COLOURED
         cats = self.tflite_categories()
-        out = {name: cats.get(("op", op), UNKNOWN) for name, op in tr.node_op.items()}
-        for name in self.inserted():
-            out[name] = CONFLICT
+        ref, _, out = _COLOURED
+        if out is None or ref() is not self.result:
+            out = {name: cats.get(("op", op), UNKNOWN) for name, op in tr.node_op.items()}
+            for name in self.inserted():
+                out[name] = CONFLICT
+            _COLOURED = (weakref.ref(self.result), cats, out)
         return out
 
     def conflicts(self) -> list:

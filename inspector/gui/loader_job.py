@@ -271,6 +271,7 @@ class LoadJob(QRunnable):
             return
         result.graph = graph
         doc.result, doc.model, doc.notes, doc.onnx_shapes = result, result.model, notes, dict(vg.shapes)
+        doc.onnx_categories()               # both panes' colours, worked out here rather than on the GUI thread
         self._emit(s.onnxReady, doc, vg, layout)
 
     def _in_child(self):
