@@ -172,6 +172,8 @@ def test_metadata_through_the_widgets_export_and_reload(qtbot, window, model, tm
     # an invalid value is refused as it is typed, and nothing is pushed
     count = w.editor.stack.count()
     fmt = ed.image[ms.PIXEL_FORMAT]
+    # a rebuilt body is put on screen by its layout on the next event-loop turn: a person types once it shows
+    qtbot.waitUntil(fmt.isVisible, timeout=30_000)
     type_into(qtbot, fmt, "rgb9")
     assert fmt.lineEdit().text() == "rgb"
     assert fmt.refusal.isVisible() and "Rgb8" in fmt.refusal.text() and "Bgra8" in fmt.refusal.text()   # beside it
