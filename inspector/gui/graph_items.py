@@ -186,18 +186,17 @@ class EdgeItem(QGraphicsItem):
         return self._path
 
     def set_conflict(self, reason: str) -> None:
-        if reason == self.conflict:
-            return
-        self.conflict = reason
-        self._tip()
-        self.update()
+        self._mark("conflict", reason)
 
     def set_pin(self, layout: str) -> None:
-        if layout == self.pin:
-            return
-        self.pin = layout
-        self._tip()
-        self.update()
+        self._mark("pin", layout)
+
+    def _mark(self, attr: str, value: str) -> None:
+        """A conflict or pin mark changed: its tooltip and picture follow (nothing when it is the same)."""
+        if value != getattr(self, attr):
+            setattr(self, attr, value)
+            self._tip()
+            self.update()
 
     def _tip(self) -> None:
         tips = ([f"Pinned to {self.pin}"] if self.pin else []) + ([f"Conflict: {self.conflict}"] if self.conflict
