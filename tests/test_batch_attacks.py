@@ -69,7 +69,7 @@ def test_batch_usage_errors_exit_2_before_anything_is_created(tmp_path, capsys, 
 @pytest.mark.parametrize("command", ["validate", "check"])
 def test_json_in_batch_is_a_usage_error(tmp_path, capsys, command):
     (tmp_path / "m").mkdir()
-    argv = [str(tmp_path / "m"), str(tmp_path)] if command == "validate" else [str(tmp_path / "m"), str(tmp_path)]
+    argv = [str(tmp_path / "m"), str(tmp_path)]
     assert main([command, *argv, "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: --json"), err

@@ -445,7 +445,7 @@ class MainWindow(QMainWindow):
             self._busy(False)
             self.statusBar().showMessage("Cancelled", 3000)
             if self._replacing is not None:          # nothing of it was shown: the open model stays as it was
-                self._replacing = None
+                self._replacing = self._forget = None     # (its autosave too, though the user said Discard)
                 return
             for pane in self.panes.values():
                 if pane.main_view is None or pane.currentWidget() is pane.placeholder:

@@ -17,7 +17,8 @@ def plain(path: str, message: str) -> str:
     if size == 0 or "file is empty" in low or "only 0 bytes" in low:
         return f"{name} is empty: it holds no model."
     if "truncated" in low or "outside" in low or "ends before" in low:
-        return (f"This file is not a complete {kind} model: it ends at {size:,} bytes, before parts it refers to "
+        at = f"at {size:,} bytes, " if size is not None else ""      # (None: it could not even be measured again)
+        return (f"This file is not a complete {kind} model: it ends {at}before parts it refers to "
                 f"(truncated, or damaged in transfer?).")
     if "identifier is missing" in low or "unrecognised file header" in low or "not an onnx model" in low:
         return f"{name} is not a {kind} model (nor any model this tool reads)."

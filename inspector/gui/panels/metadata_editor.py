@@ -375,6 +375,8 @@ class MetadataEditor(QWidget):
             w.hide()                    # not setParent(None): Python would own it and delete it at once
             w.deleteLater()
         self.types, self.dims = {}, {}
+        # the rows' findings holders went with them: _show_findings must not fill a deleted one
+        self.field_findings = {k: v for k, v in self.field_findings.items() if not k.startswith(("type:", "dims:"))}
         self.io_query = text
         self._io_match = self._matching(text)
         self._build_io_now()
