@@ -194,3 +194,21 @@ def test_exact_int_equals_the_reference_with_op_versions_lowered(corpus, rel):
     got = onnx_outputs(convert(graph, exact_int=True), inputs, optimise=False)
     for t, d in zip(sg.outputs, it.get_output_details()):
         assert np.array_equal(got[t], it.get_tensor(d["index"])), sg.tensors[t].name
+
+
+def test_an_output_named_like_a_kernel_constant_keeps_its_name(tmp_path, out="d"):
+    """The exact kernels make float64 multipliers named "d"; a requantized graph output of that
+    name was once emitted twice (the checker's SSA error). The output keeps its name and the model stays exact."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3], "int8", quant=(0.05, 3))
+    wq, wquant = per_channel(RNG.uniform(-1, 1, (4, 3, 3, 3)), axis=0)
+    bq, bquant = bias_for(RNG.uniform(-0.3, 0.3, 4), 0.05, wquant["scales"])
+    c = b.tensor("c", [1, 5, 7, 4], "int8", quant=(0.04, -7))
+    b.op("CONV_2D", [x, b.const("w", wq, quant=wquant), b.const("b", bq, quant=bquant)], [c],
+         {"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    y = b.tensor(out, [1, 5, 7, 4], "uint8", quant=(0.03, 120))
+    b.op("QUANTIZE", [c], [y])
+    b.output(y)
+    result = convert(save(b, tmp_path), exact_int=True)
+    assert [o.name for o in result.model.graph.output] == [out]
+    assert_exact(result)

@@ -3,11 +3,14 @@ non-constant tensor of the main graph has the shape LiteRT gave it, and so has e
 (WHILE bodies' dynamic ones hold their last iteration's shape); no correct file gets a note."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite, read_tflite_bytes
+from inspector.core.ir.shape_rules import range_
 
 from .conftest import corpus_files
 
@@ -113,3 +116,15 @@ def test_dynamic_dims_take_litert_s_shapes_without_a_note(make, want):
            if d["index"] < len(tensors) and tensors[d["index"]].data is None}
     assert lit[tensors[out].name] == want
     assert {t.name: tuple(t.shape) for t in tensors if t.name in lit} == lit
+
+
+@pytest.mark.parametrize("start, limit, delta", [(0, 7, 2), (5, -4, -3), (0, 5, -1), (2.0, 3.5, 0.4)])
+def test_range_length_is_numpy_s(start, limit, delta):
+    """RANGE's length as ONNX's Range (and NumPy) compute it: a step away from the limit gives none (|...| gave 5)."""
+    ins = [SimpleNamespace(value=np.array(v), shape=()) for v in (start, limit, delta)]
+    assert range_(None, ins) == [(len(np.arange(start, limit, delta)),)]
+
+
+def test_range_with_a_zero_step_is_refused_in_words():
+    with pytest.raises(ValueError, match="step of 0"):
+        range_(None, [SimpleNamespace(value=np.array(v), shape=()) for v in (0, 4, 0)])

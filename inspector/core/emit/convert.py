@@ -319,8 +319,8 @@ def _graph_inputs(em: Emitter, constants, float_io: bool, into) -> list:
 
 
 def _output_names(em: Emitter, float_io: bool) -> dict[int, str]:
-    """Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin (named
-    before emission, so no op takes the output's own name)."""
+    """Graph outputs keep their TFLite names; an output presented in another layout gets an internal twin. All are
+    named before emission, so no constant an op makes (a kernel's "d", "k") takes an output's name."""
     out_names = {}
     for t in em.sg.outputs:
         name = em.sg.tensors[t].name or f"output_{t}"
@@ -330,6 +330,8 @@ def _output_names(em: Emitter, float_io: bool) -> dict[int, str]:
         elif tuple(em.plan.outputs.get(t, perm := em.perm(t))) != tuple(perm):
             em.reserve(t, em.fresh(f"{name}_{L.name(perm)}"))
             em.claim(name)
+        else:
+            em.value(t)
         out_names[t] = name
     return out_names
 

@@ -316,7 +316,10 @@ def range_(op, ins):
     if any(v is None for v in vals):
         return [None]
     start, limit, delta = (np.asarray(v).reshape(-1)[0].item() for v in vals)
-    return [(math.ceil(abs((limit - start) / delta)),)]
+    if delta == 0:
+        raise ValueError("RANGE with a step of 0")
+    # a step away from the limit gives no element (ONNX's Range and NumPy agree; LiteRT refuses such a run)
+    return [(max(0, math.ceil((limit - start) / delta)),)]
 
 
 def top_k(op, ins):

@@ -252,11 +252,14 @@ def run_tflite(graph: Graph, inputs, model_bytes: bytes | None = None, keep_all:
         return it
 
     values = Run()
+    asked = resolver or OpResolverType.BUILTIN_REF
     try:
         try:
-            interp = make(resolver or OpResolverType.BUILTIN_REF, keep_all)
+            interp = make(asked, keep_all)
         except (RuntimeError, ValueError) as e:
-            if "Didn't find op" in str(e):   # the reference resolver lacks a few kernels (CEIL, ROUND, ELU...)
+            # the reference resolver lacks a few kernels (CEIL, ROUND, ELU...); another resolver lacking one is not
+            # "the reference lacks it", so its refusal stands
+            if "Didn't find op" in str(e) and asked == OpResolverType.BUILTIN_REF:
                 interp = make(OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, keep_all)
                 lacks = re.search(r"opcode '(\w+)' version '(\d+)'", str(e))
                 values.kernels = "default"
