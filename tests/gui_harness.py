@@ -385,7 +385,7 @@ class Harness:
 
     def unsaved(self) -> bool:
         ed = self.w.editor
-        return ed.session is not None and not ed.stack.isClean() and not hasattr(ed.session, "other")
+        return ed.session is not None and not ed.stack.isClean() and ed.session.can_save_session
 
     def finish(self) -> int:
         self.step("end")

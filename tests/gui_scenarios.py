@@ -205,7 +205,7 @@ def open_broken_file(h):
             h.step("open a pair")
             w.open_path(h.model("sample"), _sample_onnx(h))
             h.settle()
-            h.expect(hasattr(w.editor.session, "other"), "the pair did not open")
+            h.expect(w.editor.session.other is not None, "the pair did not open")
         before = _shown(h)
         h.step(f"Ctrl+O a truncated file with a {what} open")
         cut = _truncated(h)

@@ -13,7 +13,7 @@ from inspector.core.metadata import schema as ms  # noqa: E402
 from inspector.core.io.tflite_reader import read_tflite  # noqa: E402
 from inspector.gui.export_onnx import export_dialog  # noqa: E402
 from inspector.gui.main_window import ONNX, TFLITE  # noqa: E402
-from inspector.gui.pair_editing import PIN_REASON, PairSession  # noqa: E402
+from inspector.core.session.pair_session import PIN_REASON, PairSession  # noqa: E402
 from inspector.gui.panels.validation import NOT_COMPARED, colour_for  # noqa: E402
 from inspector.gui.pin_menu import fill_menu  # noqa: E402
 

@@ -22,14 +22,13 @@ from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.session.document import Session
 from inspector.core.session.events import ModelOpened, PinsChanged, PlanChanged
 from inspector.core.session.onnx_session import OnnxSession
+from inspector.core.session.pair_session import PairSession
 from inspector.core.session.pipeline import converted
 
 from . import gc_guard, graph_layout, graph_model
 from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .live_layout import MAX_NEW_SHARE, Placement, diff
-from .onnx_editing import REASON as ONNX_REASON, is_onnx_alone
-from .pair_editing import PIN_REASON, PairSession, is_pair
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import annotated_and_checked, with_findings
 
@@ -81,14 +80,14 @@ class RerunJob(QRunnable):
         annotate = None                         # the metadata pass and the checker, after the graph is shown
         child = False
         try:
-            if s.graph is not None and in_child(s.path, s.graph) and not is_pair(s):   # a pair converts nothing
+            if s.graph is not None and in_child(s.path, s.graph) and s.converts:   # a pair converts nothing
                 child = True                    # until its `finish` is queued (with `annotated`)
                 result, vg, layout, changes, annotating = self._in_child(executor())
                 child = False
                 result.graph = s.graph
                 annotate = lambda: _annotated(annotating.result(), result, metadata)          # noqa: E731
             else:
-                if is_pair(s) or is_onnx_alone(s):      # metadata edits on an ONNX model: nothing converts
+                if not s.converts:          # metadata edits on an ONNX model (a pair's, or one opened alone)
                     s.convert(check=False)
                     result = with_findings(s.result)
                 else:
@@ -391,14 +390,17 @@ class Editor(QObject):
         for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action,
                   self.validate_action, self.clear_pins_action, self.model_explorer_action):
             a.setEnabled(on)
-        pair = is_pair(self.session)          # metadata edits, export and validation only
-        for a in (self.save_action, self.save_as_action, self.open_session_action, self.clear_pins_action):
-            a.setEnabled(on and not pair)
-        self.clear_pins_action.setToolTip(PIN_REASON if pair else "")
-        alone = is_onnx_alone(self.session)   # metadata edits, session files and export
-        for a in (self.validate_action, self.clear_pins_action, self.model_explorer_action):
-            a.setEnabled(a.isEnabled() and not alone)
-        self.validate_action.setToolTip(ONNX_REASON if alone else self.validate_tip)
+        s = self.session                       # each action asks what this session can do
+        can = {"save_session": (self.save_action, self.save_as_action, self.open_session_action),
+               "pin": (self.clear_pins_action,), "validate": (self.validate_action,),
+               "export_model_explorer": (self.model_explorer_action,)}
+        for what, actions in can.items():
+            able = on and getattr(s, f"can_{what}")
+            for a in actions:
+                a.setEnabled(a.isEnabled() and able)
+        why = s.why_not if s is not None else {}
+        self.clear_pins_action.setToolTip(why.get("pin", ""))
+        self.validate_action.setToolTip(why.get("validate", self.validate_tip))
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
     def detach(self, path: str = "") -> None:
@@ -427,7 +429,7 @@ class Editor(QObject):
             result, notes = s.result, s.notes
         else:
             s = PairSession(doc) if doc.result.pair is not None else Session(path=doc.path, graph=doc.graph)
-            result, notes = doc.result, s.notes if is_pair(s) else doc.notes
+            result, notes = doc.result, doc.notes if s.converts else s.notes
         self.session = s
         from inspector.core.emit.incremental import Reconverter
         self.reconverter = doc.reconverter or Reconverter()
@@ -435,7 +437,7 @@ class Editor(QObject):
         change = self.window.show_result(s, result, notes, vg, layout)   # the loader ran the whole pipeline
         self.baseline = change.transposes_after     # counted once, by the Session (a walk of every ONNX node)
         self._hook_tflite_view()
-        if not is_pair(s):                   # a pair's decisions are not saved (autosave keys on the TFLite model)
+        if s.can_save_session:               # a pair's decisions are not saved (autosave keys on the TFLite model)
             also_open = self.autosave.hold(s.path)
             self.load_saved_session()
             self._offer_autosave(also_open)
@@ -444,7 +446,7 @@ class Editor(QObject):
 
     def _unsaved(self, clean: bool) -> None:
         """The title's [*]: decisions not saved in a session file (a pair has none: its edits are exported)."""
-        self.window.setWindowModified(not clean and self.session is not None and not is_pair(self.session))
+        self.window.setWindowModified(not clean and self.session is not None and self.session.can_save_session)
 
     def _model_opened(self, _e) -> None:
         self.banner.hide()
@@ -503,8 +505,8 @@ class Editor(QObject):
         """Push a PinLayout; a pin the converter would refuse is reported and not pushed."""
         if self.session is None or self.session.pins.get(tensor) == (layout if layout != "auto" else None):
             return False
-        if is_pair(self.session) or is_onnx_alone(self.session):
-            self.window.statusBar().showMessage(PIN_REASON if is_pair(self.session) else ONNX_REASON, 8000)
+        if not self.session.can_pin:
+            self.window.statusBar().showMessage(self.session.why_not["pin"], 8000)
             return False
         try:
             before = self.session.set_pin(tensor, layout)        # checks the pin: a refused one is never pushed
@@ -545,7 +547,7 @@ class Editor(QObject):
         return None
 
     def _edited(self, _index: int) -> None:
-        if self.session is None or is_pair(self.session):      # autosave keys on the TFLite model alone
+        if self.session is None or not self.session.can_save_session:     # (a pair: autosave keys on the TFLite model)
             return
         try:
             encoded = self.autosave.encode(self.session)

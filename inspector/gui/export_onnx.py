@@ -62,7 +62,7 @@ def start_folder(w) -> str:
     when writable (a model may sit in a read-only corpus) and never the package's own folder (the sample's)."""
     from inspector.resources import SAMPLE, path as resource
     s = getattr(getattr(w, "editor", None), "session", None)
-    model = getattr(s, "other", None) or getattr(s, "path", None)
+    model = (s.other or s.path) if s is not None else None
     beside = str(Path(model).resolve().parent) if model else ""
     for folder in (w.settings.value("export/folder", ""), beside):
         if (folder and os.path.isdir(folder) and os.access(folder, os.W_OK)
@@ -74,7 +74,7 @@ def start_folder(w) -> str:
 def big(s) -> bool:
     """Big models export in the loader's child process: serialising and checking hold the GIL for seconds (and
     the window's copy of the result has its weights left out, see loader_job.leave_out_weights)."""
-    if hasattr(s, "other") or s.graph is None or s.result is None:      # a pair or an ONNX alone: in place
+    if not s.converts or s.result is None:      # a pair or an ONNX alone: in place
         return False
     try:
         size = os.path.getsize(s.path)
@@ -85,7 +85,7 @@ def big(s) -> bool:
 
 def outputs(s, path: str, overwrite_source: bool) -> OutputSet:
     """The ONNX model and its report, as one set: both renamed into place at its commit, or neither."""
-    other = getattr(s, "other", None)            # a pair replaces its other ONNX, never its TFLite model
+    other = s.other                              # a pair replaces its other ONNX, never its TFLite model
     out = OutputSet(([s.path] if other else []) + ([] if overwrite_source else [other or s.path]))
     out.add(path)
     out.add(report_path(path))
@@ -125,8 +125,8 @@ def export_dialog(editor, path: str | None = None, confirm=None, on_errors=None)
     w, s = editor.window, editor.session
     if s is None:
         return None
-    source = getattr(s, "other", s.path)        # a pair exports the other ONNX model, edited
-    edited = source != s.path or s.graph is None   # an ONNX model (a pair's, or opened alone) with edits
+    source = s.other or s.path                  # a pair exports the other ONNX model, edited
+    edited = not s.converts                     # an ONNX model (a pair's, or opened alone) with edits
     if path is None:
         name = Path(source).with_suffix(".edited.onnx" if edited else ".onnx").name
         start = str(Path(start_folder(w)) / name)

@@ -39,8 +39,7 @@ def inside(window, at: QPoint, size: QSize) -> QPoint:
 
 
 def fill(menu: QMenu, editor, c) -> None:
-    from .pair_editing import is_pair
-    fix = None if is_pair(editor.session) else cheapest_fix(editor.session, c)
+    fix = cheapest_fix(editor.session, c) if editor.session.can_pin else None
     if fix is None:
         menu.addAction("No single pin removes this conflict with fewer Transposes").setEnabled(False)
         return

@@ -496,7 +496,7 @@ class MainWindow(QMainWindow):
     def _model_opened(self, e: ModelOpened) -> None:
         """Another model: nothing of the previous one stays (its search matches, conflicts, details)."""
         s = self.views.session
-        other = getattr(s, "other", None) or self._opening
+        other = (s.other if s is not None else None) or self._opening
         # [*]: shown while the decisions are not saved (the editor follows its undo stack's clean state)
         self.setWindowTitle(f"{Path(e.path).name}{f' ↔ {Path(other).name}' if other else ''}[*] — Layout Inspector")
         self.setWindowModified(False)
@@ -521,7 +521,7 @@ class MainWindow(QMainWindow):
         self.doc = Document(s.path, graph=s.graph, result=None if only_onnx else e.result, model=e.result.model,
                             notes=list(s.notes), onnx_shapes=dict(vg.shapes))
         self._syncing = True                          # the re-selection below is not the user's
-        other = getattr(s, "other", None) or (s.path if only_onnx else None)     # a file's own ONNX model: named
+        other = s.other or (s.path if only_onnx else None)     # a file's own ONNX model: named
         label = f"ONNX{f': {Path(other).name}' if other else ''} ({counted(vg.op_count, 'node')})"
         try:
             self._show(ONNX, vg, layout, label, live)
@@ -543,10 +543,10 @@ class MainWindow(QMainWindow):
         self._colour(TFLITE)                         # categories arrive with the conversion
         self._reset_search()                         # ONNX names may have changed
         self.refresh_details()
-        edited = only_onnx or hasattr(s, "other")    # metadata edits only: the graph is the file's
+        edited = not s.converts                      # metadata edits only: the graph is the file's
         self.statusBar().showMessage(self._summary(e.change.transposes_after) if first else str(e.change)
                                      if not edited else f"Metadata edits applied to "
-                                     f"{Path(getattr(s, 'other', s.path)).name}; its graph is unchanged", 15000)
+                                     f"{Path(s.other or s.path).name}; its graph is unchanged", 15000)
 
     def _exported(self, e: Exported) -> None:
         s = self.views.session

@@ -15,18 +15,17 @@ from inspector.core.layout import layout as L
 from .commands import AUTO, KEEP, CHANNELS_FIRST, pin_label, short
 from .graph_items import EdgeItem, NodeItem
 from .graph_model import shape_text
-from .pair_editing import PIN_REASON, is_pair
 from .what_if import ambiguous
 
 
 def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
     """Pin actions for each TFLite tensor index in `tensors` (a submenu each when there are several)."""
     s = editor.session
-    if is_pair(s):
+    if not s.can_pin:
         menu.setToolTipsVisible(True)
-        off = menu.addAction("Pin layout: not for a pair")
+        off = menu.addAction("Pin layout: not for a pair" if s.other else "Pin layout: off")
         off.setEnabled(False)
-        off.setToolTip(PIN_REASON)
+        off.setToolTip(s.why_not["pin"])
         return
     sg = s.graph.main
     for t in tensors:
@@ -117,12 +116,12 @@ class PinBar(QWidget):
         self.setVisible(bool(self.tensors))
         if not self.tensors:
             return
-        pair = is_pair(s)
-        self.button.setEnabled(not pair)
-        self.button.setToolTip(PIN_REASON if pair else "")
-        if pair:
-            self.label.setText("No pins for a pair")
-            self.label.setToolTip(PIN_REASON)
+        off = not s.can_pin
+        self.button.setEnabled(not off)
+        self.button.setToolTip(s.why_not["pin"] if off else "")
+        if off:
+            self.label.setText("No pins for a pair" if s.other else "No pins here")
+            self.label.setToolTip(s.why_not["pin"])
             return
         sg = s.graph.main
         parts, warnings = [], []

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from google.protobuf.message import EncodeError
 
@@ -57,6 +57,17 @@ class Session:
     target: str = "onnx"                                  # the consumer whose metadata rules export enforces
     _listeners: list[tuple[Callable[[Event], None], tuple[type, ...]]] = field(default_factory=list, repr=False)
     _counted: tuple = field(default=(None, None), repr=False)     # (result shown, its Transposes)
+
+    # --- what this kind of session can do: the window asks these, never which class a session is ------------
+    can_pin = True                       # pins steer the conversion of the TFLite model
+    can_validate = True                  # a TFLite model to run against the ONNX one
+    can_export_onnx = True
+    can_save_session = True              # decisions in a session file beside the model, and autosaved
+    can_export_model_explorer = True     # both graphs and their mapping
+    converts = True                      # a re-run converts the TFLite model (else: edits applied to an ONNX file)
+    other = None                         # a pair's ONNX model made elsewhere (the file its export starts from)
+    why_not: ClassVar[Mapping[str, str]] = {}     # capability ("pin", "validate", ...) -> why it is off, in plain words
+
 
     # --- life cycle ----------------------------------------------------------------------------------------
     @classmethod
@@ -173,6 +184,15 @@ class Session:
         if self.result is None:
             raise InspectorError("nothing converted yet")
         return validate(self.result, **kwargs)
+
+    def node_errors(self, validation) -> dict[str, float]:
+        """ONNX node name -> the largest relative error among the tensors of the TFLite op it came from."""
+        worst: dict[int, float] = {}
+        for e in validation.outputs + validation.intermediates:
+            if e.op is not None:
+                worst[e.op] = max(worst.get(e.op, 0.0), e.max_rel)
+        trace = self.result.trace
+        return {name: worst[op] for op, names in trace.op_nodes.items() if op in worst for name in names}
 
     def validated(self, validation):
         self.validation = validation

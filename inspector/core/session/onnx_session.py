@@ -21,8 +21,14 @@ from .document import Change, Session
 from .events import Exported
 
 
+REASON = ("Pins and validation need a TFLite model. An ONNX model opened alone is never converted: only its "
+          "metadata and denotations can be edited here.")
+
+
 @dataclass
 class OnnxSession(Session):
+    can_pin = can_validate = can_export_model_explorer = converts = False     # no TFLite model
+    why_not = {"pin": REASON, "validate": REASON, "export_model_explorer": REASON}
     model: Any = None                                     # the onnx.ModelProto as read; never changed
     sources: Any = None                                   # metadata_sources(), once (a walk of every value info)
 

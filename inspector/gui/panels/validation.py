@@ -43,15 +43,6 @@ def colour_for(max_rel: float) -> QColor:
                            a.blueF() + (b.blueF() - a.blueF()) * f)
 
 
-def node_errors(validation, trace) -> dict[str, float]:
-    """ONNX node name -> the largest relative error among the tensors of the TFLite op it came from."""
-    worst: dict[int, float] = {}
-    for e in validation.outputs + validation.intermediates:
-        if e.op is not None:
-            worst[e.op] = max(worst.get(e.op, 0.0), e.max_rel)
-    return {name: worst[op] for op, names in trace.op_nodes.items() if op in worst for name in names}
-
-
 def overlay(scene, errors: dict[str, float]) -> int:
     """Paint op nodes by error (nodes not compared in grey); returns how many were coloured by a measurement.
     The category colours come back with the window's next recolour (or a re-run)."""
@@ -240,9 +231,8 @@ class ValidationPanel(QWidget):
         return self.job is not None
 
     def run(self) -> None:
-        from ..onnx_editing import is_onnx_alone
         s = self.editor.session
-        if s is None or self.job is not None or is_onnx_alone(s):
+        if s is None or self.job is not None or not s.can_validate:
             return
         try:
             shapes = parse(split(self.shapes.text())) or None
@@ -267,10 +257,10 @@ class ValidationPanel(QWidget):
             self.status.setText("cancelled")
 
     def _busy(self, on: bool) -> None:
-        from ..onnx_editing import REASON, is_onnx_alone
-        alone = is_onnx_alone(self.editor.session)          # nothing to validate it against
-        self.run_button.setEnabled(not on and self.editor.session is not None and not alone)
-        self.run_button.setToolTip(REASON if alone else "")
+        s = self.editor.session
+        able = s is not None and s.can_validate             # (an ONNX model alone: nothing to run it against)
+        self.run_button.setEnabled(not on and able)
+        self.run_button.setToolTip(s.why_not.get("validate", "") if s is not None else "")
         self.cancel_button.setEnabled(on)
         self.progress.setVisible(on)
 
@@ -367,16 +357,15 @@ class ValidationPanel(QWidget):
                             + (f"; first bad: {bad.name} (op {bad.op}{op})" if bad else "")
                             + "".join(f"; {n}" for n in getattr(v, "notes", [])))
         self.status.setStyleSheet("" if v.ok else "color:#b00")
-        pair = hasattr(self.editor.session, "node_errors")      # a pair: errors per tensor through its mapping
-        if doc is not None and doc.trace is not None and scene is not None:
-            overlay(scene, self.editor.session.node_errors(v) if pair else node_errors(v, doc.trace))
+        if doc is not None and doc.trace is not None and scene is not None:      # (a pair's: through its mapping)
+            overlay(scene, self.editor.session.node_errors(v))
             view = w.panes[ONNX].main_view
             if view is not None:
                 view.minimap.invalidate()
             self.scale.rtol = v.rtol or None
             self.scale.show()
             self.clear_button.setEnabled(True)
-        if pair and bad is not None:               # where the other converter first went wrong
+        if self.editor.session.other and bad is not None:     # where the other converter first went wrong
             at = [i for i, (op, name) in enumerate(self.points) if op == bad.op]
             if at:
                 self.select_point(next((i for i in at if self.points[i][1] == bad.name), at[0]))

@@ -1,7 +1,7 @@
-"""The window's editing half for a pair (a TFLite model beside an ONNX model made elsewhere).
+"""PairSession: a TFLite model beside an ONNX model made elsewhere (core/pairing), edited like a conversion.
 
-A PairSession is a core Session (the views hear its events like any other), with what the Metadata dock, the undo
-commands, Export ONNX and the Validation dock read. Its decisions are metadata edits only: "re-running" applies them
+A Session (the views hear its events like any other), with what the Metadata dock, the undo commands, Export ONNX
+and the Validation dock read. Its decisions are metadata edits only: "re-running" applies them
 to a copy of the other model, export writes that model through pair.write_with_metadata (nodes and initializers
 untouched), and validation is pair.validate_pair, whose per-tensor errors colour the other model's nodes through
 the mapping. Pins steer our own conversion, so they are off for a pair.
@@ -15,8 +15,8 @@ import onnx
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.pairing.mapping import node_label
-from inspector.core.session.document import Session
-from inspector.core.session.events import Exported
+from .document import Session
+from .events import Exported
 
 PIN_REASON = ("Pins steer our own conversion. A pair shows an ONNX model made elsewhere, which is never "
               "re-converted: only its metadata can be edited here.")
@@ -25,6 +25,8 @@ PIN_REASON = ("Pins steer our own conversion. A pair shows an ONNX model made el
 class PairSession(Session):
     """The user's metadata edits on the other model; `result` is the pair's ConversionResult with them applied. A
     Session, so its edits, re-runs, validation and export reach the views as the same events."""
+    can_pin = converts = can_save_session = False   # the other model is never re-converted; its edits are exported
+    why_not = {"pin": PIN_REASON, "save_session": "a pair's metadata edits are kept by exporting the ONNX model"}
 
     def __init__(self, doc):
         super().__init__(path=doc.path, graph=doc.graph, result=doc.result)   # the TFLite side, as Document wants it
@@ -68,7 +70,7 @@ class PairSession(Session):
     # ---- what the Metadata and Validation docks ask a pair for ------------------------------------------------
     def metadata_sources(self) -> dict[str, str]:
         """Field -> where the value shown comes from: the other file (edited fields are marked by the dock)."""
-        from inspector.core.session.onnx_session import file_sources
+        from .onnx_session import file_sources
         return file_sources(self.pair.model, self.other)
 
     def node_errors(self, v) -> dict[str, float]:
@@ -96,7 +98,3 @@ def node_errors(v, mapping, model) -> dict[str, float]:
         if node not in out and op in by_op:
             out[node] = by_op[op]
     return out
-
-
-def is_pair(session) -> bool:
-    return isinstance(session, PairSession)
