@@ -46,7 +46,7 @@ def test_a_pin_recolours_and_relabels_only_the_items_that_changed(qtbot, window,
     minimap = w.panes[ONNX].main_view.minimap
     qtbot.waitUntil(lambda: minimap.image is not None, timeout=10_000)
     painted.clear()
-    w._colour(ONNX)                                            # the same colours again: nothing to do,
+    w.colour(ONNX)                                            # the same colours again: nothing to do,
     assert painted == [] and minimap.image is not None         # not even the minimap's picture
 
 
@@ -58,7 +58,7 @@ def test_the_validation_overlay_is_repainted_by_the_next_recolour(qtbot, window,
     before = picture(w)[2]
     overlay(scene, {})
     assert all(it.category == "error" for it in scene.nodes if it.node.kind == "op")
-    w._colour(ONNX)
+    w.colour(ONNX)
     assert picture(w)[2] == before
 
 

@@ -307,9 +307,9 @@ class Editor(QObject):
         from .panels.validation import ValidationPanel
         w = self.window
         self.banner = Banner()
-        w.workspace.layout().insertWidget(0, self.banner)               # above the legend and the graphs
+        w.add_bar(self.banner)
         self.pin_bar = PinBar(self)
-        w.details.layout().insertWidget(0, self.pin_bar)
+        w.details.add_header(self.pin_bar)
         from . import fix_conflict
         fix_conflict.install(self, w.conflicts)
 
@@ -318,19 +318,15 @@ class Editor(QObject):
         self.history = QUndoView(self.stack)
         self.history.setEmptyLabel("<opened model>")
         # beside Details as tabs: one side column, so the graph panes keep two thirds of the window
-        self.metadata_dock = w._dock("Metadata", self.metadata, Qt.RightDockWidgetArea, tab_with=w.details_dock)
-        self.history_dock = w._dock("History", self.history, Qt.RightDockWidgetArea, tab_with=w.details_dock)
+        self.metadata_dock = w.add_dock("Metadata", self.metadata, Qt.RightDockWidgetArea, tab_with=w.details_dock)
+        self.validation_dock = w.add_dock("Validation", self.validation, Qt.BottomDockWidgetArea)
+        self.history_dock = w.add_dock("History", self.history, Qt.RightDockWidgetArea, tab_with=w.details_dock)
         w.details_dock.raise_()
-        self.validation_dock = w._dock("Validation", self.validation, Qt.BottomDockWidgetArea)
         self.validation_dock.hide()
         # shown (View menu, Ctrl+R): as tall as what it holds, not as it was last
         self.validation_dock.visibilityChanged.connect(lambda on: on and self.validation.fit_dock())
 
-        bar = w.menuBar()
-        view_menu = next((a for a in bar.actions() if a.text().replace("&", "") == "View"), None)
-        edit = bar.addMenu("&Edit")
-        if view_menu is not None:
-            bar.insertMenu(view_menu, edit)
+        edit = w.menu("edit")
         self.undo_action = self.stack.createUndoAction(w, "&Undo")
         self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
         self.redo_action = self.stack.createRedoAction(w, "&Redo")
@@ -339,24 +335,15 @@ class Editor(QObject):
         edit.addAction(self.redo_action)
         edit.addSeparator()
         self.clear_pins_action = self._act(edit, "Clear all &pins", self.clear_pins)
-        docks = view_menu.menu() if view_menu is not None else edit
-        docks.addSeparator()
-        for dock in (self.metadata_dock, self.validation_dock, self.history_dock):
-            docks.addAction(dock.toggleViewAction())
 
-        file_menu = bar.actions()[0].menu()
-        quit_action = file_menu.actions()[-1]
-        first = [a for a in file_menu.actions() if a.isSeparator()]
-        before = first[0] if first else quit_action
         self.export_action = self._act(None, "E&xport ONNX…", self.export_dialog, "Ctrl+E")
         self.save_action = self._act(None, "&Save Session", self.save_session, QKeySequence.Save)
         self.save_as_action = self._act(None, "Save Session &As…", self.save_session_as, "Ctrl+Shift+S")
         self.open_session_action = self._act(None, "Open Sess&ion…", self.open_session_dialog)
-        for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action):
-            file_menu.insertAction(before, a)
-        from .export_model_explorer import add_action
-        self.model_explorer_action = add_action(self, file_menu, self.save_action)
-        file_menu.insertSeparator(before)
+        from .export_model_explorer import action
+        self.model_explorer_action = action(self)
+        w.add_actions("file", (self.export_action, self.model_explorer_action, self.save_action, self.save_as_action,
+                               self.open_session_action))
 
         self.validate_action = self._act(None, "&Validate", self.validate, "Ctrl+R")
         self.validate_tip = ("Run the TFLite model and the ONNX model on the same inputs and compare every tensor "

@@ -27,13 +27,12 @@ def colours() -> dict[str, str]:
     return out
 
 
-def add_action(editor, menu, before) -> QAction:
-    """The File menu's action, placed before `before` (enabled with Validate: a TFLite model or a pair open)."""
+def action(editor) -> QAction:
+    """The File menu's action (enabled with Validate: a TFLite model or a pair open)."""
     a = QAction("Export for &Model Explorer…", editor.window)
     a.setToolTip("Write Model Explorer node data (categories, conflicts, validation errors) and the TFLite-ONNX "
                  "mapping into a folder")
     a.triggered.connect(lambda _=False: export_dialog(editor))
-    menu.insertAction(before, a)
     return a
 
 

@@ -73,6 +73,11 @@ class NodeItem(QGraphicsItem):
         self.setToolTip(tooltip)
         self.update()
 
+    def relabelled(self) -> None:
+        """New labels (a re-run changed the node): elided again on the next paint."""
+        self._elided, self._fit_pt = None, 0.0
+        self.update()
+
     def _texts(self):
         if self._elided is None:
             title_font, small_font = _Fonts.get()

@@ -94,6 +94,7 @@ class GraphScene(QGraphicsScene):
         self._update = None                           # apply()'s re-indexing still to do (a generator)
         self._deadline: float | None = None           # when the running slice ends (None: no end)
         self.version = 0                              # bumped when colours change: cached pictures redraw
+        self.raster_cache: dict = {}                  # raster.node_arrays' arrays (node geometry, colours)
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self.setBspTreeDepth(_depth(len(vg.nodes) + len(vg.edges)))
         self._todo = iter(layout.order(vg))
@@ -109,6 +110,11 @@ class GraphScene(QGraphicsScene):
         if len(order) <= self.FIRST_CHUNK:
             return self.FIRST_CHUNK
         return min(self.FIRST_CHUNK, bisect.bisect_left(order, (order[0][0] + self.FIRST_SPAN,)))
+
+    @property
+    def reindexing(self) -> bool:
+        """apply()'s re-indexing (after a pin) is still under way."""
+        return self._update is not None
 
     @property
     def complete(self) -> bool:
@@ -229,7 +235,7 @@ class GraphScene(QGraphicsScene):
             item = old_nodes[diff.nodes[i]]
             item.index, item.node = i, vg.nodes[i]
             if i in diff.relabelled:
-                item._elided, item._fit_pt = None, 0.0          # new labels: re-elided on paint
+                item.relabelled()
                 item.update()
             if i in diff.moved:
                 item.setPos(*layout.pos[i])
@@ -489,7 +495,7 @@ class GraphView(QGraphicsView):
         scene, vp = self.scene(), self.viewport()
         key = self._key()
         if key != self._overview_key:
-            if scene._update is not None:       # re-indexing after a pin: the picture of before, if it fits, until
+            if scene.reindexing:                # re-indexing after a pin: the picture of before, if it fits, until
                 if self._overview_key is not None and key[:-1] == self._overview_key[:-1]:     # it ends (redraws)
                     key = self._overview_key
                 else:

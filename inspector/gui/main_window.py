@@ -8,7 +8,7 @@ from urllib.parse import unquote
 import shiboken6
 from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar,
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from inspector.core.session.events import Exported, FindingsChecked, ModelOpened, PlanChanged
@@ -133,8 +133,8 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(*WINDOW_SIZE)
         self.views = Views()                 # every view below redraws from the Session's events
-        self._prepared = None                # (ViewGraph, Layout, live) a worker made for the next PlanChanged
         self._opening: str | None = None     # the ONNX model of a pair being opened
+        self._prepared = None                # (ViewGraph, Layout, live) a worker made for the next PlanChanged
         self._replacing = None               # (path, other) of a model read while the open one stays shown
         self._forget = None                  # the Session whose autosave the user discarded, once it is replaced
         # a person at the window: errors and questions are modal dialogs. Offscreen (tests, screenshots) errors go
@@ -180,8 +180,9 @@ class MainWindow(QMainWindow):
         self.details.linkActivated.connect(self.follow_link)
         self.conflicts = ConflictsPanel()
         self.conflicts.conflictActivated.connect(self.jump_to_conflict)
-        self.details_dock = self._dock("Details", self.details, Qt.RightDockWidgetArea)
-        self.conflicts_dock = self._dock("Conflicts", self.conflicts, Qt.RightDockWidgetArea)
+        self.menus: dict[str, QMenu] = {}    # (built by _menus below)
+        self.details_dock = self.add_dock("Details", self.details, Qt.RightDockWidgetArea)
+        self.conflicts_dock = self.add_dock("Conflicts", self.conflicts, Qt.RightDockWidgetArea)
         self.splitDockWidget(self.details_dock, self.conflicts_dock, Qt.Vertical)
 
         self.progress = QProgressBar(maximumWidth=160, textVisible=False)
@@ -192,7 +193,27 @@ class MainWindow(QMainWindow):
         self._busy(False)
         self._menus()
 
-    def _dock(self, title: str, widget, area, tab_with: QDockWidget | None = None) -> QDockWidget:
+    # ---- the shell: what the editor and the panels register into (never found by text or position) ---------
+    def menu(self, key: str) -> QMenu:
+        """The menu named `key`: "file", "edit", "view", "search" or "help"."""
+        return self.menus[key]
+
+    def add_actions(self, key: str, actions) -> None:
+        """Actions into a menu's section for them: the File menu's document actions (above Quit), at the end of
+        any other."""
+        for a in actions:
+            if key == "file":
+                self.menus[key].insertAction(self.file_end, a)
+            else:
+                self.menus[key].addAction(a)
+
+    def add_bar(self, widget) -> None:
+        """A bar above the legend and the graphs (the autosave banner)."""
+        self.workspace.layout().insertWidget(0, widget)
+
+    def add_dock(self, title: str, widget, area, tab_with: QDockWidget | None = None) -> QDockWidget:
+        """A dock holding `widget`; once the menus exist, View lists it (the shell's own two are placed there by
+        _menus)."""
         dock = QDockWidget(title, self)
         dock.setObjectName(title)
         dock.setWidget(widget)
@@ -201,6 +222,8 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         if tab_with is not None:
             self.tabifyDockWidget(tab_with, dock)
+        if "view" in self.menus:
+            self.menus["view"].addAction(dock.toggleViewAction())
         return dock
 
     def size_docks(self) -> None:
@@ -256,7 +279,7 @@ class MainWindow(QMainWindow):
         return a
 
     def _menus(self) -> None:
-        m = self.menuBar().addMenu("&File")
+        m = self.menus["file"] = self.menuBar().addMenu("&File")
         self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.Open)
         self._action(m, "Open &Pair…", self.open_pair_dialog, "Ctrl+Shift+O")
         self.recent_menu = m.addMenu("Open &Recent")
@@ -267,10 +290,11 @@ class MainWindow(QMainWindow):
                                       ("Whole graph as PNG…", True, "png", "Ctrl+Shift+E"),
                                       ("Whole graph as SVG…", True, "svg", None)):
             self._action(ex, text, lambda _=False, w=whole, e=ext: self.export_dialog(w, e), key)
-        m.addSeparator()
+        self.file_end = m.addSeparator()     # the editor's document actions go above it (add_actions)
         # QKeySequence.Quit is empty on Windows' key scheme (offscreen uses it too): Ctrl+Q everywhere
         self._action(m, "&Quit", lambda: self.close(), [QKeySequence.Quit, "Ctrl+Q"])
 
+        self.menus["edit"] = self.menuBar().addMenu("&Edit")     # filled by the editor
         v = self.menuBar().addMenu("&View")
         self.show_tflite = self._action(v, "TFLite graph", lambda on: self.panes[TFLITE].setVisible(on),
                                         "Ctrl+1", checkable=True)
@@ -288,6 +312,8 @@ class MainWindow(QMainWindow):
         self._action(v, "Zoom &in", lambda: self._view_do("in"), ["Ctrl+=", QKeySequence.ZoomIn])
         self._action(v, "Zoom &out", lambda: self._view_do("out"), ["Ctrl+-", QKeySequence.ZoomOut])
         self._action(v, "Actual size", lambda: self._view_do("1:1"), "Ctrl+0")
+        v.addSeparator()
+        self.menus["view"] = v                        # docks added from now on are listed below
 
         tb = QToolBar("Search", objectName="search")
         self.addToolBar(tb)
@@ -298,12 +324,12 @@ class MainWindow(QMainWindow):
         self.search_field.returnPressed.connect(lambda: self.search_step(+1))
         self.search_field.textChanged.connect(lambda _: self._reset_search())
         tb.addWidget(self.search_field)
-        s = self.menuBar().addMenu("&Search")
+        s = self.menus["search"] = self.menuBar().addMenu("&Search")
         self._action(s, "&Find…", self._focus_search, QKeySequence.Find)
         self.next_action = self._action(s, "Find &next", lambda: self.search_step(+1), QKeySequence.FindNext)
         self.prev_action = self._action(s, "Find &previous", lambda: self.search_step(-1),
                                         QKeySequence.FindPrevious)
-        h = self.menuBar().addMenu("&Help")
+        h = self.menus["help"] = self.menuBar().addMenu("&Help")
         self._action(h, "&Keyboard shortcuts", self._shortcuts, QKeySequence.HelpContents)
         tb.addAction(self.prev_action)
         tb.addAction(self.next_action)
@@ -540,7 +566,7 @@ class MainWindow(QMainWindow):
             self._restore_view(ONNX, keep)
         self.conflicts.set_document(self.doc)
         self.conflicts_dock.setWindowTitle(f"Conflicts ({len(self.doc.conflicts())})")
-        self._colour(TFLITE)                         # categories arrive with the conversion
+        self.colour(TFLITE)                         # categories arrive with the conversion
         self._reset_search()                         # ONNX names may have changed
         self.refresh_details()
         edited = not s.converts                      # metadata edits only: the graph is the file's
@@ -643,7 +669,7 @@ class MainWindow(QMainWindow):
             scene.apply(vg, layout, live)       # same items, same view: only what changed is touched
             self.panes[which].tabs.setTabText(0, label)
             view.minimap.invalidate()
-            self._colour(which)
+            self.colour(which)
             return
         scene = GraphScene(vg, layout)
         scene.selectionChanged.connect(lambda: self._selection_changed(which, scene))
@@ -654,7 +680,7 @@ class MainWindow(QMainWindow):
         scene.completed.connect(gc_guard.settle)
         self.scenes[which] = scene
         self.panes[which].set_main(view, label)
-        self._colour(which)
+        self.colour(which)
         view.initial()
 
     def _make_view(self, scene, which: str) -> GraphView:
@@ -676,7 +702,8 @@ class MainWindow(QMainWindow):
         return super().eventFilter(obj, event)
 
     # ---- colours -------------------------------------------------------------------------------------------
-    def _colour(self, which: str) -> None:
+    def colour(self, which: str) -> None:
+        """Paint a pane in the document's categories, markers and pins (also what clears the validation overlay)."""
         d, scene = self.doc, self.scenes.get(which)
         if d is None or scene is None:
             return

@@ -56,7 +56,7 @@ def _put(buf, x, y, colour) -> None:
 
 def node_arrays(scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(top-left corners, sizes, RGBA colours) of the scene's node items; cached until the colours change."""
-    cached = getattr(scene, "_node_arrays", None)
+    cached = scene.raster_cache.get("nodes")
     if cached is not None and cached[0] == (scene.version, len(scene.nodes)):
         return cached[1]
     items = scene.nodes
@@ -65,13 +65,13 @@ def node_arrays(scene) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     code = {k: i for i, k in enumerate(distinct)}
     table = np.array([_rgba(c) for c in distinct.values()], np.uint8).reshape(-1, 4)
     colours = table[np.fromiter((code[id(c)] for c in fills), np.int64, len(fills))]
-    geometry = getattr(scene, "_node_geometry", None)       # positions and sizes change only with the layout
+    geometry = scene.raster_cache.get("geometry")           # positions and sizes change only with the layout
     if geometry is None or geometry[0] is not scene.layout or geometry[1] != len(items):
         corner, size = scene.layout.boxes(scene.vg)          # usually made by the worker that laid it out
         order = np.fromiter((it.index for it in items), np.int64, len(items))
-        geometry = scene._node_geometry = (scene.layout, len(items), corner[order], size[order])
+        geometry = scene.raster_cache["geometry"] = (scene.layout, len(items), corner[order], size[order])
     arrays = (geometry[2], geometry[3], colours)
-    scene._node_arrays = ((scene.version, len(items)), arrays)
+    scene.raster_cache["nodes"] = ((scene.version, len(items)), arrays)
     return arrays
 
 

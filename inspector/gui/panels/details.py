@@ -93,6 +93,10 @@ class DetailsPanel(QWidget):
         lay.addWidget(self.plot, 2)
         self.clear()
 
+    def add_header(self, widget) -> None:
+        """A bar above the details (the pin bar)."""
+        self.layout().insertWidget(0, widget)
+
     def clear(self) -> None:
         self.text.setHtml("<p style='color:#666'>Select an op, node or tensor (edge) to see its details.</p>")
         self.plot.hide()

@@ -374,7 +374,7 @@ class ValidationPanel(QWidget):
         from ..graph_model import ONNX
         self.scale.hide()
         self.clear_button.setEnabled(False)
-        self.editor.window._colour(ONNX)
+        self.editor.window.colour(ONNX)
 
     def _clicked(self, _item, points, *_):
         from ..graph_model import TFLITE
