@@ -134,7 +134,6 @@ class MainWindow(QMainWindow):
         self.resize(*WINDOW_SIZE)
         self.views = Views()                 # every view below redraws from the Session's events
         self._opening: str | None = None     # the ONNX model of a pair being opened
-        self._prepared = None                # (ViewGraph, Layout, live) a worker made for the next PlanChanged
         self._replacing = None               # (path, other) of a model read while the open one stays shown
         self._forget = None                  # the Session whose autosave the user discarded, once it is replaced
         # a person at the window: errors and questions are modal dialogs. Offscreen (tests, screenshots) errors go
@@ -512,11 +511,7 @@ class MainWindow(QMainWindow):
         """Hand a conversion made in a worker to the Session, with the ONNX graph the worker laid out (`live`: the
         shown scene is updated in place, by this live_layout.Diff); the views redraw on its PlanChanged. Returns
         the Session's Change."""
-        self._prepared = (vg, layout, live) if vg is not None else None
-        try:
-            return session.show(result, notes)
-        finally:
-            self._prepared = None
+        return session.show(result, notes, (vg, layout, live) if vg is not None else None)
 
     # ---- what the views do on the Session's events ---------------------------------------------------------
     def _model_opened(self, e: ModelOpened) -> None:
@@ -536,8 +531,8 @@ class MainWindow(QMainWindow):
         """A conversion of the current model, the first or a re-run: the ONNX pane (re-run: the same selection, by
         node/value name, and viewport), colours, conflicts, details and the status line follow it."""
         s = self.views.session
-        if self._prepared is not None:
-            vg, layout, live = self._prepared
+        if e.view is not None:
+            vg, layout, live = e.view
         else:                                         # converted on this thread (Session.convert): laid out here
             vg = graph_model.from_onnx(e.result.model)
             layout, live = graph_layout.compute(vg), None

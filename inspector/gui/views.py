@@ -4,39 +4,34 @@ Every view (the panes, Details, Conflicts, search, the Validation and Metadata d
 and the title) subscribes here to the Session's events (core/session/events.py) and redraws itself from the Session
 when one arrives; nothing that changes the Session calls a view.
 
-The hub exists because the Session changes: each opened model is a new one. `bind` moves every subscription to the
-new Session and tells the views with ModelOpened (a model is read in a worker, so Session.open cannot announce it);
-`bind(None, path)` while the next model is being read, so that no view keeps showing the previous one meanwhile.
+The Session changes: each opened model is a new one. The views' one Listeners list is handed to the Session shown
+(`bind`), so its own publish reaches them, and taken from the one it replaces (whose late events, an export's
+end, then reach no view). `bind` tells the views with ModelOpened (a model is read in a worker, so Session.open
+cannot announce it); `bind(None, path)` while the next model is being read, so that no view keeps showing the
+previous one meanwhile.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from inspector.core.session.events import Event, ModelOpened
+from inspector.core.session.events import Event, Listeners, ModelOpened
 
 
 class Views:
     def __init__(self):
         self.session = None
-        self._listeners: list[tuple[Callable[[Event], None], tuple[type, ...]]] = []
-        self._stop: Callable[[], None] | None = None
+        self.listeners = Listeners()
 
     def subscribe(self, listener: Callable[[Event], None], *kinds: type) -> None:
         """`listener(event)` for the current Session's events of these kinds (every kind when none), in
         subscription order: views that read what an earlier one made (the window's Document) come after it."""
-        self._listeners.append((listener, kinds))
+        self.listeners.subscribe(listener, *kinds)
 
     def bind(self, session, path: str) -> None:
         """Show `session` (None: nothing, while `path` is being read): the views hear ModelOpened(path)."""
-        if self._stop is not None:
-            self._stop()
-            self._stop = None
+        if self.session is not None and self.session.listeners is self.listeners:
+            self.session.listeners = Listeners()
         self.session = session
         if session is not None:
-            self._stop = session.subscribe(self._relay)
-        self._relay(ModelOpened(path))
-
-    def _relay(self, event: Event) -> None:
-        for listener, kinds in list(self._listeners):
-            if not kinds or isinstance(event, kinds):
-                listener(event)
+            session.listeners = self.listeners
+        self.listeners.publish(ModelOpened(path))

@@ -19,8 +19,8 @@ from inspector.core.ir import memory
 from inspector.core.ir.errors import ConversionError, InspectorError
 from inspector.core.layout import layout as L
 from inspector.core.metadata.edits import MetadataEdits
-from .events import (Event, Exported, FindingsChecked, MetadataChanged, ModelOpened, OptionsChanged, PinsChanged,
-                     PlanChanged, ValidationDone)
+from .events import (Event, Exported, FindingsChecked, Listeners, MetadataChanged, ModelOpened, OptionsChanged,
+                     PinsChanged, PlanChanged, ValidationDone)
 from .pipeline import ConvertOptions, run
 from .session_file import SESSION_VERSION
 
@@ -55,7 +55,7 @@ class Session:
     validation: Any = None
     error: str = ""
     target: str = "onnx"                                  # the consumer whose metadata rules export enforces
-    _listeners: list[tuple[Callable[[Event], None], tuple[type, ...]]] = field(default_factory=list, repr=False)
+    listeners: Listeners = field(default_factory=Listeners, repr=False, compare=False)   # who hears its events
     _counted: tuple = field(default=(None, None), repr=False)     # (result shown, its Transposes)
 
     # --- what this kind of session can do: the window asks these, never which class a session is ------------
@@ -84,18 +84,10 @@ class Session:
     def subscribe(self, listener: Callable[[Event], None], *kinds: type) -> Callable[[], None]:
         """Call `listener(event)` for each event of the given kinds (every event when none are given); returns
         the function that unsubscribes it."""
-        entry = (listener, kinds)
-        self._listeners.append(entry)
-
-        def unsubscribe() -> None:
-            if entry in self._listeners:
-                self._listeners.remove(entry)
-        return unsubscribe
+        return self.listeners.subscribe(listener, *kinds)
 
     def publish(self, event: Event) -> None:
-        for listener, kinds in list(self._listeners):
-            if not kinds or isinstance(event, kinds):
-                listener(event)
+        self.listeners.publish(event)
 
     @property
     def is_tflite(self) -> bool:
@@ -145,15 +137,16 @@ class Session:
         outcome = run(self.graph, self.pins, self.options, self.metadata, check=check)
         return self.show(outcome.result, outcome.notes)
 
-    def show(self, result, notes: list[str]) -> Change:
-        """Take a conversion run elsewhere (the window's worker or child process) as this Session's result."""
+    def show(self, result, notes: list[str], view=None) -> Change:
+        """Take a conversion run elsewhere (the window's worker or child process) as this Session's result; `view`
+        travels in its PlanChanged (what the worker made for the views: the window's laid-out graph)."""
         # the shown result's count as counted when it was shown (a count walks every ONNX node: ~4 ms on 10,000)
         before = self._counted[1] if self._counted[0] is self.result else \
             self.result.transposes if self.result is not None else None
         self.result, self.notes, self.validation, self.error = result, list(notes), None, ""
         change = Change(before, result.transposes, len(result.plan.conflicts))
         self._counted = (result, change.transposes_after)
-        self.publish(PlanChanged(result, change))
+        self.publish(PlanChanged(result, change, view))
         return change
 
     def checked(self, result, findings: list, model=None, notes=None, mapping=None, error: str = "") -> bool:

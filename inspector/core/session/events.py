@@ -7,11 +7,35 @@
 Listeners run synchronously, in subscription order, on the thread that changed the Session (the window changes
 it on the GUI thread only: its workers use pipeline.run and Session.measure, then Session.show and .validated);
 an exception in a listener propagates to the code that made the change.
+
+A Session's listeners are a `Listeners` list; the window hands its one list to each Session it shows
+(gui/views.py), so the Session's publish is the only path from a change to the views.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+
+class Listeners:
+    """(listener, kinds) in subscription order; an empty `kinds` hears every event."""
+
+    def __init__(self):
+        self.entries: list[tuple[Callable[[Any], None], tuple[type, ...]]] = []
+
+    def subscribe(self, listener: Callable[[Any], None], *kinds: type) -> Callable[[], None]:
+        entry = (listener, kinds)
+        self.entries.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self.entries:
+                self.entries.remove(entry)
+        return unsubscribe
+
+    def publish(self, event) -> None:
+        for listener, kinds in list(self.entries):
+            if not kinds or isinstance(event, kinds):
+                listener(event)
 
 
 @dataclass(frozen=True)
@@ -41,9 +65,11 @@ class OptionsChanged:
 @dataclass(frozen=True)
 class PlanChanged:
     """A conversion ran: the new plan, model and trace are in session.result; `change` is what it did to the
-    Transposes ("2 Transposes removed, 1 conflict left")."""
+    Transposes ("2 Transposes removed, 1 conflict left"); `view`: what a worker made for the views to show it
+    with (the window's laid-out graph), None when they make it themselves."""
     result: Any                         # ConversionResult
     change: Any                         # Change
+    view: Any = None
 
 
 @dataclass(frozen=True)
