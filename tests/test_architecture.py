@@ -64,3 +64,90 @@ def test_no_widget_of_the_window_is_deleted_at_once():
                         "guard" not in owner:
                     found.append(where)
     assert not found, f"widgets deleted at once (use deleteLater): {found}"
+
+
+def _gui_trees():
+    import ast
+    gui = Path(inspector.__file__).parent / "gui"
+    for path in sorted(gui.rglob("*.py")):
+        yield str(path.relative_to(gui)), ast.parse(path.read_text())
+
+
+# Private members the window's code may touch on objects that are not its own, each for a reason.
+PRIVATE_ALLOWED = {
+    ("rerun_child.py", "os._exit"): "the documented way to end a forked child at once",
+    ("loader_job.py", "threading._register_atexit"): "the only hook that runs before concurrent.futures' own exit "
+                                                     "hook (see loader_job._end_child)",
+    ("loader_job.py", "_EXECUTOR._shutdown_lock"): "the pool's state read once at exit, under its own lock",
+    ("loader_job.py", "_EXECUTOR._processes"): "(same)",
+    ("loader_job.py", "_EXECUTOR._executor_manager_thread"): "(same)",
+}
+
+
+def test_the_window_reaches_no_private_member_of_another_object():
+    """A module of the window calls and reads only public names of other objects (an attribute starting with one
+    underscore only on self or cls, or in getattr/setattr/hasattr with a literal name): the shell, the panels and
+    the scenes say what they offer (issue 36 found the editor calling the window's private helpers)."""
+    import ast
+    found = []
+    for rel, tree in _gui_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                name, owner = node.attr, node.value
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) >= 2
+                  and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                name, owner = node.args[1].value, node.args[0]
+            else:
+                continue
+            if not name.startswith("_") or name.startswith("__"):
+                continue
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            expr = f"{ast.unparse(owner)}.{name}"
+            if (rel, expr) not in PRIVATE_ALLOWED:
+                found.append(f"{rel}:{node.lineno} {expr}")
+    assert not found, f"private members of other objects: {found}"
+
+
+def test_menus_are_the_shell_s_and_never_looked_up():
+    """Only the shell (main_window) makes the menu bar's menus; everything else asks it for a menu by key
+    (window.menu, window.add_actions). No module finds a menu or an action by its text or position."""
+    import ast
+    found = []
+    for rel, tree in _gui_trees():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            name = node.func.attr
+            if name == "menuBar" and rel != "main_window.py":
+                found.append(f"{rel}:{node.lineno} menuBar()")
+            elif name in ("actions", "insertMenu", "menuAction") or (name == "menu" and not node.args) or (
+                    name == "findChildren" and node.args and ast.unparse(node.args[0]) in ("QMenu", "QAction")):
+                found.append(f"{rel}:{node.lineno} {ast.unparse(node.func)}")
+    assert not found, f"menus looked up instead of asked for: {found}"
+
+
+def test_one_event_path_from_the_session_to_the_views():
+    """The Session's publish is the only way an event reaches a view: views subscribe through the window's hub
+    (views.py), which hands its one Listeners list to the Session shown; no other listener list exists in the
+    window, and no view asks which kind of session it shows (sessions declare capabilities: can_pin, ...)."""
+    import ast
+    found = []
+    for rel, tree in _gui_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name, owner = node.func.attr, ast.unparse(node.func.value)
+                if name == "subscribe" and not owner.endswith("views") and rel != "views.py":
+                    found.append(f"{rel}:{node.lineno} {owner}.subscribe")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                if node.func.id == "Listeners" and rel != "views.py":
+                    found.append(f"{rel}:{node.lineno} a listener list")
+                if node.func.id == "isinstance" and len(node.args) == 2 and "Session" in ast.unparse(node.args[1]):
+                    found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+                if (node.func.id in ("hasattr", "getattr") and len(node.args) >= 2
+                        and ast.unparse(node.args[0]).endswith("session")):
+                    found.append(f"{rel}:{node.lineno} {ast.unparse(node)}: ask a capability")
+            if isinstance(node, ast.Name) and node.id in ("is_pair", "is_onnx_alone"):
+                found.append(f"{rel}:{node.lineno} {node.id}")
+    assert not found, f"a second path, or a session's kind asked: {found}"

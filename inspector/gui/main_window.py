@@ -705,7 +705,7 @@ class MainWindow(QMainWindow):
         if which == TFLITE:
             changed = scene.colour(d.tflite_categories(), d.tflite_markers(), d.tflite_edge_conflicts())
             if d.graph is not None:
-                scene.mark_pins(pinned(d.graph.main, getattr(self.views.session, "pins", None) or {}))
+                scene.mark_pins(pinned(d.graph.main, self.views.session.pins if self.views.session else {}))
         else:
             changed = scene.colour(d.onnx_categories(), d.onnx_markers(), {})
         view = self.panes[which].main_view

@@ -491,7 +491,7 @@ class MetadataEditor(QWidget):
     def _lint(self, model) -> list:
         """The target's findings; dimension propagation's come from the re-run's worker when it computed them."""
         from inspector.core.metadata.lint import lint
-        target = getattr(self.editor.session, "target", "onnx")
+        target = self.editor.session.target if self.editor.session is not None else "onnx"
         done = getattr(self.editor.session.result, "findings", None)      # the onnx target's, off the GUI thread
         try:
             if done is None:
@@ -515,7 +515,8 @@ class MetadataEditor(QWidget):
         # its longest label would widen the fields past a narrow dock (their arrows cut off at the right)
         self.target.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.target.setMinimumContentsLength(8)
-        self.target.setCurrentIndex(names.index(getattr(self.editor.session, "target", targets.DEFAULT)))
+        self.target.setCurrentIndex(names.index(self.editor.session.target if self.editor.session is not None
+                                                else targets.DEFAULT))
         self.target.setToolTip("the consumer whose metadata rules the checks and Export apply")
         self.target.activated.connect(lambda i: self._set_target(names[i]))
         lay.addWidget(self.target, 1)

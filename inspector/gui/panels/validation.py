@@ -117,7 +117,7 @@ class ErrorScale(QWidget):
 
 def _dynamic_inputs(session) -> str:
     """The field's hint: each TFLite input with a dynamic dimension as NAME=D1,N,... (empty: none)."""
-    graph = getattr(session, "graph", None)
+    graph = session.graph if session is not None else None
     if graph is None or getattr(graph, "format", "tflite") != "tflite":
         return ""
     sg = graph.main
