@@ -49,6 +49,9 @@ class Harness:
         from inspector.gui.autosave import Autosave
         from inspector.gui.main_window import MainWindow
         self.problems: list[str] = []
+        self.delivering = False             # an input is being delivered (see _deliver)
+        self.watched = 0                    # widgets watched so far (each one's key)
+        self.deferred = None                # the keys of widgets a deleteLater deleted (_deferred_deletes)
         self.step_name = "start"
         sys.excepthook = self._exception
         qInstallMessageHandler(self._qt_message)
@@ -117,6 +120,35 @@ class Harness:
         self.pump(0.1)
 
     # ---- real input ----------------------------------------------------------------------------------------
+    def _deliver(self, send) -> None:
+        """Deliver one input (`send()`) with every widget of the docks and the bar above the graphs watched: one
+        destroyed before `send` returns, other than by a deleteLater (QTest's delivery runs the event loop once),
+        was deleted inside a signal of the input's own chain (a panel that rebuilt itself at once instead of on the
+        next event-loop turn), which is how issue 36's crashes happened."""
+        from PySide6.QtWidgets import QDockWidget, QWidget
+        w = self.w
+        if self.deferred is None:
+            self.deferred = _deferred_deletes()     # (Qt is imported inside the window's process only)
+            self.app.installEventFilter(self.deferred)
+        roots = [d.widget() for d in w.findChildren(QDockWidget)] + [w.editor.banner]
+        for root in roots:
+            for widget in [root] + root.findChildren(QWidget):
+                if not widget.property("watched"):
+                    self.watched += 1
+                    widget.setProperty("watched", self.watched)
+                    widget.destroyed.connect(lambda _=None, n=type(widget).__name__, k=self.watched:
+                                             self._destroyed(n, k))
+        self.delivering = True
+        try:
+            send()
+        finally:
+            self.delivering = False
+
+    def _destroyed(self, name: str, key: int) -> None:
+        if self.delivering and key not in self.deferred.keys:
+            self.problems.append(f"{self.step_name}: a {name} of the window was deleted inside the input's own "
+                                 "signal chain (deleted at once, not with deleteLater or on the next turn)")
+
     @staticmethod
     def _window(widget, pos=None):
         from PySide6.QtCore import QPoint
@@ -135,7 +167,8 @@ class Harness:
         if _in_popup(widget):
             QTest.mouseMove(widget, pos)
             self.pump(0.01)
-            (QTest.mouseDClick if double else QTest.mouseClick)(widget, button, modifiers, pos)
+            self._deliver(lambda: (QTest.mouseDClick if double else QTest.mouseClick)(widget, button, modifiers,
+                                                                                     pos))
         else:
             self._scroll_to(widget)
             handle, at = self._window(widget, pos)
@@ -146,7 +179,7 @@ class Harness:
                  f"(window {widget.window().size()}, visible {widget.isVisible()})")
             QTest.mouseMove(handle, at)
             self.pump(0.01)
-            (QTest.mouseDClick if double else QTest.mouseClick)(handle, button, modifiers, at)
+            self._deliver(lambda: (QTest.mouseDClick if double else QTest.mouseClick)(handle, button, modifiers, at))
         self.pump(0.05)
 
     @staticmethod
@@ -182,13 +215,13 @@ class Harness:
             self.w.activateWindow()         # back from a dialog: the window has the keyboard again
             self.pump(0.05)
         handle = widget.window().windowHandle() if widget is not None else self.w.windowHandle()
-        QTest.keyClick(handle, combo.key(), combo.keyboardModifiers())
+        self._deliver(lambda: QTest.keyClick(handle, combo.key(), combo.keyboardModifiers()))
         self.pump(0.05)
 
     def type(self, text: str, widget) -> None:
         """Typed into `widget`, which has the keyboard (QTest types into a QWindow only key by key)."""
         from PySide6.QtTest import QTest
-        QTest.keyClicks(widget, text)
+        self._deliver(lambda: QTest.keyClicks(widget, text))
         self.pump(0.05)
 
     def choose(self, combo, text: str) -> None:
@@ -395,6 +428,27 @@ class Harness:
             print(f"PROBLEM: {p}", flush=True)
         print(f"{len(self.problems)} problem(s)", flush=True)
         return 1 if self.problems else 0
+
+
+def _deferred_deletes():
+    from PySide6.QtCore import QEvent, QObject
+
+    class DeferredDeletes(QObject):
+        """Remembers the watched widgets a deleteLater is deleting (the object and every widget inside it)."""
+
+        def __init__(self):
+            super().__init__()
+            self.keys: set[int] = set()
+
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.DeferredDelete:
+                from PySide6.QtWidgets import QWidget
+                for o in [obj] + obj.findChildren(QWidget):
+                    key = o.property("watched")
+                    if key:
+                        self.keys.add(key)
+            return False
+    return DeferredDeletes()
 
 
 def _in_popup(widget) -> bool:
