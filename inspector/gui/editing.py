@@ -373,18 +373,13 @@ class Editor(QObject):
         return a
 
     def _enable(self) -> None:
-        on = self.session is not None
-        for a in (self.export_action, self.save_action, self.save_as_action, self.open_session_action,
-                  self.validate_action, self.clear_pins_action, self.model_explorer_action):
-            a.setEnabled(on)
         s = self.session                       # each action asks what this session can do
         can = {"save_session": (self.save_action, self.save_as_action, self.open_session_action),
                "pin": (self.clear_pins_action,), "validate": (self.validate_action,),
-               "export_model_explorer": (self.model_explorer_action,)}
+               "export_onnx": (self.export_action,), "export_model_explorer": (self.model_explorer_action,)}
         for what, actions in can.items():
-            able = on and getattr(s, f"can_{what}")
             for a in actions:
-                a.setEnabled(a.isEnabled() and able)
+                a.setEnabled(s is not None and getattr(s, f"can_{what}"))
         why = s.why_not if s is not None else {}
         self.clear_pins_action.setToolTip(why.get("pin", ""))
         self.validate_action.setToolTip(why.get("validate", self.validate_tip))
