@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from inspector.core.emit.convert import convert
-from inspector.core.emit.ops.quant import PATCH_MAX
+from inspector.core.emit.ops.quant_tables import PATCH_MAX
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite
 from inspector.core.proof.validate import run_onnx, run_tflite, validate

@@ -113,10 +113,10 @@ def test_large_maps_keep_the_float_form(tmp_path, qin, qout, exact):
 def test_litert_tables_are_shared_within_a_conversion_and_not_kept_after_it(tmp_path, monkeypatch):
     """Six HARD_SWISH ops with the same parameters ask LiteRT for their table once per conversion; the next
     conversion asks again (a table kept by the process made repeated conversions cheaper than a user's first)."""
-    from inspector.core.emit.ops import quant
+    from inspector.core.emit.ops import quant_tables
     calls = []
-    real = quant._litert_table
-    monkeypatch.setattr(quant, "_litert_table", lambda *a: calls.append(a[0].opcode) or real(*a))
+    real = quant_tables._litert_table
+    monkeypatch.setattr(quant_tables, "_litert_table", lambda *a: calls.append(a[0].opcode) or real(*a))
     graph = hard_swish_net(tmp_path)
     first = convert(graph)
     assert calls == ["HARD_SWISH"]

@@ -18,7 +18,7 @@ from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Op, Subgraph
 from inspector.core.layout.layout import Perm
-from .ops.quant import QDQ
+from .ops.qdq import QDQ
 from .result import ConversionTrace
 from inspector.core.layout.plan import LayoutPlan
 

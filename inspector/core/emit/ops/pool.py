@@ -1,9 +1,11 @@
 """Pools and resizes (Implicit): windowed ops over H and W."""
 from __future__ import annotations
 
+import numpy as np
+
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
-from .quant import params, ties_away
+from .fixed_point import params
 from .registry import I, op
 
 
@@ -76,3 +78,19 @@ def _resize(mode: str):
 
 op("RESIZE_BILINEAR", category=I, onnx="Resize")(_resize("linear"))
 op("RESIZE_NEAREST_NEIGHBOR", category=I, onnx="Resize")(_resize("nearest"))
+
+
+def ties_away(ctx, op, m: str, count: int, dst: str) -> None:
+    """Default QDQ mode: the real-valued window mean `m` of a quantized AVERAGE_POOL_2D moved by a quarter of the
+    smallest step between two means (1 / (4 count) of a step), away from zero in the stored integers, into `dst`.
+    QuantizeLinear then rounds a tie as TFLite's (sum +- count / 2) / count does, where it would round half to
+    even and the float pool's last bit would put it either side; no other mean is moved across a boundary."""
+    t = op.outputs[0]
+    s, zp = params(ctx.sg.tensors[t].quantization)
+    nudge = ctx.const(np.array(s / (4 * count), np.float32), "k")
+    if ctx.sg.tensors[t].dtype == "uint8":     # stored means are never negative
+        ctx.node("Add", [m, nudge], [dst])
+        return
+    stored = ctx.node("Add", [m, ctx.const(np.array(s * zp, np.float32), "k")], 1)[0]
+    away = ctx.node("Mul", [ctx.node("Sign", [stored], 1)[0], nudge], 1)[0]
+    ctx.node("Add", [m, away], [dst])

@@ -1,7 +1,7 @@
 """LiteRT's integer arithmetic for quantized ops whose QDQ form rounds differently (the kernels table.py lists):
 
 - int16 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (16x8 models), in both modes: 64-bit accumulators requantized
-  with one rounding (convolutions: the multiplier's top 15 bits, quant.wide_multipliers). ONNX Runtime has no int16
+  with one rounding (convolutions: the multiplier's top 15 bits, fixed_point.wide_multipliers). ONNX Runtime has no int16
   convolution to fuse, so the QDQ form saves nothing there, and it is one step off on ~4 % of elements per op.
 - --exact-int: int8 RESIZE_BILINEAR (10-bit fixed-point weights on the stored integers, the sum rounded half away
   from zero), int8 SQUARED_DIFFERENCE (three fixed-point multiplies) and int8 SOFTMAX (quant_softmax.py).
@@ -13,8 +13,8 @@ import numpy as np
 from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.layout import layout as L
 from .conv import window
-from .quant import (ONNX_DOUBLE, ONNX_FLOAT, clamp_cast, double_const, fixed_point_multiply, params,
-                    quantize_multiplier, requantize, to_double)
+from .fixed_point import (ONNX_DOUBLE, ONNX_FLOAT, accumulator_bound, centred_range, clamp_cast, double_const,
+                          fixed_point_multiply, params, quantize_multiplier, requantize, to_double)
 
 SPLIT = 256.0          # int16 = 256 * high byte + low byte: each half's float32 Conv adds exactly below 2^24
 
@@ -37,11 +37,9 @@ def int16_conv(ctx, op) -> bool:
         return False
     kernel, group, attrs, perm = window(ctx, op)
     w = np.asarray(ctx.data(w_t)).astype(np.int64)
-    axis = 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0
-    per_channel = np.abs(w).sum(axis=tuple(a for a in range(w.ndim) if a != axis))
-    bias = np.asarray(ctx.data(b_t)).astype(np.int64).reshape(-1) if b_t >= 0 else np.zeros(1, np.int64)
-    bound = float(per_channel.max()) * 32768 + float(np.abs(bias).max())
-    if per_channel.max() * 255 >= 1 << 24 or bound * 2.0 ** 23 >= 2.0 ** 53:   # (multiplier <= 2^15, shift <= 8)
+    bias = np.asarray(ctx.data(b_t)).astype(np.int64).reshape(-1) if b_t >= 0 else None
+    bound, per_channel = accumulator_bound(w, 3 if op.opcode == "DEPTHWISE_CONV_2D" else 0, centred_range(tx), bias)
+    if per_channel * 255 >= 1 << 24 or bound * 2.0 ** 23 >= 2.0 ** 53:   # (multiplier <= 2^15, shift <= 8)
         return False
     qdq._raw[op.index] = True                     # reads and writes the stored integers
     rank = ty.rank
@@ -158,8 +156,8 @@ def int16_fully_connected(ctx, op) -> bool:
             and L.is_identity(ctx.plan.produced.get((op.index, 0), ctx.perm(y_t)))):
         return False
     w = np.asarray(ctx.data(w_t)).astype(np.int64)               # [units, K]
-    bias = np.asarray(ctx.data(b_t)).astype(np.int64).reshape(-1) if b_t >= 0 else np.zeros(1, np.int64)
-    bound = float(np.abs(w).sum(axis=1).max()) * 32768 + float(np.abs(bias).max())
+    bias = np.asarray(ctx.data(b_t)).astype(np.int64).reshape(-1) if b_t >= 0 else None
+    bound = accumulator_bound(w, 0, centred_range(tx), bias)[0]
     if bound >= 2.0 ** 36:                        # the split multiply's products stay below 2^53
         return False
     qdq._raw[op.index] = True                     # reads and writes the stored integers

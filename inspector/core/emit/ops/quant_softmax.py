@@ -13,7 +13,7 @@ import numpy as np
 from onnx import TensorProto
 
 from inspector.core.layout import layout as L
-from .quant import params, quantize_multiplier
+from .fixed_point import params, quantize_multiplier
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 EXP_BITS, SUM_BITS = 5, 12                     # integer bits of the scaled differences and of the sum
@@ -141,7 +141,7 @@ def int16_softmax(ctx, op) -> bool:
     """int16 SOFTMAX as LiteRT's kernel computes it, in float64 (every value an integer below 2^31): each difference
     from the row's maximum rescaled to [-65535, 0] ~ [-10, 0] and looked up in an exp table, their sum normalised
     by its leading zeros and looked up in a 1 / (1 + x) table, each exp times that, shifted back, half up."""
-    from .quant import double_const, fixed_point_multiply
+    from .fixed_point import double_const, fixed_point_multiply
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = sg.tensors[x_t], sg.tensors[y_t]

@@ -2,22 +2,24 @@
 where they apply. One place says which kernel wraps which op, in which order; nothing depends on import order."""
 from __future__ import annotations
 
-from . import (control_flow, conv, custom_mediapipe, elementwise, hybrid, indexing, nn, pool,  # noqa: F401
-               quant, quant_kernels, quant_softmax, reduce, sequence, shape, signal, spatial, variables)
+from . import (control_flow, conv, custom_mediapipe, elementwise, exact_int, hybrid, indexing, nn,  # noqa: F401
+               pool, quant, quant_kernels, quant_softmax, quant_tables, reduce, sequence, shape, signal, spatial,
+               variables)
 from .registry import OPS, OpRule, with_kernels
 
 # kernel(ctx, op) -> bool, tried in this order before the op's own emitter.
 KERNELS = {
-    "MEAN": (quant.exact_mean, hybrid.sequential_mean),         # --exact-int; float MEAN feeding hybrid ops
-    "AVERAGE_POOL_2D": (quant.exact_average_pool,),
-    "PRELU": (quant.exact_prelu,),                               # --exact-int
+    "MEAN": (exact_int.exact_mean, hybrid.sequential_mean),     # --exact-int; float MEAN feeding hybrid ops
+    "AVERAGE_POOL_2D": (exact_int.exact_average_pool,),
+    "PRELU": (exact_int.exact_prelu,),                           # --exact-int
     "CONV_2D": (quant_kernels.int16_conv,),                      # int16 activations, both modes
     "DEPTHWISE_CONV_2D": (quant_kernels.int16_conv,),
     "FULLY_CONNECTED": (quant_kernels.int16_fully_connected,),
     "RESIZE_BILINEAR": (quant_kernels.exact_resize_bilinear,),   # --exact-int
     "SOFTMAX": (quant_softmax.exact_softmax, quant_softmax.int16_softmax),   # int8: --exact-int; int16: both
     "SQUARED_DIFFERENCE": (quant_kernels.exact_squared_difference,),   # --exact-int
-    **{name: (quant.exact_table,) for name in quant.LUT_OPS},   # LiteRT's int8 lookup tables (see exact_table)
+    # LiteRT's int8 lookup tables (see quant_tables.exact_table)
+    **{name: (quant_tables.exact_table,) for name in quant_tables.LUT_OPS},
     **{name: (signal.complex_shape_op,) for name in signal.COMPLEX_SHAPE_OPS},   # complex tensors as float pairs
     "CAST": (signal.complex_cast,),
 }
