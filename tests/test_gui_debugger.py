@@ -229,12 +229,12 @@ def test_fix_applies_the_cheapest_pin_that_removes_the_conflict(qtbot, window, c
 
 
 def test_placed_nodes_overlap_nothing():
-    from inspector.gui.graph_layout import Layout
+    from inspector.gui.graph_layout import Geometry
     from inspector.gui.graph_model import Edge, Node, ViewGraph
     from inspector.gui.live_layout import Placement
     a, b, c = (Node(k, "op", k.title()) for k in ("conv", "relu", "add"))
     old = ViewGraph("onnx", [a, b, c], [Edge(0, 1, "x", ""), Edge(1, 2, "y", "")])
-    p = Placement(old, Layout([(100.0, 20.0), (100.0, 80.0), (300.0, 80.0)], [[(0, 0)], [(0, 0)]], 400.0, 100.0))
+    p = Placement(old, Geometry([(100.0, 20.0), (100.0, 80.0), (300.0, 80.0)], [[(0, 0)], [(0, 0)]], 400.0, 100.0))
     t = Node("relu/Transpose", "op", "Transpose", ["perm [0,3,1,2]"])
     new = ViewGraph("onnx", [a, t, b, c], [Edge(0, 1, "x", ""), Edge(1, 2, "x_t", ""), Edge(2, 3, "y", "")])
     lay = p.layout(new)

@@ -118,7 +118,7 @@ def test_a_layout_made_in_the_child_process_equals_the_one_made_here(monkeypatch
     assert all(np.array_equal(a, b) for a, b in zip(there.segments(), here.segments()))     # from the arrays sent
     assert graph_layout.compute(vg) is there                    # cached like one made here
     empty = ViewGraph("tflite", [], [])
-    assert graph_layout.Layout.from_arrays(*graph_layout._compute(empty).arrays()).pos == []
+    assert graph_layout.Geometry.from_arrays(*graph_layout._compute(empty).arrays()).pos == []
 
 
 def test_igraph_bends_are_kept_and_a_garbage_bend_is_rebuilt_straight(corpus, monkeypatch):

@@ -39,7 +39,7 @@ SESSION_FILTER = "Inspector session (*.inspector.json *.json);;All files (*)"
 
 
 class RerunSignals(QObject):
-    done = Signal(object, object, object, object, object)  # ConversionResult, notes, ONNX ViewGraph, Layout, Diff
+    done = Signal(object, object, object, object, object)  # ConversionResult, notes, ONNX ViewGraph, Geometry, Diff
     checked = Signal(object, object)                       # that ConversionResult, its Annotation (or None)
     failed = Signal(str, str)
 
@@ -66,7 +66,7 @@ class RerunJob(QRunnable):
     def __init__(self, session: Session, placement: Placement | None = None, cache=None, shown=None):
         super().__init__()
         self.session, self.placement, self.cache = session, placement, cache
-        self.shown = shown                  # (ViewGraph, Layout) of the ONNX pane now: what a live result diffs
+        self.shown = shown                  # (ViewGraph, Geometry) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
         self.drawn = threading.Event()      # set by the GUI thread once `done` is shown and painted
         self.dropped = False                # set by the GUI thread: a newer re-run replaced this one's result
@@ -135,7 +135,7 @@ class RerunJob(QRunnable):
 
     def _in_child(self, pool) -> tuple:
         """The re-run in the child process (rerun_child): it converts and sends the graph view; the view is laid
-        out here while the child packs the result. (result, ViewGraph, Layout, Diff, the future of the `annotated`
+        out here while the child packs the result. (result, ViewGraph, Geometry, Diff, the future of the `annotated`
         step, queued with `finish` behind it before another window's exchange can start)."""
         from .loader_job import CHILD_TURN, received
         with CHILD_TURN:
@@ -174,7 +174,7 @@ class RerunJob(QRunnable):
             return result, vg, layout, changes, annotating
 
     def _lay_out(self, vg) -> tuple:
-        """(Layout, live_layout.Diff or None): with a Placement, nodes the graph keeps stay where they were; without
+        """(Geometry, live_layout.Diff or None): with a Placement, nodes the graph keeps stay where they were; without
         one, or when too much is new, the graph is laid out afresh."""
         p = self.placement
         live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE

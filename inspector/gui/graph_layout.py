@@ -21,13 +21,14 @@ from .graph_model import ViewGraph
 
 H_GAP, V_GAP = 28, 60            # pixels between node slots / between layer bands (room for an inserted
                                   # Transpose, 40 px, with a gap above and below it: live_layout.MIN_GAP)
-_CACHE: OrderedDict[str, "Layout"] = OrderedDict()
+_CACHE: OrderedDict[str, "Geometry"] = OrderedDict()
 _CACHE_SIZE = 16
 _LOCK = threading.Lock()
 
 
 @dataclass
-class Layout:
+class Geometry:
+    """Where a drawn graph's nodes and edges go (not a tensor's layout: that is core.layout.Layout)."""
     pos: list[tuple[float, float]]                 # node centre
     routes: list[list[tuple[float, float]]]        # per edge: polyline points, start at src bottom, end at dst top
     width: float
@@ -72,7 +73,7 @@ class Layout:
         routes = [pts[a:b] for a, b in zip([0] + ends[:-1], ends)]
         return cls(list(zip(*pos.T.tolist())), routes, width, height, _segments(points, lens))
 
-    def prepare(self, vg: ViewGraph, order: bool = True) -> "Layout":
+    def prepare(self, vg: ViewGraph, order: bool = True) -> "Geometry":
         """Compute the overview arrays and (with `order`: a new scene builds its items in it) the item order now, in
         a worker, not on the GUI thread."""
         self.segments()
@@ -133,7 +134,7 @@ def layers_of(n: int, edges: list[tuple[int, int]]) -> list[int]:
     return layer
 
 
-def compute(vg: ViewGraph, elsewhere=None) -> Layout:
+def compute(vg: ViewGraph, elsewhere=None) -> Geometry:
     """vg's layout, cached by topology. `elsewhere(sizes, edges)`, when given, runs `placed` in another process and
     returns what it returned (the window's loader sends a big graph to its child process: igraph's Sugiyama is one
     C call that holds the GIL, ~90 ms on 10,000 ops, and the window froze while a thread of it ran it)."""
@@ -145,7 +146,7 @@ def compute(vg: ViewGraph, elsewhere=None) -> Layout:
     if elsewhere is None:
         layout = _compute(vg)
     else:
-        layout = Layout.from_arrays(*elsewhere(np.array([(n.width, n.height) for n in vg.nodes]).reshape(-1, 2),
+        layout = Geometry.from_arrays(*elsewhere(np.array([(n.width, n.height) for n in vg.nodes]).reshape(-1, 2),
                                                np.array([(e.src, e.dst) for e in vg.edges], np.intp).reshape(-1, 2)))
     layout.prepare(vg)                      # in the worker, not at first overview
     with _LOCK:
@@ -157,7 +158,7 @@ def compute(vg: ViewGraph, elsewhere=None) -> Layout:
 
 def placed(sizes: np.ndarray, edges: np.ndarray) -> tuple:
     """In a child process: the layout of nodes of these (width, height) joined by these (src, dst), as arrays
-    (Layout.arrays: one short unpickling where 100,000 tuples were a long one)."""
+    (Geometry.arrays: one short unpickling where 100,000 tuples were a long one)."""
     return _place(sizes.tolist(), edges.tolist()).arrays()
 
 
@@ -166,15 +167,15 @@ def cached(vg: ViewGraph) -> bool:
         return topology_key(vg) in _CACHE
 
 
-def _compute(vg: ViewGraph) -> Layout:
+def _compute(vg: ViewGraph) -> Geometry:
     return _place([(n.width, n.height) for n in vg.nodes], [(e.src, e.dst) for e in vg.edges])
 
 
-def _place(sizes: list, edges: list) -> Layout:
+def _place(sizes: list, edges: list) -> Geometry:
     """Nodes of these (width, height) joined by these (src, dst) edges, laid out."""
     n = len(sizes)
     if n == 0:
-        return Layout([], [], 0.0, 0.0)
+        return Geometry([], [], 0.0, 0.0)
     layer = layers_of(n, edges)
     # Edges must point down a layer; a back edge (from a cycle) is laid out reversed.
     ig_edges = [(s, d) if layer[s] < layer[d] else (d, s) for s, d in edges]
@@ -220,7 +221,7 @@ def _place(sizes: list, edges: list) -> Layout:
         routes.append(pts)
     width = max(xs) + slot / 2
     height = top[-1] + band[-1]
-    return Layout(pos, routes, width, height)
+    return Geometry(pos, routes, width, height)
 
 
 def _sane_route(route, want, layer, s: int, d: int) -> list:

@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
 from .graph_items import EdgeItem, Frame, NodeItem
-from .graph_layout import Layout
+from .graph_layout import Geometry
 from .graph_model import ViewGraph
 from .palette import UNKNOWN, palette
 from .raster import arrays, draw, raster
@@ -73,7 +73,7 @@ class GraphScene(QGraphicsScene):
     PAINT_NOW = 2000                            # recoloured at once; more (a first conversion's 10,000) in slices
     completed = Signal()
 
-    def __init__(self, vg: ViewGraph, layout: Layout, parent=None):
+    def __init__(self, vg: ViewGraph, layout: Geometry, parent=None):
         super().__init__(parent)
         self.vg, self.layout = vg, layout
         self.setBackgroundBrush(palette().background)
@@ -186,7 +186,7 @@ class GraphScene(QGraphicsScene):
         slices' items indexed at once was a stall (0.2-0.3 s on 50,000 ops)."""
         self.items(QRectF(0, 0, 1, 1))
 
-    def apply(self, vg: ViewGraph, layout: Layout, diff=None) -> None:
+    def apply(self, vg: ViewGraph, layout: Geometry, diff=None) -> None:
         """Show a re-converted graph in place: items whose node or edge key is in both graphs stay (relabelled,
         moved only if the layout moved them), the others are removed or added. Colours follow with colour().
         `diff` (live_layout.Diff, made in the worker) says which; without one for the shown graph it is made here.
@@ -202,7 +202,7 @@ class GraphScene(QGraphicsScene):
         next(self._update)                          # the visible change, now
         self.populate(seconds=self.SLICE_S)         # a small graph (NASNet) all of it; a big one in slices
 
-    def _updating(self, vg: ViewGraph, layout: Layout, diff):
+    def _updating(self, vg: ViewGraph, layout: Geometry, diff):
         """apply()'s work: first what is seen (items removed, added, moved, relabelled), then, yielding whenever a
         slice's time is up, every kept item re-indexed and the lookups rebuilt; yields True when done."""
         old_nodes, old_edges = self._node_at, self._edge_at

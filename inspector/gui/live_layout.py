@@ -13,7 +13,7 @@ from itertools import compress
 from operator import attrgetter, is_not, itemgetter, ne, or_
 from typing import Hashable
 
-from .graph_layout import H_GAP, V_GAP, Layout
+from .graph_layout import H_GAP, V_GAP, Geometry
 from .graph_model import ViewGraph
 
 _key, _SRC, _DST = attrgetter("key"), attrgetter("src"), attrgetter("dst")
@@ -56,7 +56,7 @@ def _edge_key(vg: ViewGraph, e) -> tuple:
 
 
 class Placement:
-    def __init__(self, vg: ViewGraph, layout: Layout, later: bool = False):
+    def __init__(self, vg: ViewGraph, layout: Geometry, later: bool = False):
         """`later`: read vg and layout when first used (`made`), in the re-run's worker: on 10,000 ops it took
         12 ms of the GUI thread before the first pin's re-run could even start."""
         self._from = (vg, layout) if later else None
@@ -66,7 +66,7 @@ class Placement:
         self.scene = None               # the window's scene these positions belong to (set by the window)
         self._by_ends = None            # _joins(), made when first asked for, then updated with every route
 
-    def _read(self, vg: ViewGraph, layout: Layout) -> None:
+    def _read(self, vg: ViewGraph, layout: Geometry) -> None:
         self.pos: dict[Hashable, tuple[float, float]] = {n.key: layout.pos[i] for i, n in enumerate(vg.nodes)}
         self.routes: dict[tuple, list[tuple[float, float]]] = dict(zip(edge_keys(vg), layout.routes))
         self.width, self.height = layout.width, layout.height
@@ -92,7 +92,7 @@ class Placement:
         n = len(vg.nodes)
         return (n - sum(map(self.pos.__contains__, map(_key, vg.nodes)))) / max(n, 1)
 
-    def layout(self, vg: ViewGraph) -> Layout:
+    def layout(self, vg: ViewGraph) -> Geometry:
         """Positions for vg: remembered ones kept, new nodes put where the edge they split ran.
 
         A graph that crossed from the child against the one this placement laid out last (rerun_child.view_in
@@ -168,7 +168,7 @@ class Placement:
         xs = [pos[i][0] + w[i] / 2 for i in new] or [0.0]
         ys = [pos[i][1] + half[i] for i in new] or [0.0]
         self.width, self.height = max(self.width, max(xs)), max(self.height, max(ys))
-        layout = Layout(pos, routes, self.width, self.height)
+        layout = Geometry(pos, routes, self.width, self.height)
         self._last = (weakref.ref(vg), layout, w, h)
         return layout
 
@@ -277,7 +277,7 @@ class Diff:
     restyled: set[int] = field(default_factory=set)      # new edges whose label, first flag or bundle changed
 
 
-def diff(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout) -> Diff:
+def diff(old: ViewGraph, old_layout: Geometry, vg: ViewGraph, layout: Geometry) -> Diff:
     was = vg.__dict__.get("_was")
     if was is not None and was[0]() is old:
         return _diff_from(old, old_layout, vg, layout, was[1], was[2])
@@ -313,7 +313,7 @@ def diff(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout) -> D
     return d
 
 
-def _diff_from(old: ViewGraph, old_layout: Layout, vg: ViewGraph, layout: Layout, nodes: list, edges: list) -> Diff:
+def _diff_from(old: ViewGraph, old_layout: Geometry, vg: ViewGraph, layout: Geometry, nodes: list, edges: list) -> Diff:
     """diff() of a view that crossed from the child against `old` (rerun_child.view_in): `nodes` and `edges` say
     which old node and edge each new one is (-1: a new object). Only those new objects are matched by key, as
     diff() matches all; the others are the same nodes, and edges with the same ends, tensor and label. The

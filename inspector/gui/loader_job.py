@@ -132,7 +132,7 @@ def in_child(path: str, graph) -> bool:
 
 
 def convert_and_lay_out(source, cache=None):
-    """(ConversionResult, notes, ONNX ViewGraph, Layout), or the conversion error's message. `source` is a Graph,
+    """(ConversionResult, notes, ONNX ViewGraph, Geometry), or the conversion error's message. `source` is a Graph,
     or a path when run in a child process (the result then comes back without its source graph). The pipeline
     includes the metadata pass; the denotation findings are computed here too, off the GUI thread. `cache` (a
     Reconverter; the child's own there) keeps the conversion's pieces for the re-runs after a pin."""
@@ -178,7 +178,7 @@ CHILD_TURN = threading.RLock()
 
 class JobSignals(QObject):
     stage = Signal(str)
-    tfliteReady = Signal(object, object, object)    # Document, ViewGraph, Layout
+    tfliteReady = Signal(object, object, object)    # Document, ViewGraph, Geometry
     onnxReady = Signal(object, object, object)
     failed = Signal(str, str)                        # message, details
     conversionFailed = Signal(str)
