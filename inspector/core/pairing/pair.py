@@ -21,7 +21,8 @@ from .mapping import Mapping, match
 
 
 @dataclass
-class Finding:
+class LayoutFinding:
+    """What the other converter did to a layout that ours would not (not a metadata.findings.Finding)."""
     kind: str          # transpose-pair | transpose-unneeded | transpose-shared | transpose-constant | io-layout
     message: str
     nodes: list[str] = field(default_factory=list)      # ONNX nodes (labels) it is about
@@ -37,7 +38,7 @@ class Pair:
     mapping: Mapping
     ours: object = None             # our ConversionResult of the TFLite model, None when it cannot convert
     ours_error: str = ""
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[LayoutFinding] = field(default_factory=list)
     validation: object = None       # PairValidation after validate()
 
     @property
@@ -167,7 +168,7 @@ def _perm_attr(node, rank: int) -> tuple[int, ...]:
 
 
 # -- findings -------------------------------------------------------------------------------------------------
-def transpose_findings(pair: Pair) -> list[Finding]:
+def transpose_findings(pair: Pair) -> list[LayoutFinding]:
     """Each of their Transposes: a pair that cancels, one on a constant (foldable), one our plan also needs on
     that tensor, or one our plan does without."""
     m, sg = pair.mapping, pair.graph.main
@@ -188,9 +189,9 @@ def transpose_findings(pair: Pair) -> list[Finding]:
         p1 = _perm_attr(n, len(p0))
         if len(p0) == len(p1) and L.is_identity(L.compose(p0, p1)):
             paired |= {i, j}
-            out.append(Finding("transpose-pair", f"Transposes {labels[i]} and {labels[j]} cancel ({list(p0)} then "
-                               f"{list(p1)}): both can go", [labels[i], labels[j]],
-                               m.value_tensor.get(nodes[i].input[0]), m.node_op.get(labels[j])))
+            out.append(LayoutFinding("transpose-pair", f"Transposes {labels[i]} and {labels[j]} cancel "
+                                     f"({list(p0)} then {list(p1)}): both can go", [labels[i], labels[j]],
+                                     m.value_tensor.get(nodes[i].input[0]), m.node_op.get(labels[j])))
     for i, n in enumerate(nodes):
         if n.op_type != "Transpose" or i in paired or not n.input:
             continue
@@ -200,22 +201,23 @@ def transpose_findings(pair: Pair) -> list[Finding]:
         perm = _perm_attr(n, len(m.layout(src) or ()))
         op = m.node_op.get(labels[i])
         if src in constant:
-            out.append(Finding("transpose-constant", f"{labels[i]} transposes the constant '{src}' at run time: "
-                               "it could be stored transposed", [labels[i]], None, op))
+            out.append(LayoutFinding("transpose-constant", f"{labels[i]} transposes the constant '{src}' at run "
+                                     "time: it could be stored transposed", [labels[i]], None, op))
         elif t is None:
-            out.append(Finding("transpose-unmapped", f"{labels[i]} transposes '{src}', which maps to no TFLite "
-                               "tensor", [labels[i]], None, op))
+            out.append(LayoutFinding("transpose-unmapped", f"{labels[i]} transposes '{src}', which maps to no "
+                                     "TFLite tensor", [labels[i]], None, op))
         elif t in ours_on:
-            out.append(Finding("transpose-shared", f"{labels[i]} on '{name}': our plan needs a Transpose there too",
-                               [labels[i]], t, op))
+            out.append(LayoutFinding("transpose-shared", f"{labels[i]} on '{name}': our plan needs a Transpose "
+                                     "there too", [labels[i]], t, op))
         elif pair.ours is not None:
             ours = L.name(pair.ours.plan.perm(t, sg.tensors[t].rank))
-            out.append(Finding("transpose-unneeded", f"{labels[i]} on '{name}' ({list(perm)}): our plan needs none "
-                               f"there (keeps '{name}' {ours} for every consumer)", [labels[i]], t, op))
+            out.append(LayoutFinding("transpose-unneeded", f"{labels[i]} on '{name}' ({list(perm)}): our plan "
+                                     f"needs none there (keeps '{name}' {ours} for every consumer)", [labels[i]], t,
+                                     op))
     return out
 
 
-def io_findings(pair: Pair) -> list[Finding]:
+def io_findings(pair: Pair) -> list[LayoutFinding]:
     """Graph inputs/outputs whose layout differs from ours (ours: channels-first unless kept)."""
     if pair.ours is None:
         return []
@@ -232,8 +234,8 @@ def io_findings(pair: Pair) -> list[Finding]:
             ours = plan.outputs.get(t, plan.perm(t, rank)) if kind == "output" else plan.perm(t, rank)
             if tuple(theirs) != tuple(ours) and not L.is_trivial(L.apply(sg.tensors[t].shape, theirs),
                                                                  L.compose(L.inverse(theirs), ours)):
-                out.append(Finding("io-layout", f"{kind} '{sg.tensors[t].name}': theirs is {L.name(theirs)}, ours is "
-                                   f"{L.name(ours)}", [], t, None))
+                out.append(LayoutFinding("io-layout", f"{kind} '{sg.tensors[t].name}': theirs is {L.name(theirs)}, "
+                                         f"ours is {L.name(ours)}", [], t, None))
     return out
 
 
