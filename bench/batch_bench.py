@@ -29,7 +29,7 @@ STARTUP_DRIVER = """
 import os, sys, time
 started = float(sys.argv[3])
 from multiprocessing import context
-import inspector.cli, inspector.cli.convert, inspector.core.session.document
+import inspector.cli, inspector.cli.convert, inspector.core.session.session
 def start(self):
     now = time.time()
     print(now - t0, now - started, flush=True)

@@ -412,7 +412,7 @@ def quit_without_changes(h):
 def quit_with_changes(h):
     """A pin, then Ctrl+Q: Cancel keeps the window and the pin; Ctrl+Q again, Save session: the session file is
     written beside the model and the window closes."""
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     w = h.w
     path = _copy_sample(h)
     _pinned(h, path)

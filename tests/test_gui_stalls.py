@@ -109,9 +109,9 @@ def test_diff_keeps_each_edge_of_a_tensor_read_twice():
 
 def test_opening_hashes_the_model_before_the_window_gets_it(qtbot, window, corpus, monkeypatch):
     """The autosave check hashes the model when the conversion arrives; the loader has hashed it by then."""
-    from inspector.core.session import document
+    from inspector.core.session import session
     calls = []
-    monkeypatch.setattr(document, "_sha256_of", _counting(document._sha256_of, calls))
+    monkeypatch.setattr(session, "_sha256_of", _counting(session._sha256_of, calls))
     open_model(qtbot, window, corpus / MODEL)
     assert calls[:1] == ["worker"]                              # computed first in the loader's thread
 

@@ -19,7 +19,7 @@ from inspector.cli import main
 from inspector.core.ir.errors import ModelLoadError
 from inspector.core.io.inputs import SESSION_LIMIT
 from inspector.core.io.onnx_reader import load_proto, read_onnx
-from inspector.core.session.document import Session
+from inspector.core.session.session import Session
 from inspector.core.session.pipeline import ConvertOptions
 from inspector.core.session.session_file import SessionError
 

@@ -207,7 +207,7 @@ def first_of_each_folder() -> list[str]:
 def test_an_onnx_made_by_the_project_edited_alone_keeps_every_node(corpus, rel, tmp_path):
     """What the window's Export does for an .onnx opened alone (OnnxSession): metadata edits, nothing else."""
     from inspector.core.session.onnx_session import OnnxSession
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     made = tmp_path / "made.onnx"
     s = Session.open(corpus / rel)
     s.export(str(made))

@@ -182,7 +182,7 @@ def test_results_kept_as_bases_do_not_outlive_the_window_that_showed_them(tmp_pa
 def test_a_result_replaced_before_its_pieces_came_is_asked_for_again(tmp_path, pool):
     """Another window's send between a re-run and its pieces: `piece` answers Replaced, and the re-run job asks
     again instead of failing with a traceback."""
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     from inspector.gui.editing import RerunJob
     path = branches(tmp_path / "b.tflite")
     s = Session.open(str(path))
@@ -214,7 +214,7 @@ def test_two_windows_pinning_at_once_take_turns_with_the_child(tmp_path, monkeyp
     """Two windows re-running through the one child at once: each exchange (rerun, its pieces, annotated, its
     pieces) ends before the other's starts (loader_job.CHILD_TURN). Interleaved, each window's send replaced the
     other's result, and both asked again without end (a review's experiment: 17,000 re-runs for 8 pins)."""
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     from inspector.gui.editing import RerunJob
     p = child_pool(monkeypatch, OneWorker(limit=40))
     paths = [branches(tmp_path / f"b{n}.tflite", n) for n in (24, 33)]
@@ -244,7 +244,7 @@ def test_a_rerun_failing_in_the_window_still_ends_the_childs_rerun(qtbot, tmp_pa
     """The child's collection is off from a re-run's start to its `finish`, which the window queues with the
     findings; a failure in the window between the steps (here the layout) shows its message, and queues `finish`
     all the same (it was left off for good)."""
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     from inspector.gui.editing import RerunJob
     path = branches(tmp_path / "b.tflite")
     s = Session.open(str(path))

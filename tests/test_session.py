@@ -10,7 +10,7 @@ import pytest
 from inspector.cli import main
 from inspector.core.ir.errors import ConversionError, InspectorError, MetadataError
 from inspector.core.metadata.edits import MetadataEdits
-from inspector.core.session.document import Session
+from inspector.core.session.session import Session
 from inspector.core.io.tflite_builder import ModelBuilder
 
 RNG = np.random.default_rng(11)

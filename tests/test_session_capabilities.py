@@ -1,7 +1,7 @@
 """Sessions declare what they can do; the window asks those flags, never which class a session is (issue 36)."""
 from __future__ import annotations
 
-from inspector.core.session.document import Session
+from inspector.core.session.session import Session
 from inspector.core.session.onnx_session import OnnxSession
 from inspector.core.session.pair_session import PairSession
 

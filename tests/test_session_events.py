@@ -8,7 +8,7 @@ from inspector.core.emit.convert import DEFAULT_OPSET
 from inspector.core.io.loader import load_model
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.metadata.edits import MetadataEdits
-from inspector.core.session.document import Session
+from inspector.core.session.session import Session
 from inspector.core.session.events import (MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
                                            ValidationDone)
 from inspector.core.session.pipeline import ConvertOptions, run

@@ -20,7 +20,7 @@ def parse_pins(items: list[str]) -> dict[str, str]:
 
 def prepare(args, model: str):
     """A Session for `model` with the command line's decisions and options applied."""
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     from inspector.core.session.pipeline import FLAGS
     session = Session.open(model)
     if args.session:

@@ -390,7 +390,7 @@ def convert_many(args, prepare: Callable) -> int:
     models, failed = expand([args.model] + list(args.more))
     if not models and not failed:
         raise InspectorError(f"no .tflite model found in {' '.join([args.model] + list(args.more))}")
-    import inspector.core.session.document  # noqa: F401  (imported once here: forked workers start with it loaded)
+    import inspector.core.session.session  # noqa: F401  (imported once here: forked workers start with it loaded)
     outputs = output_paths(models, outdir)
     created = _folders(outputs)
     try:

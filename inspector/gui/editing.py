@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, Q
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
-from inspector.core.session.document import Session
+from inspector.core.session.session import Session
 from inspector.core.session.events import ModelOpened, PinsChanged, PlanChanged
 from inspector.core.session.onnx_session import OnnxSession
 from inspector.core.session.pair_session import PairSession

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, QRunnable, Signal
 from inspector.core.ir.errors import InspectorError
 from inspector.core.io.loader import sniff
 from inspector.core.io.tflite_reader import read_tflite
-from inspector.core.session.document import file_sha256
+from inspector.core.session.session import file_sha256
 
 from . import graph_layout, graph_model
 from .document import Document

@@ -419,7 +419,7 @@ def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overw
     from inspector.core.io.atomic import OutputSet
     from inspector.core.ir.errors import InspectorError
     from inspector.core.metadata.edits import MetadataEdits
-    from inspector.core.session.document import Session
+    from inspector.core.session.session import Session
     from inspector.core.session.pipeline import ConvertOptions
     try:
         s = Session(path=path, graph=_graph(path), pins=dict(pins), metadata=MetadataEdits.from_dict(metadata),

@@ -17,7 +17,7 @@ import onnx
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.metadata.edits import MetadataEdits
-from .document import Change, Session
+from .session import Change, Session
 from .events import Exported
 
 
@@ -96,7 +96,7 @@ class OnnxSession(Session):
         d = check({**data, "options": {}}, None, path)
         d.metadata.apply(_copy(self.model))              # every tensor it names must be in this model
         warnings = []
-        from .document import file_sha256
+        from .session import file_sha256
         if d.model_sha256 not in (None, file_sha256(self.path)):
             warnings.append(f"{path} was saved for a different version of {d.model}")
         self.restore({}, d.metadata, {})

@@ -15,7 +15,7 @@ import onnx
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.pairing.mapping import node_label
-from .document import Session
+from .session import Session
 from .events import Exported
 
 PIN_REASON = ("Pins steer our own conversion. A pair shows an ONNX model made elsewhere, which is never "
