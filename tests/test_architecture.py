@@ -151,3 +151,35 @@ def test_one_event_path_from_the_session_to_the_views():
             if isinstance(node, ast.Name) and node.id in ("is_pair", "is_onnx_alone"):
                 found.append(f"{rel}:{node.lineno} {node.id}")
     assert not found, f"a second path, or a session's kind asked: {found}"
+
+
+def test_a_conversion_result_is_frozen_with_every_field_later_stages_give_it_declared():
+    """Later stages (the metadata pass, the checker, the window) derive a new result with dataclasses.replace
+    instead of writing attributes onto the one they were given."""
+    import dataclasses
+
+    import numpy as np
+    import pytest
+
+    from inspector.core.emit.convert import convert
+    from inspector.core.emit.result import ConversionResult
+    from inspector.core.io.tflite_builder import ModelBuilder
+    from inspector.core.io.tflite_reader import read_tflite_bytes
+    from inspector.core.session.pipeline import metadata_pass
+
+    assert ConversionResult.__dataclass_params__.frozen
+    declared = {f.name for f in dataclasses.fields(ConversionResult)}
+    assert {"weights_left_out", "findings", "checking", "metadata_mapping", "state", "quantization"} <= declared
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    y = b.tensor("y", [1, 5, 7, 4])
+    w = b.const("w", np.ones((4, 1, 1, 3), np.float32))
+    b.op("CONV_2D", [x, w, b.const("bias", np.zeros(4, np.float32))], [y], {"padding": "SAME"})
+    b.output(y)
+    result = convert(read_tflite_bytes(b.build(), "net.tflite"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.findings = []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.model = None
+    annotated = metadata_pass(result).result
+    assert annotated.plan is result.plan and annotated.findings is None and not annotated.weights_left_out

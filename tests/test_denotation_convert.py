@@ -5,7 +5,7 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.core.metadata.denotation import annotate, io_layouts
+from inspector.core.metadata.denotation import annotate, annotate_read, io_layouts
 from inspector.core.metadata.lint import lint as check
 from inspector.core.ir.errors import MetadataError
 from inspector.core.metadata.edits import MetadataEdits
@@ -150,13 +150,13 @@ def test_unmatched_normalization_is_kept_in_metadata_props_and_every_field_says_
     b.add_metadata("TFLITE_METADATA", metadata_buffer([image(RGB, mean, std)], [{"name": "y"}], author="me",
                                                       name="net"))
     r = convert(read_tflite_bytes(b.build(), "imagenet.tflite"))
-    notes = annotate(r)
+    notes, _, mapping = annotate_read(r)
     props = {p.key: p.value for p in r.model.metadata_props}
     kept = json.loads(props[NORMALIZATION_KEY])
     assert list(kept) == [r.model.graph.input[0].name] and np.allclose(kept["rgb"]["mean"], mean, atol=1e-4)
     assert np.allclose(kept["rgb"]["std"], std, atol=1e-4) and "Image.NominalPixelRange" not in props
     assert any(NORMALIZATION_KEY in n and "per-channel" in n for n in notes)
-    became = {m["onnx"]: m["tflite"] for m in r.metadata_mapping}
+    became = {m["onnx"]: m["tflite"] for m in mapping}
     assert became == {"doc_string": "name, description", "metadata_props model_author": "author",
                       "type denotation of 'rgb'": "input 'rgb' content ImageProperties",
                       "Image.BitmapPixelFormat": "input 'rgb' colour space RGB",

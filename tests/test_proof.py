@@ -2,6 +2,7 @@
 noise floor, LiteRT's refusals as one line. Every reference is ai-edge-litert's interpreter, run by validate()."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -357,7 +358,7 @@ def test_steps_feed_the_state_back_and_compare_each_call(tmp_path, capsys):
     result = convert(graph)
     steps = validate_steps(result, 4)
     assert [v.verdict for v in steps] == ["ok"] * 4 and [v.seed for v in steps] == [0, 1, 2, 3]
-    result.state = []                                  # no feedback: every call starts from the initial state
+    result = dataclasses.replace(result, state=[])     # no feedback: every call starts from the initial state
     assert [v.verdict for v in validate_steps(result, 3)] == ["ok", "fail", "fail"]
     onnx.save(convert(graph).model, tmp_path / "s.onnx")
     assert cli(["validate", str(tmp_path / "s.tflite"), str(tmp_path / "s.onnx"), "--steps", "3"]) == 0

@@ -4,6 +4,7 @@ several windows sharing one child (pieces of a result replaced, views received f
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 import sys
 import threading
@@ -100,7 +101,8 @@ def window_reruns(path, pins: dict):
     res = packed[1]
     (result,) = loader_job.received(pickle.loads(pickle.dumps(packed)))
     model, notes, mapping, findings = pickle.loads(pickle.dumps(rerun_child.annotated(sent[0])))
-    result.model, result.metadata_mapping = model, mapping
+    result, received = dataclasses.replace(result, model=model, metadata_mapping=mapping), result
+    rerun_child.derived(received, result)   # as the window keeps it (Session.checked)
     rerun_child.finish()                    # the re-run's last call: the child indexes the view it sent
     assert rerun_child.CHILD.indexed is next(iter(rerun_child.CHILD.sent.values()))
     return vg, result, notes, (sum(type(e) is int for e in edges), res)
@@ -112,7 +114,8 @@ def shown_by(job, pool) -> tuple:
     from inspector.gui.editing import _annotated
     result, vg, _, _, annotating = job._in_child(pool)
     a = _annotated(annotating.result(), result, job.session.metadata)
-    result.model, result.metadata_mapping = a.model, a.mapping
+    result, received = dataclasses.replace(result, model=a.model, metadata_mapping=a.mapping), result
+    rerun_child.derived(received, result)
     return result, a.notes, vg
 
 
@@ -169,7 +172,9 @@ def test_results_kept_as_bases_do_not_outlive_the_window_that_showed_them(tmp_pa
     path = branches(tmp_path / "b.tflite")
     pins = pinned_sequence(path, load_model(path))
     vg, result, notes, _ = window_reruns(path, pins[0])
-    result.graph = load_model(path)
+    result, received = dataclasses.replace(result, graph=load_model(path)), result
+    rerun_child.derived(received, result)
+    del received
     gone = weakref.ref(result.graph)
     del vg, result, notes
     gc.collect()

@@ -36,6 +36,16 @@ class Document:
     def trace(self):
         return self.result.trace if self.result is not None else None
 
+    def took(self, result) -> None:
+        """`result` in place of this document's: the same conversion with what followed it (its metadata pass and
+        findings; results are frozen, so that is a new one). Its plan, trace and categories are the same: the
+        colours worked out stand."""
+        global _COLOURED
+        ref, tflite, onnx = _COLOURED
+        if ref() is self.result:
+            _COLOURED = (weakref.ref(result), tflite, onnx)
+        self.result, self.model = result, result.model
+
     # ---- colours -------------------------------------------------------------------------------------------
     def tflite_categories(self) -> dict[Hashable, str]:
         if self.result is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
@@ -30,7 +30,7 @@ from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .pin_menu import PinBar, install_context_menu
-from .rerun_child import annotated_and_checked, with_findings
+from .rerun_child import annotated_and_checked, derived, with_findings
 
 SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (the GUI
                         # thread sets it before it blocks on the pool: Editor._unblock; this bounds a bug)
@@ -84,7 +84,7 @@ class RerunJob(QRunnable):
                 child = True                    # until its `finish` is queued (with `annotated`)
                 result, vg, layout, changes, annotating = self._in_child(executor())
                 child = False
-                result.graph = s.graph
+                result = _derived(result, graph=s.graph)
                 annotate = lambda: _annotated(annotating.result(), result, metadata)          # noqa: E731
             else:
                 if not s.converts:          # metadata edits on an ONNX model (a pair's, or one opened alone)
@@ -97,7 +97,7 @@ class RerunJob(QRunnable):
                 layout, changes = self._lay_out(vg)
             notes = s.notes if annotate is None else list(result.warnings)     # the pass's follow with its model
             if annotate is not None:
-                result.findings, result.checking = None, True       # the Metadata dock waits for them
+                result = _derived(result, findings=None, checking=True)     # the Metadata dock waits for them
             self.signals.done.emit(result, notes, vg, layout, changes)
         except InspectorError as e:
             self._failed(child, str(e), "")
@@ -182,6 +182,13 @@ class RerunJob(QRunnable):
         return layout, diff(*self.shown, vg, layout) if live else None
 
 
+def _derived(result, **changes):
+    """dataclasses.replace(result, **changes), kept as the base of the next result from the child in its place."""
+    new = replace(result, **changes)
+    derived(result, new)
+    return new
+
+
 def _annotated(outcome, result, metadata) -> Annotation:
     """The child's `annotated` answer as an Annotation (run here when another re-run replaced it there)."""
     if outcome is None:
@@ -194,13 +201,10 @@ def _annotated(outcome, result, metadata) -> Annotation:
 def _annotated_here(result, metadata) -> Annotation:
     """The metadata pass and the checker on a copy of the result's model: the window reads the shown one
     meanwhile (a copy is ~3 ms on NASNet's 21 MB)."""
-    import copy
-
     import onnx
-    r = copy.copy(result)
-    r.model = onnx.ModelProto()
-    r.model.CopyFrom(result.model)
-    return Annotation(*annotated_and_checked(r, metadata))
+    model = onnx.ModelProto()
+    model.CopyFrom(result.model)
+    return Annotation(*annotated_and_checked(replace(result, model=model), metadata))
 
 
 class AutosaveJob(QRunnable):
@@ -407,7 +411,7 @@ class Editor(QObject):
             s = OnnxSession.of(doc.path, doc.model)
             s.sources = doc.sources                  # read by the loader, off the GUI thread, like the findings
             if doc.findings is not None:
-                s.result.findings = doc.findings
+                s.result = replace(s.result, findings=doc.findings)
             result, notes = s.result, s.notes
         else:
             s = PairSession(doc) if doc.result.pair is not None else Session(path=doc.path, graph=doc.graph)
@@ -591,7 +595,10 @@ class Editor(QObject):
         if annotation is None or self.session is None:
             return
         a = annotation                  # ignored unless it is still the result shown
-        if self.session.checked(result, a.findings, a.model, a.notes, a.mapping, a.error) and a.error:
+        checked = self.session.checked(result, a.findings, a.model, a.notes, a.mapping, a.error)
+        if checked:
+            derived(result, self.session.result)
+        if checked and a.error:
             self.window.statusBar().showMessage(f"Metadata pass failed: {a.error.splitlines()[0]}", 15000)
             self.window.error("The metadata pass failed", a.error + "\n\nThe graph shown carries no metadata "
                               "(denotations, Image fields, your edits) and is not exported as it is: undo (Ctrl+Z) "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
+from dataclasses import replace
 from concurrent.futures.process import BrokenProcessPool
 
 from PySide6.QtCore import QObject, QRunnable, Signal
@@ -18,7 +19,7 @@ from inspector.core.session.session import file_sha256
 
 from . import graph_layout, graph_model
 from .document import Document
-from .rerun_child import leave_out_weights
+from .rerun_child import derived, leave_out_weights
 
 
 _EXECUTOR = None
@@ -151,14 +152,13 @@ def convert_and_lay_out(source, cache=None):
         outcome = run(graph, metadata_failure_is_note=True, cache=cache, check=child)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    with_findings(outcome.result)
-    vg = graph_model.from_onnx(outcome.result.model)
+    result = with_findings(outcome.result)
+    vg = graph_model.from_onnx(result.model)
     layout = graph_layout.compute(vg)
     if child:                           # back to the window in pieces it unpickles in short steps
         from .rerun_child import send, view_out
-        outcome.result.graph = None
-        return send(leave_out_weights(outcome.result), outcome.notes, view_out(vg), layout, diff=True)
-    return outcome.result, outcome.notes, vg, layout
+        return send(leave_out_weights(replace(result, graph=None)), outcome.notes, view_out(vg), layout, diff=True)
+    return result, outcome.notes, vg, layout
 
 
 def in_the_child(sizes, edges) -> tuple:
@@ -269,7 +269,8 @@ class LoadJob(QRunnable):
         result, notes, vg, layout = outcome
         if self.cancelled:
             return
-        result.graph = graph
+        result, received_as = replace(result, graph=graph), result
+        derived(received_as, result)
         doc.result, doc.model, doc.notes, doc.onnx_shapes = result, result.model, notes, dict(vg.shapes)
         doc.onnx_categories()               # both panes' colours, worked out here rather than on the GUI thread
         self._emit(s.onnxReady, doc, vg, layout)

@@ -599,12 +599,13 @@ class MainWindow(QMainWindow):
         finally:
             self._syncing = False
 
-    def _annotated(self, _e) -> None:
-        """A re-run's metadata pass came after its graph: the document takes its model and notes (Details shows
-        the model's types)."""
+    def _annotated(self, e) -> None:
+        """A re-run's metadata pass came after its graph: the document takes the result that has it, its model and
+        notes (Details shows the model's types)."""
         s = self.views.session
-        if self.doc is not None and s is not None and self.doc.result is s.result and s.result is not None:
-            self.doc.model, self.doc.notes = s.result.model, list(s.notes)
+        if self.doc is not None and s is not None and self.doc.result is e.shown and s.result is not None:
+            self.doc.took(s.result)
+            self.doc.notes = list(s.notes)
             self.refresh_details()
 
     def refresh_details(self) -> None:

@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -175,9 +175,8 @@ def findings_of(model, since=None) -> list:
 
 
 def with_findings(result):
-    """findings_of its model, kept on the result they describe as `findings`."""
-    result.findings = findings_of(result.model)
-    return result
+    """The result with findings_of its model as its `findings`."""
+    return replace(result, findings=findings_of(result.model))
 
 
 STRIP_BYTES = 64 << 10        # weights this big come back from the child as name, type and dims only (a model of
@@ -190,11 +189,12 @@ def leave_out_weights(result):
     validation to convert again (in the child, or in their worker). (A re-run's conversion leaves them out
     itself: convert's weights_over.)"""
     from inspector.core.emit.convert import raw_length
+    left_out = result.weights_left_out
     for t in result.model.graph.initializer:
         if raw_length(t) > STRIP_BYTES:
             t.ClearField("raw_data")
-            result.weights_left_out = True
-    return result
+            left_out = True
+    return replace(result, weights_left_out=left_out)
 
 
 def finish() -> None:
@@ -332,6 +332,16 @@ def result_in(key, base_key, fetch_all, needed=()):
     return got
 
 
+def derived(old, new) -> None:
+    """(In the window) `new`, made from the received result `old` with dataclasses.replace (results are frozen:
+    a graph attached, the metadata pass's model), is kept as the base of the next result's changes in old's place:
+    they share every part that was sent."""
+    with WINDOW.lock:
+        for key, refs in WINDOW.had.items():
+            if refs and refs[0] is not None and refs[0]() is old:
+                WINDOW.had[key] = (weakref.ref(new), *refs[1:])
+
+
 def last_result():
     """(In the window) the key of the result received last and still kept, to send the next one against."""
     with WINDOW.lock:
@@ -374,13 +384,7 @@ def result_of(number: int, have=None):
     None when another re-run replaced it."""
     if number != CHILD.converted_number or CHILD.converted is None:
         return None
-    converted = CHILD.converted[0]
-    graph, converted.graph = converted.graph, None
-    try:
-        sent = send(converted, diff=True, have=have)
-    finally:
-        converted.graph = graph                         # (the metadata pass reads it)
-    return sent
+    return send(replace(CHILD.converted[0], graph=None), diff=True, have=have)   # (the metadata pass reads it)
 
 
 def annotated(number: int):
@@ -409,7 +413,7 @@ def annotated_and_checked(result, metadata) -> tuple:
     copy (editing._annotated_here)."""
     from inspector.core.session.pipeline import metadata_pass
     done = metadata_pass(result, metadata, keep_reading=True)     # the checker reuses what the pass read
-    return result.model, done.notes, result.metadata_mapping, findings_of(result.model, done.reading)
+    return done.result.model, done.notes, done.result.metadata_mapping, findings_of(done.result.model, done.reading)
 
 
 def export(path: str, pins: dict, options: dict, metadata: dict, out: str, overwrite: bool, report_path: str,

@@ -254,28 +254,26 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
     if graph.description:
         model.doc_string = graph.description
     categories = cache.categories(sg, table) if cache is not None else op_categories(sg, table)
+    warnings = graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
+    model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
+        sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
+        {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
+    state = []
+    if em.state is not None:
+        state = em.state.describe()
+        warnings += em.state.warnings
+        model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
+    rest = cache.rest_bound(model) if cache is not None and not rewritten else None    # (a rewrite may grow one)
+    left_out = _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable
+                                 else None, weights_over, rest)
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
                                        "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
                                        "dynamic_as_float": dynamic_as_float,
                                        "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}
                                        if pin_map else {}},
-                              subgraphs=dict(em.subgraphs))
-    result.quantization = em.q.report()
-    result.warnings += graph.notes + em.warnings
-    if cleaned:
-        result.warnings += [f"peephole: {line}" for line in cleaned]
-    model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
-        sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
-        {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
-    if em.state is not None:
-        result.state = em.state.describe()
-        result.warnings += em.state.warnings
-        model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    rest = cache.rest_bound(model) if cache is not None and not rewritten else None    # (a rewrite may grow one)
-    if _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable else None,
-                         weights_over, rest):
-        result.weights_left_out = True
+                              warnings=warnings, subgraphs=dict(em.subgraphs), state=state,
+                              quantization=em.q.report(), weights_left_out=bool(left_out))
     if check:
         check_model(model)
     return result

@@ -17,9 +17,12 @@ class ConversionTrace:
     inserted: dict[str, Conflict] = field(default_factory=dict)        # onnx node inserted for a conflict -> conflict
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConversionResult:
-    graph: Any                      # the source inspector.core.ir.graph.Graph
+    """One conversion, never changed once made: a later stage (the metadata pass, the checker, the window) derives
+    a new one with dataclasses.replace. (Its model's protobuf is shared, not copied: the metadata pass annotates
+    it in place, changing no node, value name or shape.)"""
+    graph: Any                      # the source inspector.core.ir.graph.Graph (None while sent from the child)
     plan: LayoutPlan                # of the main subgraph
     model: Any                      # onnx.ModelProto
     trace: ConversionTrace
@@ -36,6 +39,12 @@ class ConversionResult:
     pair: Any = None                # pairing.pair.Pair when this shows an ONNX model made elsewhere (as_result)
     # What each TFLite metadata field became in the ONNX model (metadata.tflite.field_mapping), by the metadata pass.
     metadata_mapping: list[dict[str, Any]] = field(default_factory=list)
+    # Initializers over a size were written without their data (convert's weights_over, the window's child
+    # process): export and validation convert again.
+    weights_left_out: bool = False
+    # The metadata checker's findings on `model` (metadata.lint), once the window has them; None: not yet.
+    findings: list[Any] | None = None
+    checking: bool = False          # the window's re-run: the metadata pass and its findings follow
 
     @property
     def transposes(self) -> int:

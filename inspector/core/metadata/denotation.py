@@ -171,8 +171,10 @@ def annotate(result, edits: MetadataEdits | None = None, memo: Memo | None = Non
     return annotate_read(result, edits, memo)[0]
 
 
-def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None = None) -> tuple[list[str], Reading]:
-    """The metadata pass of a conversion, in place on result.model; returns notes for the user.
+def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None = None
+                  ) -> tuple[list[str], Reading, list[dict] | None]:
+    """The metadata pass of a conversion, in place on result.model (the result itself is frozen: its metadata
+    mapping is returned, None without TFLite metadata); returns notes for the user.
 
     1. dimension denotations of the graph inputs from their layouts (a 4-D input read as TFLite's NHWC), kept only
        where propagation through the graph does not contradict them, then the outputs' from that propagation,
@@ -184,7 +186,7 @@ def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None 
     io = _io_map(result)
     inputs = {vi.name for vi in result.model.graph.input}
     dims, notes, prop = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs}, memo)
-    meta, prefill = None, MetadataEdits()
+    meta, prefill, mapping = None, MetadataEdits(), None
     if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
         from .tflite import edits_from_metadata, read_tflite_metadata
         meta = read_tflite_metadata(result.graph)
@@ -197,14 +199,14 @@ def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None 
         kept = {io[t][0]: v for t, v in meta.normalization.items() if t in io}
         if kept:
             prefill.props[ms.NORMALIZATION_KEY] = json.dumps(kept)
-        result.metadata_mapping = [_renamed(m, io) for m in field_mapping(meta)]
+        mapping = [_renamed(m, io) for m in field_mapping(meta)]
         notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
                   for t, v in meta.types.items() if t in io]
         notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
         notes += meta.notes + meta.warnings
     final = dims.merged(prefill).merged(edits or MetadataEdits())
     notes += final.apply(result.model)
-    return notes, Reading(result.model, prop, frozenset(final.types) | frozenset(final.dims))
+    return notes, Reading(result.model, prop, frozenset(final.types) | frozenset(final.dims)), mapping
 
 
 def _renamed(entry: dict, io) -> dict:

@@ -64,9 +64,8 @@ def validate_file_steps(graph: Graph, onnx_path: str, steps: int, seed: int = 0,
         if row["kind"] == "output":
             plan.outputs[t] = tuple(row["perm"])
         trace.tensor_values[t] = [row["onnx"]]
-    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={})
     outs = {o.name for o in model.graph.output}
-    result.state = [{"input": i.name, "output": "state_out:" + i.name[len("state:"):]}
-                    for i in model.graph.input if i.name.startswith("state:")
-                    and "state_out:" + i.name[len("state:"):] in outs]
+    state = [{"input": i.name, "output": "state_out:" + i.name[len("state:"):]}
+             for i in model.graph.input if i.name.startswith("state:") and "state_out:" + i.name[len("state:"):] in outs]
+    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories={}, state=state)
     return validate_steps(result, steps, seed, rtol)

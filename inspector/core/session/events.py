@@ -76,8 +76,10 @@ class PlanChanged:
 class FindingsChecked:
     """A re-run's metadata pass (session.result.model, session.notes) and the checker's findings on it
     (result.findings) arrived after its PlanChanged: the window shows a re-run's graph first and annotates and
-    checks its model right after (session.error: why that pass failed, if it did)."""
+    checks its model right after (session.error: why that pass failed, if it did). session.result is a new
+    ConversionResult then (results are frozen): `shown` is the one PlanChanged carried, which it replaces."""
     findings: Any
+    shown: Any = None                   # ConversionResult
 
 
 @dataclass(frozen=True)

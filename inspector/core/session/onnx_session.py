@@ -8,7 +8,7 @@ checks as any other export (metadata gate, onnx.checker, atomic write), nodes an
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +23,20 @@ from .events import Exported
 
 REASON = ("Pins and validation need a TFLite model. An ONNX model opened alone is never converted: only its "
           "metadata and denotations can be edited here.")
+
+
+@dataclass(frozen=True)
+class OnnxResult:
+    """What an ONNX model opened alone shows where a conversion's result stands: the model with the edits, no
+    plan, no trace. Frozen like a ConversionResult (dataclasses.replace to derive)."""
+    model: Any
+    transposes: int
+    plan: Any = field(default_factory=lambda: SimpleNamespace(conflicts=[]))
+    trace: Any = None
+    warnings: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    findings: list[Any] | None = None       # the metadata checker's, once the window has them
+    checking: bool = False
 
 
 @dataclass
@@ -53,8 +67,7 @@ class OnnxSession(Session):
         notes = self.metadata.apply(model)
         transposes = sum(n.op_type == "Transpose" for n in model.graph.node)
         before = self.result.transposes if self.result is not None else None
-        self.result = SimpleNamespace(model=model, transposes=transposes, plan=SimpleNamespace(conflicts=[]),
-                                      trace=None, warnings=[], options={})
+        self.result = OnnxResult(model=model, transposes=transposes)
         self.notes, self.validation = [self.header()] + notes, None
         return Change(before, transposes, 0)
 

@@ -64,7 +64,8 @@ def converted(graph, pins: Mapping[str, str] | None = None, options: ConvertOpti
 
 def metadata_pass(result, metadata=None, metadata_failure_is_note: bool = False, keep_reading: bool = False
                   ) -> Outcome:
-    """run's second step, in place on result.model (it changes no node, value name or shape). `keep_reading`:
+    """run's second step, in place on result.model (it changes no node, value name or shape); the Outcome's
+    result is `result` with the pass's metadata mapping (dataclasses.replace: results are frozen). `keep_reading`:
     the Outcome keeps what the pass read, for the checker to run next on the same model (it holds a Propagator:
     not for an Outcome kept longer)."""
     from inspector.core.ir.errors import InspectorError
@@ -72,8 +73,10 @@ def metadata_pass(result, metadata=None, metadata_failure_is_note: bool = False,
     from inspector.core.metadata.edits import MetadataEdits
     reading = None
     try:
-        notes, reading = annotate_read(result, metadata if metadata is not None else MetadataEdits())
+        notes, reading, mapping = annotate_read(result, metadata if metadata is not None else MetadataEdits())
         notes = list(result.warnings) + notes
+        if mapping is not None:
+            result = replace(result, metadata_mapping=mapping)
     except InspectorError as e:
         if not metadata_failure_is_note:
             raise

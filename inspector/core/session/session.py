@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping
@@ -156,13 +156,16 @@ class Session:
         pass for the current."""
         if result is not self.result:
             return False
+        shown = result
         if model is not None:
-            result.model, result.metadata_mapping = model, mapping if mapping is not None else []
+            result = replace(result, model=model, metadata_mapping=mapping if mapping is not None else [])
         if notes is not None:
             self.notes = list(notes)
         self.error = error
-        result.findings = findings
-        self.publish(FindingsChecked(findings))
+        self.result = replace(result, findings=findings, checking=False)
+        if self._counted[0] is shown:           # the pass changes no node: the count stands
+            self._counted = (self.result, self._counted[1])
+        self.publish(FindingsChecked(findings, shown))
         return True
 
     def validate(self, **kwargs):
