@@ -140,6 +140,45 @@ def _nested(graph: Graph, table) -> dict:
     return {"graph": graph, "subplans": Subplans(graph, table)} if len(graph.subgraphs) > 1 else {}
 
 
+class Fresh:
+    """A conversion from scratch: each step _convert takes, in full. incremental.Reconverter takes the same steps
+    from the last run's pieces where they still hold (the same bytes)."""
+    memo = None                     # the planner's (layout.propagation.plan_layouts)
+    usable = False                  # no last run's records to replay
+    prepared = None
+
+    def start(self, graph, options: tuple) -> bool:
+        return False
+
+    def emitter(self, sg, plan, opset, constants, trace) -> Emitter:
+        return Emitter(sg, plan, opset, constants, trace)
+
+    def emit_ops(self, em: Emitter, folded: set[int], emit_one) -> None:
+        emit_ops(em, folded)
+
+    def add_value_infos(self, g, em: Emitter, io_names: set, constants) -> None:
+        for t, name in value_names(em, io_names, constants):
+            em.value_info_for(t, name, em.perm(t), into=g.value_info)
+
+    def size_bound(self, proto) -> int:
+        return _size_bound(proto)
+
+    def finish(self, em: Emitter, graph, initializer_bytes: int) -> None:
+        pass
+
+    def add_nodes(self, g, nodes) -> None:
+        g.node.extend(nodes)
+
+    def clean(self, g, trace, nodes) -> list[str]:
+        return peephole.clean(g, trace, nodes)
+
+    def categories(self, sg, table) -> dict:
+        return op_categories(sg, table)
+
+    def rest_bound(self, model) -> int | None:
+        return None                 # _add_initializers measures the model
+
+
 def unsupported(sg: Subgraph, table, folded) -> list[str]:
     lines = []
     for op in sg.ops:
@@ -165,37 +204,37 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
     `weights_over`: initializers with more raw bytes than this join the model without their data (as
     without_data makes them; the result's `weights_left_out` says so): for a model only viewed and annotated,
     never exported or validated, whose weights would be parsed in only to be cleared again."""
+    steps = cache if cache is not None else Fresh()
     try:
-        return _convert(graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, cache,
+        return _convert(graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, steps,
                         weights_over, dynamic_as_float)
     except (MemoryError, EncodeError):   # an allocation the estimate did not foresee (protobuf says EncodeError)
         raise memory.OutOfMemory(os.path.basename(graph.path) or "the model", memory.need(graph, weights_over)
                                  ) from None
 
 
-def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, cache,
+def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, steps,
              weights_over, dynamic_as_float) -> ConversionResult:
+    """One path: `steps` (Fresh, or an incremental.Reconverter reusing the last run's pieces) takes each step."""
     if graph.format != "tflite":
         raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
     sg = graph.main
-    same = cache is not None and cache.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int,
-                                                     allow_custom, dynamic_as_float))
+    same = steps.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int, allow_custom, dynamic_as_float))
     if not same:                                     # a re-run's model replaces one already held: no estimate
         memory.check(graph, os.path.basename(graph.path) or "the model", weights_over)
-    if same and cache.prepared is not None:          # checked and folded by the last run
-        table, folded, constants = cache.prepared
+    if same and steps.prepared is not None:          # checked and folded by the last run
+        table, folded, constants = steps.prepared
     else:
-        table, folded, constants = _prepare(graph, allow_custom)
-        if cache is not None:
-            cache.prepared = table, folded, constants
+        table, folded, constants = steps.prepared = _prepare(graph, allow_custom)
     pin_map = resolve_pins(sg, pins)
     nested = _nested(graph, table)
-    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), memo=cache, **nested)
+    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), memo=steps.memo,
+                 **nested)
     trace = ConversionTrace()
     try:
-        em = (cache.emitter if cache is not None else Emitter)(sg, plan, opset, constants, trace)
+        em = steps.emitter(sg, plan, opset, constants, trace)
     except HOSTILE as e:
         raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
                               ) from None
@@ -209,10 +248,7 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
     g = model.graph
     inputs = _graph_inputs(em, constants, float_io, g.input)
     out_names = _output_names(em, float_io)
-    if cache is not None:
-        cache.emit_ops(em, folded, emit_op)
-    else:
-        emit_ops(em, folded)
+    steps.emit_ops(em, folded, emit_op)
     outputs = _graph_outputs(em, out_names, float_io, g.output)
     if em.state is not None:                        # resource variables: explicit state inputs/outputs
         state_in, state_out = em.state.finish(em)
@@ -221,30 +257,18 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
         inputs += state_in
         outputs += state_out
 
-    io_names = {v.name for v in inputs + outputs}
-    if cache is not None:
-        g.MergeFromString(cache.value_infos(em, io_names, constants))
-    else:
-        for t, name in value_names(em, io_names, constants):
-            em.value_info_for(t, name, em.perm(t), into=g.value_info)
+    steps.add_value_infos(g, em, {v.name for v in inputs + outputs}, constants)
 
     # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
     # the model last, once the rest of it has been measured exactly (see _add_initializers).
-    init_bound = sum(map(cache.size_bound if cache is not None else _size_bound, em.initializers))
-    if cache is not None:
-        cache.finish(em, graph, init_bound)
+    init_bound = sum(map(steps.size_bound, em.initializers))
+    steps.finish(em, graph, init_bound)
     if init_bound > _protobuf_limit():
         check_size(*em.initializers)
-    if cache is not None:
-        g.MergeFromString(cache.node_wire(em.nodes))
-    else:
-        g.node.extend(em.nodes)
+    steps.add_nodes(g, em.nodes)
     g.name = graph_name(graph)
     emitted = len(g.node)
-    if cache is not None:                           # the planner should leave nothing: each rewrite is noted
-        cleaned = peephole.clean(g, trace, at=cache.transposes_at, infos=cache.info_index)
-    else:
-        cleaned = peephole.clean(g, trace, em.nodes)
+    cleaned = steps.clean(g, trace, em.nodes)       # the planner should leave nothing: each rewrite is noted
     rewritten = bool(cleaned) or len(g.node) != emitted      # (an Identity dropped is no warning)
     model.opset_import.add(domain="", version=opset)
     if allow_custom:
@@ -253,7 +277,7 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
             model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
     if graph.description:
         model.doc_string = graph.description
-    categories = cache.categories(sg, table) if cache is not None else op_categories(sg, table)
+    categories = steps.categories(sg, table)
     warnings = graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
     model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
         sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
@@ -263,9 +287,9 @@ def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp
         state = em.state.describe()
         warnings += em.state.warnings
         model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    rest = cache.rest_bound(model) if cache is not None and not rewritten else None    # (a rewrite may grow one)
-    left_out = _add_initializers(model, em.initializers, init_bound, cache if cache is not None and cache.usable
-                                 else None, weights_over, rest)
+    rest = steps.rest_bound(model) if not rewritten else None    # (a rewrite may grow one)
+    left_out = _add_initializers(model, em.initializers, init_bound, steps if steps.usable else None, weights_over,
+                                 rest)
     result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                               options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
                                        "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,

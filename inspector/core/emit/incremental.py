@@ -368,6 +368,21 @@ class Reconverter:
     def emitter(self, sg, plan, opset, constants, trace) -> Emitter:
         return Recorder(sg, plan, opset, constants, trace)
 
+    # --- the steps of convert._convert (convert.Fresh takes them from scratch) --------------------------------
+    @property
+    def memo(self) -> "Reconverter":
+        """What the planner keeps between runs (layout.propagation.plan_layouts' memo): on this object."""
+        return self
+
+    def add_value_infos(self, g, em: Emitter, io_names: set, constants) -> None:
+        g.MergeFromString(self.value_infos(em, io_names, constants))
+
+    def add_nodes(self, g, nodes) -> None:
+        g.MergeFromString(self.node_wire(nodes))
+
+    def clean(self, g, trace, nodes) -> list[str]:
+        return peephole.clean(g, trace, at=self.transposes_at, infos=self.info_index)
+
     def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
         """Every op in order: replayed from its record when that still holds, else emitted and recorded.
 
