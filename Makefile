@@ -41,6 +41,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check inspector tests bench tools
+	$(BIN)/mypy
 
 test: $(STAMP) lint
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --rootdir=. -c pyproject.toml --corpus=$(CORPUS)

@@ -26,7 +26,7 @@ def check_built(shape: Iterable[int], itemsize: int, what: str) -> None:
                               f"(the limit is {_human(MAX_BUILT_BYTES)}; the file's shapes are implausible)")
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"

@@ -34,13 +34,13 @@ def _subgraph(sg: Subgraph, where: str) -> list[str]:
     # Tensors whose declared dims may be placeholders: dynamic ones (-1 in the signature) no rule computed, except
     # the main graph's inputs, whose stored dims are what LiteRT allocates by default.
     unsure: set[int] = set()
-    for t in tensors:                                # (one pass: this runs on every model read)
-        data = t.data
+    for tensor in tensors:                           # (one pass: this runs on every model read)
+        data = tensor.data
         if data is None:
-            if t.shape_signature is not None and min(t.shape_signature, default=0) < 0:
-                unsure.add(t.index)
-        elif data.dtype.kind in "iu" and data.size <= VALUE_LIMIT and t.sparsity is None:
-            values[t.index] = data
+            if tensor.shape_signature is not None and min(tensor.shape_signature, default=0) < 0:
+                unsure.add(tensor.index)
+        elif data.dtype.kind in "iu" and data.size <= VALUE_LIMIT and tensor.sparsity is None:
+            values[tensor.index] = data
     n = len(tensors)
     if not where:
         unsure.difference_update(sg.inputs)
@@ -123,7 +123,8 @@ VALUES = {
                                             for b, s in zip(v[1].tolist(), v[2].tolist()))],
     "GATHER": lambda op, v, outs: np.take(v[0], v[1], axis=op.options.get("axis", 0)),
     "PACK": lambda op, v, outs: np.stack(v, axis=op.options.get("axis", 0)),
-    "RANGE": lambda op, v, outs: np.arange(v[0].item(), v[1].item(), v[2].item(), np.result_type(*v[:3])),
+    "RANGE": lambda op, v, outs: np.arange(v[0].item(), v[1].item(), v[2].item(),
+                                           np.result_type(*v[:3])),     # type: ignore[call-overload]
     "CONCATENATION": lambda op, v, outs: np.concatenate(v, axis=op.options.get("axis", 0)),
     "RESHAPE": lambda op, v, outs: v[0].reshape(outs[0]),
     "SQUEEZE": lambda op, v, outs: v[0].reshape(outs[0]),

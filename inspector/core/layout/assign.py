@@ -194,7 +194,7 @@ class Problem:
             if op.index in self.skip:
                 continue
             modes = old_modes.get(op.index)
-            if modes is None or not self._same_inputs(op, reuse):
+            if modes is None or reuse is None or not self._same_inputs(op, reuse):
                 modes = self._modes(op)
             self.modes[op.index] = modes
             self._outputs(op, modes)
@@ -291,7 +291,7 @@ class Problem:
         tensors = self.sg.tensors
         ranks = [tensors[t].rank if t >= 0 else 0 for t in op.outputs]
         cat = rule.category if rule is not None else None
-        if cat is I:
+        if rule is not None and cat is I:
             reads = tuple([(s, _cf(tensors[t].rank) if s in rule.layout_inputs else _id(tensors[t].rank))
                            for s, t in acts])
             return [Mode(reads, tuple([_cf(r) for r in ranks]),
@@ -306,16 +306,16 @@ class Problem:
         if rule is None:
             return [ident]
         if op.opcode == "TRANSPOSE":
-            got = self._transpose(op)
-            if got:
-                return got
+            transposed = self._transpose(op)
+            if transposed:
+                return transposed
         if rule.rule is None:
             return [ident]
         out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
-        unique = {}
-        kind, why = "terminate" if cat is X else "meet", f"derived by {_label(op)} ({cat.value}): {{layout}}"
+        unique: dict[tuple, Mode] = {}
+        kind, why = "terminate" if cat is X else "meet", f"derived by {_label(op)} ({rule.category.value}): {{layout}}"
         for combo in self._combos(acts):
-            in_perms = [None] * len(op.inputs)
+            in_perms: list[Perm | None] = [None] * len(op.inputs)
             for (s, _), p in zip(acts, combo):
                 in_perms[s] = p
             got = rule.rule(op, self.sg, in_perms, out_pin)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -268,7 +269,7 @@ def _spread(arr: np.ndarray, scope: Scope, target: Scope) -> np.ndarray:
     return arr.reshape(shape)
 
 
-def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, tuple[int, int]] | None:
+def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, tuple[int, ...]] | None:
     """`choice` (greedy's) made optimal group by group (`components`, _search). (The optimal choice, groups
     searched by elimination and by HiGHS), or None when a group defeats both (HiGHS out of time)."""
     big = pb.graph_facts()[3]
@@ -320,7 +321,8 @@ def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float
     return {oi: pb.modes[oi][i] for oi, i in pick.items()}, 0
 
 
-def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice, tuple[int, int], set] | None:
+def resolve(pb: Problem, old: Problem, deadline: float, greedy
+            ) -> tuple[Choice, tuple[int, ...], set] | None:
     """What refine(pb, greedy(pb)) chooses, (choice, groups searched each way, the ops greedy ran on), from `old` (the same graph's problem
     under other pins, pb built from it) and the choice solve() made there: a group with no op, neighbour or tensor
     whose modes or pin changed keeps old's modes (greedy and the search would choose them again: they see only
@@ -362,6 +364,7 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy) -> tuple[Choice,
         mine.update((oi, found[0][oi]) for oi in groups[k])
         if found[1] is not None:
             searched[found[1]] += 1
+    redo: Iterable[int]
     if pb.changed is not None and len(prev) == len(modes):
         # every other op keeps old's modes, and with them its mode in prev (the one mode of a one-way op)
         out = dict(prev)

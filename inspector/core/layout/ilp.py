@@ -89,7 +89,7 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
         cost[z] = w(t)
         rows.append(({z: 1.0, **{y: c for y, c in terms.items()}}, 1.0))
 
-    h = highspy._Highs()            # the bare solver: Highs() adds callbacks and prints a banner
+    h = highspy._Highs()            # type: ignore[attr-defined]  # the bare solver: Highs() adds callbacks and a banner
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", float(time_budget))
     h.setOptionValue("mip_rel_gap", 0.0)

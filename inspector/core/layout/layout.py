@@ -174,7 +174,9 @@ def carried_by_reshape(src: Sequence[int], dst: Sequence[int], perm: Sequence[in
     b = [i for i, d in enumerate(dst) if d != 1]
     groups, i, j = [], 0, 0                     # [(src axes, dst axes)]
     while i < len(a) or j < len(b):
-        ga, gb, pa, pb = [], [], 1, 1
+        ga: list[int] = []
+        gb: list[int] = []
+        pa, pb = 1, 1
         while True:
             if pa <= pb and i < len(a) and (not ga or pa < pb):
                 ga.append(a[i]); pa *= src[a[i]]; i += 1

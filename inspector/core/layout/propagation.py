@@ -77,7 +77,7 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
     if boundary is not None:                        # a subgraph planned with its parent: its I/O layouts are given
         ins, outs, why = boundary
         fixed = {t: (p, f"subgraph input, {L.name(p)}: {why}") for t, p in zip(sg.inputs, ins) if t not in constants}
-        allowed = {t: (p,) for t, p in zip(sg.outputs, outs)}
+        allowed: dict[int, tuple[Perm, ...]] = {t: (p,) for t, p in zip(sg.outputs, outs)}
         return Problem(sg, table, pins, fixed, frozenset(skip), set(constants), allowed, False, graph, subplans,
                        why).build(reuse)
     # The I/O rules walk the graph for an Implicit op or a TRANSPOSE; a graph with neither (most small ones) has
@@ -116,8 +116,10 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = T
     sg, pins = pb.sg, pb.pins
     plan = LayoutPlan(pins=dict(pins), optimality=optimality)
     tensors = sg.tensors
-    base = pb.base.get("plan") if pb.base is not None and pb.redo is not None else None
-    if base is not None and base[0] is pb.base["solution"] and pb.kept.get("tp", (None,))[0] is choice:
+    last = pb.base
+    base = last.get("plan") if last is not None and pb.redo is not None else None
+    if base is not None and last is not None and base[0] is last["solution"] and \
+            pb.kept.get("tp", (None,))[0] is choice:
         kept = _assemble_again(pb, choice, base)
     else:
         kept = None
@@ -158,7 +160,11 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = T
 def _assemble_all(pb: Problem, choice: Choice) -> tuple:
     """(choice, perms, why, inputs, produced, {op: its Conflicts}) of every op, in op order."""
     sg = pb.sg
-    perms, why_of, ins, produced, conflicts = {}, {}, {}, {}, {}
+    perms: dict[int, Perm] = {}
+    why_of: dict[int, str] = {}
+    ins: dict[tuple[int, int], Perm] = {}
+    produced: dict[tuple[int, int], Perm] = {}
+    conflicts: dict[int, list] = {}
     for t, (perm, why) in pb.fixed.items():
         perms[t], why_of[t] = perm, why
     names: dict[Perm, str] = {}         # L.name of each layout written (a few, each ~thousands of times)
@@ -183,9 +189,9 @@ def _assemble_again(pb: Problem, choice: Choice, base: tuple) -> tuple | None:
     sizes = len(perms), len(why_of), len(ins), len(produced)
     for t, (perm, why) in pb.fixed.items():
         perms[t], why_of[t] = perm, why
-    tables = perms, why_of, ins, produced, conflicts, {}
-    ops = pb.sg.ops
-    for oi in sorted(pb.redo):
+    tables: tuple = (perms, why_of, ins, produced, conflicts, {})
+    ops, redo = pb.sg.ops, pb.redo or set()         # (set: _assemble_again runs after a re-plan)
+    for oi in sorted(redo):
         if oi not in pb.skip:
             conflicts.pop(oi, None)
             _assemble_op(pb, ops[oi], choice[oi], tables)
@@ -194,8 +200,9 @@ def _assemble_again(pb: Problem, choice: Choice, base: tuple) -> tuple | None:
     # which entries now differ from the last plan's: those the ops assembled again (and the rules) wrote
     old_perms, old_ins, old_produced = base[1], base[3], base[4]
     moved = {t for t in pb.fixed if perms[t] != old_perms[t]}
-    moved_in, moved_out = set(), set()
-    for oi in pb.redo:
+    moved_in: set[tuple[int, int]] = set()
+    moved_out: set[tuple[int, int]] = set()
+    for oi in redo:
         if oi in pb.skip:
             continue
         op = ops[oi]
@@ -263,7 +270,7 @@ class Planner:
         self.nested = {"graph": graph, "subplans": subplans}
         self.time_budget = time_budget
         self.problem = problem(*self.args, **self.nested)
-        self._solved = None
+        self._solved: tuple[Choice, Optimality] | None = None
 
     def solved(self) -> tuple[Choice, Optimality]:
         """solve() of this problem, once."""

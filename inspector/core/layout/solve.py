@@ -34,7 +34,7 @@ def _paid(pb: Problem, oi: int, m: Mode, lay: dict) -> tuple | None:
     """Op oi's share of transposes() in mode m, the tensors' layouts `lay`: (its own Transposes, the bytes they
     move, ((tensor, layout read or "pin"), bytes) of the inserted ones), None when nothing."""
     op = pb.sg.ops[oi]
-    pairs = []
+    pairs: list[tuple[tuple[int, object], int]] = []      # ((tensor, layout read or "pin"), bytes)
     for s, want in m.reads:
         t = op.inputs[s]
         if not pb.free(t, (lay.get(t) or pb.identity(t)), want):
@@ -65,9 +65,11 @@ def _count(pb: Problem, choice: Choice, near: set | None = None) -> int:
     """transposes(pb, choice)[0], each op's share kept with the choice (pb.kept["tp"]). `near`: when `choice` is
     exact.resolve's from the last plan, the ops whose mode it may have changed: then only those, the ops whose modes
     or pins changed (pb.changed) and the readers of a tensor whose layout changed are priced again."""
-    base = pb.base.get("tp") if near is not None and pb.base is not None and pb.changed is not None else None
+    last, changed = pb.base, pb.changed
+    base = last.get("tp") if near is not None and last is not None and changed is not None else None
     pb.redo = None
-    if base is None or base[0] is not pb.base["solution"] or not pb.single_writers():
+    if base is None or near is None or last is None or changed is None or base[0] is not last["solution"] \
+            or not pb.single_writers():
         lay = layouts(pb, choice)
         share = _shares(pb, choice, lay)
     else:
@@ -78,10 +80,10 @@ def _count(pb: Problem, choice: Choice, near: set | None = None) -> int:
             if lay.get(t) != p:
                 lay[t] = p
                 moved.add(t)
-        redo = {oi for oi in near | pb.changed if oi in choice}
+        redo = {oi for oi in near | changed if oi in choice}
         for oi in redo:
             m = choice[oi]
-            if m is old.get(oi) and oi not in pb.changed:
+            if m is old.get(oi) and oi not in changed:
                 continue
             for slot, t in enumerate(ops[oi].outputs):
                 if t >= 0 and lay.get(t, ()) != (p := pins.get(t, m.writes[slot])):
@@ -138,8 +140,9 @@ def lower_bound(pb: Problem) -> int:
     """Transposes every choice pays: fixed readers of fixed tensors that disagree, TRANSPOSE ops that stay one in
     every mode, pins and outputs whose producer has no other way. Each op's share is kept (pb.kept["lb"], the few
     that pay), so after a re-plan only the ops whose modes, inputs or pins may have changed are looked at again."""
-    base = pb.base.get("lb") if pb.base is not None and pb.changed is not None else None
-    if base is None:
+    changed = pb.changed
+    base = pb.base.get("lb") if pb.base is not None and changed is not None else None
+    if base is None or changed is None:
         share = {}
         for oi, modes in pb.modes.items():
             got = _bound_of(pb, oi, modes)
@@ -147,14 +150,14 @@ def lower_bound(pb: Problem) -> int:
                 share[oi] = got
     else:
         share = dict(base)
-        for oi in pb.changed:
+        for oi in changed:
             share.pop(oi, None)
-            modes = pb.modes.get(oi)
-            got = _bound_of(pb, oi, modes) if modes is not None else None
+            was = pb.modes.get(oi)
+            got = _bound_of(pb, oi, was) if was is not None else None
             if got is not None:
                 share[oi] = got
     pb.kept["lb"] = share
-    pairs = set()
+    pairs: set[tuple[int, object]] = set()
     bound = 0
     for cost, paid in share.values():
         bound += cost
@@ -187,9 +190,10 @@ def _bound_of(pb: Problem, oi: int, modes) -> tuple[int, tuple] | None:
 def _free(pb: Problem) -> tuple[list[int], int]:
     """(The ops with a choice, in op order, and how many combinations of modes they have, or ENUMERATE + 1 when
     more.) The set is kept (pb.kept["free"]): a re-plan looks at the ops whose modes may have changed only."""
-    base = pb.base.get("free") if pb.base is not None and pb.changed is not None else None
+    changed = pb.changed
+    base = pb.base.get("free") if pb.base is not None and changed is not None else None
     modes = pb.modes
-    if base is None:
+    if base is None or changed is None:
         free = []                                    # (one pass, no generator: this runs on every model)
         for oi, ms in modes.items():
             if len(ms) > 1:
@@ -197,7 +201,7 @@ def _free(pb: Problem) -> tuple[list[int], int]:
         kept = set(free)
     else:
         kept = set(base)
-        for oi in pb.changed:
+        for oi in changed:
             if len(modes.get(oi, ())) > 1:
                 kept.add(oi)
             else:
@@ -247,10 +251,10 @@ def _solve(pb: Problem, time_budget: float, previous: Problem | None) -> tuple[C
         if count <= bound:
             pb.solution = best
             return best, Optimality(count, bound, "greedy plan meets the lower bound")
-        found = refine(pb, best, start + time_budget)
-        if found is None:
+        refined = refine(pb, best, start + time_budget)
+        if refined is None:
             return _highs(pb, best, count, bound, start, time_budget)
-        best, searched = found
+        best, searched = refined
     pb.solution = best
     count = _count(pb, best, near)
     if count <= bound and not any(searched):
