@@ -381,7 +381,7 @@ class Reconverter:
         g.MergeFromString(self.node_wire(nodes))
 
     def clean(self, g, trace, nodes) -> list[str]:
-        return peephole.clean(g, trace, at=self.transposes_at, infos=self.info_index)
+        return peephole.clean_at(g, trace, self.transposes_at, self.info_index)
 
     def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
         """Every op in order: replayed from its record when that still holds, else emitted and recorded.

@@ -5,6 +5,8 @@ Then every Identity goes (an op whose layouts made it a no-op: a TFLite TRANSPOS
 readers reading its input, unless a graph output is its output: that one needs a producer of its own name."""
 from __future__ import annotations
 
+from typing import Callable
+
 import onnx
 
 from inspector.core.layout import layout as L
@@ -17,23 +19,27 @@ def _static_dims(value_info) -> list[int] | None:
     return dims if value_info.type.tensor_type.HasField("shape") else None
 
 
-def clean(graph: onnx.GraphProto, trace=None, nodes=None, at=None, infos=None) -> list[str]:
+def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
     """Rewrite `graph` in place; returns one line per rewrite of a Transpose (empty when the plan was already
     clean; an Identity dropped is no line: the emitters write them). `nodes`: the NodeProtos the graph's nodes were
-    copied from, to look for a Transpose or Identity without a wrapper per graph node; or `at`: the positions of
-    the graph's Transposes and Identities, and `infos`: a function giving value name -> position of its last
-    value_info in the graph (a re-conversion knows both: no walk over 10,000 nodes and value infos)."""
+    copied from, to look for a Transpose or Identity without a wrapper per graph node."""
+    if not any(n.op_type in KINDS for n in (graph.node if nodes is None else nodes)):   # the usual case
+        return []
+    return _clean(graph, trace, [n for n in graph.node if n.op_type in KINDS], lambda wanted: _walked(graph, wanted))
+
+
+def clean_at(graph: onnx.GraphProto, trace, at: list[int], infos: Callable[[], dict[str, int]]) -> list[str]:
+    """clean, for a re-conversion that knows where the graph's Transposes and Identities are (`at`) and, through
+    `infos`, the position of each value name's last value_info: no walk over 10,000 nodes and value infos."""
+    if not at:
+        return []
+    return _clean(graph, trace, [graph.node[i] for i in at], lambda wanted: _indexed(graph, wanted, infos()))
+
+
+def _clean(graph, trace, found: list, shapes_of: Callable[[set[str]], dict]) -> list[str]:
     done: list[str] = []
-    if at is not None:
-        if not at:
-            return done
-        found = [graph.node[i] for i in at]
-    else:
-        if not any(n.op_type in KINDS for n in (graph.node if nodes is None else nodes)):   # the usual case
-            return done
-        found = [n for n in graph.node if n.op_type in KINDS]
     transposes = [n for n in found if n.op_type == "Transpose"]
-    dead = _transposes(graph, transposes, trace, infos, done) if transposes else set()
+    dead = _transposes(graph, transposes, trace, shapes_of, done) if transposes else set()
     # (a Transpose the fold left as an identity has become one)
     dead |= _identities(graph, [n for n in found if n.op_type == "Identity" and n.name not in dead], trace)
     if dead:
@@ -47,7 +53,20 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None, at=None, infos=None) -
     return done
 
 
-def _transposes(graph, transposes, trace, infos, done) -> set[str]:
+def _walked(graph, wanted: set[str]) -> dict:
+    """Value name -> its value info, for the names `wanted`: the last of a name wins, outputs over the rest."""
+    return {v.name: v for part in (graph.input, graph.value_info, graph.output) for v in part if v.name in wanted}
+
+
+def _indexed(graph, wanted: set[str], index: dict[str, int]) -> dict:
+    """_walked, with the position of each name's last value_info known."""
+    shapes = {v.name: v for v in graph.input if v.name in wanted}
+    shapes.update((name, graph.value_info[index[name]]) for name in wanted if name in index)
+    shapes.update((v.name, v) for v in graph.output if v.name in wanted)
+    return shapes
+
+
+def _transposes(graph, transposes, trace, shapes_of, done) -> set[str]:
     """Folds and rewrites of the Transposes (lines into `done`); the names of those folded away."""
     # A graph output or a value that is a TFLite tensor's image (a pinned tensor, say) must stay as it is.
     outputs = {o.name for o in graph.output}
@@ -73,15 +92,7 @@ def _transposes(graph, transposes, trace, infos, done) -> set[str]:
         n.input[0] = first.input[0]
         dead.add(first.name)
         done.append(f"{first.name} + {n.name}: Transposes folded into one ({list(p)})")
-    wanted = {n.input[0] for n in transposes}
-    if infos is None:
-        shapes = {v.name: v for part in (graph.input, graph.value_info, graph.output) for v in part
-                  if v.name in wanted}
-    else:                                           # the same: the last of a name wins, outputs over the rest
-        index = infos()
-        shapes = {v.name: v for v in graph.input if v.name in wanted}
-        shapes.update((name, graph.value_info[index[name]]) for name in wanted if name in index)
-        shapes.update((v.name, v) for v in graph.output if v.name in wanted)
+    shapes = shapes_of({n.input[0] for n in transposes})
     for n in transposes:
         if n.name in dead:
             continue
