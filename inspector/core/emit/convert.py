@@ -19,7 +19,7 @@ from inspector.core.ir import memory
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
 from .ops.table import load_all
-from inspector.core.layout.propagation import Planner, assemble, plan_layouts, solved_problem
+from inspector.core.layout.propagation import PlanMemo, Planner, assemble, plan_layouts, solved_problem
 from inspector.core.layout.plan import Category
 from .result import ConversionResult, ConversionTrace
 
@@ -143,7 +143,7 @@ def _nested(graph: Graph, table) -> dict:
 class Fresh:
     """A conversion from scratch: each step _convert takes, in full. incremental.Reconverter takes the same steps
     from the last run's pieces where they still hold (the same bytes)."""
-    memo = None                     # the planner's (layout.propagation.plan_layouts)
+    memo: PlanMemo | None = None    # the planner's (layout.propagation.plan_layouts): nothing kept
     usable = False                  # no last run's records to replay
     prepared = None
 
@@ -537,12 +537,12 @@ def _guarded(sg: Subgraph, planning):
                               f"are inconsistent ({type(e).__name__}: {e})") from None
 
 
-def _ranks_checked(sg: Subgraph, plan, memo=None):
+def _ranks_checked(sg: Subgraph, plan, memo: PlanMemo | None = None):
     """plan, after checking that every layout has its tensor's rank (ConversionError otherwise)."""
     tensors = sg.tensors
     # A plan updated from the last one (which passed) has only the perms it changed to check; a plan that fails
     # is not kept as the next one's start.
-    changes = getattr(memo, "plan_changes", None)
+    changes = memo.plan_changes if memo is not None else None
     for t, perm in (((t, plan.perms[t]) for t in changes[1]) if changes is not None else plan.perms.items()):
         if len(perm) != len(tensors[t].shape):
             if memo is not None:

@@ -14,6 +14,7 @@ decided by rule first (assign.input_layout); user pins are hard constraints.
 from __future__ import annotations
 
 from copy import copy
+from typing import Protocol
 
 from . import layout as L
 from inspector.core.ir.graph import Subgraph
@@ -34,19 +35,26 @@ def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
     return min(dict.fromkeys(perms), key=lambda p: (-perms.count(p), L.is_identity(p), perms.index(p)))
 
 
+class PlanMemo(Protocol):
+    """What a re-plan keeps between runs (emit.incremental.Reconverter is one; see plan_layouts)."""
+    problem: Problem | None         # the last problem of the subgraph, a re-plan's start
+    plan_tables: tuple | None       # the plan's own tables (assemble's)
+    plan_changes: tuple | None      # (the last plan's tables, the keys whose values differ from them), or None
+
+
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
                  skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
-                 time_budget: float = TIME_BUDGET, memo=None, graph=None, subplans=None,
+                 time_budget: float = TIME_BUDGET, memo: PlanMemo | None = None, graph=None, subplans=None,
                  boundary=None) -> LayoutPlan:
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
-    `memo`: an object whose `problem` attribute keeps the last problem of this subgraph (same skip, constants and
+    `memo`: a PlanMemo, whose `problem` keeps the last problem of this subgraph (same skip, constants and
     I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build) and
     re-solves only the parts of the graph around them (exact.resolve). It also gets `plan_tables`: the plan's
     own tables (assemble's, never changed), and `plan_changes`: (the last plan's tables, the keys of perms, inputs
     and produced whose values differ from them) when the plan was updated from the last one, else None.
     `graph`, `subplans`: the whole Graph and its subgraphs' plans (nested.Subplans): IF and WHILE are planned with
     this graph. `boundary`: (input layouts, output layouts, who chose them) of a subgraph planned so."""
-    old = getattr(memo, "problem", None)
+    old = memo.problem if memo is not None else None
     pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old, graph=graph, subplans=subplans,
                  boundary=boundary)
     if memo is not None:
