@@ -147,7 +147,7 @@ def compute(vg: ViewGraph, elsewhere=None) -> Geometry:
         layout = _compute(vg)
     else:
         layout = Geometry.from_arrays(*elsewhere(np.array([(n.width, n.height) for n in vg.nodes]).reshape(-1, 2),
-                                               np.array([(e.src, e.dst) for e in vg.edges], np.intp).reshape(-1, 2)))
+                                                 np.array([(e.src, e.dst) for e in vg.edges], np.intp).reshape(-1, 2)))
     layout.prepare(vg)                      # in the worker, not at first overview
     with _LOCK:
         _CACHE[key] = layout
