@@ -165,11 +165,11 @@ def settle() -> None:
 
 def findings_of(model, since=None) -> list:
     """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops); `since`:
-    lint's."""
+    the metadata pass's denotation.Reading of this very model (lint_read)."""
     from inspector.core.metadata.findings import Finding
-    from inspector.core.metadata.lint import lint
+    from inspector.core.metadata.lint import lint, lint_read
     try:
-        return lint(model, since=since)
+        return lint_read(since) if since is not None and since.model is model else lint(model)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
         return [Finding("", f"checker failed: {e}")]
 

@@ -29,25 +29,36 @@ class MetadataCheckError(InspectorError):
                          + "; ".join(f"{f.message} [{f.code}]" for f in errors))
 
 
-def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = None, since=None) -> list[Finding]:
+def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = None) -> list[Finding]:
     """Every finding for `target`, errors first; `dims=False` skips dimension denotation propagation (which only
-    ever warns) for the pre-write gate. `memo`: parsed.Memo of the models read before (parsed.SHARED when None).
-    `since`: the metadata pass's denotation.Reading of this very model, just before its edits (nothing else
-    changed it since): its records and Propagator are reused, the same findings at a fraction of the cost."""
+    ever warns) for the pre-write gate. `memo`: parsed.Memo of the models read before (parsed.SHARED when None)."""
     consumer = targets.get(target)
-    from .denotation import consistency_findings, propagate
+    from .denotation import propagate
     memo = SHARED if memo is None else memo
-    parts = None
-    if since is not None and since.model is model:
-        parts = memo.reread(since.propagator.parts, model, since.edited)
-    reuse = parts is not None           # else nothing the pass read applies: everything is read again
-    if parts is None:
-        parts = memo.parts(model)
+    parts = memo.parts(model)
+    return _findings(model, parts, consumer, (lambda: propagate(model, memo, parts)) if dims else None)
+
+
+def lint_read(reading, target: str = "onnx", memo: Memo | None = None) -> list[Finding]:
+    """lint of the model the metadata pass just edited, from what the pass read of it (its denotation.Reading;
+    nothing else changed the model since): its records and Propagator are reused, the same findings at a fraction
+    of the cost."""
+    consumer = targets.get(target)
+    memo = SHARED if memo is None else memo
+    parts = memo.reread(reading.propagator.parts, reading.model, reading.edited)
+    if parts is None:                   # nothing the pass read applies: everything is read again
+        return lint(reading.model, target, memo=memo)
+    return _findings(reading.model, parts, consumer, lambda: reading.propagator.redeclared(parts, memo).run())
+
+
+def _findings(model, parts, consumer, propagated) -> list[Finding]:
+    """What lint returns, from the parsed model and `propagated()` (dimension propagation's findings; None: not
+    asked for)."""
+    from .denotation import consistency_findings
     shared = consistency_findings(model, parts)
     out = shared + consumer.check(model, parts, shared)
-    if dims:
-        found = since.propagator.redeclared(parts, memo).run() if reuse else propagate(model, memo, parts)
-        for f in found[1]:
+    if propagated is not None:
+        for f in propagated()[1]:
             f.code = f.code or KIND_CODES.get(f.kind, "dims-mismatch")
             out.append(f)
     for f in out:

@@ -39,7 +39,7 @@ class ConvertOptions:
 class Outcome:
     result: Any                         # ConversionResult, its model with the metadata pass applied
     notes: list[str]                    # the converter's warnings, then the metadata pass's notes
-    reading: Any = None                 # metadata_pass's denotation.Reading, when asked to keep it (lint's `since`)
+    reading: Any = None                 # metadata_pass's denotation.Reading, when asked to keep it (lint_read's)
 
 
 def run(graph, pins: Mapping[str, str] | None = None, options: ConvertOptions = ConvertOptions(), metadata=None,
