@@ -264,6 +264,30 @@ def select_in_each_pane(h):
     h.check()
 
 
+@scenario
+def long_names_elided(h):
+    """A PyTorch model's tensor names run to hundreds of characters: a click on an edge shows the name in the pin
+    bar elided at the middle (the model's class, the module's class and the op index kept), whole in its tooltip."""
+    from inspector.core.ir.names import ELLIPSIS
+    from inspector.gui.main_window import TFLITE
+    w = h.w
+    opened(h, "torch/mobilenet_v2_w050.tflite")
+    sg = w.doc.graph.main
+    t = next(t for op in sg.ops for t in op.outputs
+             if len(sg.tensors[t].name) > 300 and w.scenes[TFLITE].edges_by_tensor.get(t))
+    name = sg.tensors[t].name
+    h.step("click the edge of a tensor with a long name")
+    h.click_item(TFLITE, w.scenes[TFLITE].edges_by_tensor[t][0])
+    bar = w.editor.pin_bar
+    h.wait_until(lambda: bar.isVisible() and bar.tensors == [t], "the pin bar shows the tensor", 10)
+    shown, _, state = bar.label.text().rpartition(": ")
+    h.expect(state == "Auto" and len(shown) <= 32 and ELLIPSIS in shown, f"pin bar text {bar.label.text()!r}")
+    h.expect(shown.startswith("MobileNetV2/") and shown.endswith(";" + name.rsplit(";", 1)[1]),
+             f"the pin bar lost the model or the op index: {shown!r}")
+    h.expect(bar.label.toolTip().startswith(name + ": Auto"), "the tooltip does not name the tensor whole")
+    h.check()
+
+
 def _pin_target(h):
     from inspector.gui.main_window import TFLITE
     s = h.w.editor.session

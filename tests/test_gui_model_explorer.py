@@ -1,6 +1,6 @@
-"""File › Export for Model Explorer: node data for both graphs (categories in the window's colours, conflicts with
-their reasons, each tensor's error once validated) and the TFLite <-> ONNX mapping from the trace, all files or
-none, driven through the real menu action (the folder dialog answered by a stand-in)."""
+"""File › Export for Model Explorer: both models, node data for both graphs (categories in the window's colours,
+conflicts with their reasons, each tensor's error once validated) and the TFLite <-> ONNX mapping from the trace,
+all files or none, driven through the real menu action (the folder dialog answered by a stand-in)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from inspector.core.session.model_explorer import tflite_graph_id
 from inspector.gui import export_model_explorer
 from inspector.gui.graph_model import CONFLICT
 from inspector.gui.palette import palette
@@ -18,9 +19,8 @@ from .test_session import conv_reshape_conv
 
 pytestmark = pytest.mark.gui
 
-CONVERSION = ["tflite.categories.json", "onnx.categories.json", "tflite.conflicts.json", "onnx.conflicts.json",
-              "mapping.json"]
-ERRORS = ["tflite.errors.json", "onnx.errors.json"]
+CONVERSION = ["model.tflite", "model.onnx", "categories.json", "conflicts.json", "mapping.json", "sync.json"]
+ERRORS = ["errors.json"]
 
 
 @pytest.fixture
@@ -45,7 +45,13 @@ def _export(w, monkeypatch, folder):
 
 
 def _read(folder) -> dict:
-    return {p.name: json.loads(p.read_text()) for p in folder.iterdir()}
+    return {p.name: json.loads(p.read_text()) if p.suffix == ".json" else p.read_bytes() for p in folder.iterdir()}
+
+
+def _graphs(files, name, tfl_id, onnx_id) -> tuple[dict, dict]:
+    """An overlay's (TFLite, ONNX) parts: one file, keyed by graph id."""
+    assert sorted(files[name]) == sorted([tfl_id, onnx_id])
+    return files[name][tfl_id], files[name][onnx_id]
 
 
 def test_export_for_model_explorer_writes_categories_conflicts_errors_and_the_mapping(qtbot, tmp_path, model,
@@ -60,32 +66,38 @@ def test_export_for_model_explorer_writes_categories_conflicts_errors_and_the_ma
     assert asked[0][0] == "Export for Model Explorer"
     files = _read(out)
     assert sorted(files) == sorted(CONVERSION)                       # no validation yet: no errors
+    assert files["model.tflite"] == model.read_bytes()
+    import onnx
+    me_model = onnx.load_from_string(files["model.onnx"])
+    ids = tflite_graph_id(s.graph), me_model.graph.name
+    assert ids == ("main", "m")
+    assert [n.name for n in me_model.graph.node] == [n.name for n in result.model.graph.node]
     fill = {c: palette().color(c).name() for c in ("Implicit", "Transparent", "Attribute", "Terminate")}
     # categories: every TFLite op on its output tensor, in the window's colour
-    tfl = files["tflite.categories.json"]["results"]
+    tfl, onx = _graphs(files, "categories.json", *ids)
+    tfl, onx = tfl["results"], onx["results"]
     assert tfl == {sg.tensors[op.outputs[0]].name: {"value": result.categories[op.index].value,
                                                     "bgColor": fill[result.categories[op.index].value]}
                    for op in sg.ops}
     assert {r["value"] for r in tfl.values()} == {"Implicit", "Terminate"}
-    # ... and every ONNX node on its first output: its op's category, or Inserted Transpose for a conflict's
-    onx = files["onnx.categories.json"]["results"]
-    nodes = {n.name: n for n in result.model.graph.node}
-    inserted = {nodes[name].output[0] for name in result.trace.inserted}
+    # ... and every ONNX node by its name: its op's category, or Inserted Transpose for a conflict's
+    inserted = set(result.trace.inserted)
     assert len(inserted) == 2 and all(onx[v] == {"value": "Inserted Transpose",
                                                  "bgColor": palette().color(CONFLICT).name()} for v in inserted)
     for name, k in result.trace.node_op.items():
         if name not in result.trace.inserted:
-            assert onx[nodes[name].output[0]]["value"] == result.categories[k].value
+            assert onx[name]["value"] == result.categories[k].value
     # conflicts: each reason on the Transpose inserted for it, and on the TFLite op that needed it
-    reasons = {nodes[c.node].output[0]: c.reason for c in result.plan.conflicts}
-    assert {k: v["value"] for k, v in files["onnx.conflicts.json"]["results"].items()} == reasons
-    tfl_conflicts = files["tflite.conflicts.json"]["results"]
+    reasons = {c.node: c.reason for c in result.plan.conflicts}
+    tfl_conflicts, onx_conflicts = (part["results"] for part in _graphs(files, "conflicts.json", *ids))
+    assert {k: v["value"] for k, v in onx_conflicts.items()} == reasons
     assert sorted(v["value"] for v in tfl_conflicts.values()) == sorted(reasons.values())
     assert set(tfl_conflicts) <= {t.name for t in sg.tensors}
     # the mapping is the trace's, by name
     assert files["mapping.json"]["tensors"] == {sg.tensors[t].name: v for t, v in result.trace.tensor_values.items()}
     assert files["mapping.json"]["ops"] == {sg.ops[k].label: v for k, v in result.trace.op_nodes.items()}
-    assert "Model Explorer files" in w.statusBar().currentMessage()
+    message = w.statusBar().currentMessage()
+    assert "Model Explorer files" in message and f"model-explorer {out.resolve()}/model.tflite," in message
 
     # after a validation, each compared tensor's error joins them
     validated(qtbot, w)
@@ -96,10 +108,11 @@ def test_export_for_model_explorer_writes_categories_conflicts_errors_and_the_ma
     assert sorted(files) == sorted(CONVERSION + ERRORS)
     rows = v.outputs + v.intermediates
     assert len(rows) >= 3
-    errs = files["tflite.errors.json"]["results"]
-    assert errs == {e.name: {"value": round(math.log10(max(e.max_rel, 1e-12)), 3)} for e in rows}
-    assert set(files["onnx.errors.json"]["results"]) == {e.onnx_name for e in rows}
-    assert files["tflite.errors.json"]["gradient"][0]["stop"] == 0
+    tfl_errors, onx_errors = _graphs(files, "errors.json", *ids)
+    assert tfl_errors["results"] == {e.name: {"value": round(math.log10(max(e.max_rel, 1e-12)), 3)} for e in rows}
+    writer = {v: n.name for n in result.model.graph.node for v in n.output}
+    assert set(onx_errors["results"]) == {writer[e.onnx_name] for e in rows if e.onnx_name in writer}
+    assert tfl_errors["gradient"][0]["stop"] == 0
 
 
 def test_export_for_model_explorer_writes_all_or_nothing_and_fails_in_one_sentence(qtbot, tmp_path, model,
@@ -109,10 +122,10 @@ def test_export_for_model_explorer_writes_all_or_nothing_and_fails_in_one_senten
     open_model(qtbot, w, model)
     out = tmp_path / "me"
     out.mkdir()
-    (out / "onnx.conflicts.json").mkdir()                           # one target cannot be written
+    (out / "conflicts.json").mkdir()                                # one target cannot be written
     _export(w, monkeypatch, out)
-    assert [p.name for p in out.iterdir()] == ["onnx.conflicts.json"]       # and so none is
-    assert "\n" not in w.last_error and "onnx.conflicts.json" in w.last_error and "folder" in w.last_error
+    assert [p.name for p in out.iterdir()] == ["conflicts.json"]    # and so none is
+    assert "\n" not in w.last_error and "conflicts.json" in w.last_error and "folder" in w.last_error
     _export(w, monkeypatch, tmp_path / "missing")
     assert not (tmp_path / "missing").exists() and "does not exist" in w.last_error
     asked, w.last_error = [], ""

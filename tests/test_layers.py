@@ -53,10 +53,14 @@ def _top_labels(tree):
     return [tree.layers[c].label for c in tree.root.children]
 
 
+def _tree(corpus, rel: str):
+    """A corpus model's main subgraph and its layer tree."""
+    g = load_model(str(corpus / rel))
+    return g.main, graph_layers(g.main, g.format)
+
+
 def test_keras_blocks_are_groups_by_their_layer_prefix(corpus):
-    g = load_model(str(corpus / "keras/mobilenetv2_fp32.tflite"))
-    sg = g.main
-    tree = graph_layers(sg, g.format)
+    sg, tree = _tree(corpus, "keras/mobilenetv2_fp32.tflite")
     labels = _top_labels(tree)
     assert [f"block_{i}" for i in range(1, 17)] == [x for x in labels if x.startswith("block_")]
     for c in tree.root.children:
@@ -66,16 +70,13 @@ def test_keras_blocks_are_groups_by_their_layer_prefix(corpus):
             for op in layer.ops:
                 assert f"/{layer.label}_" in sg.tensors[sg.ops[op].outputs[0]].name
     # EfficientNet's blocks (block1a, block6d, ...) are word groups too, its fp16 weights' DEQUANTIZE inside them
-    g = load_model(str(corpus / "keras/efficientnetb0_fp16.tflite"))
-    tree = graph_layers(g.main, g.format)
+    _, tree = _tree(corpus, "keras/efficientnetb0_fp16.tflite")
     blocks = [x for x in _top_labels(tree) if re.fullmatch(r"block\d[a-z]", x)]
     assert len(blocks) == 16 and "block6d" in blocks
 
 
 def test_pytorch_module_paths_are_groups_labelled_by_their_class(corpus):
-    g = load_model(str(corpus / "torch/mobilenet_v2_w050.tflite"))
-    sg = g.main
-    tree = graph_layers(sg, g.format)
+    sg, tree = _tree(corpus, "torch/mobilenet_v2_w050.tflite")
     labels = _top_labels(tree)
     assert [f"InvertedResidual_{i}" for i in range(1, 18)] == [x for x in labels if x.startswith("Inverted")]
     assert tree.default_depth == 0 and len(labels) <= 20
@@ -85,8 +86,7 @@ def test_pytorch_module_paths_are_groups_labelled_by_their_class(corpus):
         for op in layer.ops:                                # the group's module is in each of its ops' names
             assert any(part.startswith(layer.id) for part in sg.tensors[sg.ops[op].outputs[0]].name.split(";"))
     # a GPT's Sequential_blocks holds most of it: opened, its two blocks are at the top
-    g = load_model(str(corpus / "torch/gpt_tiny_causal.tflite"))
-    tree = graph_layers(g.main, g.format)
+    _, tree = _tree(corpus, "torch/gpt_tiny_causal.tflite")
     assert [x for x in _top_labels(tree) if x.startswith("GPTBlock")] == ["GPTBlock_0", "GPTBlock_1"]
     assert tree.default_depth >= 1
 
@@ -110,7 +110,8 @@ def _named_model(path):
     def conv(name, src, cin, cout, shape):
         out = b.tensor(name, shape[:3] + [cout])
         w = b.const(name + "/w", rng.standard_normal((cout, 3, 2, cin)).astype(np.float32))
-        b.op("CONV_2D", [src, w, None], [out], {"padding": "SAME"})
+        bias = b.const(name + "/b", rng.standard_normal(cout).astype(np.float32))
+        b.op("CONV_2D", [src, w, bias], [out], {"padding": "SAME"})
         return out
     a = conv("m/stem/conv1/Conv2D", x, 3, 4, [1, 5, 7])
     a = conv("m/stem/conv2/Relu;m/stem/conv2/Conv2D", a, 4, 4, [1, 5, 7])

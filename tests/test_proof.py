@@ -333,12 +333,22 @@ def test_model_explorer_node_data_carries_each_tensors_error_for_both_graphs(tmp
     onnx.save(result.model, tmp_path / "m.onnx")
     code = cli(["validate", str(tmp_path / "m.tflite"), str(tmp_path / "m.onnx"), "--model-explorer",
                 str(tmp_path / "me")])
-    assert code == 0 and "Model Explorer node data for" in capsys.readouterr().out
-    tfl, onx, mapping = (json.loads((tmp_path / "me" / f).read_text())
-                         for f in ("tflite.errors.json", "onnx.errors.json", "mapping.json"))
+    out = capsys.readouterr().out
+    me = (tmp_path / "me").resolve()
+    assert code == 0 and "Model Explorer: both models and each of" in out
+    assert f"model-explorer {me}/model.tflite,{me}/model.onnx --extensions=model_explorer_onnx " \
+           f"--node_data_paths={me}/errors.json" in out
+    assert sorted(p.name for p in me.iterdir()) == ["errors.json", "mapping.json", "model.onnx", "model.tflite",
+                                                    "sync.json"]
+    assert (me / "model.tflite").read_bytes() == (tmp_path / "m.tflite").read_bytes()
+    errors, mapping = (json.loads((me / f).read_text()) for f in ("errors.json", "mapping.json"))
+    assert sorted(errors) == ["m", "main"]                  # keyed by graph id: the ONNX graph's name, TFLite's main
+    tfl, onx = errors["main"], errors["m"]
     names = {t.name for t in graph.main.tensors}
     assert set(tfl["results"]) == {"conv0", "conv1", "conv2"} <= names
-    assert set(onx["results"]) <= {v for n in mapping["tensors"].values() for v in n}
+    writer = {v: n.name for n in result.model.graph.node for v in n.output}     # ONNX nodes by name
+    compared = {writer[v] for t in ("conv0", "conv1", "conv2") for v in mapping["tensors"][t][:1] if v in writer}
+    assert len(compared) == 3 and compared <= set(onx["results"]) <= set(writer.values())
     assert all(-12 <= r["value"] < -4 for r in tfl["results"].values())      # log10 of a float32-level error
     assert [g["stop"] for g in tfl["gradient"]][0] == 0 and tfl["gradient"][-1]["stop"] == 1
     assert mapping["tensors"]["conv2"] and all(mapping["ops"].values())

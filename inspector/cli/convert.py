@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from inspector.cli._metadata_args import add_metadata_arguments
 from inspector.cli._session_args import prepare
@@ -37,6 +38,10 @@ def add_parser(sub):
                    help="dynamic-range (hybrid) ops as float ops on weights dequantized once: runs as fast as a "
                         "float model, but without LiteRT's on-the-fly int8 quantization of the activations "
                         "(outputs differ from LiteRT's by that quantization's error, typically a few percent)")
+    p.add_argument("--model-explorer", metavar="DIR",
+                   help="also write both models, their layout categories and conflicts as Google Model Explorer "
+                        "node data and the TFLite-ONNX mapping into DIR (all or none), and say the command that "
+                        "opens them")
     p.add_argument("--force", action="store_true", help="allow -o to replace the input model")
     p.add_argument("--no-ort-check", action="store_true",
                    help="skip loading and running the result in ONNX Runtime before it is written")
@@ -55,6 +60,7 @@ def run(args) -> int:
     out.add(args.output, may_replace=args.model if args.force else None, hint=" unless you pass --force")
     if args.report:
         out.add(args.report)
+    me_files = _model_explorer_names(args, out)
     session = prepare(args, args.model)
     try:
         session.convert(check=False)        # export checks the final model (after the metadata pass) once
@@ -71,13 +77,45 @@ def run(args) -> int:
         report = session.report()
         if args.report:
             out.write(args.report, _json(report))
+        if me_files:
+            from inspector.core.session import model_explorer
+            files = model_explorer.conversion_bundle(session.result, _palette())
+            for name, data in files.items():
+                out.write(me_files[name], data)
     print(f"wrote {args.output}: {report['nodes']} nodes, {report['transposes']} Transpose(s), "
           f"{len(report['conflicts'])} conflict(s)")
     for c in report["conflicts"]:
         print(f"  transpose at {c['tensor']}: {_without_name(c['reason'], c['tensor'])}")
     for note in report["notes"]:
         print(f"  note: {note}")
+    if me_files:
+        from inspector.core.session import model_explorer
+        print(f"wrote both models and Model Explorer node data to {args.model_explorer}; open them with:\n  "
+              + model_explorer.command(args.model_explorer, me_files))
     return 0
+
+
+def _model_explorer_names(args, out) -> dict[str, Path]:
+    """The bundle's file name -> path in --model-explorer DIR, each checked as a target up front ({} without)."""
+    if not args.model_explorer:
+        return {}
+    from inspector.core.session import model_explorer
+    folder = Path(args.model_explorer)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {name: folder / name for name in model_explorer.names(("categories", "conflicts"))}
+    for path in paths.values():
+        out.add(path)
+    return paths
+
+
+def _palette() -> dict[str, str]:
+    """Category -> the window's (light) fill colour, and the inserted Transpose's, from the shipped palette."""
+    from inspector.core.proof.node_data import INSERTED
+    from inspector.resources import PALETTE, path as resource
+    cats = json.loads(resource(PALETTE).read_text(encoding="utf-8"))["categories"]
+    out = {k: v["fill"] for k, v in cats.items() if k[:1].isupper()}
+    out[INSERTED] = cats["conflict/inserted"]["fill"]
+    return out
 
 
 def _without_name(reason: str, tensor: str) -> str:

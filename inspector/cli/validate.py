@@ -50,8 +50,8 @@ def add_parser(sub):
     p.add_argument("--steps", type=batch_arg, default=1, metavar="N",
                    help="streaming models: N calls, each step's state_out:* fed back as state:* (1..4096)")
     p.add_argument("--model-explorer", metavar="DIR",
-                   help="also write Google Model Explorer node data (each tensor's error, both graphs) and the "
-                        "tensor/op mapping into DIR")
+                   help="also write both models, Google Model Explorer node data (each tensor's error, both "
+                        "graphs) and the tensor/op mapping into DIR, and say the command that opens them")
     from inspector.cli import batch
     batch.add_arguments(p)
     p.set_defaults(run=run)
@@ -75,13 +75,14 @@ def run(args) -> int:
         from pathlib import Path
 
         from inspector.core.pairing.pair import open_pair
-        from inspector.core.proof import node_data
+        from inspector.core.session import model_explorer
         pair = open_pair(args.tflite, args.onnx)    # maps every tensor, so each one's error has a place
         pv = pair.validate(seed=args.seed, batch=args.batch, rtol=args.rtol, input_shapes=parsed_shapes(args))
         Path(args.model_explorer).mkdir(parents=True, exist_ok=True)
-        written = node_data.write(args.model_explorer, node_data.validation_files(graph, pv.tensors, pair.mapping))
-        v.notes.append(f"Model Explorer node data for {len(pv.tensors)} tensors: "
-                       + ", ".join(str(p) for p in written))
+        files = model_explorer.pair_bundle(graph, pair, pv.tensors)
+        model_explorer.write(args.model_explorer, files)
+        v.notes.append(f"Model Explorer: both models and each of {len(pv.tensors)} tensors' error in "
+                       f"{args.model_explorer}; open them with: {model_explorer.command(args.model_explorer, files)}")
     if args.json:
         out = v.to_json()
         if v.cut is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QUndoCommand
 
+from inspector.core.ir.names import elide
 from inspector.core.metadata.edits import MetadataEdits
 
 AUTO, CHANNELS_FIRST, KEEP = None, "channels-first", "keep"      # pin texts, as layout.Layout.parse reads them
@@ -14,7 +15,8 @@ LABELS = {AUTO: "Auto", CHANNELS_FIRST: "channels-first (NHWC → NCHW)", KEEP: 
 
 
 def short(name: str, n: int = 40) -> str:
-    return name if len(name) <= n else "…" + name[-(n - 1):]
+    """A long name elided at the middle (its model and its module class and op index kept: ir.names.elide)."""
+    return elide(name, n)
 
 
 def pin_label(layout: str | None) -> str:

@@ -1,7 +1,7 @@
-"""File › Export for Model Explorer…: the conversion as Google Model Explorer node data, for opening both graphs
-side by side there — each graph's layout categories (the window's colours) and conflicts, each tensor's error when
-a validation has run, and the TFLite <-> ONNX mapping from the trace; into a folder the user chooses, all files or
-none (inspector.core.proof.node_data)."""
+"""File › Export for Model Explorer…: both models and the conversion as Google Model Explorer node data, for
+opening both graphs side by side there in one command — each graph's layout categories (the window's colours) and
+conflicts, each tensor's error when a validation has run, and the TFLite <-> ONNX mapping from the trace; into a
+folder the user chooses, all files or none (inspector.core.session.model_explorer)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.proof import node_data
+from inspector.core.session import model_explorer
 
 from .export_onnx import start_folder
 from .graph_model import CONFLICT
@@ -30,8 +31,8 @@ def colours() -> dict[str, str]:
 def action(editor) -> QAction:
     """The File menu's action (enabled with Validate: a TFLite model or a pair open)."""
     a = QAction("Export for &Model Explorer…", editor.window)
-    a.setToolTip("Write Model Explorer node data (categories, conflicts, validation errors) and the TFLite-ONNX "
-                 "mapping into a folder")
+    a.setToolTip("Write both models, Model Explorer node data (categories, conflicts, validation errors) and the "
+                 "TFLite-ONNX mapping into a folder, ready for one model-explorer command")
     a.triggered.connect(lambda _=False: export_dialog(editor))
     return a
 
@@ -51,12 +52,16 @@ def export_dialog(editor, folder: str | None = None) -> list[Path] | None:
         w.error(f"{TITLE} failed", "there is no conversion to export: open a TFLite model and let it convert")
         return None
     try:
-        files = node_data.conversion_files(s.result, colours(), s.validation)
-        paths = node_data.write(folder, files)
+        files = model_explorer.conversion_bundle(s.result, colours(), s.validation)
+        paths = model_explorer.write(folder, files)
+    except OSError as e:
+        w.error(f"{TITLE} failed", f"cannot read {s.graph.path}: {e.strerror or e}")
+        return None
     except InspectorError as e:
         w.error(f"{TITLE} failed", str(e).splitlines()[0])
         return None
     w.settings.setValue("export/folder", str(Path(folder).resolve()))
     errors = " with each tensor's error" if s.validation is not None else ""
-    w.statusBar().showMessage(f"Wrote {len(paths)} Model Explorer files{errors} to {folder}", 10000)
+    w.statusBar().showMessage(f"Wrote both models and {len(paths) - 2} Model Explorer files{errors} to {folder}; "
+                              f"open them with: {model_explorer.command(folder, files)}", 30000)
     return paths

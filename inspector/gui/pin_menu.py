@@ -124,15 +124,17 @@ class PinBar(QWidget):
             self.label.setToolTip(s.why_not["pin"])
             return
         sg = s.graph.main
-        parts, warnings = [], []
+        parts, full, warnings = [], [], []
         for t in self.tensors[:3]:
             pin = s.pins.get(self.editor.pin_name(t))
             why = ambiguous(sg.tensors[t].shape)
-            parts.append(f"{short(sg.tensors[t].name or f'tensor {t}', 32)}: "
-                         f"{'pinned ' + pin_label(pin) if pin else 'Auto'}{' ⚠' if why else ''}")
+            name = sg.tensors[t].name or f"tensor {t}"
+            state = f"{'pinned ' + pin_label(pin) if pin else 'Auto'}{' ⚠' if why else ''}"
+            parts.append(f"{short(name, 32)}: {state}")
+            full.append(f"{name}: {state}")               # the tooltip names it whole
             warnings += [f"{sg.tensors[t].name or t}: ambiguous layout, {why}"] if why else []
         self.label.setText("; ".join(parts) + (" …" if len(self.tensors) > 3 else ""))
-        self.label.setToolTip("\n".join(parts + warnings))
+        self.label.setToolTip("\n".join(full + warnings))
 
     def _fill(self) -> None:
         self.menu.clear()

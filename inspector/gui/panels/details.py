@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
+from inspector.core.ir.names import elide
 from inspector.core.layout import layout as L
 
 from ..graph_model import shape_text
@@ -31,10 +32,6 @@ def sampled(data) -> tuple[np.ndarray, int]:
 
 def link(kind: str, key, text: str) -> str:
     return f'<a href="{kind}:{quote(str(key), safe="")}">{html.escape(text)}</a>'
-
-
-def _short(name: str, n: int = 60) -> str:
-    return name if len(name) <= n else name[: n // 2 - 1] + "…" + name[-n // 2:]
 
 
 def _rows(rows) -> str:
@@ -128,7 +125,7 @@ class DetailsPanel(QWidget):
         perm = doc.result.plan.perm(t, tensor.rank) if doc.result is not None else None
         after = shape_text(L.apply(tensor.shape, perm)) if perm is not None else "?"
         const = " (constant)" if tensor.is_constant else ""
-        return (f"{link('tfl-tensor', t, _short(tensor.name or f'tensor {t}', 48))}{const}<br>"
+        return (f"{link('tfl-tensor', t, elide(tensor.name or f'tensor {t}', 48))}{const}<br>"
                 f"&nbsp;&nbsp;{shape_text(tensor.shape)} → {after}, {tensor.dtype}")
 
     def show_tflite_op(self, doc, index: int, subgraph: int = 0) -> None:
@@ -202,7 +199,7 @@ class DetailsPanel(QWidget):
 
         def value_row(v):
             kind = " (initializer)" if v in inits else ""
-            return f"{link('onnx-value', v, _short(v, 48))}{kind}: {(shape_text(shapes.get(v)) or '?')}"
+            return f"{link('onnx-value', v, elide(v, 48))}{kind}: {(shape_text(shapes.get(v)) or '?')}"
         rows.append(("inputs", "<br>".join(value_row(v) for v in node.input if v) or "—"))
         rows.append(("outputs", "<br>".join(value_row(v) for v in node.output if v)))
         producer, consumers = doc.onnx_links()
@@ -234,7 +231,7 @@ class DetailsPanel(QWidget):
         rows.append(("consumers", _links([link("onnx-node", c, c) for c in consumers.get(value, [])])))
         if doc.trace is not None and value in doc.trace.value_tensor:
             t = doc.trace.value_tensor[value]
-            rows.append(("TFLite tensor", link("tfl-tensor", t, _short(doc.graph.main.tensors[t].name, 48))))
+            rows.append(("TFLite tensor", link("tfl-tensor", t, elide(doc.graph.main.tensors[t].name, 48))))
         self.text.setHtml("<h3>Value</h3>" + _rows(rows))
         self.histogram(initializer_values(doc, inits[value]) if value in inits else None, "values")
 
