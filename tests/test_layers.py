@@ -227,3 +227,18 @@ def test_elide_keeps_the_model_head_and_the_module_class_and_index_of_real_torch
     gpt = "__main__.TinyGPT/torch.nn.modules.container.Sequential_blocks/__main__.GPTBlock_1/" \
           "__main__.CausalSelfAttention_attn;16"
     assert elide(gpt, 40) == "TinyGPT/…/CausalSelfAttention_attn;16"
+
+
+def test_info_lists_the_layers_as_a_big_model_opens(corpus, capsys):
+    from inspector.cli import main as cli
+    import json
+    path = str(corpus / "torch/gpt_tiny_causal.tflite")
+    assert cli(["info", path, "--layers", "--json"]) == 0
+    groups = {g["label"]: g for g in json.loads(capsys.readouterr().out)["layers"] if g["depth"] == 1}
+    _, tree = _tree(corpus, "torch/gpt_tiny_causal.tflite")
+    assert list(groups) == _top_labels(tree)
+    block = groups["GPTBlock_0"]
+    assert block["open"] and block["ops"] == tree.layers[block["id"]].ops and len(block["ops"]) > 40
+    assert cli(["info", path, "--layers"]) == 0
+    text = capsys.readouterr().out.split("layers (op count; + opens at first):\n", 1)[1].splitlines()
+    assert text[1] == f"  + GPTBlock_0  {len(block['ops'])}" and text[2].startswith("    - ")

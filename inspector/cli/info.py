@@ -8,6 +8,8 @@ def add_parser(sub):
     p = sub.add_parser("info", help="summarise a TFLite or ONNX model")
     p.add_argument("model")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--layers", action="store_true",
+                   help="also the main graph's layers: its ops grouped by name scope, as a big model opens")
     p.set_defaults(run=run)
 
 
@@ -45,10 +47,29 @@ def summary(graph) -> dict:
     return out
 
 
+def layers(graph) -> list[dict]:
+    """Each group of the main graph's layer tree, outermost first: id, label, depth, its ops and the groups in it;
+    `open` for those a big model shows open at first."""
+    from inspector.core.session.layers import graph_layers
+    tree = graph_layers(graph.main, graph.format)
+    out = []
+
+    def walk(layer):
+        if layer.id:
+            out.append({"id": layer.id, "label": layer.label, "depth": layer.depth, "ops": layer.ops,
+                        "children": layer.children, "open": layer.depth <= tree.default_depth})
+        for c in layer.children:
+            walk(tree.layers[c])
+    walk(tree.root)
+    return out
+
+
 def run(args) -> int:
     from inspector.core.io.loader import load_model
     graph = load_model(args.model)
     s = summary(graph)
+    if args.layers:
+        s["layers"] = layers(graph)
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
@@ -67,4 +88,8 @@ def run(args) -> int:
             print(f"  {k}: {v if isinstance(v, str) else f'{v} bytes'}")
     for note in s.get("notes", []):
         print(f"note: {note}")
+    if args.layers:
+        print("layers (op count; + opens at first):")
+        for g in s["layers"]:
+            print(f"  {'  ' * (g['depth'] - 1)}{'+' if g['open'] else '-'} {g['label']}  {len(g['ops'])}")
     return 0
