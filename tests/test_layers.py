@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from inspector.core.emit.convert import convert
 from inspector.core.io.loader import load_model
 from inspector.core.io.tflite_builder import ModelBuilder
-from inspector.core.ir.names import ELLIPSIS, elide, scope, tokens
+from inspector.core.ir.names import elide, scope, tokens
 from inspector.core.session.layers import LIMIT, conversion_layers, graph_layers
 
 ORIGINS = ["keras/mobilenetv2_fp32.tflite", "keras/efficientnetb0_fp16.tflite", "keras/nasnetmobile_fp32.tflite",
