@@ -210,7 +210,11 @@ class MetadataEditor(QWidget):
         """refresh()'s work, yielding False between groups of fields: the new fields replace the old at the end."""
         own, self.own_edit = self.own_edit, False
         if own and not force and self.editing() and self.editor.session is not None:
+            # the fields wait for the keyboard to leave them; the findings do not: the ones the result came with
+            # (an ONNX model's, a pair's) or that came before this turn are shown now, the rest on FindingsChecked
             self.stale = True
+            if getattr(self.editor.session.result, "findings", None) is not None:
+                self._show_findings()
             return
         self.stale = False
         s = self.editor.session
