@@ -231,10 +231,15 @@ class Placement:
         srcs = [j for j in ins if vg.nodes[j].key in self.pos]
         dsts = [j for j in outs if vg.nodes[j].key in self.pos]
         me = vg.nodes[i]
-        if srcs and dsts:                   # in the gap above its (first) consumer, where the split edge ran
+        if srcs and dsts:                   # in the gap above its consumers, where the split edge ran
             s, d = vg.nodes[srcs[0]], vg.nodes[dsts[0]]
             (sx, sy), (dx, dy) = self.pos[s.key], self.pos[d.key]
-            top, bottom = sy + s.height / 2, dy - d.height / 2
+            top = sy + s.height / 2
+            bottom = min(self.pos[vg.nodes[j].key][1] - vg.nodes[j].height / 2 for j in dsts)
+            if bottom - top >= me.height + 2 * V_GAP:       # as far from both as bands are from each other
+                return dx, bottom - V_GAP - me.height / 2
+            if bottom > top:                # less room: as far from both as it has (moving the graph below down
+                return dx, (top + bottom) / 2               # to make room stalled a NASNet pin for 100-230 ms)
             return dx, bottom - min(V_GAP, bottom - top) / 2       # _clear moves it aside if it overlaps
         if srcs:
             (sx, sy), s = self.pos[vg.nodes[srcs[0]].key], vg.nodes[srcs[0]]
