@@ -63,6 +63,9 @@ class Harness:
         if recent:
             settings.setValue("recent", [self.model(r) for r in recent])
         w = self.w = MainWindow(settings)
+        # on a desktop (xcb) the window asks and shows errors by itself; offscreen it must be told to
+        self.expect(w.interactive or os.environ.get("QT_QPA_PLATFORM") == "offscreen",
+                    "the window on a desktop does not ask before losing work")
         w.interactive = True                # errors and questions as a person sees them: modal dialogs
         w.editor.autosave = Autosave(self.tmp / "autosave")
         w.resize(1400, 900)
@@ -216,6 +219,17 @@ class Harness:
             self.pump(0.05)
         handle = widget.window().windowHandle() if widget is not None else self.w.windowHandle()
         self._deliver(lambda: QTest.keyClick(handle, combo.key(), combo.keyboardModifiers()))
+        self.pump(0.05)
+
+    def dismiss(self, menu, right_click: bool = True) -> None:
+        """Close a menu with Escape, as a person changing their mind. A context menu's right-click release went to
+        the menu: QTest then owes the window that release (without it the next right-click opened no menu, which
+        xdotool's real clicks on Xvfb do)."""
+        from PySide6.QtCore import QPoint, Qt
+        from PySide6.QtTest import QTest
+        self.key("Escape", menu)
+        if right_click:
+            QTest.mouseRelease(self.w.windowHandle(), Qt.RightButton, Qt.NoModifier, QPoint(2, 2))
         self.pump(0.05)
 
     def type(self, text: str, widget) -> None:
@@ -465,9 +479,11 @@ def _find(actions, text: str):
 
 
 # ---- running a scenario in a process of its own ----------------------------------------------------------------
-def run(name: str, corpus: Path | None, tmp: Path, timeout: float = TIMEOUT, args: tuple = ()) \
+def run(name: str, corpus: Path | None, tmp: Path, timeout: float = TIMEOUT, args: tuple = (), xserver=None) \
         -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen", HOME=str(tmp),
+    """`xserver` (tests/xserver.py): on that X display with the xcb plugin, as a person's desktop; else offscreen."""
+    base = xserver.env() if xserver is not None else dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    env = dict(base, PYTHONPATH=str(ROOT), HOME=str(tmp),
                XDG_CONFIG_HOME=str(tmp / "config"), XDG_DATA_HOME=str(tmp / "data"),
                XDG_CACHE_HOME=str(tmp / "cache"), XDG_STATE_HOME=str(tmp / "state"), PYTHONFAULTHANDLER="1")
     cmd = [sys.executable, "-m", "tests.gui_harness", name, "--tmp", str(tmp), *args]

@@ -1,8 +1,9 @@
 """A seeded GUI monkey: random sequences of the real-input actions of tests/gui_scenarios.py (open by dialog, drop or
 recent; click nodes and edges in either pane; pin through the right-click menu or the pin bar; undo and redo; every
-Metadata drop-down; save; validate; quit or open with unsaved decisions) over a few corpus models. After every step:
-the process is alive, no Python exception or Qt warning came, the views equal the document, and whenever decisions
-are unsaved, quitting and opening asked first.
+Metadata drop-down; save; validate; quit or open with unsaved decisions; a conflict's Fix; Export for Model
+Explorer) over a few corpus models. After every step: the process is alive, no Python exception or Qt warning came,
+the views equal the document, whenever decisions are unsaved quitting and opening asked first, and a pin chosen in
+a menu gave the Transposes its what-if count said.
 
     python -m tests.gui_monkey --seed 7 --steps 300 --corpus ../shared/corpus     # one run, in this process
     python -m tests.gui_monkey --seeds 1-20 --steps 300 --corpus ../shared/corpus # many, each in a child process
@@ -29,6 +30,8 @@ MODELS = ("ops/conv-reshape-multiple-conv.float32.tflite", "torch/ssd_tiny_fpn.t
 class Monkey:
     def __init__(self, h: Harness, seed: int):
         self.h, self.rng = h, random.Random(seed)
+        self.predicted = None           # the what-if count of the pin being chosen
+        self.exports = 0
         self.models = []
         for rel in MODELS:              # copies: a session file can be saved beside them
             dest = h.tmp / Path(rel).name
@@ -42,7 +45,8 @@ class Monkey:
         out = [(3, self.open_model)]
         if opened:
             out += [(6, self.click_node), (4, self.pin_by_menu), (2, self.pin_by_bar), (3, self.undo_redo),
-                    (6, self.metadata_combo), (1, self.save), (1, self.quit_with_changes), (1, self.validate)]
+                    (6, self.metadata_combo), (1, self.save), (1, self.quit_with_changes), (1, self.validate),
+                    (2, self.fix_conflict), (1, self.export_model_explorer)]
         return out
 
     def pick(self):
@@ -120,17 +124,27 @@ class Monkey:
         t = self.rng.choice(tensors)
         return t, scene.edges_by_tensor[t][0]
 
-    def _pin_choice(self, menu):
+    def _pin_choice(self, menu, right_click: bool = True):
         from PySide6.QtWidgets import QMenu
         choices = [a for a in menu.actions() if a.isEnabled() and not a.isSeparator() and a.menu() is None
                    and a.text().split("  —  ")[0] in ("Auto", "keep as is", "channels-first (NHWC → NCHW)")]
+        self.predicted = None
         if not choices or self.rng.random() < 0.1:
-            self.h.key("Escape", menu)
+            self.h.dismiss(menu, right_click)
             return None
         a = self.rng.choice(choices)
+        self.predicted = a.data()           # the what-if: Transposes the graph has under this choice
         self.h.pick_in_menu(menu, a.text().split("  —  ")[0])
         del QMenu
         return a
+
+    def _as_predicted(self) -> None:
+        """The pin menu's what-if count of the choice made equals the Transposes shown once it applied."""
+        w = self.h.w
+        if self.predicted is not None and w.doc is not None and w.doc.result is not None:
+            self.h.expect(w.doc.result.transposes == self.predicted,
+                          f"{w.doc.result.transposes} Transposes after the pin, the menu said {self.predicted}")
+        self.predicted = None
 
     def pin_by_menu(self):
         from inspector.gui.main_window import TFLITE
@@ -146,6 +160,7 @@ class Monkey:
             return
         self._pin_choice(w.editor.last_menu)
         h.settle()
+        self._as_predicted()
 
     def pin_by_bar(self):
         from inspector.gui.main_window import TFLITE
@@ -159,9 +174,65 @@ class Monkey:
         bar = w.editor.pin_bar
         if not (bar.isVisible() and bar.button.isEnabled()):
             return
-        h.on_dialog(lambda menu: self._pin_choice(menu), popup=True)
+        self.predicted = None
+        h.on_dialog(lambda menu: self._pin_choice(menu, right_click=False), popup=True)
         h.click(bar.button)
         h.settle()
+        self._as_predicted()
+
+    def fix_conflict(self):
+        """Right-click a row of the Conflicts dock: its menu stays inside the window; a Fix offered (taken or not)
+        lowers the Transposes to the count it names and removes that conflict."""
+        from PySide6.QtCore import Qt
+        h, w = self.h, self.h.w
+        panel = w.conflicts
+        if not panel.isVisible() or panel.topLevelItemCount() == 0:
+            return
+        row = self.rng.randrange(panel.topLevelItemCount())
+        item = panel.topLevelItem(row)
+        c = item.data(0, Qt.UserRole)
+        h.step(f"right-click conflict {row}")
+        panel.scrollToItem(item)
+        w.editor.last_menu = None
+        h.click(panel.viewport(), panel.visualItemRect(item).center(), button=_right())
+        menu = w.editor.last_menu
+        if not h.wait_until(lambda: menu is not None and menu.isVisible(), "the conflict's menu opens", 10):
+            return
+        h.expect(w.frameGeometry().contains(menu.geometry()),
+                 f"the menu {menu.geometry()} runs off the window {w.frameGeometry()}")
+        first = menu.actions()[0]
+        if not (first.isEnabled() and first.text().startswith("Fix:")) or self.rng.random() < 0.2:
+            h.dismiss(menu)
+            return
+        predicted, before = int(first.text().split("  —  ")[1].split()[0]), w.doc.result.transposes
+        h.step(first.text())
+        h.pick_in_menu(menu, first.text().split("  —  ")[0])
+        h.settle()
+        h.expect(predicted < before and w.doc.result.transposes == predicted,
+                 f"{before} → {w.doc.result.transposes} Transposes, the Fix said {predicted}")
+        h.expect(not any(d.tensor == c.tensor and d.op == c.op for d in w.doc.conflicts()), "the conflict stays")
+
+    def export_model_explorer(self):
+        """File › Export for Model Explorer into a new folder: the files are written, the TFLite categories the
+        document's."""
+        import json
+        h, w = self.h, self.h.w
+        if not w.editor.model_explorer_action.isEnabled():
+            return
+        self.exports += 1
+        folder = h.tmp / f"explorer-{self.exports}"
+        folder.mkdir()
+        h.step(f"File › Export for Model Explorer › {folder.name}")
+        h.on_dialog(h.file_dialog(str(folder)), only=_file_dialog())
+        h.menu("File", "Export for Model Explorer…")
+        h.settle()
+        written = folder / "tflite.categories.json"
+        h.expect(written.is_file(), "Export for Model Explorer wrote nothing")
+        if written.is_file() and w.doc is not None and w.doc.result is not None:
+            sg, cats = w.doc.graph.main, w.doc.result.categories
+            got = {k: v["value"] for k, v in json.loads(written.read_text())["results"].items()}
+            h.expect(got == {sg.tensors[op.outputs[0]].name: cats[op.index].value for op in sg.ops if op.outputs},
+                     "the exported categories are not the document's")
 
     def undo_redo(self):
         from inspector.gui.main_window import ONNX

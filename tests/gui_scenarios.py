@@ -17,7 +17,8 @@ CONFLICT_MODEL = "ops/conv-reshape-multiple-conv.float32.tflite"
 
 def opened(h, rel: str = "sample") -> None:
     h.step(f"open {rel}")
-    h.w.open_path(h.model(rel))         # the model under test; the ways of opening have scenarios of their own
+    # the model under test (a corpus path, or a file of the scenario's); the ways of opening have scenarios of their own
+    h.w.open_path(rel if Path(rel).is_absolute() else h.model(rel))
     h.settle()
     h.expect(h.w.editor.session is not None, f"{rel} did not open")
     h.check()
@@ -484,3 +485,6 @@ def open_with_changes(h):
     h.expect(not w.editor.autosave.pending(s), "the discarded pin is still offered as an autosave")
     h.check()
 
+
+
+from tests import gui_scenarios_jobs  # noqa: E402,F401  (more scenarios: a pair, an ONNX alone, Model Explorer, what-if, Fix)
