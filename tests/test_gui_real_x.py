@@ -17,7 +17,9 @@ ON_X = ("quit_with_changes",            # Ctrl+Q › Cancel; the window's close 
         "open_with_changes",            # Ctrl+O › Cancel; a drop › Cancel; Ctrl+O › Discard
         "open_save_session",            # Ctrl+O › Save session
         "conflict_fix",                 # the Fix menu inside the window (offscreen, the small screen hid it)
-        "onnx_alone_edit_export")       # typed metadata, then Ctrl+E once the keyboard left the field
+        "onnx_alone_edit_export",       # typed metadata, then Ctrl+E once the keyboard left the field
+        "open_pair_then_validate",      # the keyboard back with the window after two file dialogs: Ctrl+R works
+        "enter_refreshes_findings")     # Enter in a Metadata field: findings at once, the keyboard stays there
 
 
 @pytest.mark.parametrize("name", ON_X)
