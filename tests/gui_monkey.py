@@ -226,11 +226,13 @@ class Monkey:
         h.on_dialog(h.file_dialog(str(folder)), only=_file_dialog())
         h.menu("File", "Export for Model Explorer…")
         h.settle()
-        written = folder / "tflite.categories.json"
+        written = folder / "categories.json"
         h.expect(written.is_file(), "Export for Model Explorer wrote nothing")
         if written.is_file() and w.doc is not None and w.doc.result is not None:
+            from inspector.core.session.model_explorer import tflite_graph_id
             sg, cats = w.doc.graph.main, w.doc.result.categories
-            got = {k: v["value"] for k, v in json.loads(written.read_text())["results"].items()}
+            data = json.loads(written.read_text()).get(tflite_graph_id(w.doc.graph), {}).get("results", {})
+            got = {k: v["value"] for k, v in data.items()}
             h.expect(got == {sg.tensors[op.outputs[0]].name: cats[op.index].value for op in sg.ops if op.outputs},
                      "the exported categories are not the document's")
 

@@ -132,8 +132,9 @@ def onnx_alone_edit_export(h):
 # ---- Model Explorer ------------------------------------------------------------------------------------------
 @scenario
 def model_explorer_export(h):
-    """File › Export for Model Explorer…, a folder typed into its dialog: the node data written there is the
-    document's (each TFLite op's category, each inserted Transpose, each conflict, the trace's mapping)."""
+    """File › Export for Model Explorer…, a folder typed into its dialog: what is written there is the document's
+    (both models, each TFLite op's category, each inserted Transpose, each conflict, the trace's mapping)."""
+    from inspector.core.session import model_explorer as me
     from inspector.gui.main_window import ONNX
     w = h.w
     opened(h, CONFLICT_MODEL)
@@ -143,29 +144,36 @@ def model_explorer_export(h):
     h.on_dialog(h.file_dialog(str(folder)), only=_file_dialog())
     h.menu("File", "Export for Model Explorer…")
     h.settle()
-    files = {p.name: json.loads(p.read_text()) for p in folder.iterdir()}
-    h.expect(sorted(files) == sorted(["tflite.categories.json", "onnx.categories.json", "tflite.conflicts.json",
-                                      "onnx.conflicts.json", "mapping.json"]), f"written: {sorted(files)}")
-    if len(files) != 5:
+    names = sorted(p.name for p in folder.iterdir())
+    h.expect(names == sorted(me.names(["categories", "conflicts"])), f"written: {names}")
+    if names != sorted(me.names(["categories", "conflicts"])):
         return
     doc = w.doc
     sg, result = doc.graph.main, doc.result
-    tfl = files["tflite.categories.json"]["results"]
+    h.expect((folder / me.TFLITE).read_bytes() == Path(doc.path).read_bytes(), "model.tflite is not the model open")
+    exported = onnx.load(str(folder / me.ONNX))
+    h.expect([n.name for n in exported.graph.node] == [n.name for n in doc.model.graph.node],
+             "model.onnx is not the ONNX graph shown")
+    tfl_id, onx_id = me.tflite_graph_id(doc.graph), exported.graph.name
+    cats = json.loads((folder / "categories.json").read_text())
+    h.expect(sorted(cats) == sorted([tfl_id, onx_id]), f"categories for graphs {sorted(cats)}")
+    tfl = cats.get(tfl_id, {}).get("results", {})
     h.expect({k: v["value"] for k, v in tfl.items()} ==
              {sg.tensors[op.outputs[0]].name: result.categories[op.index].value for op in sg.ops},
              "the TFLite categories are not the document's")
     shown = {it.node.key for it in w.scenes[ONNX].nodes if it.node.kind == "op"}
-    nodes = {n.name: n for n in doc.model.graph.node}
-    inserted = {nodes[n].output[0] for n in doc.inserted() if n in nodes}
-    onx = files["onnx.categories.json"]["results"]
+    onx = cats.get(onx_id, {}).get("results", {})
+    inserted = set(doc.inserted())
     h.expect({k for k, v in onx.items() if v["value"] == "Inserted Transpose"} == inserted and inserted,
              "the inserted Transposes are not the document's")
-    h.expect(set(onx) <= {nodes[n].output[0] for n in shown if nodes[n].output}, "categories of nodes not shown")
+    h.expect(set(onx) <= shown, "categories of nodes the ONNX pane does not show")
+    conflicts = json.loads((folder / "conflicts.json").read_text())
     reasons = sorted(c.reason for c in doc.conflicts())
-    h.expect(sorted(v["value"] for v in files["tflite.conflicts.json"]["results"].values()) == reasons,
+    h.expect(sorted(v["value"] for v in conflicts.get(tfl_id, {}).get("results", {}).values()) == reasons,
              "the TFLite conflicts are not the Conflicts dock's")
     h.expect(len(reasons) == w.conflicts.topLevelItemCount(), "the Conflicts dock lists another count")
-    h.expect(files["mapping.json"]["ops"] == {sg.ops[k].label: v for k, v in result.trace.op_nodes.items()},
+    mapping = json.loads((folder / me.MAPPING).read_text())
+    h.expect(mapping["ops"] == {sg.ops[k].label: v for k, v in result.trace.op_nodes.items()},
              "the mapping is not the trace's")
     h.expect("Model Explorer files" in w.statusBar().currentMessage(), "the status line does not say it was written")
 
