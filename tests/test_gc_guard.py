@@ -74,3 +74,38 @@ def test_full_collections_freeze_survivors_and_opening_a_model_thaws_them(qtbot,
     gc.collect()
     assert ref() is None and gc.get_freeze_count() == 0
     guard.timer.start()
+
+
+def test_a_big_burst_that_lasts_is_frozen_not_scanned_and_a_small_one_collected(qtbot, tmp_path, monkeypatch):
+    """A worker making 10^6 objects (a 100,000-input ONNX read, a 50,000-op layout) is not scanned on the GUI
+    thread when it lasts past WAIT_S (each such collection stalled the window 0.1-0.3 s): it is frozen, as settle()
+    would. A smaller burst is still collected then."""
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.gui import gc_guard
+    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    guard = QApplication.instance().findChild(gc_guard.MainThreadGC)
+    guard.timer.stop()                              # this test calls check() itself
+    collections = []
+    gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
+    try:
+        for young, scanned in ((gc_guard.FREEZE_OVER + 1, False), (gc_guard.BURST * guard.threshold[0] + 1, True)):
+            gc.unfreeze()
+            made = [[i] for i in range(1000)]       # young, tracked objects the check finds
+            monkeypatch.setattr(gc, "get_count", lambda y=young: (y, 0, 0))
+            guard.since = None
+            guard.check()                           # the burst is seen: left for now
+            assert collections == [] and gc.get_freeze_count() == 0
+            guard.since = time.monotonic() - gc_guard.WAIT_S - 0.1      # ... and it lasted
+            guard.check()
+            monkeypatch.undo()
+            assert (collections != []) is scanned
+            assert (gc.get_freeze_count() >= len(made)) is not scanned
+            collections.clear()
+    finally:
+        gc.callbacks.pop()
+        gc.unfreeze()
+        guard.timer.start()

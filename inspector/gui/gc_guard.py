@@ -9,7 +9,8 @@ Child processes (forkserver) start with their own, enabled collector.
 Survivors of a full collection are frozen (gc.freeze): a model's graphs, scene items and results live as long as it
 is open, and rescanning them in every later full collection stalled the window 0.25 s on a 10,000-op model (the
 timer cannot apply CPython's rule that skips most full collections), and what a model's opening or a re-run made
-is frozen at once (settle(); check() leaves such a burst of new objects to it for a while). Opening another
+is frozen at once (settle(); check() leaves such a burst of new objects to it, and freezes a big one that
+lasts, unscanned). Opening another
 model thaws them (release()), so what it left behind is collected again.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import QApplication
 INTERVAL_MS = 250
 BURST, WAIT_S = 20, 2.0     # young objects past BURST times the threshold (a model or a result arriving) are left
                             # for settle() to freeze for up to WAIT_S, not scanned
+FREEZE_OVER = 200_000       # young objects past which a burst that lasts is frozen, not scanned (~15 ms to scan)
 
 
 class MainThreadGC(QObject):
@@ -42,6 +44,10 @@ class MainThreadGC(QObject):
             self.since = self.since or now
             if now - self.since < WAIT_S:
                 return
+            if c0 > FREEZE_OVER:        # a worker reading 100,000 inputs or laying out 50,000 ops: what it made
+                self.since = None       # lives on, as settle() would find it (scanning its 10^6 young objects
+                gc.freeze()             # stalled the window 0.1-0.3 s, again and again); its cyclic garbage, if
+                return                  # any, waits for release()
         self.since = None
         if c0 > t0:
             gen = 2 if c2 > t2 else 1 if c1 > t1 else 0

@@ -7,6 +7,7 @@ cross a node box. Positions depend only on topology and node sizes: recolouring 
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import threading
@@ -158,8 +159,16 @@ def compute(vg: ViewGraph, elsewhere=None) -> Geometry:
 
 def placed(sizes: np.ndarray, edges: np.ndarray) -> tuple:
     """In a child process: the layout of nodes of these (width, height) joined by these (src, dst), as arrays
-    (Geometry.arrays: one short unpickling where 100,000 tuples were a long one)."""
-    return _place(sizes.tolist(), edges.tolist()).arrays()
+    (Geometry.arrays: one short unpickling where 100,000 tuples were a long one). No automatic collection meanwhile:
+    it makes only what it returns, and the collections its ~10^6 young objects set off scanned the child's whole
+    heap again and again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _place(sizes.tolist(), edges.tolist()).arrays()
+    finally:
+        if was:
+            gc.enable()
 
 
 def cached(vg: ViewGraph) -> bool:

@@ -142,7 +142,8 @@ def convert_and_lay_out(source, cache=None):
     from .rerun_child import with_findings
     child = isinstance(source, str)
     if child:                           # in the child: kept there for the re-runs after pins (rerun_child)
-        from .rerun_child import _graph, reconverter
+        from .rerun_child import _graph, _hold, reconverter
+        _hold()                         # no automatic collection until the window's `settle`, as in a re-run
         graph, cache = _graph(source), reconverter()
     else:
         graph = source
@@ -279,17 +280,22 @@ class LoadJob(QRunnable):
         """convert_and_lay_out in the child: its result, or the error's message."""
         from .rerun_child import Replaced, settle, view_in
         with CHILD_TURN:
-            while True:         # again when something else was sent before all its pieces came
-                outcome = executor().submit(convert_and_lay_out, self.path).result()
-                if isinstance(outcome, str):
+            try:
+                while True:     # again when something else was sent before all its pieces came
+                    outcome = executor().submit(convert_and_lay_out, self.path).result()
+                    if isinstance(outcome, str):
+                        return outcome
+                    try:
+                        outcome = received(outcome)
+                    except Replaced:
+                        continue
+                    view_in(outcome[2])     # sent whole: the re-runs after a pin send what they share with it
                     return outcome
+            finally:            # not waited for: the child freezes what the open left (and collects again)
                 try:
-                    outcome = received(outcome)
-                except Replaced:
-                    continue
-                view_in(outcome[2])         # sent whole: the re-runs after a pin send what they share with it
-                executor().submit(settle)   # not waited for: the child freezes what the open left meanwhile
-                return outcome
+                    executor().submit(settle)
+                except (BrokenProcessPool, RuntimeError):  # a child that died, or a pool shut down at exit
+                    pass
 
     def _onnx(self, doc: Document) -> None:
         from inspector.core.session.onnx_session import file_sources
