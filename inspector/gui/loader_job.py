@@ -154,6 +154,7 @@ def convert_and_lay_out(source, cache=None):
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
     result = with_findings(outcome.result)
+    result.transposes                   # counted here: the GUI thread shows the result with it
     vg = graph_model.from_onnx(result.model)
     layout = graph_layout.compute(vg)
     if child:                           # back to the window in pieces it unpickles in short steps

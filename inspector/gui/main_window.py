@@ -543,13 +543,14 @@ class MainWindow(QMainWindow):
                             notes=list(s.notes), onnx_shapes=dict(vg.shapes))
         self._syncing = True                          # the re-selection below is not the user's
         other = s.other or (s.path if only_onnx else None)     # a file's own ONNX model: named
-        label = f"ONNX{f': {Path(other).name}' if other else ''} ({counted(vg.op_count, 'node')})"
+        nodes = counted(vg.op_count, 'node')        # a walk of every node: once
+        label = f"ONNX{f': {Path(other).name}' if other else ''} ({nodes})"
         try:
             self._show(ONNX, vg, layout, label, live)
         finally:
             self._syncing = False
         self.panes[ONNX].tabs.setTabToolTip(0, f"{label}\n{other or 'The conversion'}: "
-                                               f"{counted(vg.op_count, 'node')} in its main graph")
+                                               f"{nodes} in its main graph")
         if first:
             self.panes[TFLITE].setVisible(not only_onnx)
             self.show_tflite.setChecked(not only_onnx)

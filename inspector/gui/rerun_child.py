@@ -384,7 +384,9 @@ def result_of(number: int, have=None):
     None when another re-run replaced it."""
     if number != CHILD.converted_number or CHILD.converted is None:
         return None
-    return send(replace(CHILD.converted[0], graph=None), diff=True, have=have)   # (the metadata pass reads it)
+    result = replace(CHILD.converted[0], graph=None)     # (the metadata pass reads it)
+    result.transposes                                   # counted here: the GUI thread shows the result with it
+    return send(result, diff=True, have=have)
 
 
 def annotated(number: int):

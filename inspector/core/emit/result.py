@@ -45,10 +45,19 @@ class ConversionResult:
     # The metadata checker's findings on `model` (metadata.lint), once the window has them; None: not yet.
     findings: list[Any] | None = None
     checking: bool = False          # the window's re-run: the metadata pass and its findings follow
+    # (the model counted, its Transposes): a count walks every node (50,000 ops: ~30 ms), which the window's worker
+    # or child does before the GUI thread asks; kept by dataclasses.replace while the model stays the same.
+    counted: tuple | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.counted is not None and self.counted[0] is not self.model:
+            object.__setattr__(self, "counted", None)     # another model: counted again (the old one not kept)
 
     @property
     def transposes(self) -> int:
         """Transpose nodes in the model, its If and Loop bodies included."""
+        if self.counted is not None:
+            return self.counted[1]
         count, graphs = 0, [self.model.graph]
         while graphs:
             for n in graphs.pop().node:
@@ -56,4 +65,5 @@ class ConversionResult:
                     count += 1
                 elif n.op_type in ("If", "Loop", "Scan"):
                     graphs.extend(a.g for a in n.attribute if a.HasField("g"))
+        object.__setattr__(self, "counted", (self.model, count))     # (frozen: a cache, not a field's change)
         return count

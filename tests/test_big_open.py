@@ -1,0 +1,93 @@
+"""What opening a big model does off the GUI thread (issue 32, item 13): the child converts with its collector
+held until the window's `settle`, and the result's Transposes are counted before the GUI thread shows it."""
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+import numpy as np
+
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.gui import loader_job, rerun_child
+
+from .test_rerun_transfer import Pool, child_pool
+
+
+def chain(path, n: int = 30):
+    """CONV_2D / RELU ops in a row, some pinned by the NHWC output into a Transpose; H != W != C."""
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    w = b.const("w", np.full((3, 3, 3, 3), 0.01, np.float32))
+    bias = b.const("b", np.zeros(3, np.float32))
+    for i in range(n):
+        y = b.tensor(f"t{i}", [1, 5, 7, 3])
+        b.op("CONV_2D" if i % 2 else "RELU", [x, w, bias] if i % 2 else [x], [y], {"padding": "SAME"} if i % 2 else {})
+        x = y
+    b.output(x)
+    return b.save(path)
+
+
+class Watched(Pool):
+    """The child's executor (tests.test_rerun_transfer.Pool) noting whether automatic collection was on as each
+    call returned."""
+
+    def __init__(self):
+        super().__init__()
+        self.collecting = []
+
+    def submit(self, fn, *args):
+        f = super().submit(fn, *args)
+        self.collecting.append((fn.__name__, gc.isenabled()))
+        return f
+
+
+def test_the_child_converts_an_open_without_collecting_until_the_window_settles_it(tmp_path, monkeypatch):
+    """Each collection during a 50,000-op conversion scanned all it had made so far: the child's conversion took
+    ~1.7x as long. The open holds the collector, as a re-run does, and the window's `settle` gives it back (also
+    when the conversion fails)."""
+    from inspector.core.ir.errors import ConversionError
+    from inspector.core.session import pipeline
+    pool = child_pool(monkeypatch, Watched())
+    monkeypatch.setattr(rerun_child, "_in_child", lambda: True)
+    path = str(chain(tmp_path / "chain.tflite"))
+    try:
+        assert gc.isenabled()
+        result, *_ = loader_job.LoadJob(path)._in_child()
+        assert ("convert_and_lay_out", False) in pool.collecting and pool.collecting[-1] == ("settle", True)
+        assert result.transposes == 0 and gc.isenabled()
+
+        def fails(*a, **k):
+            raise ConversionError("no")
+        monkeypatch.setattr(pipeline, "run", fails)
+        pool.collecting.clear()
+        assert loader_job.LoadJob(path)._in_child() == "no"
+        assert pool.collecting == [("convert_and_lay_out", False), ("settle", True)] and gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_the_transposes_are_counted_before_the_gui_thread_shows_the_result(tmp_path, monkeypatch):
+    """Session.show counts the result's Transposes, a walk of every ONNX node (50,000 ops: ~30 ms of the GUI
+    thread): the child counts them and the count crosses with the model it counted; a result given another model
+    counts that one."""
+    from inspector.core.io.loader import load_model
+    from inspector.core.session.pipeline import ConvertOptions, run
+    child_pool(monkeypatch, Pool())
+    path = str(chain(tmp_path / "chain.tflite"))
+    for pins in ({}, {"t9": "NHWC"}):           # none, and a pin that costs Transposes
+        if pins:                                # a re-run's result, counted in the child
+            monkeypatch.setattr(rerun_child, "CHILD", rerun_child.Child())
+            sent = rerun_child.rerun(path, pins, {}, {})
+            result = loader_job.received(rerun_child.result_of(sent[0]))[0]
+        else:
+            result = loader_job.received(loader_job.convert_and_lay_out(path))[0]
+        fresh = run(load_model(path), pins, ConvertOptions()).result
+        assert result.counted == result.transposes == fresh.transposes == sum(      # counted before it crossed
+            n.op_type == "Transpose" for n in fresh.model.graph.node) == (2 if pins else 0)
+    other = type(result.model)()
+    other.CopyFrom(fresh.model)
+    del other.graph.node[:]
+    result.model = other                        # another model: counted again
+    assert result.counted is None and result.transposes == 0 and result.counted == 0
+    assert dataclasses.replace(result, model=fresh.model).transposes == 2
