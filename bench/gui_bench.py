@@ -125,22 +125,30 @@ class Gaps:
         return (self.ticks[-1][0] - t0 - 0.2, gap) + ((busy,) if cpu else ())
 
 
-def run_onnx(model: str) -> dict:
-    """An ONNX model opened alone, from the start page: until both its pane and its Metadata dock are built."""
+def window(cold: bool = False):
+    """(the application, a 1600×1000 window shown), once the window's child process is up, as from the start page
+    (`cold`: at once, as from the command line)."""
     from PySide6.QtCore import QSettings
 
     from inspector.gui import loader_job
     from inspector.gui.app import application
-    from inspector.gui.main_window import ONNX, MainWindow
+    from inspector.gui.main_window import MainWindow
     app = application()
     w = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat))
     w.resize(1600, 1000)
     w.show()
     app.processEvents()
     t = time.perf_counter()
-    while not loader_job.warmed() and time.perf_counter() - t < 60:
+    while not cold and not loader_job.warmed() and time.perf_counter() - t < 60:    # the start page's time
         app.processEvents()
         time.sleep(0.005)
+    return app, w
+
+
+def run_onnx(model: str) -> dict:
+    """An ONNX model opened alone, from the start page: until both its pane and its Metadata dock are built."""
+    from inspector.gui.main_window import ONNX
+    app, w = window()
     out = {"model": Path(model).name, "inputs": None}
     out["open_s"], out["gap_ms"], out["busy_ms"] = Gaps(app).measure(
         lambda: w.open_path(model),
@@ -190,20 +198,11 @@ def run_large(model: str) -> dict:
 
 
 def run_case(model: str, cold: bool = False, open_only: bool = False) -> dict:
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QTimer
 
-    from inspector.gui import graph_layout, loader_job
-    from inspector.gui.app import application
-    from inspector.gui.main_window import ONNX, TFLITE, MainWindow
-    app = application()
-    w = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat))
-    w.resize(1600, 1000)
-    w.show()
-    app.processEvents()
-    t = time.perf_counter()
-    while not cold and not loader_job.warmed() and time.perf_counter() - t < 60:    # the start page's time
-        app.processEvents()
-        time.sleep(0.005)
+    from inspector.gui import graph_layout
+    from inspector.gui.main_window import ONNX, TFLITE
+    app, w = window(cold)
     # UI responsiveness: the longest gap between 5 ms timer ticks while the model opens
     ticks = [tick()]
     timer = QTimer(interval=5, timeout=lambda: ticks.append(tick()))
