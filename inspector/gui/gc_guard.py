@@ -24,7 +24,8 @@ from PySide6.QtWidgets import QApplication
 INTERVAL_MS = 250
 BURST, WAIT_S = 20, 2.0     # young objects past BURST times the threshold (a model or a result arriving) are left
                             # for settle() to freeze for up to WAIT_S, not scanned
-FREEZE_OVER = 200_000       # young objects past which a burst that lasts is frozen, not scanned (~15 ms to scan)
+FREEZE_OVER = 100_000       # young objects past which a burst that lasts is frozen, not scanned (~5 ms to scan,
+                            # 15 at load 5)
 
 
 class MainThreadGC(QObject):
@@ -45,14 +46,15 @@ class MainThreadGC(QObject):
             if now - self.since < WAIT_S:
                 return
             if c0 > FREEZE_OVER:        # a worker reading 100,000 inputs or laying out 50,000 ops: what it made
-                self.since = None       # lives on, as settle() would find it (scanning its 10^6 young objects
+                self.since = None       # lives on, as settle() would find it (scanning its 10^5-10^6 objects
                 gc.freeze()             # stalled the window 0.1-0.3 s, again and again); its cyclic garbage, if
                 return                  # any, waits for release()
         self.since = None
         if c0 > t0:
             gen = 2 if c2 > t2 else 1 if c1 > t1 else 0
-            if gen == 2 and _building():    # its items are frozen when it completes (settle): a full collection
-                gen = 1                     # meanwhile scanned them (0.3 s on 50,000 ops)
+            if gen and _building():     # its items are frozen when it completes (settle): an older generation's
+                gen = 0                 # collection meanwhile scanned every item made so far (0.3-0.4 s on 50,000
+                                        # ops); they wait in generation 1, unscanned
             gc.collect(gen)
             if gen == 2:
                 gc.freeze()
