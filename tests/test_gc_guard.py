@@ -110,32 +110,3 @@ def test_a_big_burst_that_lasts_is_frozen_not_scanned_and_a_small_one_collected(
         gc.unfreeze()
         guard.timer.start()
 
-
-def test_while_a_scene_is_built_only_the_youngest_generation_is_collected(qtbot, tmp_path, monkeypatch):
-    """A scene built in slices makes its items over many seconds (50,000 ops: ~200,000); an older generation's
-    collection meanwhile scanned every item made so far (0.4 s, again and again). Until the scene completes (and
-    settle() freezes its items) only the youngest generation is collected; then the older ones again."""
-    from PySide6.QtWidgets import QApplication
-
-    from inspector.gui import gc_guard
-    w = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
-    qtbot.addWidget(w)
-    guard = QApplication.instance().findChild(gc_guard.MainThreadGC)
-    guard.timer.stop()                              # this test calls check() itself
-    collections = []
-    gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
-    t0, t1, t2 = guard.threshold
-    try:
-        for building, gens in ((True, [0, 0]), (False, [1, 2])):
-            monkeypatch.setattr(gc_guard, "_building", lambda b=building: b)
-            for counts in ((t0 + 1, t1 + 1, 0), (t0 + 1, t1 + 1, t2 + 1)):     # due: generation 1, then 2
-                monkeypatch.setattr(gc, "get_count", lambda c=counts: c)
-                guard.since = None
-                guard.check()
-            monkeypatch.undo()
-            assert collections == gens
-            collections.clear()
-    finally:
-        gc.callbacks.pop()
-        gc.unfreeze()
-        guard.timer.start()
