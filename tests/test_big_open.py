@@ -69,8 +69,9 @@ def test_the_child_converts_an_open_without_collecting_until_the_window_settles_
 
 def test_the_transposes_are_counted_before_the_gui_thread_shows_the_result(tmp_path, monkeypatch):
     """Session.show counts the result's Transposes, a walk of every ONNX node (50,000 ops: ~30 ms of the GUI
-    thread): the child counts them and the count crosses with the model it counted; a result given another model
-    counts that one."""
+    thread): the child counts them and the count crosses with the model it counted, and stays through
+    dataclasses.replace while the model does; a result made with another model counts that one (and keeps no
+    reference to the old)."""
     from inspector.core.io.loader import load_model
     from inspector.core.session.pipeline import ConvertOptions, run
     child_pool(monkeypatch, Pool())
@@ -83,14 +84,16 @@ def test_the_transposes_are_counted_before_the_gui_thread_shows_the_result(tmp_p
         else:
             result = loader_job.received(loader_job.convert_and_lay_out(path))[0]
         fresh = run(load_model(path), pins, ConvertOptions()).result
-        assert result.counted == result.transposes == fresh.transposes == sum(      # counted before it crossed
+        assert result.counted[0] is result.model                                    # counted before it crossed
+        assert result.counted[1] == result.transposes == fresh.transposes == sum(
             n.op_type == "Transpose" for n in fresh.model.graph.node) == (2 if pins else 0)
+        assert dataclasses.replace(result, graph=None).counted == result.counted     # the same model
     other = type(result.model)()
     other.CopyFrom(fresh.model)
     del other.graph.node[:]
-    result.model = other                        # another model: counted again
-    assert result.counted is None and result.transposes == 0 and result.counted == 0
-    assert dataclasses.replace(result, model=fresh.model).transposes == 2
+    made = dataclasses.replace(result, model=other)                              # another model: counted again
+    assert made.counted is None and made.transposes == 0 and made.counted == (other, 0)
+    assert dataclasses.replace(made, model=fresh.model).transposes == 2
 
 
 def test_an_onnx_opened_alone_is_shown_as_read_and_copied_only_for_an_edit(tmp_path):
