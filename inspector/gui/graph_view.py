@@ -236,7 +236,6 @@ class GraphScene(QGraphicsScene):
             item.index, item.node = i, vg.nodes[i]
             if i in diff.relabelled:
                 item.relabelled()
-                item.update()
             if i in diff.moved:
                 item.setPos(*layout.pos[i])
         for i in diff.restyled:
