@@ -389,8 +389,9 @@ class Editor(QObject):
         self.validate_action.setToolTip(why.get("validate", self.validate_tip))
 
     # ---- life cycle (hooks called by the window) -----------------------------------------------------------
-    def detach(self, path: str = "") -> None:
-        """A new model is being opened (`path`): forget the session; the views show nothing of it."""
+    def detach(self, path: str = "", other: str | None = None) -> None:
+        """A new model is being opened (`path`, paired with `other`): forget the session; the views show nothing
+        of it."""
         self.validation.cancel()
         self.session, self.baseline = None, None
         self._pending = False
@@ -400,7 +401,7 @@ class Editor(QObject):
         self.reconverter = None
         self._what_if = {}
         self.stack.clear()
-        self.window.views.bind(None, path)
+        self.window.views.bind(None, path, other)
 
     def attach(self, doc, vg=None, layout=None) -> None:
         """The loader's result (a conversion, an ONNX model alone or a pair) becomes the Session every view shows:
@@ -419,7 +420,7 @@ class Editor(QObject):
         self.session = s
         from inspector.core.emit.incremental import Reconverter
         self.reconverter = doc.reconverter or Reconverter()
-        self.window.views.bind(s, doc.path)
+        self.window.views.bind(s, doc.path, s.other)
         change = self.window.show_result(s, result, notes, vg, layout)   # the loader ran the whole pipeline
         self.baseline = change.transposes_after     # counted once, by the Session (a walk of every ONNX node)
         self._hook_tflite_view()

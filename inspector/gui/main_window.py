@@ -133,7 +133,6 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(*WINDOW_SIZE)
         self.views = Views()                 # every view below redraws from the Session's events
-        self._opening: str | None = None     # the ONNX model of a pair being opened
         self._replacing = None               # (path, other) of a model read while the open one stays shown
         self._forget = None                  # the Session whose autosave the user discarded, once it is replaced
         # a person at the window: errors and questions are modal dialogs. Offscreen (tests, screenshots) errors go
@@ -452,11 +451,10 @@ class MainWindow(QMainWindow):
         self.scenes.clear()
         self.panes[TFLITE].message("Reading…")
         self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
-        self._opening = other
         forget, self._forget = self._forget, None
         if forget is not None and forget is self.editor.session:
             self._drop_autosave(forget)               # the user chose to discard those decisions
-        self.editor.detach(path)                      # every view forgets the previous model (ModelOpened)
+        self.editor.detach(path, other)               # every view forgets the previous model (ModelOpened)
 
     @property
     def idle(self) -> bool:
@@ -516,10 +514,9 @@ class MainWindow(QMainWindow):
     # ---- what the views do on the Session's events ---------------------------------------------------------
     def _model_opened(self, e: ModelOpened) -> None:
         """Another model: nothing of the previous one stays (its search matches, conflicts, details)."""
-        s = self.views.session
-        other = (s.other if s is not None else None) or self._opening
         # [*]: shown while the decisions are not saved (the editor follows its undo stack's clean state)
-        self.setWindowTitle(f"{Path(e.path).name}{f' ↔ {Path(other).name}' if other else ''}[*] — Layout Inspector")
+        pair = f" ↔ {Path(e.other).name}" if e.other else ""
+        self.setWindowTitle(f"{Path(e.path).name}{pair}[*] — Layout Inspector")
         self.setWindowModified(False)
         self.search_field.clear()                     # the last model's search means nothing in this one
         self._reset_search()

@@ -27,11 +27,12 @@ class Views:
         subscription order: views that read what an earlier one made (the window's Document) come after it."""
         self.listeners.subscribe(listener, *kinds)
 
-    def bind(self, session, path: str) -> None:
-        """Show `session` (None: nothing, while `path` is being read): the views hear ModelOpened(path)."""
+    def bind(self, session, path: str, other: str | None = None) -> None:
+        """Show `session` (None: nothing, while `path`, and a pair's `other`, are being read): the views hear
+        ModelOpened."""
         if self.session is not None and self.session.listeners is self.listeners:
             self.session.listeners = Listeners()
         self.session = session
         if session is not None:
             session.listeners = self.listeners
-        self.listeners.publish(ModelOpened(path))
+        self.listeners.publish(ModelOpened(path, other))

@@ -40,8 +40,10 @@ class Listeners:
 
 @dataclass(frozen=True)
 class ModelOpened:
-    """The Session holds a model (published by Session.open to the listeners it is given)."""
+    """The Session holds a model (published by Session.open to the listeners it is given); `other`: a pair's ONNX
+    model made elsewhere."""
     path: str
+    other: str | None = None
 
 
 @dataclass(frozen=True)
