@@ -146,7 +146,8 @@ def test_one_event_path_from_the_session_to_the_views():
                 if node.func.id == "isinstance" and len(node.args) == 2 and "Session" in ast.unparse(node.args[1]):
                     found.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
                 if (node.func.id in ("hasattr", "getattr") and len(node.args) >= 2
-                        and ast.unparse(node.args[0]).endswith("session")):
+                        and isinstance(node.args[1], ast.Constant)
+                        and (ast.unparse(node.args[0]).endswith("session") or ast.unparse(node.args[0]) == "s")):
                     found.append(f"{rel}:{node.lineno} {ast.unparse(node)}: ask a capability")
             if isinstance(node, ast.Name) and node.id in ("is_pair", "is_onnx_alone"):
                 found.append(f"{rel}:{node.lineno} {node.id}")

@@ -48,7 +48,7 @@ def export_dialog(editor, folder: str | None = None) -> list[Path] | None:
             return None
     editor.wait()                                   # the latest re-run's result, not the one before it
     s = editor.session
-    if s is None or getattr(s, "graph", None) is None or s.result is None:
+    if s is None or not s.can_export_model_explorer or s.result is None:
         w.error(f"{TITLE} failed", "there is no conversion to export: open a TFLite model and let it convert")
         return None
     try:

@@ -61,7 +61,7 @@ def start_folder(w) -> str:
     """Where the save dialog opens: the last export's folder, else beside the model open now, else home; each only
     when writable (a model may sit in a read-only corpus) and never the package's own folder (the sample's)."""
     from inspector.resources import SAMPLE, path as resource
-    s = getattr(getattr(w, "editor", None), "session", None)
+    s = w.editor.session
     model = (s.other or s.path) if s is not None else None
     beside = str(Path(model).resolve().parent) if model else ""
     for folder in (w.settings.value("export/folder", ""), beside):

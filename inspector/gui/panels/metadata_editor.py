@@ -218,7 +218,7 @@ class MetadataEditor(QWidget):
             return
         self.stale = False
         s = self.editor.session
-        r = getattr(s, "result", None)
+        r = s.result if s is not None else None
         body = self.body
         if r is not None and getattr(r, "checking", False) and getattr(r, "findings", None) is None:
             if body is not None:        # the findings follow the graph: until then nothing stale can be used
@@ -259,7 +259,7 @@ class MetadataEditor(QWidget):
             notes = QLabel("<br>".join(html.escape(n) for n in s.notes), wordWrap=True)
             notes.setStyleSheet("color:#555; font-size:11px")
             notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
-            box = QGroupBox("Notes" if hasattr(s, "metadata_sources") else "Notes from the conversion")
+            box = QGroupBox("Notes from the conversion" if s.converts else "Notes")
             QVBoxLayout(box).addWidget(notes)
             form.addWidget(box)
         form.addStretch(1)
@@ -283,11 +283,11 @@ class MetadataEditor(QWidget):
     def _content(self, s):
         """Everything the panel shows comes from this (model metadata and I/O, notes, edits, findings, target), or
         None when it cannot be told (no result, a pair, findings not computed yet): then it is always rebuilt."""
-        r = getattr(s, "result", None)
-        if r is None or hasattr(s, "metadata_sources") or getattr(r, "findings", None) is None:
+        r = s.result if s is not None else None
+        if r is None or not s.converts or getattr(r, "findings", None) is None:
             return None
         m, g = r.model, r.model.graph
-        return (id(s), getattr(s, "target", "onnx"), b"".join(v.SerializeToString() for v in [*g.input, *g.output]),
+        return (id(s), s.target, b"".join(v.SerializeToString() for v in [*g.input, *g.output]),
                 [(p.key, p.value) for p in m.metadata_props], m.doc_string, m.producer_name, m.producer_version,
                 m.model_version, g.doc_string, tuple(s.notes), repr(s.metadata.to_dict()),
                 [repr(f) for f in r.findings])
@@ -296,10 +296,10 @@ class MetadataEditor(QWidget):
         """Field -> where its value came from: 'edited', the TFLite metadata, or the conversion's layout."""
         s = self.editor.session
         out: dict[str, str] = {}
-        meta = read_tflite_metadata(s.graph) if not hasattr(s, "metadata_sources") else None
+        meta = read_tflite_metadata(s.graph) if s.converts else None
         if meta is not None:
             out.update({k: f"from {v}" for k, v in meta.sources.items()})
-        if hasattr(s, "metadata_sources"):         # a pair: the values come from the other ONNX file
+        if not s.converts:                  # a pair's or an ONNX model's: the values come from that file
             out.update(s.metadata_sources())
         for note in s.notes:
             if note.startswith("'") and "dimension denotations" in note:
