@@ -82,7 +82,7 @@ def row_write_model(limit=None, start: int = 0, acc_input: bool = False, reads_a
          {"cond_subgraph_index": cond.index, "body_subgraph_index": body.index})
     y = b.tensor("y", [ROWS, H, W])
     b.op("MUL", [outs[2], b.const("two", np.array([2.0], np.float32))], [y])
-    b.output(y, outs[3])
+    b.output(y, outs[3], outs[4])                      # x_end: a value the loop passes through
     return b.build()
 
 
@@ -101,10 +101,11 @@ def test_rows_filled_whole_become_a_scan_output(tmp_path):
     data = row_write_model(limit=ROWS)
     r = convert_bytes(data, tmp_path)
     loop, body = _loop(r)
-    assert len(loop.input) == 2 + 4 and len(loop.output) == 4 + 1     # i, n, h, x carried; the rows scanned
-    # Add (i + 1), Gather, Mul, Add, Tanh, the row's Reshape, the cond's Less; an Identity only for n and x, which
-    # the body passes through (a Loop body's output may not be its input)
-    assert _body_ops(body) == ["Add", "Add", "Gather", "Identity", "Identity", "Less", "Mul", "Reshape", "Tanh"]
+    # i and h carried, the rows scanned; n and x, which the body passes through, read from outside (carried, each
+    # would need an Identity per iteration: a Loop body's output may not be its input)
+    assert len(loop.input) == 2 + 2 and len(loop.output) == 2 + 1
+    # Add (i + 1), Gather, Mul, Add, Tanh, the row's Reshape, the cond's Less
+    assert _body_ops(body) == ["Add", "Add", "Gather", "Less", "Mul", "Reshape", "Tanh"]
     assert not any(n.op_type in ("Slice", "Concat") for n in r.model.graph.node)
     assert "acc0" not in {i.name for i in r.model.graph.initializer}   # the zeros are never read
     compare(r, data, [RNG.standard_normal((ROWS, H, W)).astype(np.float32)])
@@ -120,7 +121,7 @@ def test_rows_written_in_part_keep_the_others(steps, tmp_path):
     r = convert_bytes(data, tmp_path)
     loop, body = _loop(r)
     assert not any(n.op_type in ("Slice", "Concat") for n in body.node)
-    assert len(loop.output) == 4 + 1
+    assert len(loop.output) == 2 + 1
     x = RNG.standard_normal((ROWS, H, W)).astype(np.float32)
     acc = RNG.standard_normal((ROWS, H, W)).astype(np.float32)
     compare(r, data, [x, np.array(steps, np.int32), acc])
@@ -141,7 +142,7 @@ def test_accumulator_read_in_the_body_stays_carried(tmp_path):
     data = row_write_model(limit=ROWS, reads_acc=True)
     r = convert_bytes(data, tmp_path)
     loop, body = _loop(r)
-    assert len(loop.output) == 5 and any(n.op_type == "Concat" for n in body.node)
+    assert len(loop.output) == 3 and any(n.op_type == "Concat" for n in body.node)
     compare(r, data, [RNG.standard_normal((ROWS, H, W)).astype(np.float32)])
 
 
@@ -160,7 +161,7 @@ def test_bilstm_re_conversions_equal_full_ones(corpus):
     assert len(loops) == 2
     for loop in loops:
         ops = [n.op_type for n in loop.attribute[0].g.node]
-        assert "Concat" not in ops and "Slice" not in ops and len(loop.output) == 6   # 5 carried + the rows
+        assert "Concat" not in ops and "Slice" not in ops and len(loop.output) == 5   # 4 carried + the rows
     v = validate(first.result)
     assert v.ok, [(e.name, e.max_rel) for e in v.outputs]
     four_d = [t.name for t in graph.main.tensors if t.rank == 4 and t.data is None]

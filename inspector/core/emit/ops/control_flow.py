@@ -86,9 +86,13 @@ def while_(ctx, op):
     (c0,), _ = _emit_subgraph(ctx, cond_i, init, inline=True, ins=lay)
     c0 = _as_bool(ctx, c0, cond_t)
 
-    kept = [s for s in range(n) if s not in {w.slot for w in writes}]
+    # a value the body passes through unchanged is read from outside, not carried (its body output would need an
+    # Identity each iteration: a Loop body's output may not be its input)
+    fixed = {s for s in range(n) if len(op.outputs) == n and body_sg.outputs[s] == body_sg.inputs[s]}
+    kept = [s for s in range(n) if s not in {w.slot for w in writes} and s not in fixed]
     it, c_in = ctx.fresh(f"while{op.index}_iter"), ctx.fresh(f"while{op.index}_cond_in")
-    carried = [ctx.fresh(f"{body_sg.tensors[t].name or 'v'}") for t in body_sg.inputs]
+    carried = [init[s] if s in fixed else ctx.fresh(f"{body_sg.tensors[t].name or 'v'}")
+               for s, t in enumerate(body_sg.inputs)]
     skip = frozenset().union(*(w.ops for w in writes))
     outs, body = _emit_subgraph(ctx, body_i, carried, ins=lay, outs=lay, skip=skip)
     rows = [body.present(w.row, L.identity(body.tensor(w.row).rank)) for w in writes]
@@ -110,6 +114,9 @@ def while_(ctx, op):
              + scans, body=graph)
     for w, scan in zip(writes, scans):
         _place_rows(ctx, op, w, init, scan, w.slot in whole)
+    for s in sorted(fixed):
+        if _read(ctx, op, s):
+            ctx.node("Identity", [init[s]], [ctx.output(op, s)])
 
 
 def _scanned(ctx, op, body_sg, cond_sg, lay) -> list:
@@ -150,12 +157,16 @@ def _place_rows(ctx, op, w, init, scan, whole: bool) -> None:
     ctx.node("Concat", [head, rows, tail], [out], axis=0)
 
 
+def _read(ctx, op, slot: int) -> bool:
+    t = op.outputs[slot]
+    return t in ctx.sg.outputs or any(t in o.inputs for o in ctx.sg.ops)
+
+
 def _result(ctx, op, slot: int) -> str:
     """Where a WHILE result goes. One nobody reads gets an untraced name: LiteRT does not keep such a result
     (a passed-through value reads back as zeros), so it is not compared with the interpreter's."""
-    t = op.outputs[slot]
-    if t not in ctx.sg.outputs and not any(t in o.inputs for o in ctx.sg.ops):
-        return ctx.fresh(f"{ctx.tensor(t).name}_unused")
+    if not _read(ctx, op, slot):
+        return ctx.fresh(f"{ctx.tensor(op.outputs[slot]).name}_unused")
     return ctx.output(op, slot)
 
 
