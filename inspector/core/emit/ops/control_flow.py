@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
+from . import gemm_fold
 from .registry import X, op
 from .row_writes import row_writes, trip_count
 
@@ -101,6 +102,7 @@ def while_(ctx, op):
     (c1,), _ = _emit_subgraph(body, cond_i, outs, inline=True, ins=lay)
     c1 = _as_bool(body, c1, cond_t)
     results = _body_outputs(body, [c1] + [outs[s] for s in kept] + rows)
+    gemm_fold.fold(body, results)
     ins = [helper.make_tensor_value_info(it, TensorProto.INT64, []),
            helper.make_tensor_value_info(c_in, TensorProto.BOOL, [])]
     ins += [body.value_info_for(body_sg.inputs[s], carried[s], lay[s]) for s in kept]
