@@ -1,6 +1,6 @@
 """A cold start imports what its command needs: `--version` and `--help` nothing heavy, `info` no ONNX, `convert`
-no window and no validation, and ONNX Runtime only when its run check will run. Each command runs in a fresh
-interpreter that prints the modules it ended with."""
+no window and no validation, and ONNX Runtime never in its own process (the run check imports it in a child forked
+at the start, ort_ahead). Each command runs in a fresh interpreter that prints the modules it ended with."""
 from __future__ import annotations
 
 import json
@@ -73,7 +73,37 @@ def test_convert_imports_what_converting_needs(model, tmp_path, check):
     assert out.exists()
     assert present(mods, "numpy", "onnx", "inspector.core.emit.convert") == [
         "numpy", "onnx", "inspector.core.emit.convert"]
-    # ONNX Runtime for its run check only; never the window, the validation's runs, pairing or the tflite package
-    assert present(mods, "onnxruntime") == (["onnxruntime"] if check else [])
+    # ONNX Runtime is the run check's child's; never the window, the validation's runs, pairing or the tflite package
+    assert present(mods, "onnxruntime") == []
     assert present(mods, "PySide6", "shiboken6", "pyqtgraph", "tflite", "inspector.gui", "inspector.core.pairing",
                    "inspector.core.proof.validate", "inspector.core.proof.steps") == []
+
+
+REFUSED = ("import json, sys\n"
+           "from inspector.core.emit.ops import conv\n"
+           "conv.bias_1d = lambda ctx, op, slot: ctx.input(op, slot)   # a [1, 1, 1, C] bias: ONNX Runtime refuses\n"
+           "from inspector.cli import main\n"
+           "code = main(sys.argv[1:])\n"
+           "print('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
+           "sys.exit(code)\n")
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_the_run_check_in_its_child_still_refuses(tmp_path, check):
+    """The model the run check exists for (ONNX Runtime refuses a ConvTranspose's 4-D bias, the ONNX checker
+    does not): the child's verdict stops the write, while the converting process never imported ONNX Runtime;
+    --no-ort-check writes it."""
+    from tests.test_fidelity import transpose_conv
+    graph = transpose_conv(tmp_path, (1, 1, 1, 6), quantized=False)
+    out = tmp_path / "out.onnx"
+    p = subprocess.run([sys.executable, "-c", REFUSED, "convert", graph.path, "-o", str(out),
+                        *([] if check else ["--no-ort-check"])], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("MODULES ")), None)
+    assert line, p.stdout + p.stderr
+    assert present(set(json.loads(line[len("MODULES "):])), "onnxruntime") == []
+    if check:
+        assert p.returncode == 1 and not out.exists(), p.stderr
+        assert "ONNX Runtime cannot run the converted model" in p.stderr and "Traceback" not in p.stderr
+    else:
+        assert p.returncode == 0 and out.exists(), p.stderr

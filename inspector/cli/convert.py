@@ -61,6 +61,17 @@ def run(args) -> int:
     if args.report:
         out.add(args.report)
     me_files = _model_explorer_names(args, out)
+    # the run check's ONNX Runtime is imported in a child process while this one converts
+    from inspector.core.proof.ort_ahead import Ahead
+    ahead = None if args.no_ort_check else Ahead()
+    try:
+        return _convert(args, out, ahead, me_files)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _convert(args, out, ahead, me_files) -> int:
     session = prepare(args, args.model)
     try:
         session.convert(check=False)        # export checks the final model (after the metadata pass) once
@@ -70,10 +81,13 @@ def run(args) -> int:
                 out.write(args.report, _json({"unsupported": e.ops, "transposes": None, "conflicts": [],
                                               "pins": dict(session.pins), "ok": False}))
         raise
-    from inspector.core.proof.ort_check import check_session
-    check_session(session, skip=args.no_ort_check)
+    from inspector.core.proof.ort_check import input_sizes, note_check
+    if ahead is not None:
+        ahead.submit(session.result.model, input_sizes(session.result))
     with out:
-        session.export(args.output, overwrite_source=args.force, out=out)
+        session.export(args.output, overwrite_source=args.force, out=out)    # staged: renamed once all is well
+        if ahead is not None:
+            note_check(session, ahead.verdict())
         report = session.report()
         if args.report:
             out.write(args.report, _json(report))

@@ -6,7 +6,6 @@ creation is most of the check's cost."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
 
 from inspector.core.ir.errors import ConversionError
 
@@ -17,19 +16,26 @@ _TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(flo
           "tensor(uint64)": np.uint64, "tensor(bool)": np.bool_}
 
 
-def ort_check(model: onnx.ModelProto | bytes, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
-    """Raise ConversionError with ONNX Runtime's reason if it cannot load or run the model; a note (str) when only
-    its graph optimiser refuses it (the model runs with optimisations off), else None.
+def ort_check(model, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
+    """Raise ConversionError with ONNX Runtime's reason if it cannot load or run the model (an onnx.ModelProto or
+    its bytes); a note (str) when only its graph optimiser refuses it (the model runs with optimisations off), else
+    None.
 
     `sizes`: per input name, the shape whose dims stand in for its dynamic ones in the run on zeros (the file's
     stored sizes; 1 without it). A run that fails only with dynamic dims filled in is a note, not a refusal: the
     model loaded, and sizes of our choosing may be ones it cannot take (a frame length longer than the signal)."""
-    import onnxruntime as ort
     if isinstance(model, bytes):
+        import onnx
         data, model = model, onnx.load_from_string(model)
     else:
         data = model.SerializeToString()
-    run = not _has_loop(model.graph)
+    return check_bytes(data, not has_loop(model.graph), sizes)
+
+
+def check_bytes(data: bytes, run: bool, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
+    """ort_check on the serialised model; `run`: also run it once on zeros (not for a graph with a Loop: zeros can
+    make a WHILE condition hold for ever). NumPy and ONNX Runtime only (ort_ahead's child imports no ONNX)."""
+    import onnxruntime as ort
     failure, chosen = None, None
     for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         opts = ort.SessionOptions()
@@ -58,13 +64,16 @@ def input_sizes(result) -> dict[str, tuple[int, ...]]:
 
 def check_session(session, skip: bool = False) -> None:
     """ort_check on a Session's converted model (convert's last step before writing); a note joins its notes."""
-    note = None if skip else ort_check(session.result.model, input_sizes(session.result))
+    note_check(session, None if skip else ort_check(session.result.model, input_sizes(session.result)))
+
+
+def note_check(session, note: str | None) -> None:
     if note:
         session.notes.append(f"warning: {note}")
 
 
-def _has_loop(graph) -> bool:
-    return any(n.op_type in ("Loop", "Scan") or any(_has_loop(a.g) for a in n.attribute if a.type == a.GRAPH)
+def has_loop(graph) -> bool:
+    return any(n.op_type in ("Loop", "Scan") or any(has_loop(a.g) for a in n.attribute if a.type == a.GRAPH)
                for n in graph.node)
 
 
