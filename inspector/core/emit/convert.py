@@ -447,7 +447,10 @@ def _add_initializers(model, initializers, bound: int, cache=None, weights_over:
             else:
                 into.append(without_data(t) if big else t)
     else:
-        model.graph.initializer.extend(initializers)
+        into = model.graph.initializer
+        for k in range(len(initializers)):          # protobuf copies each one in: the original goes at once, so
+            into.append(initializers[k])            # the weights are never held twice whole
+            initializers[k] = None
     if rest + bound + 16 * len(initializers) > _protobuf_limit():
         check_size(model)
     return left_out
