@@ -82,18 +82,88 @@ def ours_breakdown(model: Path) -> dict[str, float]:
     return {"read": t1 - t0, "convert": t2 - t1, "serialise": t3 - t2, "check": t4 - t3}
 
 
-def weights_floor(graph, out: Path) -> None:
-    """The least any converter must do with the weights once the file is read: transpose rank-4 constants
-    NHWC->NCHW, serialise every constant as an initializer, write the file."""
-    inits = []
-    for k, sg in enumerate(graph.subgraphs):
+def floor_plan(graph) -> list[tuple]:
+    """Where each constant's bytes are in the file, for weights_floor: (offset, dtype, shape, widen) per constant
+    whose data our reader left as a view of the file, (None, array, None, widen) for the few it had to decode
+    (sparse ones). `widen`: a float16 weight a DEQUANTIZE reads, float32 in a converter's output (ours keeps it
+    float16 only with --keep-fp16), so the floor widens it too."""
+    plan = []
+    for sg in graph.subgraphs:
+        widened = {op.inputs[0] for op in sg.ops if op.opcode == "DEQUANTIZE" and op.inputs}
         for t in sg.tensors:
             if t.data is None or t.dtype in ("string", "resource", "variant"):
                 continue
-            arr = np.ascontiguousarray(np.transpose(t.data, (0, 3, 1, 2))) if t.data.ndim == 4 else t.data
-            inits.append(numpy_helper.from_array(arr, f"w{k}_{t.index}"))
+            widen = t.dtype == "float16" and t.index in widened
+            root = t.data
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if isinstance(root.base, (bytes, bytearray)) and t.data.flags.c_contiguous:
+                start = np.frombuffer(root.base, np.uint8).ctypes.data
+                plan.append((t.data.ctypes.data - start, t.data.dtype, t.data.shape, widen))
+            else:
+                plan.append((None, t.data, None, widen))
+    return plan
+
+
+def weights_floor(path: Path, plan: list[tuple], out: Path) -> None:
+    """The least any converter must do with the weights, with NumPy and protobuf alone: read the file, view each
+    constant in it, transpose rank-4 ones NHWC->NCHW, serialise every constant as an initializer, write the file."""
+    buf = Path(path).read_bytes()
+    inits = []
+    for k, (off, dtype, shape, widen) in enumerate(plan):
+        if off is None:
+            arr = dtype
+        else:
+            arr = np.frombuffer(buf, dtype, count=int(np.prod(shape, dtype=np.int64)), offset=off).reshape(shape)
+        if widen:
+            arr = arr.astype(np.float32)
+        arr = np.ascontiguousarray(np.transpose(arr, (0, 3, 1, 2))) if arr.ndim == 4 else arr
+        inits.append(numpy_helper.from_array(arr, f"w{k}"))
     m = helper.make_model(helper.make_graph([], "floor", [], [], inits))
     out.write_bytes(m.SerializeToString())
+
+
+def peak_memory(cmd: list[str], env=None) -> tuple[int | None, str | None]:
+    """Peak resident memory (bytes) of one fresh process (the largest of it and the children it waited for), and
+    its error line or None."""
+    import os
+    import subprocess
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        return None, f"exit {proc.returncode}: {(err.strip().splitlines() or [''])[-1][:180]}"
+    return usage.ru_maxrss * 1024, None
+
+
+def big_model(path: Path, seed: int = 0) -> Path:
+    """A synthetic model of about 1.1 GB of float32 weights (issue 33's peak-memory case), generated here, never
+    kept in the repo: seven 3x3 convolutions of 1024 channels on a 3x5 map (264 MB, transposed to OIHW by a
+    converter), then FULLY_CONNECTED layers 1024 -> 8192 -> 8192 -> 8192 -> 8192 -> 10 (838 MB)."""
+    from inspector.core.io.tflite_builder import ModelBuilder
+    rng = np.random.default_rng(seed)
+
+    def w(*shape):
+        return (rng.random(shape, dtype=np.float32) - 0.5) * np.float32(2.0 / np.sqrt(np.prod(shape[1:])))
+
+    b = ModelBuilder()
+    x = b.input("x", [1, 3, 5, 1024])
+    for k in range(7):
+        y = b.tensor(f"conv{k}", [1, 3, 5, 1024])
+        b.op("CONV_2D", [x, b.const(f"conv{k}_w", w(1024, 3, 3, 1024)), b.const(f"conv{k}_b", w(1024))], [y],
+             {"padding": "SAME", "fused_activation_function": "RELU"})
+        x = y
+    h = b.tensor("flat", [15, 1024])
+    b.op("RESHAPE", [x, b.const("flat_shape", np.array([15, 1024], np.int32))], [h])
+    for k, (n_in, n_out) in enumerate([(1024, 8192), (8192, 8192), (8192, 8192), (8192, 8192), (8192, 10)]):
+        y = b.tensor(f"fc{k}", [15, n_out])
+        b.op("FULLY_CONNECTED", [h, b.const(f"fc{k}_w", w(n_out, n_in)), b.const(f"fc{k}_b", w(n_out))], [y],
+             {"fused_activation_function": "RELU" if n_out > 10 else "NONE"})
+        h = y
+    b.output(h)
+    path.write_bytes(b.build())
+    return path
 
 
 def node_counts(path: Path) -> tuple[int, int]:

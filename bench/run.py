@@ -152,18 +152,67 @@ def cold_cli(row: dict, model: Path, work: Path, args) -> None:
     TensorFlow, ~5 s, on the larger models only unless --all-cli)."""
     cmds = {}
     if row["ours"]["ok"]:
-        out = work / "ours_cli.onnx"
-        cmds["ours"] = ([str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o",
-                         str(out)], out, None)
+        for name, extra in (("ours", []), ("ours_nocheck", ["--no-ort-check"])):
+            out = work / f"{name}_cli.onnx"
+            cmds[name] = (ours_cli(model, out, *extra), out, None)
     for name in peers.PEERS:
         if row[name].get("ok") and (name != "tf2onnx" or args.all_cli or row["bytes"] >= SLOW_CLI_MIN_BYTES):
             out = work / f"{name}_cli.onnx"
             cmds[name] = (peers.cli_command(name, model, out), out, peers.cli_env())
     for name, c in cli_rounds(cmds, args.cli_runs).items():
+        if name == "ours_nocheck":                 # the row judged against tflite2onnx, which runs no check
+            row["ours"]["cli_nocheck"] = c.get("cli")
+            if not c["ok"]:
+                row["ours"]["cli_nocheck_error"] = c["error"]
+            continue
         row[name]["cli"] = c.get("cli")
         row[name]["cli_times"] = c.get("cli_times")
         if not c["ok"]:
             row[name]["cli_error"] = c["error"]
+
+
+def ours_cli(model: Path, out: Path, *extra: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o", str(out), *extra]
+
+
+def memory(model: Path, work: Path) -> dict:
+    """Peak resident memory of our conversion, each in a fresh process: in-process (read, convert, serialise,
+    write: what `inproc` times) and the CLI without the run check (which adds the full ONNX checker); the CLI's
+    run check is ONNX Runtime loading the model in a child process of its own (peak_memory counts the larger)."""
+    out = work / "mem.onnx"
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[3]); import measure; "
+            "measure.ours_once(Path(sys.argv[1]), Path(sys.argv[2]))")
+    figures = {}
+    for key, cmd in (("peak_inproc", [sys.executable, "-c", code, str(model), str(out), str(HERE)]),
+                     ("peak_cli", ours_cli(model, out, "--no-ort-check")),
+                     ("peak_cli_check", ours_cli(model, out))):
+        peak, error = measure.peak_memory(cmd)
+        figures[key] = peak
+        if error:
+            figures[key + "_error"] = error
+    out.unlink(missing_ok=True)
+    return figures
+
+
+def big_row(work: Path, args) -> dict:
+    """The synthetic model of ~1.1 GB of weights (measure.big_model, generated in the work folder and deleted):
+    our in-process time, the floor and peak memory; no peer runs it."""
+    row = {"model": "synthetic/1gb_weights (generated)", "bytes": 0, "synthetic": True}
+    try:
+        model = measure.big_model(work / "synthetic_1gb.tflite")
+        row["bytes"] = model.stat().st_size
+        t, times = measure.median_time(lambda: measure.ours_once(model, work / "ours.onnx"), 1)
+        row["ours"] = {"ok": True, "inproc": t, "times": times}
+        plan = measure.floor_plan(read_tflite(str(model)))
+        row["floor"] = measure.median_time(lambda: measure.weights_floor(model, plan, work / "floor.onnx"), 1)[0]
+        row["ours"].update(memory(model, work))
+    except Exception as e:
+        row["ours"] = {"ok": False, "error": one_line(e)}
+    for name in peers.PEERS:
+        row[name] = {"ok": False, "error": "not run (synthetic model)"}
+    for f in work.iterdir():
+        f.unlink()
+    return row
 
 
 def runtime(row: dict, model: Path, work: Path) -> None:
@@ -212,10 +261,13 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
     timed = inproc_rounds(model, work, drivers, args.runs)
     row["ours"] = ours(timed["ours"], model)
     try:
-        graph = read_tflite(str(model))
-        row["floor"] = measure.median_time(lambda: measure.weights_floor(graph, work / "floor.onnx"), args.runs)[0]
+        plan = measure.floor_plan(read_tflite(str(model)))
+        row["floor"] = measure.median_time(lambda: measure.weights_floor(model, plan, work / "floor.onnx"),
+                                           args.runs)[0]
     except Exception as e:
         row["floor_error"] = one_line(e)
+    if row["bytes"] >= SLOW_CLI_MIN_BYTES and row["ours"].get("ok"):
+        row["ours"].update(memory(model, work))
     for name in peers.PEERS:
         row[name] = timed[name] if drivers else {"ok": False, "error": "not run (--no-peers)"}
     cold_cli(row, model, work, args)
@@ -309,6 +361,7 @@ def main(argv=None) -> int:
                     help="only our converter (for profiling); ratios use the peers' figures of the last full run")
     ap.add_argument("--no-gui", action="store_true", help="skip bench/gui_bench.py")
     ap.add_argument("--no-batch", action="store_true", help="skip bench/batch_bench.py's start-up figure")
+    ap.add_argument("--no-big", action="store_true", help="skip the generated model of ~1.1 GB of weights")
     ap.add_argument("--all-cli", action="store_true",
                     help=f"time tf2onnx's CLI on every model (default: models of {SLOW_CLI_MIN_BYTES // 1000} KB or more)")
     args = ap.parse_args(argv)
@@ -343,6 +396,9 @@ def main(argv=None) -> int:
             row = bench_model(model, corpus, work, args, drivers)
             rows.append(row)
             print(f"[{k}/{len(models)}] {report.progress_line(row)}", flush=True)
+        if not args.no_big:
+            data["big"] = big_row(work, args)
+            print(f"[big] {report.progress_line(data['big'])}", flush=True)
     finally:
         for d in drivers.values():
             d.close()
