@@ -69,6 +69,20 @@ def counted_loop(b, shape):
     return body, bx, i1, bn
 
 
+def loop_subgraphs(b, names, shapes):
+    """A WHILE's cond (names[0] < names[1]) and body subgraphs for carried values `names` of (shape, dtype)
+    `shapes`. Returns (cond, body, the body's inputs)."""
+    cond = b.subgraph("cond")
+    ci, cn = (cond.input(nm, s, d) for nm, (s, d) in zip(names[:2], shapes[:2]))
+    for nm, (s, d) in zip(names[2:], shapes[2:]):
+        cond.input(nm, s, d)
+    go = cond.tensor("go", [], "bool")
+    cond.op("LESS", [ci, cn], [go])
+    cond.output(go)
+    body = b.subgraph("body")
+    return cond, body, [body.input(nm, s, d) for nm, (s, d) in zip(names, shapes)]
+
+
 def while_model(steps_input: bool = False) -> bytes:
     """y = tanh(conv(...tanh(conv(tanh(conv0(x))))...)), the loop running `n` times (n a constant or an input)."""
     b = ModelBuilder()

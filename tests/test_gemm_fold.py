@@ -10,7 +10,7 @@ import pytest
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.proof.validate import validate
 
-from tests.test_control_flow import compare, convert_bytes
+from tests.test_control_flow import compare, convert_bytes, loop_subgraphs
 
 RNG = np.random.default_rng(23)
 T, B, K, U = 4, 2, 5, 3                    # steps, batch, features, units: the gates are [B, 4U]
@@ -30,16 +30,7 @@ def lstm_model(share_fh: bool = False, computed_bias: bool = False) -> bytes:
     names = ["i", "n", "h", "c", "x"]
     shapes = [([], "int32"), ([], "int32"), ([B, U], "float32"), ([B, U], "float32"), ([T, B, K], "float32")]
 
-    cond = b.subgraph("cond")
-    ci, cn = (cond.input(nm, s, d) for nm, (s, d) in zip(names[:2], shapes[:2]))
-    for nm, (s, d) in zip(names[2:], shapes[2:]):
-        cond.input(nm, s, d)
-    go = cond.tensor("go", [], "bool")
-    cond.op("LESS", [ci, cn], [go])
-    cond.output(go)
-
-    s = b.subgraph("body")
-    bi, bn, bh, bc, bx = (s.input(nm, sh, d) for nm, (sh, d) in zip(names, shapes))
+    cond, s, (bi, bn, bh, bc, bx) = loop_subgraphs(b, names, shapes)
 
     def t(name, shape=(B, U)):
         return s.tensor(name, list(shape))

@@ -9,7 +9,7 @@ import pytest
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.proof.validate import validate
 
-from tests.test_control_flow import compare, convert_bytes
+from tests.test_control_flow import compare, convert_bytes, loop_subgraphs
 
 RNG = np.random.default_rng(5)
 ROWS, H, W = 6, 2, 3                                     # accumulator (ROWS, H, W), one (1, H, W) row per step
@@ -31,16 +31,7 @@ def row_write_model(limit=None, start: int = 0, acc_input: bool = False, reads_a
     shapes = [([], "int32"), ([], "int32"), ([ROWS, H, W], "float32"), ([H, W], "float32"), ([ROWS, H, W], "float32")]
     names = ["i", "n", "acc", "h", "x"]
 
-    cond = b.subgraph("cond")
-    ci, cn = (cond.input(nm, s, d) for nm, (s, d) in zip(names[:2], shapes[:2]))
-    for nm, (s, d) in zip(names[2:], shapes[2:]):
-        cond.input(nm, s, d)
-    go = cond.tensor("go", [], "bool")
-    cond.op("LESS", [ci, cn], [go])
-    cond.output(go)
-
-    body = b.subgraph("body")
-    bi, bn, bacc, bh, bx = (body.input(nm, s, d) for nm, (s, d) in zip(names, shapes))
+    cond, body, (bi, bn, bacc, bh, bx) = loop_subgraphs(b, names, shapes)
     one = body.const("one", i32(1))
     i1 = body.tensor("i1", [], "int32")
     body.op("ADD", [bi, one], [i1])
