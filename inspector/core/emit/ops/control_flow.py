@@ -92,7 +92,7 @@ def while_(ctx, op):
     fixed = {s for s in range(n) if len(op.outputs) == n and body_sg.outputs[s] == body_sg.inputs[s]}
     kept = [s for s in range(n) if s not in {w.slot for w in writes} and s not in fixed]
     it, c_in = ctx.fresh(f"while{op.index}_iter"), ctx.fresh(f"while{op.index}_cond_in")
-    carried = [init[s] if s in fixed else ctx.fresh(f"{body_sg.tensors[t].name or 'v'}")
+    carried = [_copied_from(ctx, init[s]) if s in fixed else ctx.fresh(f"{body_sg.tensors[t].name or 'v'}")
                for s, t in enumerate(body_sg.inputs)]
     skip = frozenset().union(*(w.ops for w in writes))
     outs, body = _emit_subgraph(ctx, body_i, carried, ins=lay, outs=lay, skip=skip)
@@ -157,6 +157,16 @@ def _place_rows(ctx, op, w, init, scan, whole: bool) -> None:
     head = ctx.node("Slice", [init[w.slot], zero, first, zero], 1)[0]
     tail = ctx.node("Slice", [init[w.slot], after, ctx.i64([np.iinfo(np.int64).max]), zero], 1)[0]
     ctx.node("Concat", [head, rows, tail], [out], axis=0)
+
+
+def _copied_from(ctx, name: str) -> str:
+    """The value an Identity already emitted here copies into `name` (through a chain of them), else `name`: a body
+    reads it at its source, since the peephole pass drops such an Identity (a TRANSPOSE the layouts absorbed) but
+    keeps one a body reads."""
+    copies = {n.output[0]: n.input[0] for n in ctx.nodes if n.op_type == "Identity" and not n.domain}
+    while name in copies:
+        name = copies[name]
+    return name
 
 
 def _read(ctx, op, slot: int) -> bool:
