@@ -123,18 +123,21 @@ def weights_floor(path: Path, plan: list[tuple], out: Path) -> None:
     out.write_bytes(m.SerializeToString())
 
 
-def peak_memory(cmd: list[str], env=None) -> tuple[int | None, str | None]:
-    """Peak resident memory (bytes) of one fresh process (the largest of it and the children it waited for), and
-    its error line or None."""
-    import os
+HWM = ("import re as _re; print('VmHWM', _re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))")
+
+
+def peak_memory(code: str, argv: list[str]) -> tuple[int | None, str | None]:
+    """Peak resident memory (bytes) of a fresh Python process running `code` (argv in sys.argv[1:]), as the process
+    itself reads it at its end (VmHWM: its own high-water mark since exec; wait4's ru_maxrss would start from the
+    RSS of this process, which forked it); and its error line or None. Children it starts are not counted."""
     import subprocess
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    err = proc.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        return None, f"exit {proc.returncode}: {(err.strip().splitlines() or [''])[-1][:180]}"
-    return usage.ru_maxrss * 1024, None
+    import sys
+    proc = subprocess.run([sys.executable, "-c", code + "\n" + HWM, *argv], capture_output=True, text=True,
+                          timeout=1800)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("VmHWM ")), None)
+    if proc.returncode or line is None:
+        return None, f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1][:180]}"
+    return int(line.split()[1]) * 1024, None
 
 
 def big_model(path: Path, seed: int = 0) -> Path:

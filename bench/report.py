@@ -275,6 +275,10 @@ def render(data) -> str:
              *([f"Peers not run (--no-peers): their figures are the full run's of {data['peers_from']}, so the "
                 "ratios compare this code with the peers measured then (on a shared machine the load differs).",
                 ""] if data.get("peers_from") else []),
+             *([f"Peak memory measured again on {data['memory_refreshed']} at commit {data['memory_commit']} "
+                f"(`bench/run.py --memory-only`, load average {data['memory_load']:.1f}): the full run's figures "
+                "counted the bench's own resident size, which a forked process starts from.", ""]
+               if data.get("memory_refreshed") else []),
              "## Targets", "", *all_targets(data), "",
              "## Summary: the models of 100 KB or more", "", *summary_table(rows), "",
              "## Conversion time", "",

@@ -177,21 +177,39 @@ def ours_cli(model: Path, out: Path, *extra: str) -> list[str]:
 
 def memory(model: Path, work: Path) -> dict:
     """Peak resident memory of our conversion, each in a fresh process: in-process (read, convert, serialise,
-    write: what `inproc` times) and the CLI without the run check (which adds the full ONNX checker); the CLI's
-    run check is ONNX Runtime loading the model in a child process of its own (peak_memory counts the larger)."""
+    write: what `inproc` times) and the CLI (main() in the process) without the run check, which adds the full ONNX
+    checker, and with it (its ONNX Runtime session is in a child process of its own, not counted here)."""
     out = work / "mem.onnx"
-    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[3]); import measure; "
-            "measure.ours_once(Path(sys.argv[1]), Path(sys.argv[2]))")
+    inproc = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[3]); import measure\n"
+              "measure.ours_once(Path(sys.argv[1]), Path(sys.argv[2]))")
+    cli = "from inspector.cli import main\nassert main(['convert', *__import__('sys').argv[1:]]) == 0"
     figures = {}
-    for key, cmd in (("peak_inproc", [sys.executable, "-c", code, str(model), str(out), str(HERE)]),
-                     ("peak_cli", ours_cli(model, out, "--no-ort-check")),
-                     ("peak_cli_check", ours_cli(model, out))):
-        peak, error = measure.peak_memory(cmd)
+    for key, code, argv in (("peak_inproc", inproc, [str(model), str(out), str(HERE)]),
+                            ("peak_cli", cli, [str(model), "-o", str(out), "--no-ort-check"]),
+                            ("peak_cli_check", cli, [str(model), "-o", str(out)])):
+        peak, error = measure.peak_memory(code, argv)
         figures[key] = peak
         if error:
             figures[key + "_error"] = error
     out.unlink(missing_ok=True)
     return figures
+
+
+def refresh_memory(path: Path, corpus: Path, work: Path) -> dict:
+    """`--memory-only`: the peak-memory figures of a saved run measured again (rows that have them and the
+    generated model); the rest of the run is kept as it was."""
+    data = json.loads(path.read_text())
+    for row in data["models"]:
+        if "peak_inproc" in row["ours"]:
+            row["ours"].update(memory(corpus / row["model"], work))
+    if data.get("big"):
+        model = measure.big_model(work / "synthetic_1gb.tflite")
+        data["big"]["ours"].update(memory(model, work))
+        model.unlink()
+    data["memory_refreshed"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    data["memory_commit"] = commit()
+    data["memory_load"] = os.getloadavg()[0]
+    return data
 
 
 def big_row(work: Path, args) -> dict:
@@ -364,9 +382,25 @@ def main(argv=None) -> int:
     ap.add_argument("--no-big", action="store_true", help="skip the generated model of ~1.1 GB of weights")
     ap.add_argument("--all-cli", action="store_true",
                     help=f"time tf2onnx's CLI on every model (default: models of {SLOW_CLI_MIN_BYTES // 1000} KB or more)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="measure the peak-memory figures of the last run (bench/results/bench.json) again")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     corpus = Path(args.corpus).resolve()
+    if args.memory_only:
+        saved = HERE / "results" / "bench.json"
+        work = Path(tempfile.mkdtemp(prefix="li-bench-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+        try:
+            data = refresh_memory(saved, corpus, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        saved.write_text(json.dumps(data, indent=1) + "\n")
+        md = report.render(data)
+        (saved.parent / "bench.md").write_text(md)
+        if data["command"] == "make bench":
+            (HERE / "LATEST.md").write_text(md)
+        print(report.summary(data))
+        return 0
     out = Path(args.out) if args.out else HERE / "results" / ("ours-only" if args.no_peers else "")
     models = sorted(corpus.glob(args.models))
     if not models:
@@ -375,6 +409,7 @@ def main(argv=None) -> int:
     data = {"command": "make bench" if args.models == "**/*.tflite" else
             f".venv/bin/python bench/run.py --corpus {args.corpus} --models '{args.models}'",
             "machine": machine(), "commit": commit(), "runs": args.runs, "cli_runs": args.cli_runs,
+            "corpus": str(corpus),
             "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": os.getloadavg()[0]}
     # A pip-installed package runs from bytecode compiled at install time (the peers' venv has it); an editable
     # checkout under PYTHONDONTWRITEBYTECODE would recompile every module on each CLI start instead.
