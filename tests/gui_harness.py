@@ -346,7 +346,9 @@ class Harness:
         from PySide6.QtWidgets import QTabBar
         for bar in self.w.findChildren(QTabBar):
             for i in range(bar.count()):
-                if bar.tabText(i).split(" (")[0] == title and bar.isVisible():
+                # (QMainWindow keeps tab bars of earlier dock arrangements, shown but covered: the one on top)
+                if bar.tabText(i).split(" (")[0] == title and bar.isVisible() and \
+                        self.w.childAt(bar.mapTo(self.w, bar.tabRect(i).center())) is bar:
                     self.click(bar, bar.tabRect(i).center())
                     return
         raise Failed(f"no dock tab {title!r}")

@@ -46,7 +46,8 @@ class Monkey:
         if opened:
             out += [(6, self.click_node), (4, self.pin_by_menu), (2, self.pin_by_bar), (3, self.undo_redo),
                     (6, self.metadata_combo), (1, self.save), (1, self.quit_with_changes), (1, self.validate),
-                    (2, self.fix_conflict), (1, self.export_model_explorer)]
+                    (2, self.fix_conflict), (1, self.export_model_explorer),
+                    (3, self.move_key), (2, self.search_row)]
         return out
 
     def pick(self):
@@ -111,6 +112,43 @@ class Monkey:
         h.step(f"click {which} node {item.node.title}")
         h.click_item(which, item)
         h.expect(item.node.key in scene.selected_keys()[0], "the clicked node is not selected")
+
+    def move_key(self):
+        """Alt+arrows along the edges, or Esc (in the pane clicked last)."""
+        h, w = self.h, self.h.w
+        key = self.rng.choice(["Alt+Up", "Alt+Down", "Alt+Left", "Alt+Right", "Escape"])
+        scene = w.scenes.get(w.active)
+        before = scene.selected_keys()[0] if scene is not None else []
+        h.step(f"key {key} (selected: {before[:1]})")
+        h.key(key)
+        after = scene.selected_keys()[0] if scene is not None else []
+        if key != "Escape":                     # a move never loses the selection (no neighbour: it stays)
+            h.expect(bool(after) or not before, f"{key} from {before[:1]} lost the selection")
+
+    def search_row(self):
+        """Type an op type of the model in the search field and click a row of the Search results dock."""
+        from inspector.gui.main_window import TFLITE
+        h, w = self.h, self.h.w
+        scene = w.scenes.get(TFLITE) or next(iter(w.scenes.values()), None)
+        if scene is None:
+            return
+        text = self.rng.choice(sorted({n.title for n in scene.vg.nodes if n.kind == "op"}) or ["x"])
+        h.step(f"search {text!r}, click a row")
+        h.key("Ctrl+F")
+        w.search_field.selectAll()
+        h.type(text, w.search_field)
+        h.wait_until(lambda: not w._list_later.isActive(), "the results list follows the typing", 10)
+        tree = w.results.tree
+        if not tree.topLevelItemCount():
+            return
+        row = self.rng.randrange(min(tree.topLevelItemCount(), 50))
+        item = tree.topLevelItem(row)
+        tree.scrollToItem(item)
+        h.pump(0.05)
+        h.click(tree.viewport(), tree.visualItemRect(item).center())
+        which, kind, key = w._matches[row]
+        got = w.scenes[which].selected_keys()[0 if kind == "node" else 1]
+        h.expect(key in got, f"row {row} ({key}) clicked, {got} selected")
 
     def _edge(self):
         from inspector.gui.main_window import TFLITE

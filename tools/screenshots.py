@@ -84,6 +84,11 @@ def main(argv=None) -> int:
         add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
         w.select(TFLITE, nodes=[("op", add)])
         shot(app, w, out / "nasnet-detail.png")
+        w.results.regex.setChecked(True)          # the Search results dock: every pool of both graphs
+        w.search_field.setText("pool_2d$|^(MaxPool|AveragePool)$")
+        w.search_step(+1)
+        w.search_step(+1)
+        shot(app, w, out / "search.png")
         w.close()
 
     conflicted = corpus / "realworld" / "face_detection_front.tflite"

@@ -1,12 +1,14 @@
 """The inspector window: the TFLite graph and its ONNX conversion side by side, selection synced via the trace."""
 from __future__ import annotations
 
+import html
 import os
+import re
 from pathlib import Path
 from urllib.parse import unquote
 
 import shiboken6
-from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool
+from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
@@ -14,7 +16,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMai
 from inspector.core.session.events import Exported, FindingsChecked, ModelOpened, PlanChanged
 from inspector.resources import SAMPLE, path as resource
 
-from . import export, gc_guard, graph_layout, graph_model, open_failure
+from . import export, find, gc_guard, graph_layout, graph_model, open_failure
 from .document import Document
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
@@ -23,6 +25,7 @@ from . import loader_job
 from .loader_job import LoadJob
 from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
+from .panels.search_results import SearchResults
 from .start_page import StartPage
 from .views import Views
 from .words import counted
@@ -30,16 +33,23 @@ from .words import counted
 MAX_RECENT = 8
 WINDOW_SIZE = (1500, 950)                  # px: the first window, when the screen has room for it
 DOCK_WIDTH, DOCK_MAX_WIDTH = 380, 560      # px: the side docks' initial and largest width
-LAYOUT_VERSION = 2                         # bumped when the docks change: an older saved layout is not restored
-SHORTCUTS = """Ctrl+O  open a model (or drop a file on the window)
-F  fit the graph to the window (F and M act in a graph pane);  Ctrl+0  actual size
-Ctrl+=  /  Ctrl+-  /  mouse wheel  zoom;  drag  pan
-Ctrl+F  search;  Enter / F3  next match;  Shift+F3  previous
-Ctrl+1 / Ctrl+2  show or hide the TFLite / ONNX graph;  M  minimap
-Ctrl+E  export ONNX;  Ctrl+S  save the session;  Ctrl+Z / Ctrl+Shift+Z  undo / redo;  Ctrl+R  validate
-Ctrl+Alt+E  export the view as PNG;  Ctrl+Shift+E  the whole graph
-right-click a TFLite tensor or op  pin its layout
-double-click a WHILE / IF op  open its subgraphs in tabs"""
+LAYOUT_VERSION = 3                         # bumped when the docks change: an older saved layout is not restored
+SHORTCUTS = (("Ctrl+O", "open a model (or drop a file on the window)"),
+             ("F / Ctrl+0", "fit the graph to the window (F and M act in a graph pane) / actual size"),
+             ("Ctrl+= / Ctrl+- / wheel", "zoom; drag to pan"),
+             ("Ctrl+F", "search (the Search results dock lists every match; a regular expression if ticked there)"),
+             ("Enter / F3, Shift+F3", "next match, previous match"),
+             ("Alt+Up / Alt+Down", "move the selection to its producer / first consumer (the other pane follows)"),
+             ("Alt+Left / Alt+Right", "move to the previous / next consumer of the same producer"),
+             ("Esc", "clear the selection (in a graph pane)"),
+             ("Ctrl+1 / Ctrl+2, M", "show or hide the TFLite / ONNX graph, the minimap"),
+             ("Ctrl+E, Ctrl+S, Ctrl+R", "export ONNX, save the session, validate"),
+             ("Ctrl+Z / Ctrl+Shift+Z", "undo / redo"),
+             ("Ctrl+Alt+E / Ctrl+Shift+E", "export the view / the whole graph as PNG"),
+             ("right-click", "a TFLite tensor or op: pin its layout"),
+             ("double-click", "a WHILE / IF op: open its subgraphs in tabs"))
+HINT = "Type in the search field above the graphs (Ctrl+F)."
+MOVES = (("Alt+Up", find.UP), ("Alt+Down", find.DOWN), ("Alt+Left", find.LEFT), ("Alt+Right", find.RIGHT))
 QUITTING = "quitting"
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
 
@@ -129,6 +139,7 @@ class MainWindow(QMainWindow):
         self._close_after_export = False    # a close waits for a big model's export (its report is written here)
         self._matches: list[tuple[str, str, object]] = []
         self._match_i = -1
+        self._indexes: dict[str, find.Index] = {}    # pane -> the index of the graph it shows (search, moves)
         self.setWindowTitle("Layout Inspector")
         self.setAcceptDrops(True)
         self.resize(*WINDOW_SIZE)
@@ -145,6 +156,14 @@ class MainWindow(QMainWindow):
         self.views.subscribe(self._exported, Exported)
         from .editing import Editor          # pins, metadata, undo, session files, export, validation
         self.editor = Editor(self)
+        # after the editor's docks (tabbed earlier, Qt left a stale tab bar over Details)
+        self.results = SearchResults()       # registered like any panel: listed in View, tabbed with Conflicts
+        self.results.rowActivated.connect(self.search_goto)
+        self.results.regexToggled.connect(lambda _: self._reset_search())
+        self.results_dock = self.add_dock("Search results", self.results, Qt.RightDockWidgetArea,
+                                          tab_with=self.conflicts_dock)
+        self.conflicts_dock.raise_()
+        self.results.show_rows([], HINT)
         self.default_layout = self.saveState(LAYOUT_VERSION)
         self._restore_layout()
         self.fit_screen()
@@ -321,12 +340,17 @@ class MainWindow(QMainWindow):
                                       clearButtonEnabled=True, minimumWidth=320)
         self.search_field.returnPressed.connect(lambda: self.search_step(+1))
         self.search_field.textChanged.connect(lambda _: self._reset_search())
+        # the results list follows the typing once it pauses (a letter on 10,000 ops matches thousands)
+        self._list_later = QTimer(self, singleShot=True, interval=150, timeout=self._find)
         tb.addWidget(self.search_field)
         s = self.menus["search"] = self.menuBar().addMenu("&Search")
         self._action(s, "&Find…", self._focus_search, QKeySequence.Find)
         self.next_action = self._action(s, "Find &next", lambda: self.search_step(+1), QKeySequence.FindNext)
         self.prev_action = self._action(s, "Find &previous", lambda: self.search_step(-1),
                                         QKeySequence.FindPrevious)
+        s.addSeparator()
+        for key, direction in MOVES:       # window-wide: they also act after a click in the results list
+            self._action(s, f"Go to {direction}", lambda _=False, d=direction: self.move_selection(d), key)
         h = self.menus["help"] = self.menuBar().addMenu("&Help")
         self._action(h, "&Keyboard shortcuts", self._shortcuts, QKeySequence.HelpContents)
         tb.addAction(self.prev_action)
@@ -335,7 +359,11 @@ class MainWindow(QMainWindow):
         tb.addWidget(self.search_status)
 
     def _shortcuts(self) -> None:
-        QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS)
+        rows = "".join(f"<tr><td style='padding-right:14px'><b>{html.escape(k)}</b></td><td>{html.escape(t)}</td></tr>"
+                       for k, t in SHORTCUTS)
+        box = QMessageBox(QMessageBox.Information, "Keyboard shortcuts", f"<table>{rows}</table>", parent=self)
+        box.setTextFormat(Qt.RichText)
+        box.exec()
 
     # ---- opening -------------------------------------------------------------------------------------------
     def open_folder(self) -> str:
@@ -876,44 +904,92 @@ class MainWindow(QMainWindow):
         self.search_field.selectAll()
 
     def _reset_search(self) -> None:
+        """The matches are stale (other text, another model, a re-run): listed again once the typing pauses."""
         self._matches, self._match_i = [], -1
+        self._indexes.clear()
         self.search_status.setText("  ")
+        self._list_later.start()
+
+    def _index(self, which: str) -> find.Index | None:
+        scene = self.scenes.get(which)
+        if scene is None:
+            return None
+        ix = self._indexes.get(which)
+        if ix is None or ix.vg is not scene.vg:
+            ix = self._indexes[which] = find.Index(scene.vg)
+        return ix
 
     def search(self, text: str) -> list[tuple[str, str, object]]:
-        """(pane, "node"|"tensor", key) for every node whose type or names, or tensor whose name, contains text."""
-        q = text.strip().lower()
-        out: list[tuple[str, str, object]] = []
-        if not q:
-            return out
-        for which in (TFLITE, ONNX):
-            scene = self.scenes.get(which)
-            if scene is None:
-                continue
-            scene.finish()
-            for item in scene.nodes:
-                n = item.node
-                if q in n.title.lower() or q in n.search.lower():
-                    out.append((which, "node", n.key))
-            names = scene.vg.tensor_names
-            for t in scene.edges_by_tensor:
-                if q in str(names.get(t, t)).lower():
-                    out.append((which, "tensor", t))
-        return out
+        """(pane, "node"|"tensor", key) for every node whose type or names, or tensor whose name, matches text
+        (contains it, or matches it as a regular expression when the results dock says so; a bad one raises
+        re.error)."""
+        pat = find.pattern(text, self.results.regex.isChecked())
+        if pat is None:
+            return []
+        return [(which, kind, key) for which in (TFLITE, ONNX) if (ix := self._index(which)) is not None
+                for kind, key in ix.matches(pat)]
+
+    def _find(self) -> bool:
+        """Fill the matches of the search field's text (and the results dock) if not yet done; False when there
+        are none or the regular expression is bad (the dock and the status say so)."""
+        if self._matches:
+            return True
+        self._list_later.stop()
+        text = self.search_field.text()
+        try:
+            self._matches = self.search(text)
+        except re.error as e:
+            self.results.show_error(f"Not a regular expression: {e}")
+            self.search_status.setText("  bad regular expression  ")
+            return False
+        if not text.strip():
+            self.results.show_rows([], HINT)
+            self.search_status.setText("  ")
+            return False
+        self._match_i = -1
+        d = self.doc
+        cats = {TFLITE: d.tflite_categories() if d else {}, ONNX: d.onnx_categories() if d else {}}
+        rows = [(*self._indexes[w].row(kind, key, cats[w]), self.panes[w].title) for w, kind, key in self._matches]
+        self.results.show_rows(rows, f"{counted(len(rows), 'match', 'matches')} of “{text.strip()}”")
+        self.results_dock.raise_()                      # (tabbed with Conflicts: a search shows its list)
+        if not rows:
+            self.search_status.setText("  no match  ")
+        return bool(rows)
 
     def search_step(self, step: int) -> None:
-        if not self._matches:
-            self._matches = self.search(self.search_field.text())
-            self._match_i = -1 if step > 0 else 0
-        if not self._matches:
-            self.search_status.setText("  no match  ")
+        if not self._find():
             return
-        self._match_i = (self._match_i + step) % len(self._matches)
-        which, kind, key = self._matches[self._match_i]
-        self.search_status.setText(f"  {self._match_i + 1} of {len(self._matches)}  ")
+        self.search_goto((self._match_i + step) % len(self._matches) if self._match_i >= 0 or step > 0
+                         else len(self._matches) - 1)
+
+    def search_goto(self, i: int) -> None:
+        """Select the i-th match (a row of the results dock clicked, or F3) and centre it in both panes."""
+        if not 0 <= i < len(self._matches):
+            return
+        self._match_i = i
+        which, kind, key = self._matches[i]
+        self.search_status.setText(f"  {i + 1} of {len(self._matches)}  ")
+        self.results.set_current(i)
         if kind == "node":
             self.select(which, nodes=[key])
         else:
             self.select(which, tensors=[key])
+
+    def move_selection(self, direction: str) -> None:
+        """Alt+arrows: the selection moves along an edge of the pane it was made in; the other pane follows."""
+        which = self.active
+        scene, ix = self.scenes.get(which), self._index(which)
+        if scene is None or ix is None:
+            return
+        nodes, tensors = scene.selected_keys()
+        if not (nodes or tensors):
+            self.statusBar().showMessage("Select a node first, then Alt+arrows move along its edges", 4000)
+            return
+        key = ix.step(direction, nodes[0] if nodes else None, tensors[0] if tensors else None)
+        if key is None:
+            self.statusBar().showMessage(f"No {direction} to go to", 3000)
+            return
+        self.select(which, nodes=[key])
 
     # ---- export --------------------------------------------------------------------------------------------
     def export_dialog(self, whole: bool, ext: str) -> None:
