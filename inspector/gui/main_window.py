@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
         self._matches: list[tuple[str, str, object]] = []
         self._match_i = -1
         self._indexes: dict[str, find.Index] = {}    # pane -> the index of the graph it shows (search, moves)
+        self._listed = ""                            # the search text the results dock lists
         self.setWindowTitle("Layout Inspector")
         self.setAcceptDrops(True)
         self.resize(*WINDOW_SIZE)
@@ -951,7 +952,9 @@ class MainWindow(QMainWindow):
         cats = {TFLITE: d.tflite_categories() if d else {}, ONNX: d.onnx_categories() if d else {}}
         rows = [(*self._indexes[w].row(kind, key, cats[w]), self.panes[w].title) for w, kind, key in self._matches]
         self.results.show_rows(rows, f"{counted(len(rows), 'match', 'matches')} of “{text.strip()}”")
-        self.results_dock.raise_()                      # (tabbed with Conflicts: a search shows its list)
+        if text != self._listed:                        # a new search shows its list (a re-run's relisting
+            self.results_dock.raise_()                  # leaves Conflicts on top)
+        self._listed = text
         if not rows:
             self.search_status.setText("  no match  ")
         return bool(rows)
