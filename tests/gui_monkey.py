@@ -230,9 +230,14 @@ class Monkey:
         item = panel.topLevelItem(row)
         c = item.data(0, Qt.UserRole)
         h.step(f"right-click conflict {row}")
+        h.dock_tab("Conflicts")                 # (a search may have put its results' tab on top)
+        h.pump(0.1)                             # (its rows laid out in the size it has now)
         panel.scrollToItem(item)
+        h.pump(0.05)
         w.editor.last_menu = None
-        h.click(panel.viewport(), panel.visualItemRect(item).center(), button=_right())
+        # a tall row (a wrapped reason) is clicked where it shows, as a person does
+        h.click(panel.viewport(), panel.visualItemRect(item).intersected(panel.viewport().rect()).center(),
+                button=_right())
         menu = w.editor.last_menu
         if not h.wait_until(lambda: menu is not None and menu.isVisible(), "the conflict's menu opens", 10):
             return
