@@ -162,3 +162,27 @@ def test_onnx_view_reads_each_values_shape_and_fills_the_missing_ones():
     assert {e.tensor: e.label for e in vg.edges} == {"x": "n×3×5×7", "c": "n×4×5×7", "r": "n×4×5×7",
                                                      "t": "n×5×7×4", "y": "n×5×7×4"}
     assert next(n for n in vg.nodes if n.key == "conv").lines[-1] == "W 4×3×3×3 float32"
+
+
+LAYOUT_MANY = """
+import random, sys
+from inspector.gui.graph_layout import _place
+for seed in range(3000):
+    rng = random.Random(seed)
+    n = rng.randint(2, 40)
+    pairs = ((rng.randrange(n), rng.randrange(n)) for _ in range(rng.randint(0, 2 * n)))
+    _place([(rng.randint(40, 200), rng.randint(20, 80)) for _ in range(n)], [(a, b) for a, b in pairs if a < b])
+print("laid out")
+"""
+
+
+def test_three_thousand_small_graphs_are_laid_out_without_a_crash(tmp_path):
+    """igraph 1.0.0's Sugiyama reads past the end of its layout matrix (valgrind: sugiyama.c:509): a full suite died
+    once in a loader thread, and this loop of small random DAGs (several components, edges spanning layers) ended
+    in a segmentation fault every time. Run in a child, so a crash fails this test rather than the suite."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(graph_layout.__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-c", LAYOUT_MANY], cwd=root, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "laid out", (run.returncode, run.stderr[-2000:])
