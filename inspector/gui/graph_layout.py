@@ -189,7 +189,8 @@ def _place(sizes: list, edges: list) -> Geometry:
     # Edges must point down a layer; a back edge (from a cycle) is laid out reversed.
     ig_edges = [(s, d) if layer[s] < layer[d] else (d, s) for s, d in edges]
     g = igraph.Graph(n=n, edges=ig_edges, directed=True)
-    lay = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=100 if n < 1000 else (30 if n < 3000 else 10))
+    lay, extended = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=100 if n < 1000 else (30 if n < 3000 else 10),
+                                      return_extended_graph=True)
     slot = max(w for w, _ in sizes) + H_GAP
     nlayers = max(layer) + 1
     band = [0.0] * nlayers
@@ -200,8 +201,8 @@ def _place(sizes: list, edges: list) -> Geometry:
         top[k] = top[k - 1] + band[k - 1] + V_GAP
     # igraph's x placement can put vertices of one layer closer than hgap: keep its order, space them ourselves.
     # Vertices: the n nodes, then every edge's dummies in order (numbered so edge ei's start at first_dummy[ei]).
-    routing = list(getattr(lay, "edge_routing", [])) or [[] for _ in edges]
     coords = lay.coords                     # a copy per access in igraph: take it once
+    routing = _routing(extended, coords, ig_edges)
     want = [c[0] for c in coords[:n]]
     routing = [_sane_route(r, want, layer, s, d) for r, (s, d) in zip(routing, ig_edges)]
     row = list(layer)
@@ -231,6 +232,22 @@ def _place(sizes: list, edges: list) -> Geometry:
     width = max(xs) + slot / 2
     height = top[-1] + band[-1]
     return Geometry(pos, routes, width, height)
+
+
+def _routing(extended, coords, ig_edges) -> list:
+    """Each edge's bends: the dummy vertices igraph put on it, in order from its source (its extended graph chains
+    them, each link naming the edge it stands for; igraph 0.11 has no edge_routing, and 1.0 crashes)."""
+    step = {}
+    for (u, v), e in zip(extended.get_edgelist(), extended.es["_original_eid"]):
+        step[e, u] = v
+    routing = []
+    for e, (s, d) in enumerate(ig_edges):
+        route, u = [], s
+        while (v := step.get((e, u))) is not None and v != d and len(route) <= len(coords):
+            route.append(tuple(coords[v]))
+            u = v
+        routing.append(route)
+    return routing
 
 
 def _sane_route(route, want, layer, s: int, d: int) -> list:
