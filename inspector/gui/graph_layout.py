@@ -189,8 +189,8 @@ def _place(sizes: list, edges: list) -> Geometry:
     # Edges must point down a layer; a back edge (from a cycle) is laid out reversed.
     ig_edges = [(s, d) if layer[s] < layer[d] else (d, s) for s, d in edges]
     g = igraph.Graph(n=n, edges=ig_edges, directed=True)
-    lay, extended = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=100 if n < 1000 else (30 if n < 3000 else 10),
-                                      return_extended_graph=True)
+    maxiter = 100 if n < 1000 else (30 if n < 3000 else 10)
+    lay, extended = g.layout_sugiyama(layers=layer, hgap=1, vgap=1, maxiter=maxiter, return_extended_graph=True)
     slot = max(w for w, _ in sizes) + H_GAP
     nlayers = max(layer) + 1
     band = [0.0] * nlayers

@@ -45,15 +45,15 @@ class Ahead:
     def forked(self) -> bool:
         return self.pid is not None
 
-    def submit(self, model, sizes: dict) -> None:
-        """Send the converted model to the child (it starts building its ONNX Runtime session at once)."""
+    def submit(self, model, sizes: dict, data: bytes) -> None:
+        """Send the converted model (`data`: its bytes, serialised once for this and the export) to the child (it
+        starts building its ONNX Runtime session at once)."""
         self._pending = (model, sizes)
         if self.pid is None:
             return
         from .ort_check import has_loop
         request = json.dumps({"run": not has_loop(model.graph),
                               "sizes": {k: list(v) for k, v in sizes.items()}}).encode()
-        data = model.SerializeToString()
         try:
             _write_all(self._down, _HEAD.pack(len(data), len(request)) + request)
             _write_all(self._down, data)

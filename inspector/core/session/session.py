@@ -195,10 +195,18 @@ class Session:
         self.publish(ValidationDone(validation))
         return validation
 
-    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
+    def serialised(self) -> bytes:
+        """The result's model as bytes, once per export (an allocation protobuf cannot make is said in words)."""
+        try:
+            return self.result.model.SerializeToString()
+        except (MemoryError, EncodeError):                     # what protobuf says when an allocation fails
+            raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
+
+    def export(self, path: str, overwrite_source: bool = False, out=None, data: bytes | None = None) -> None:
         """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`
         (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit, and
-        Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse the write; its warnings join the notes."""
+        Exported is the caller's to publish once it has. `data`: serialised() of the current result, when the caller
+        has it already (the CLI's run check was sent it). Metadata errors (metadata.lint.gate) refuse the write; its warnings join the notes."""
         from inspector.core.emit.convert import check_model
         from inspector.core.io.atomic import write_atomic
         from inspector.core.metadata.lint import gate
@@ -210,8 +218,9 @@ class Session:
         for f in gate(self.result.model, self.target):
             if f"warning: {f.message}" not in self.notes:
                 self.notes.append(f"warning: {f.message}")
+        if data is None:
+            data = self.serialised()
         try:
-            data = self.result.model.SerializeToString()      # serialised once, checked and written as is
             check_model(data)
         except (MemoryError, EncodeError):                     # what protobuf says when an allocation fails
             raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
