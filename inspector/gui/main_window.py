@@ -14,10 +14,10 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMai
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from inspector.core.session.events import Exported, FindingsChecked, ModelOpened, PlanChanged
-from inspector.resources import SAMPLE, path as resource
 
 from . import export, find, gc_guard, graph_layout, graph_model, open_failure
 from .document import Document
+from .folders import first_folder
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
@@ -56,13 +56,14 @@ FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files
 
 def pinned(sg, pins: dict) -> dict[int, str]:
     """{tensor index: layout text} of the pins (by name, or by index when a name is not unique)."""
-    from inspector.core.layout.pins import resolve_pins
+    from inspector.core.layout.pins import names, resolve_pin
     from inspector.core.ir.errors import InspectorError
-    out = {}
+    out: dict[int, str] = {}
+    by_name = names(sg) if pins else {}     # once: per pin it cost pins x tensors on every recolour
     for key, text in pins.items():
         try:
-            out.update(dict.fromkeys(resolve_pins(sg, {key: text}), text))
-        except InspectorError:
+            out[resolve_pin(sg, by_name, key, text)[0]] = text
+        except InspectorError:              # a pin that does not fit this graph: the others still show
             continue
     return out
 
@@ -370,13 +371,9 @@ class MainWindow(QMainWindow):
     def open_folder(self) -> str:
         """Where Open starts: beside the model open now, else the folder last opened from, else the newest recent
         file's, else home; never the package's own folder (where the bundled sample lives)."""
-        package = resource(SAMPLE).parent.resolve()
         current = [str(Path(self.doc.path).parent)] if self.doc is not None else []
         last = self.settings.value("open/folder", "")
-        for folder in current + [last] + [str(Path(p).parent) for p in self.recent()]:
-            if folder and os.path.isdir(folder) and Path(folder).resolve() != package:
-                return folder
-        return str(Path.home())
+        return first_folder(current + [last] + [str(Path(p).parent) for p in self.recent()])
 
     def _opened_from(self, path: str) -> None:
         self.settings.setValue("open/folder", str(Path(path).resolve().parent))
