@@ -18,6 +18,7 @@ from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.lint import MetadataCheckError
 from inspector.core.session.events import Exported
 
+from .folders import first_folder
 from .loader_job import PROCESS_BYTES
 from .words import counted
 
@@ -60,15 +61,10 @@ def same_file(a: str, b: str) -> bool:
 def start_folder(w) -> str:
     """Where the save dialog opens: the last export's folder, else beside the model open now, else home; each only
     when writable (a model may sit in a read-only corpus) and never the package's own folder (the sample's)."""
-    from inspector.resources import SAMPLE, path as resource
     s = w.editor.session
     model = (s.other or s.path) if s is not None else None
     beside = str(Path(model).resolve().parent) if model else ""
-    for folder in (w.settings.value("export/folder", ""), beside):
-        if (folder and os.path.isdir(folder) and os.access(folder, os.W_OK)
-                and Path(folder).resolve() != resource(SAMPLE).parent.resolve()):
-            return folder
-    return str(Path.home())
+    return first_folder((w.settings.value("export/folder", ""), beside), writable=True)
 
 
 def big(s) -> bool:
@@ -218,7 +214,7 @@ def ask_to_fix(w, error: MetadataCheckError) -> bool:
     fixable = [f for f in errors if f.fix is not None]
     lines = [f"• {f.message}" + (f"\n    fix: {f.fix_text}" if f.fix_text else f"\n    to decide: {f.manual}"
                                    if f.manual else "") for f in errors]
-    text = (f"The model's metadata has {len(errors)} error(s) for {error.target}: a consumer would ignore or "
+    text = (f"The model's metadata has {counted(len(errors), 'error')} for {error.target}: a consumer would ignore or "
             f"mis-read it, so it was not exported.\n\n" + "\n".join(lines))
     w.last_error = text
     box = QMessageBox(QMessageBox.Warning, "Metadata errors", text, QMessageBox.Cancel, w)
