@@ -343,7 +343,7 @@ def test_two_killed_windows_on_one_model_each_keep_their_autosave(qtbot, model, 
     w = make_window(qtbot, tmp_path)
     s = open_model(qtbot, w, model)
     rows = w.editor.banner.rows
-    assert len(rows) == 2 and all("1 pin(s)" in label.text() and "still open" not in label.text()
+    assert len(rows) == 2 and all("1 pin," in label.text() and "still open" not in label.text()
                                   for label, _, _ in rows)
     qtbot.mouseClick(rows[1][1], Qt.LeftButton)               # the older one: the first window's "a"
     settle(qtbot, w)
@@ -364,7 +364,7 @@ def test_a_second_window_on_an_open_model_says_so_and_autosaves_apart(qtbot, mod
     assert not w1.editor.banner.isVisible()
     open_model(qtbot, w2, model)
     banner = w2.editor.banner
-    assert banner.isVisible() and "open in 1 other window(s) too" in banner.note.text()
+    assert banner.isVisible() and "open in 1 other window too" in banner.note.text()
     (label, restore, discard), = banner.rows                   # the first window's, offered, not discardable
     assert "by a window still open" in label.text() and not discard.isEnabled()
     w2.editor.pin("y", "keep")
@@ -376,7 +376,7 @@ def test_a_second_window_on_an_open_model_says_so_and_autosaves_apart(qtbot, mod
     w3 = make_window(qtbot, tmp_path)
     open_model(qtbot, w3, model)
     texts = sorted(label.text() for label, _, _ in w3.editor.banner.rows)
-    assert len(texts) == 2 and "open in 1 other window(s) too" in w3.editor.banner.note.text()
+    assert len(texts) == 2 and "open in 1 other window too" in w3.editor.banner.note.text()
     assert ["still open" in t for t in texts].count(True) == 1
 
 

@@ -9,6 +9,7 @@ from PySide6.QtGui import QUndoCommand
 
 from inspector.core.ir.names import elide
 from inspector.core.metadata.edits import MetadataEdits
+from .words import counted
 
 AUTO, CHANNELS_FIRST, KEEP = None, "channels-first", "keep"      # pin texts, as layout.Layout.parse reads them
 LABELS = {AUTO: "Auto", CHANNELS_FIRST: "channels-first (NHWC → NCHW)", KEEP: "keep as is"}
@@ -57,7 +58,7 @@ class PinLayout(SessionCommand):
 
 class ClearPins(SessionCommand):
     def __init__(self, editor):
-        super().__init__(editor, f"Clear {len(editor.session.pins)} pin(s)")
+        super().__init__(editor, f"Clear {counted(len(editor.session.pins), 'pin')}")
         self.before = dict(editor.session.pins)
 
     def redo(self):

@@ -31,6 +31,7 @@ from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import annotated_and_checked, derived, with_findings
+from .words import counted
 
 SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (the GUI
                         # thread sets it before it blocks on the pool: Editor._unblock; this bounds a bug)
@@ -726,12 +727,12 @@ class Editor(QObject):
         if self.autosave.notice:
             self.window.statusBar().showMessage(self.autosave.notice, 15000)
         name = Path(self.session.path).name
-        note = (f"{name} is open in {self._also_open} other window(s) too: each window autosaves its own decisions, "
+        note = (f"{name} is open in {counted(self._also_open, 'other window')} too: each window autosaves its own decisions, "
                 "and none overwrites another's." if self._also_open else "")
         texts = []
         for p, d, live in self.offers:
             edited = "yes" if d.metadata.to_dict() != MetadataEdits().to_dict() else "none"
-            texts.append((f"Unsaved decisions for {name} from {_mtime(p)} were autosaved ({len(d.pins)} pin(s), "
+            texts.append((f"Unsaved decisions for {name} from {_mtime(p)} were autosaved ({counted(len(d.pins), 'pin')}, "
                           f"metadata edits: {edited})" + (", by a window still open" if live else "")
                           + ". Restore them?", live))
         self.banner.show_offers(note, texts, self.restore_autosave, self.discard_autosave)
