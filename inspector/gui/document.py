@@ -11,10 +11,25 @@ from typing import Any, Hashable
 
 from .graph_model import CONFLICT, UNKNOWN, onnx_node_name
 
-# (the result, its TFLite categories, its ONNX categories or None) of the last result coloured: shared by the
-# Documents the window makes of one result (one per PlanChanged) and filled by the loader off the GUI thread (two
-# dicts of 50,000 entries were ~0.1 s of the first PlanChanged's handlers). Never changed in place: replaced whole.
-_COLOURED: tuple = (lambda: None, {}, None)
+# id(result) -> (a weak reference to the result, its TFLite categories, its ONNX categories or None), for each
+# result alive: shared by the Documents a window makes of one result (one per PlanChanged), filled by the loader off
+# the GUI thread (two dicts of 50,000 entries were a visible part of the first PlanChanged's handlers), and kept per
+# result so two windows do not evict each other's. An entry goes with its result; entries are replaced, never changed.
+_COLOURED: dict[int, tuple] = {}
+
+
+def _coloured(result) -> tuple:
+    entry = _COLOURED.get(id(result))
+    return entry if entry is not None and entry[0]() is result else (None, {}, None)
+
+
+def _colour(result, tflite: dict, onnx: dict | None) -> None:
+    key = id(result)
+
+    def gone(ref, key=key):
+        if _COLOURED.get(key, (None,))[0] is ref:
+            _COLOURED.pop(key, None)
+    _COLOURED[key] = (weakref.ref(result, gone), tflite, onnx)
 
 
 @dataclass
@@ -40,25 +55,23 @@ class Document:
         """`result` in place of this document's: the same conversion with what followed it (its metadata pass and
         findings; results are frozen, so that is a new one). Its plan, trace and categories are the same: the
         colours worked out stand."""
-        global _COLOURED
-        ref, tflite, onnx = _COLOURED
-        if ref() is self.result:
-            _COLOURED = (weakref.ref(result), tflite, onnx)
+        ref, tflite, onnx = _coloured(self.result)
+        if ref is not None:
+            _colour(result, tflite, onnx)
         self.result, self.model = result, result.model
 
     # ---- colours -------------------------------------------------------------------------------------------
     def tflite_categories(self) -> dict[Hashable, str]:
         if self.result is None:
             return {}
-        global _COLOURED
-        ref, tflite, _ = _COLOURED
-        if ref() is not self.result:            # asked for by both panes on every recolour
+        ref, tflite, _ = _coloured(self.result)
+        if ref is None:                         # asked for by both panes on every recolour
             cats = self.result.categories
             # each distinct category's text once: an Enum's .value is a Python-level lookup (10,000 of them were
             # ~25 ms of the GUI thread after each pin on 10,000 ops); the ids hold while `cats` holds the objects
             texts = {k: getattr(c, "value", str(c)) for k, c in {id(c): c for c in cats.values()}.items()}
             tflite = {("op", i): texts[id(c)] for i, c in cats.items()}
-            _COLOURED = (weakref.ref(self.result), tflite, None)
+            _colour(self.result, tflite, None)
         return tflite
 
     def onnx_categories(self) -> dict[Hashable, str]:
@@ -71,14 +84,13 @@ class Document:
             from inspector.core.metadata.onnx_categories import onnx_categories
             nodes = self.model.graph.node
             return {onnx_node_name(nodes[i], i): c for i, c in onnx_categories(self.model).items()}
-        global _COLOURED
         cats = self.tflite_categories()
-        ref, _, out = _COLOURED
-        if out is None or ref() is not self.result:
+        _, _, out = _coloured(self.result)
+        if out is None:
             out = {name: cats.get(("op", op), UNKNOWN) for name, op in tr.node_op.items()}
             for name in self.inserted():
                 out[name] = CONFLICT
-            _COLOURED = (weakref.ref(self.result), cats, out)
+            _colour(self.result, cats, out)
         return out
 
     def conflicts(self) -> list:
