@@ -107,3 +107,39 @@ def test_the_run_check_in_its_child_still_refuses(tmp_path, check):
         assert "ONNX Runtime cannot run the converted model" in p.stderr and "Traceback" not in p.stderr
     else:
         assert p.returncode == 0 and out.exists(), p.stderr
+
+
+def test_the_run_check_in_process_judges_the_bytes_already_made(tmp_path, monkeypatch):
+    """Without a child (another thread runs, so no fork), the verdict comes in-process from the bytes `convert`
+    serialised once for the check and the file, not from a second serialisation of the model: given a model that
+    runs and the bytes of one ONNX Runtime refuses, it refuses."""
+    import threading
+
+    from inspector.core.emit.convert import convert
+    from inspector.core.io.tflite_builder import ModelBuilder
+    from inspector.core.io.tflite_reader import read_tflite
+    from inspector.core.ir.errors import ConversionError
+    from inspector.core.proof.ort_ahead import Ahead
+    from inspector.core.proof.ort_check import input_sizes
+    from tests.test_fidelity import transpose_conv
+    from tests.test_convert_core import conv
+    from inspector.core.emit.ops import conv as conv_ops
+    with monkeypatch.context() as m:        # a [1, 1, 1, C] ConvTranspose bias, as REFUSED makes: ORT refuses it
+        m.setattr(conv_ops, "bias_1d", lambda ctx, op, slot: ctx.input(op, slot))
+        refused = convert(transpose_conv(tmp_path, (1, 1, 1, 6), quantized=False), check=False)
+    b = ModelBuilder()
+    b.output(conv(b, b.input("x", [1, 5, 7, 3]), 3, 4, 5, 7))
+    (tmp_path / "fine.tflite").write_bytes(b.build())
+    fine = convert(read_tflite(tmp_path / "fine.tflite"))          # ONNX Runtime runs this one
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        ahead = Ahead()
+    finally:
+        stop.set()
+        other.join()
+    assert not ahead.forked
+    ahead.submit(fine.model, input_sizes(fine), refused.model.SerializeToString())
+    with pytest.raises(ConversionError, match="ONNX Runtime cannot run the converted model"):
+        ahead.verdict()

@@ -19,7 +19,7 @@ _HEAD = struct.Struct("<QQ")                    # model bytes, then request byte
 class Ahead:
     def __init__(self):
         self.pid: int | None = None
-        self._pending = None                        # (model, sizes) sent, or to check in-process
+        self._pending = None                        # (model, sizes, its bytes) sent, or to check in-process
         threading = sys.modules.get("threading")
         if not hasattr(os, "fork") or "onnxruntime" in sys.modules or \
                 (threading is not None and threading.active_count() > 1):
@@ -48,7 +48,7 @@ class Ahead:
     def submit(self, model, sizes: dict, data: bytes) -> None:
         """Send the converted model (`data`: its bytes, serialised once for this and the export) to the child (it
         starts building its ONNX Runtime session at once)."""
-        self._pending = (model, sizes)
+        self._pending = (model, sizes, data)
         if self.pid is None:
             return
         from .ort_check import has_loop
@@ -67,11 +67,11 @@ class Ahead:
     def verdict(self) -> str | None:
         """ort_check's answer for the model submitted: a note, None, or its ConversionError raised."""
         from inspector.core.ir.errors import ConversionError
-        from .ort_check import ort_check
-        model, sizes = self._pending
+        from .ort_check import check_bytes, has_loop
+        model, sizes, data = self._pending
         reply = self._reply() if self.pid is not None else None
-        if reply is None:
-            return ort_check(model, sizes)
+        if reply is None:                           # in-process, on the bytes already made (not serialised again)
+            return check_bytes(data, not has_loop(model.graph), sizes)
         if "error" in reply:
             raise ConversionError(reply["error"])
         return reply["note"]
