@@ -135,3 +135,13 @@ def test_report_lists_each_conflict_with_its_node(model):
     nodes = {n.name for n in s.result.model.graph.node if n.op_type == "Transpose"}
     assert rep["transposes"] == 2 and {c["node"] for c in rep["conflicts"]} == nodes
     assert {c["kind"] for c in rep["conflicts"]} == {"terminate", "meet"}
+
+
+def test_a_pin_is_checked_without_being_applied(model):
+    """check_pin refuses what set_pin would refuse and changes nothing (the window checks before it pushes the
+    undoable command, whose every redo then sets the pin the same way)."""
+    s = Session.open(model)
+    with pytest.raises(ConversionError, match="not understood"):
+        s.check_pin("a", "sideways")
+    s.check_pin("y", "keep")
+    assert s.pins == {}

@@ -35,20 +35,16 @@ class SessionCommand(QUndoCommand):
 
 
 class PinLayout(SessionCommand):
-    """Pin a tensor's layout (`layout` None = Auto, i.e. unpin), which the editor has set already (Session.set_pin,
-    which checks it, returned `before`): the first redo, QUndoStack.push's, only re-runs."""
+    """Pin a tensor's layout (`layout` None = Auto, i.e. unpin); the editor has had it checked (Session.check_pin)."""
 
-    def __init__(self, editor, tensor: str, layout: str | None, before: str | None):
+    def __init__(self, editor, tensor: str, layout: str | None):
         verb = "Unpin" if layout is None else "Pin"
         tail = "" if layout is None else f" to {pin_label(layout)}"
         super().__init__(editor, f"{verb} {short(tensor)}{tail}")
-        self.tensor, self.layout, self.before = tensor, layout, before
-        self.pushed = False
+        self.tensor, self.layout, self.before = tensor, layout, editor.session.pins.get(tensor)
 
     def redo(self):
-        if self.pushed:
-            self.session.set_pin(self.tensor, self.layout)
-        self.pushed = True
+        self.session.set_pin(self.tensor, self.layout)
         self.editor.rerun()
 
     def undo(self):

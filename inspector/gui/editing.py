@@ -497,11 +497,11 @@ class Editor(QObject):
             self.window.statusBar().showMessage(self.session.why_not["pin"], 8000)
             return False
         try:
-            before = self.session.set_pin(tensor, layout)        # checks the pin: a refused one is never pushed
+            self.session.check_pin(tensor, layout)              # a refused pin is never pushed
         except InspectorError as e:
             self.window.error("Cannot pin", str(e))
             return False
-        self.stack.push(PinLayout(self, tensor, layout, before))
+        self.stack.push(PinLayout(self, tensor, layout))
         return True
 
     def what_if(self, t: int, choices) -> dict:

@@ -56,7 +56,7 @@ class OnnxSession(Session):
     def is_tflite(self) -> bool:
         return False
 
-    def set_pin(self, tensor: str, layout: str | None) -> str | None:
+    def check_pin(self, tensor: str, layout: str | None) -> None:      # set_pin checks first
         raise InspectorError("pins steer a TFLite conversion: an ONNX model opened alone has none")
 
     def convert(self, check: bool = False) -> Change:

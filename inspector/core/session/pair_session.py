@@ -40,7 +40,7 @@ class PairSession(Session):
                 "writes that model with these edits only: its nodes and initializers stay as they are.")
 
     # ---- what the undo commands and the editor call -----------------------------------------------------------
-    def set_pin(self, tensor: str, layout: str | None) -> str | None:
+    def check_pin(self, tensor: str, layout: str | None) -> None:      # set_pin checks first
         raise InspectorError(PIN_REASON)
 
     def convert(self, check: bool = False):

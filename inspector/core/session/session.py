@@ -94,16 +94,21 @@ class Session:
         return self.graph.format == "tflite"
 
     # --- decisions (each a small, reversible edit; the window wraps them in undo commands) -------------------
-    def set_pin(self, tensor: str, layout: str | None) -> str | None:
-        """Pin (or with None unpin) a tensor; returns the previous value so the edit can be undone."""
+    def check_pin(self, tensor: str, layout: str | None) -> None:
+        """Raise ConversionError naming what is wrong if set_pin would refuse this pin; nothing changes."""
         if self.graph.main.tensor_by_name(tensor) is None:
             raise ConversionError(f"pin: no tensor named '{tensor}'")
+        if layout is not None and layout.lower() != "auto":
+            from inspector.core.layout.pins import resolve_pins
+            resolve_pins(self.graph.main, {tensor: layout})      # validate now, not at the next run
+
+    def set_pin(self, tensor: str, layout: str | None) -> str | None:
+        """Pin (or with None unpin) a tensor; returns the previous value so the edit can be undone."""
+        self.check_pin(tensor, layout)
         before = self.pins.get(tensor)
         if layout is None or layout.lower() == "auto":
             self.pins.pop(tensor, None)
         else:
-            from inspector.core.layout.pins import resolve_pins
-            resolve_pins(self.graph.main, {tensor: layout})      # validate now, not at the next run
             self.pins[tensor] = layout
         self.publish(PinsChanged(dict(self.pins)))
         return before
