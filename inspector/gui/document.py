@@ -9,7 +9,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from .graph_model import CONFLICT, UNKNOWN, onnx_node_name
+from .graph_model import CONFLICT, GROUP, UNKNOWN, onnx_node_name
 
 # id(result) -> (a weak reference to the result, its TFLite categories, its ONNX categories or None), for each
 # result alive: shared by the Documents a window makes of one result (one per PlanChanged), filled by the loader off
@@ -44,6 +44,7 @@ class Document:
     reconverter: Any = None       # emit.incremental.Reconverter of the conversion made in this process, if any
     findings: Any = None          # an .onnx opened alone: its metadata findings and sources, read off the GUI thread
     sources: Any = None
+    layers: Any = None            # folding.Layers the loader made (the tree, both panes' whole graphs, what is open)
     _names: dict[str, Any] = field(default_factory=dict, repr=False)
     _links: tuple | None = field(default=None, repr=False)
 
@@ -134,6 +135,8 @@ class Document:
         for k in nodes:
             if k[0] == "op":
                 out_nodes += tr.op_nodes.get(k[1], [])
+            elif k[0] == GROUP:                     # a group's box: its twin in the other pane
+                out_nodes.append(k)
             else:                                   # a terminal: the same terminal on the other side
                 out_nodes += [(k[0], v) for v in tr.tensor_values.get(k[1], [])[:1]]
         for t in tensors:
@@ -148,7 +151,9 @@ class Document:
         out_nodes: list = []
         out_tensors: list = []
         for k in nodes:
-            if isinstance(k, tuple):
+            if isinstance(k, tuple) and k[0] == GROUP:
+                out_nodes.append(k)
+            elif isinstance(k, tuple):
                 t = tr.value_tensor.get(k[1])
                 if t is not None:
                     out_nodes.append((k[0], t))

@@ -64,9 +64,11 @@ class RerunJob(QRunnable):
     The result is shown before its metadata pass: the pass's model, notes and findings follow (`checked`).
     The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
-    def __init__(self, session: Session, placement: Placement | None = None, cache=None, shown=None):
+    def __init__(self, session: Session, placement: Placement | None = None, cache=None, shown=None,
+                 lay_out: bool = True):
         super().__init__()
         self.session, self.placement, self.cache = session, placement, cache
+        self.lay_out = lay_out
         self.shown = shown                  # (ViewGraph, Geometry) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
         self.drawn = threading.Event()      # set by the GUI thread once `done` is shown and painted
@@ -178,6 +180,8 @@ class RerunJob(QRunnable):
         """(Geometry, live_layout.Diff or None): with a Placement, nodes the graph keeps stay where they were; without
         one, or when too much is new, the graph is laid out afresh."""
         p = self.placement
+        if not self.lay_out:
+            return None, None
         live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
         layout = p.layout(vg) if live else graph_layout.compute(vg).prepare(vg)    # (prepared: a new scene's order)
         return layout, diff(*self.shown, vg, layout) if live else None
@@ -584,8 +588,11 @@ class Editor(QObject):
         self.window.statusBar().showMessage("Re-running propagation…")
         from .graph_model import ONNX
         scene = self.window.scenes.get(ONNX)
-        job = self._job = RerunJob(self.session, self._placement(), self.reconverter,
-                                   (scene.vg, scene.layout) if scene is not None else None)
+        if self.window.folds(ONNX):     # a folded pane: the window folds and lays out the new graph itself
+            job = self._job = RerunJob(self.session, None, self.reconverter, None, lay_out=False)
+        else:
+            job = self._job = RerunJob(self.session, self._placement(), self.reconverter,
+                                       (scene.vg, scene.layout) if scene is not None else None)
         job.signals.done.connect(lambda *a: self._rerun_done(job, *a))
         job.signals.failed.connect(lambda *a: self._rerun_failed(job, *a))
         job.signals.checked.connect(lambda *a: self._checked(job, *a))

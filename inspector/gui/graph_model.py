@@ -13,8 +13,10 @@ from typing import Any, Hashable
 
 TFLITE, ONNX = "tflite", "onnx"            # the two panes (and their graphs)
 CONFLICT, UNKNOWN = "conflict/inserted", "unknown"   # colour keys beside the layout categories
+GROUP = "group"                            # a closed group's box: its kind, and its key's first part
 TITLE_H, LINE_H, NODE_W, TERMINAL_W = 22, 14, 168, 120
 MAX_ATTR_LINES = 3
+GROUP_BAR = 10                # a group's box: room for its category mix bar
 
 # Input slot names for folded constants; other slots are named by their index.
 _SLOT_NAMES = {
@@ -32,14 +34,15 @@ class Node:
     lines: list[str] = field(default_factory=list)     # attributes then folded constants, shown when zoomed in
     search: str = ""              # extra text the search matches (names)
     subgraphs: list = field(default_factory=list)   # bodies it runs: TFLite subgraph indices, ONNX attribute names
+    layer: Any = None             # a closed group's box (kind "group"): its core.session.layers.Layer
 
     @property
     def width(self) -> int:
-        return NODE_W if self.kind == "op" else TERMINAL_W
+        return NODE_W if self.kind != "input" and self.kind != "output" else TERMINAL_W
 
     @property
     def height(self) -> int:
-        return TITLE_H + LINE_H * len(self.lines) + (4 if self.lines else 0)
+        return TITLE_H + LINE_H * len(self.lines) + (4 if self.lines else 0) + (GROUP_BAR if self.layer else 0)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QPointF, QRectF, QRunnable, Qt, QThreadPool,
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
+from .graph_group import GroupItem
 from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Geometry
 from .graph_model import ViewGraph
@@ -154,7 +155,7 @@ class GraphScene(QGraphicsScene):
         for _, kind, i in self._todo:
             if kind == 0:
                 node = vg.nodes[i]
-                item = NodeItem(i, node, frame)
+                item = _node_item(i, node, frame)
                 item.setPos(*layout.pos[i])
                 self._colour_node(item, cats, markers)
                 self.addItem(item)
@@ -219,7 +220,7 @@ class GraphScene(QGraphicsScene):
         new_edges: dict[int, EdgeItem] = {}
         for i, j in enumerate(diff.nodes):
             if j < 0:
-                item = new_nodes[i] = NodeItem(i, vg.nodes[i], frame)
+                item = new_nodes[i] = _node_item(i, vg.nodes[i], frame)
                 item.setPos(*layout.pos[i])
                 self.addItem(item)
                 fresh.add(item)
@@ -426,6 +427,10 @@ class GraphScene(QGraphicsScene):
         return rect
 
 
+def _node_item(i: int, node, frame) -> NodeItem:
+    return GroupItem(i, node, frame) if node.layer is not None else NodeItem(i, node, frame)
+
+
 def _depth(items: int) -> int:
     """The BSP index's depth for a scene of this many items, set once: left to Qt, it is recomputed as items are
     added and the whole index rebuilt each time it grows (a stall of the whole scene's items, 0.6 s on 20,000 ops)."""
@@ -447,6 +452,8 @@ class GraphView(QGraphicsView):
     """Until the user zooms or pans, the view keeps its opening placement through resizes: panes and docks settle
     their sizes after the graph is first shown, and a placement computed for the old size would show empty space."""
     nodeActivated = Signal(object)          # NodeItem double-clicked
+    groupToggled = Signal(str)              # a group's box double-clicked, its + clicked, or Enter on it: open it
+    groupClosed = Signal(object)            # Backspace on a node: close the group it is in (its key)
     zoomChanged = Signal()
     MIN_ZOOM, MAX_ZOOM = 0.01, 4.0
     MAX_FIT = 1.25                          # a tiny graph opens at about its natural size, not blown up
@@ -586,6 +593,19 @@ class GraphView(QGraphicsView):
             self.scene().clearSelection()           # (the other pane and Details follow the selection)
             event.accept()
             return
+        selected = [it for it in self.scene().selectedItems() if isinstance(it, NodeItem)] \
+            if self.scene() is not None else []
+        if event.key() in (Qt.Key_Return, Qt.Key_Enter) and selected:
+            if isinstance(selected[0], GroupItem):
+                self.groupToggled.emit(selected[0].layer.id)
+            else:
+                self.nodeActivated.emit(selected[0])     # a WHILE/IF or Loop/If: its bodies open
+            event.accept()
+            return
+        if event.key() == Qt.Key_Backspace and selected:
+            self.groupClosed.emit(selected[0].node.key)
+            event.accept()
+            return
         self.auto = False
         super().keyPressEvent(event)
 
@@ -595,8 +615,21 @@ class GraphView(QGraphicsView):
             self.zoom(1.0015 ** d)
         event.accept()
 
+    def mousePressEvent(self, event):
+        item = self.itemAt(event.position().toPoint())
+        if isinstance(item, GroupItem) and event.button() == Qt.LeftButton and \
+                item.control().contains(item.mapFromScene(self.mapToScene(event.position().toPoint()))):
+            self.groupToggled.emit(item.layer.id)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
     def mouseDoubleClickEvent(self, event):
         item = self.itemAt(event.position().toPoint())
+        if isinstance(item, GroupItem):
+            self.groupToggled.emit(item.layer.id)
+            event.accept()
+            return
         if isinstance(item, NodeItem):
             self.nodeActivated.emit(item)
         super().mouseDoubleClickEvent(event)

@@ -15,10 +15,12 @@ from PySide6.QtCore import QObject, QRunnable, Signal
 from inspector.core.ir.errors import InspectorError
 from inspector.core.io.loader import sniff
 from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.session.layers import conversion_layers, graph_layers
 from inspector.core.session.session import file_sha256
 
 from . import graph_layout, graph_model
 from .document import Document
+from .folding import Layers
 from .rerun_child import derived, leave_out_weights
 
 
@@ -132,7 +134,7 @@ def in_child(path: str, graph) -> bool:
     return len(graph.main.ops) >= LoadJob.PROCESS_OPS or size >= PROCESS_BYTES
 
 
-def convert_and_lay_out(source, cache=None):
+def convert_and_lay_out(source, cache=None, lay_out: bool = True):
     """(ConversionResult, notes, ONNX ViewGraph, Geometry), or the conversion error's message. `source` is a Graph,
     or a path when run in a child process (the result then comes back without its source graph). The pipeline
     includes the metadata pass; the denotation findings are computed here too, off the GUI thread. `cache` (a
@@ -156,7 +158,7 @@ def convert_and_lay_out(source, cache=None):
     result = with_findings(outcome.result)
     result.transposes                   # counted here: the GUI thread shows the result with it
     vg = graph_model.from_onnx(result.model)
-    layout = graph_layout.compute(vg)
+    layout = graph_layout.compute(vg) if lay_out else None     # not for a model that opens collapsed (folding)
     if child:                           # back to the window in pieces it unpickles in short steps
         from .rerun_child import send, view_out
         return send(leave_out_weights(replace(result, graph=None)), outcome.notes, view_out(vg), layout, diff=True)
@@ -200,6 +202,7 @@ class LoadJob(QRunnable):
         self.path, self.convert = path, convert
         self.signals = JobSignals()
         self.cancelled = False
+        self.folds = False              # the model opens collapsed: the ONNX graph is laid out folded, not whole
         self.setAutoDelete(False)
 
     def cancel(self) -> None:
@@ -231,6 +234,11 @@ class LoadJob(QRunnable):
             return None
         self._emit(self.signals.stage, "Laying out…")
         vg = graph_model.from_tflite(graph)
+        layers = doc.layers = Layers.of(graph_layers(graph.main, graph.format), len(graph.main.ops))
+        layers.set_whole(graph_model.TFLITE, vg)
+        if layers.folds:                # a big model opens collapsed: only its boxes are laid out
+            folded, layout = layers.laid_out(graph_model.TFLITE)
+            return (graph, doc) if self._emit(self.signals.tfliteReady, doc, folded.shown, layout) else None
         # a big graph is laid out in the child when the child is up: an open right after the window started (from
         # the command line) would wait for it (0.5 -> 1.4 s to first paint at load 5)
         child = len(vg.nodes) >= self.LAYOUT_NODES and warmed()
@@ -253,6 +261,7 @@ class LoadJob(QRunnable):
         if shown is None:
             return
         graph, doc = shown
+        self.folds = doc.layers.folds
         # before the result is emitted: the window's autosave check hashes the model as soon as it gets it (on
         # the GUI thread: 30-100 ms on NASNet's 21 MB); hashlib lets the GUI thread run meanwhile
         file_sha256(self.path)
@@ -264,7 +273,7 @@ class LoadJob(QRunnable):
         else:
             from inspector.core.emit.incremental import Reconverter
             doc.reconverter = Reconverter()
-            outcome = convert_and_lay_out(graph, doc.reconverter)
+            outcome = convert_and_lay_out(graph, doc.reconverter, not doc.layers.folds)
         if isinstance(outcome, str):
             self._emit(s.conversionFailed, outcome)
             return
@@ -275,7 +284,20 @@ class LoadJob(QRunnable):
         derived(received_as, result)
         doc.result, doc.model, doc.notes, doc.onnx_shapes = result, result.model, notes, dict(vg.shapes)
         doc.onnx_categories()               # both panes' colours, worked out here rather than on the GUI thread
+        doc.layers = self._layers(doc.layers, result, vg)
         self._emit(s.onnxReady, doc, vg, layout)
+
+    @staticmethod
+    def _layers(layers: Layers, result, vg) -> Layers:
+        """The conversion's layers (each group's ONNX nodes, conflicts and Transposes: the badges), the groups
+        open as they were; both panes folded and laid out here when some group is closed."""
+        out = Layers(conversion_layers(result, tree=layers.tree), set(layers.open))
+        out.set_whole(graph_model.TFLITE, layers.whole[graph_model.TFLITE])
+        out.set_whole(graph_model.ONNX, vg)
+        if out.folds:
+            out.laid_out(graph_model.TFLITE)
+            out.laid_out(graph_model.ONNX)
+        return out
 
     def _in_child(self):
         """convert_and_lay_out in the child: its result, or the error's message."""
@@ -283,7 +305,7 @@ class LoadJob(QRunnable):
         with CHILD_TURN:
             try:
                 while True:     # again when something else was sent before all its pieces came
-                    outcome = executor().submit(convert_and_lay_out, self.path).result()
+                    outcome = executor().submit(convert_and_lay_out, self.path, None, not self.folds).result()
                     if isinstance(outcome, str):
                         return outcome
                     try:
@@ -307,4 +329,7 @@ class LoadJob(QRunnable):
         self._emit(self.signals.stage, "Laying out the ONNX graph…")
         vg = graph_model.from_onnx(doc.model)
         doc.onnx_shapes = dict(vg.shapes)
-        self._emit(self.signals.onnxReady, doc, vg, graph_layout.compute(vg))
+        if doc.layers is not None and doc.result is not None:      # a pair: its mapping groups the ONNX nodes
+            doc.layers = self._layers(doc.layers, doc.result, vg)
+        folds = doc.layers is not None and doc.layers.folds
+        self._emit(self.signals.onnxReady, doc, vg, None if folds else graph_layout.compute(vg))

@@ -18,6 +18,7 @@ from inspector.core.session.events import Exported, FindingsChecked, ModelOpened
 from . import export, find, gc_guard, graph_layout, graph_model, open_failure
 from .document import Document
 from .folders import first_folder
+from .folding import Layers, group_key, is_group
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
@@ -135,6 +136,7 @@ class MainWindow(QMainWindow):
         if convert:
             loader_job.warm()           # a big model's layout and conversion run in the child: started now
         self.scenes: dict[str, GraphScene] = {}
+        self.layers: Layers | None = None             # the open model's groups and which are open (both panes)
         self.active = TFLITE
         self._syncing = False
         self._close_after_export = False    # a close waits for a big model's export (its report is written here)
@@ -475,6 +477,7 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.workspace)
         self.doc = None
         self.scenes.clear()
+        self.layers = None
         self.panes[TFLITE].message("Reading…")
         self.panes[ONNX].message("Converting…" if path.lower().endswith(".tflite") else "Reading…")
         forget, self._forget = self._forget, None
@@ -515,6 +518,7 @@ class MainWindow(QMainWindow):
         if self._replacing is not None:
             self._replace()
         self.doc = doc
+        self.layers = doc.layers
         label = f"TFLite: {Path(doc.path).name} ({counted(len(doc.graph.main.ops), 'op')})"
         self._show(TFLITE, vg, layout, label)
         self.panes[TFLITE].tabs.setTabToolTip(0, f"{label}\n{tflite_counts(doc.graph, vg)}")
@@ -528,6 +532,7 @@ class MainWindow(QMainWindow):
         if self._replacing is not None:
             self._replace()
         self.doc = doc
+        self._adopt_layers(doc.layers)
         self.editor.attach(doc, vg, layout)
         gc_guard.settle()                             # what the model needs lives until the next open
 
@@ -558,7 +563,8 @@ class MainWindow(QMainWindow):
             vg, layout, live = e.view
         else:                                         # converted on this thread (Session.convert): laid out here
             vg = graph_model.from_onnx(e.result.model)
-            layout, live = graph_layout.compute(vg), None
+            layout, live = None, None
+        vg, layout, live = self._folded(ONNX, vg, layout, live)
         first = ONNX not in self.scenes
         keep, active, sizes = self._view_state(ONNX), self.active, self.splitter.sizes()
         only_onnx = s.graph is None
@@ -686,7 +692,7 @@ class MainWindow(QMainWindow):
     def _show(self, which: str, vg, layout, label: str, live=None) -> None:
         scene, view = self.scenes.get(which), self.panes[which].main_view
         if live and scene is not None and view is not None and view.scene() is scene:
-            scene.apply(vg, layout, live)       # same items, same view: only what changed is touched
+            scene.apply(vg, layout, None if live is True else live)   # same items, same view: only what changed
             self.panes[which].tabs.setTabText(0, label)
             view.minimap.invalidate()
             self.colour(which)
@@ -699,9 +705,71 @@ class MainWindow(QMainWindow):
         # once the guard's wait for a burst ran out was a 60-75 ms collection during the conversion and the pin
         scene.completed.connect(gc_guard.settle)
         self.scenes[which] = scene
+        view.groupToggled.connect(self.toggle_group)
+        view.groupClosed.connect(lambda key: self.close_group(which, key))
         self.panes[which].set_main(view, label)
         self.colour(which)
         view.initial()
+
+    # ---- layers ----------------------------------------------------------------------------------------------
+    def _adopt_layers(self, layers: Layers | None) -> None:
+        """The conversion's layers (with each group's ONNX nodes and conflicts): the groups the user opened or
+        closed meanwhile stay so, and the TFLite pane's boxes get their badges."""
+        before, self.layers = self.layers, layers
+        if layers is None or before is None:
+            return
+        if before.open != layers.open:
+            layers.open = {g for g in before.open if g in layers.tree.layers}
+        if TFLITE in self.scenes and (before.folds or layers.folds):
+            self._refold((TFLITE,))
+
+    def _folded(self, which: str, vg, layout, live) -> tuple:
+        """A pane's new whole graph as it is to be shown: folded when some group is closed (then laid out here,
+        only its boxes; `live` True: the scene shown updates in place); laid out when no one did."""
+        layers = self.layers
+        if layers is not None:
+            layers.set_whole(which, vg)
+            if layers.folds:
+                folded, layout = layers.laid_out(which)
+                return folded.shown, layout, True if which in self.scenes else None
+        return vg, layout if layout is not None else graph_layout.compute(vg), live
+
+    def _refold(self, panes=(TFLITE, ONNX)) -> None:
+        """Show the panes as the open groups say (what the scenes keep stays, moved where the new layout puts it)."""
+        for which in panes:
+            scene, view = self.scenes.get(which), self.panes[which].main_view
+            if scene is None or view is None or which not in self.layers.whole:
+                continue
+            folded, layout = self.layers.laid_out(which)
+            scene.apply(folded.shown, layout)
+            view.minimap.invalidate()
+            self.colour(which)
+
+    def folds(self, which: str) -> bool:
+        """The pane shows a folded graph (some group closed): re-runs lay out its whole graph here, not there."""
+        return self.layers is not None and self.layers.folds and which in self.layers.whole
+
+    def toggle_group(self, layer_id: str) -> None:
+        """Open a closed group (or close an open one) in both panes."""
+        if self.layers is not None and self.layers.toggle(layer_id):
+            self._refold()
+
+    def close_group(self, which: str, key) -> None:
+        """Close the group holding this node (a group's box: the group around it) in both panes; its box selected."""
+        if self.layers is None:
+            return
+        group = self.layers.group_of(which, key)
+        if not group:
+            self.statusBar().showMessage("Not inside a group", 3000)
+            return
+        self.layers.close(group)
+        self._refold()
+        self.select(which, nodes=[group_key(group)])
+
+    def _reveal(self, which: str, nodes, tensors=()) -> None:
+        """Open the groups that hide these nodes (or tensors' producers), in both panes."""
+        if self.layers is not None and self.layers.folds and self.layers.reveal(which, nodes, tensors):
+            self._refold()
 
     def _make_view(self, scene, which: str) -> GraphView:
         view = GraphView(scene)
@@ -821,6 +889,7 @@ class MainWindow(QMainWindow):
         mapped = self.doc.to_onnx(nodes, tensors) if which == TFLITE else self.doc.to_tflite(nodes, tensors)
         self._syncing = True
         try:
+            self._reveal(other, *mapped)
             rect = self.scenes[other].select(*mapped)
         finally:
             self._syncing = False
@@ -835,13 +904,14 @@ class MainWindow(QMainWindow):
         if scene is None:
             return
         self.panes[which].tabs.setCurrentIndex(0)
+        self._reveal(which, nodes, tensors)
         rect = scene.select(list(nodes), list(tensors))
         if reveal and self.panes[which].main_view is not None:
             self.panes[which].main_view.reveal(rect)
 
     def _show_details(self, which: str, nodes, tensors, subgraph: int = 0) -> None:
         d = self.doc
-        if d is None or not (nodes or tensors):
+        if d is None or not (nodes or tensors) or (nodes and is_group(nodes[0])):     # a group: its box says it
             self.details.clear()
             return
         if which == TFLITE:
@@ -913,8 +983,9 @@ class MainWindow(QMainWindow):
         if scene is None:
             return None
         ix = self._indexes.get(which)
-        if ix is None or ix.vg is not scene.vg:
-            ix = self._indexes[which] = find.Index(scene.vg)
+        vg = self.layers.whole.get(which, scene.vg) if self.layers is not None else scene.vg    # hidden ones too
+        if ix is None or ix.vg is not vg:
+            ix = self._indexes[which] = find.Index(vg)
         return ix
 
     def search(self, text: str) -> list[tuple[str, str, object]]:

@@ -133,11 +133,12 @@ def graph_layers(sg, fmt: str = "tflite", limit: int = LIMIT) -> LayerTree:
     return out
 
 
-def conversion_layers(result, limit: int = LIMIT) -> LayerTree:
+def conversion_layers(result, limit: int = LIMIT, tree: LayerTree | None = None) -> LayerTree:
     """The TFLite graph's tree with each group's ONNX nodes, category mix, conflicts and inserted Transposes
-    (`result`: a ConversionResult, or one made of a pairing)."""
+    (`result`: a ConversionResult, or one made of a pairing; `tree`: its graph's graph_layers, if made already:
+    filled in place)."""
     graph, trace = result.graph, result.trace
-    out = graph_layers(graph.main, graph.format, limit)
+    out = tree if tree is not None else graph_layers(graph.main, graph.format, limit)
     sg = graph.main
     producers = sg.producers()
     where: dict[int, str] = dict(out.op_layer)

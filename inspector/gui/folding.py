@@ -1,0 +1,226 @@
+"""Layers in the panes: a graph with its closed groups drawn as one box each, and the open groups shared by both.
+
+Qt-free (built in the loader's thread). A pane's whole graph stays as graph_model made it; what the scene shows is
+`fold(whole, tree, open)`: every node inside a closed group replaced by that group's box (kind "group", key
+("group", id): the same in both panes, so selection maps a box to its twin), edges to and from a closed group
+drawn to its box, one edge per tensor, edges inside it left out. Only the boxes shown are laid out, so a big model
+opened collapsed lays out its forty boxes, not its 50,000 ops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable
+
+from inspector.core.session.layers import Layer, LayerTree
+
+from . import graph_layout
+from .graph_model import GROUP, Edge, Node, ViewGraph
+
+FOLD_OPS = 2000             # from this many ops in the main graph a model opens collapsed to the tree's default depth
+
+
+def group_key(layer_id: str) -> tuple[str, str]:
+    return (GROUP, layer_id)
+
+
+def is_group(key: Hashable) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[0] == GROUP
+
+
+def homes(vg: ViewGraph, tree: LayerTree) -> list[str]:
+    """The innermost group of each of vg's nodes ("" for terminals and nodes of no group)."""
+    if vg.source == "onnx":
+        where = tree.node_layer
+        out = [where.get(n.key, "") if not isinstance(n.key, tuple) else "" for n in vg.nodes]
+        unknown = {i for i, n in enumerate(vg.nodes) if n.kind == "op" and n.key not in where}
+        for e in vg.edges if unknown else ():      # a Transpose a pin inserted: in the group of its producer
+            if e.dst in unknown:
+                out[e.dst] = out[e.src]
+                unknown.discard(e.dst)
+        return out
+    where = tree.op_layer
+    return [where.get(n.key[1], "") if n.kind == "op" else "" for n in vg.nodes]
+
+
+def group_lines(layer: Layer) -> list[str]:
+    """What a group's box says under its label: its size, and what the conversion inserted or found in it."""
+    lines = [f"{len(layer.ops)} ops" + (f" · {len(layer.children)} groups" if layer.children else "")]
+    marks = []
+    if layer.conflicts:
+        marks.append(f"{layer.conflicts} conflict{'s' if layer.conflicts != 1 else ''}")
+    if layer.transposes:
+        marks.append(f"{layer.transposes} Transpose{'s' if layer.transposes != 1 else ''}")
+    if marks:
+        lines.append(" · ".join(marks))
+    return lines
+
+
+@dataclass
+class Folded:
+    """A pane's whole graph and what of it is shown."""
+    whole: ViewGraph
+    shown: ViewGraph
+    rep: list[int] = field(default_factory=list)        # whole node index -> shown node index
+
+
+def fold(vg: ViewGraph, tree: LayerTree, open_: set[str], where: list[str] | None = None) -> Folded:
+    """vg with each group not in `open_` (or inside one that is not) drawn as one box."""
+    where = homes(vg, tree) if where is None else where
+    layers = tree.layers
+    shown_as: dict[str, str] = {"": ""}           # layer id -> the closed group standing for it ("": none)
+
+    def closed(layer_id: str) -> str:
+        got = shown_as.get(layer_id)
+        if got is None:
+            layer = layers[layer_id]
+            outer = closed(layer.parent or "")
+            got = shown_as[layer_id] = outer or ("" if layer_id in open_ else layer_id)
+        return got
+
+    nodes: list[Node] = []
+    rep: list[int] = []
+    box: dict[str, int] = {}
+    for i, n in enumerate(vg.nodes):
+        g = closed(where[i])
+        if not g:
+            rep.append(len(nodes))
+            nodes.append(n)
+        elif g in box:
+            rep.append(box[g])
+        else:
+            layer = layers[g]
+            box[g] = len(nodes)
+            rep.append(len(nodes))
+            nodes.append(Node(group_key(g), GROUP, layer.label, group_lines(layer), search=g, layer=layer))
+    if not box:
+        return Folded(vg, vg, rep)
+    boxes = set(box.values())
+    edges: list[Edge] = []
+    seen: dict[tuple, int] = {}               # (src, dst) -> index of the edge drawn to or from a box
+    tensors_seen: set = set()
+    for e in vg.edges:
+        s, d = rep[e.src], rep[e.dst]
+        if s == d:
+            continue                            # inside a closed group
+        if s in boxes or d in boxes:
+            k = seen.get((s, d))
+            if k is not None:                   # more tensors between the same two boxes: one edge, counted
+                old = edges[k]
+                if old.tensor != e.tensor:
+                    n_tensors = int(old.label.split()[0]) + 1 if old.label.endswith(" tensors") else 2
+                    edges[k] = Edge(s, d, old.tensor, f"{n_tensors} tensors", old.first, old.count)
+                continue
+            seen[(s, d)] = len(edges)
+        first = e.tensor not in tensors_seen
+        tensors_seen.add(e.tensor)
+        edges.append(Edge(s, d, e.tensor, e.label, first, e.count))
+    shown = ViewGraph(vg.source, nodes, edges, vg.tensor_names, vg.subgraph, vg.shapes, vg.folded)
+    return Folded(vg, shown, rep)
+
+
+class Layers:
+    """The open groups of one model's tree, shared by both panes (the pair kept in step), and each pane's whole
+    graph with where its nodes live."""
+
+    def __init__(self, tree: LayerTree, open_: set[str] | None = None):
+        self.tree = tree
+        self.open: set[str] = set(open_) if open_ is not None else opened_at(tree, tree.default_depth)
+        self.whole: dict[str, ViewGraph] = {}
+        self._where: dict[str, list[str]] = {}
+        self._laid: dict[str, tuple] = {}     # pane -> (open groups, whole graph, Folded, Geometry) last laid out
+
+    @classmethod
+    def of(cls, tree: LayerTree, ops: int) -> "Layers":
+        """A model's layers as it opens: a big one collapsed to the tree's default depth, a small one all open."""
+        return cls(tree, None if ops >= FOLD_OPS else set(g for g in tree.layers if g))
+
+    def set_whole(self, which: str, vg: ViewGraph) -> None:
+        if self.whole.get(which) is not vg:
+            self.whole[which] = vg
+            self._where[which] = homes(vg, self.tree)
+
+    @property
+    def folds(self) -> bool:
+        """Some group is closed."""
+        return len(self.open) < len(self.tree.layers) - 1
+
+    def laid_out(self, which: str):
+        """(Folded, Geometry) of the pane: only the boxes shown laid out (graph_layout caches by topology)."""
+        vg = self.whole[which]
+        got = self._laid.get(which)
+        if got is not None and got[0] == self.open and got[1] is vg:
+            return got[2], got[3]
+        folded = self.shown(which)
+        layout = graph_layout.compute(folded.shown)
+        self._laid[which] = (frozenset(self.open), vg, folded, layout)
+        return folded, layout
+
+    def set_tree(self, tree: LayerTree) -> None:
+        """The conversion's tree (the same groups, with ONNX nodes and conflicts): the open groups stay open."""
+        self.tree = tree
+        self.open = {g for g in self.open if g in tree.layers}
+        self._laid.clear()
+        for which, vg in self.whole.items():
+            self._where[which] = homes(vg, tree)
+
+    def shown(self, which: str) -> Folded:
+        return fold(self.whole[which], self.tree, self.open, self._where[which])
+
+    def group_of(self, which: str, key: Hashable) -> str:
+        """The innermost group of a node of the whole graph ("" when none)."""
+        if is_group(key):
+            layer = self.tree.layers.get(key[1])
+            return layer.parent or "" if layer is not None else ""
+        vg = self.whole.get(which)
+        if vg is None:
+            return ""
+        for i, n in enumerate(vg.nodes):
+            if n.key == key:
+                return self._where[which][i]
+        return ""
+
+    def toggle(self, layer_id: str) -> bool:
+        """Open a closed group or close an open one; whether anything changed."""
+        if layer_id not in self.tree.layers or not layer_id:
+            return False
+        if layer_id in self.open:
+            self.close(layer_id)
+        else:
+            self.open.add(layer_id)
+        return True
+
+    def close(self, layer_id: str) -> bool:
+        """Close a group (and what is open inside it: opened again, it shows as at first)."""
+        if not layer_id or layer_id not in self.open:
+            return False
+        self.open.discard(layer_id)
+        inside = [layer_id]
+        while inside:
+            for c in self.tree.layers[inside.pop()].children:
+                self.open.discard(c)
+                inside.append(c)
+        return True
+
+    def reveal(self, which: str, keys, tensors=()) -> bool:
+        """Open every group that hides one of these nodes of the whole graph, or the producer of one of these
+        tensors; whether any was opened."""
+        vg = self.whole.get(which)
+        if vg is None:
+            return False
+        wanted = {k for k in keys if not is_group(k)}
+        if tensors:
+            tensors = set(tensors)
+            wanted |= {vg.nodes[e.src].key for e in vg.edges if e.tensor in tensors}
+        wanted |= {vg.folded[k] for k in list(wanted) if k in vg.folded}
+        if not wanted:
+            return False
+        before = len(self.open)
+        where = self._where[which]
+        for i, n in enumerate(vg.nodes):
+            if n.key in wanted and where[i]:
+                self.open.update(self.tree.ancestors(where[i]))
+        return len(self.open) != before
+
+
+def opened_at(tree: LayerTree, depth: int) -> set[str]:
+    return {g for g, layer in tree.layers.items() if g and layer.depth <= depth}

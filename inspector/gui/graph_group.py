@@ -1,0 +1,108 @@
+"""A closed group's box: its label, op count, category mix (a bar in the category colours), a badge with the
+conflicts and inserted Transposes inside it, and a + control that opens it. Drawn as a small stack of cards so it
+reads as "many ops" beside the single op boxes."""
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QPen, QPolygonF
+
+from .graph_items import LOD_TEXT, NodeItem, _Fonts, _lod
+from .graph_model import GROUP_BAR, LINE_H, TITLE_H
+from .palette import CONFLICT, palette
+
+CONTROL = 14                # the + square's side
+
+
+class GroupItem(NodeItem):
+    def __init__(self, index, node, frame=None):
+        super().__init__(index, node, frame)
+        self._bounds = self.rect.adjusted(-4, -10, 12, 10)
+
+    @property
+    def layer(self):
+        return self.node.layer
+
+    def set_category(self, category: str, marker: str = "", tooltip: str = "") -> None:
+        """A group has no category of its own: its mix is drawn; its tooltip says what it holds."""
+        layer = self.layer
+        mix = ", ".join(f"{n} {c}" for c, n in layer.categories.items())
+        tip = [f"{layer.id}  ({len(layer.ops)} ops)"] + ([mix] if mix else []) + self.node.lines[1:]
+        tip.append("Double-click, Enter or + to open; Backspace inside closes it again")
+        self.category, self.marker = category, ""
+        self.quick_fill = palette().color(CONFLICT) if self.conflicted() else palette().terminal
+        self.setToolTip("\n".join(tip))
+        self.update()
+
+    def conflicted(self) -> bool:
+        return bool(self.layer.conflicts or self.layer.transposes)
+
+    def control(self) -> QRectF:
+        """The + control, in item coordinates."""
+        r = self.rect
+        return QRectF(r.left() + 4, r.top() + (TITLE_H - CONTROL) / 2, CONTROL, CONTROL)
+
+    def paint(self, painter, option, widget=None):
+        NodeItem.paint_calls += 1
+        pal = palette()
+        lod = _lod(self, painter, option)
+        r = self.rect
+        if lod < LOD_TEXT:
+            if self.isSelected():
+                painter.fillRect(r.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), pal.selection)
+            painter.fillRect(r, self.quick_fill)
+            return
+        if self.isSelected():
+            painter.setPen(QPen(pal.selection, 7))
+            painter.setBrush(Qt.NoBrush)
+            painter.drawRoundedRect(r, 6, 6)
+        painter.setPen(QPen(pal.outline, 0.8))
+        painter.setBrush(QBrush(pal.background))
+        for k in (2, 1):                                    # the cards behind: "many ops"
+            painter.drawRoundedRect(r.translated(4 * k, 4 * k), 5, 5)
+        painter.setPen(QPen(pal.outline, 1.8 if self.isSelected() else 1.2))
+        painter.drawRoundedRect(r, 5, 5)
+        title, lines = self._texts()
+        painter.setPen(pal.text_dark)
+        painter.setFont(_Fonts.get()[0])
+        painter.drawText(QRectF(r.left() + CONTROL + 8, r.top(), r.width() - CONTROL - 12, TITLE_H),
+                         Qt.AlignLeft | Qt.AlignVCenter, title)
+        c = self.control()
+        painter.setPen(QPen(pal.outline, 1))
+        painter.setBrush(Qt.NoBrush)
+        painter.drawRect(c)
+        painter.drawLine(QPointF(c.left() + 3, c.center().y()), QPointF(c.right() - 3, c.center().y()))
+        painter.drawLine(QPointF(c.center().x(), c.top() + 3), QPointF(c.center().x(), c.bottom() - 3))
+        painter.setFont(_Fonts.get()[1])
+        y = r.top() + TITLE_H
+        for s in lines:
+            painter.drawText(QRectF(r.left() + 6, y, r.width() - 12, LINE_H), Qt.AlignVCenter | Qt.AlignLeft, s)
+            y += LINE_H
+        self._paint_mix(painter, pal, QRectF(r.left() + 6, r.bottom() - GROUP_BAR + 1, r.width() - 12, 5))
+        if self.conflicted():
+            self._paint_badge(painter, pal)
+
+    def _paint_mix(self, painter, pal, bar: QRectF) -> None:
+        """The category mix: one stretch per category, as wide as its share of the ops."""
+        cats = self.layer.categories
+        total = sum(cats.values())
+        if not total:
+            painter.fillRect(bar, pal.color("unknown"))
+            return
+        x = bar.left()
+        for cat, n in cats.items():
+            w = bar.width() * n / total
+            painter.fillRect(QRectF(x, bar.top(), w, bar.height()), pal.color(cat))
+            x += w
+
+    def _paint_badge(self, painter, pal) -> None:
+        """A warning triangle with the count of conflicts (or of inserted Transposes) on the top-right corner."""
+        layer = self.layer
+        n = layer.conflicts or layer.transposes
+        x, y = self.rect.right() - 4, self.rect.top() - 2
+        tri = QPolygonF([QPointF(x - 12, y + 9), QPointF(x, y - 10), QPointF(x + 12, y + 9)])
+        painter.setPen(QPen(pal.outline, 1.2))
+        painter.setBrush(QBrush(pal.color(CONFLICT)))
+        painter.drawPolygon(tri)
+        painter.setPen(pal.outline)
+        painter.setFont(_Fonts.get()[1])
+        painter.drawText(QRectF(x - 12, y - 5, 24, 14), Qt.AlignCenter, str(n))
