@@ -475,7 +475,10 @@ class Editor(QObject):
         sg = self.session.graph.main
         picked = list(tensors)
         for kind, key in nodes:
-            picked += [t for t in sg.ops[key].outputs if t >= 0] if kind == "op" else [key]
+            if kind == "op":
+                picked += [t for t in sg.ops[key].outputs if t >= 0]
+            elif kind in ("in", "out"):                 # (a group's box has no tensor of its own)
+                picked.append(key)
         self.pin_bar.show_tensors(list(dict.fromkeys(picked)))
 
     def close(self) -> None:

@@ -190,15 +190,10 @@ class Layers:
         return True
 
     def close(self, layer_id: str) -> bool:
-        """Close a group (and what is open inside it: opened again, it shows as at first)."""
+        """Close a group (what is open inside it stays so: opened again, it shows as it was)."""
         if not layer_id or layer_id not in self.open:
             return False
         self.open.discard(layer_id)
-        inside = [layer_id]
-        while inside:
-            for c in self.tree.layers[inside.pop()].children:
-                self.open.discard(c)
-                inside.append(c)
         return True
 
     def reveal(self, which: str, keys, tensors=()) -> bool:

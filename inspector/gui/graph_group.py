@@ -4,11 +4,11 @@ reads as "many ops" beside the single op boxes."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QPen, QPolygonF
+from PySide6.QtGui import QBrush, QFont, QFontMetricsF, QPen, QPolygonF
 
 from .graph_items import LOD_TEXT, NodeItem, _Fonts, _lod
 from .graph_model import GROUP_BAR, LINE_H, TITLE_H
-from .palette import CONFLICT, palette
+from .palette import CONFLICT, UNKNOWN, palette
 
 CONTROL = 14                # the + square's side
 
@@ -29,7 +29,9 @@ class GroupItem(NodeItem):
         tip = [f"{layer.id}  ({len(layer.ops)} ops)"] + ([mix] if mix else []) + self.node.lines[1:]
         tip.append("Double-click, Enter or + to open; Backspace inside closes it again")
         self.category, self.marker = category, ""
-        self.quick_fill = palette().color(CONFLICT) if self.conflicted() else palette().terminal
+        pal = palette()
+        main = next(iter(layer.categories), UNKNOWN)       # its commonest category, pale: a box, not an op
+        self.quick_fill = pal.color(CONFLICT) if self.conflicted() else pal.color(main).lighter(170)
         self.setToolTip("\n".join(tip))
         self.update()
 
@@ -46,10 +48,19 @@ class GroupItem(NodeItem):
         pal = palette()
         lod = _lod(self, painter, option)
         r = self.rect
-        if lod < LOD_TEXT:
+        if lod < LOD_TEXT:                  # zoomed out: a filled box, its label as large as the box allows
             if self.isSelected():
                 painter.fillRect(r.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), pal.selection)
             painter.fillRect(r, self.quick_fill)
+            if lod > 0.08:
+                font = QFont(_Fonts.get()[0])
+                font.setPointSizeF(min(9.0 / max(lod, 0.01) * 0.8, r.height() * 0.45))
+                painter.setFont(font)
+                painter.setPen(pal.text_dark)
+                text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideMiddle, r.width() - 8)
+                painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter, text)
+            if self.conflicted():
+                self._paint_badge(painter, pal)
             return
         if self.isSelected():
             painter.setPen(QPen(pal.selection, 7))

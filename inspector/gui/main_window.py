@@ -18,7 +18,7 @@ from inspector.core.session.events import Exported, FindingsChecked, ModelOpened
 from . import export, find, gc_guard, graph_layout, graph_model, open_failure
 from .document import Document
 from .folders import first_folder
-from .folding import Layers, group_key, is_group
+from .folding import Layers, group_key, is_group, opened_at
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
@@ -333,6 +333,9 @@ class MainWindow(QMainWindow):
         self._action(v, "Zoom &in", lambda: self._view_do("in"), ["Ctrl+=", QKeySequence.ZoomIn])
         self._action(v, "Zoom &out", lambda: self._view_do("out"), ["Ctrl+-", QKeySequence.ZoomOut])
         self._action(v, "Actual size", lambda: self._view_do("1:1"), "Ctrl+0")
+        v.addSeparator()
+        self._action(v, "&Collapse Groups", lambda: self.fold_all(False))
+        self._action(v, "&Expand All Groups", lambda: self.fold_all(True))
         v.addSeparator()
         self.menus["view"] = v                        # docks added from now on are listed below
 
@@ -749,6 +752,18 @@ class MainWindow(QMainWindow):
         """The pane shows a folded graph (some group closed): re-runs lay out its whole graph here, not there."""
         return self.layers is not None and self.layers.folds and which in self.layers.whole
 
+    def fold_all(self, expand: bool) -> None:
+        """Every group open, or closed down to the readable overview a big model opens with (both panes)."""
+        if self.layers is None:
+            return
+        tree = self.layers.tree
+        self.layers.open = opened_at(tree, max(tree.layers[g].depth for g in tree.layers) if expand else
+                                     tree.default_depth)
+        self._refold()
+        for which in (TFLITE, ONNX):
+            if self.panes[which].main_view is not None:
+                self.panes[which].main_view.initial()
+
     def toggle_group(self, layer_id: str) -> None:
         """Open a closed group (or close an open one) in both panes."""
         if self.layers is not None and self.layers.toggle(layer_id):
@@ -767,8 +782,13 @@ class MainWindow(QMainWindow):
         self.select(which, nodes=[group_key(group)])
 
     def _reveal(self, which: str, nodes, tensors=()) -> None:
-        """Open the groups that hide these nodes (or tensors' producers), in both panes."""
-        if self.layers is not None and self.layers.folds and self.layers.reveal(which, nodes, tensors):
+        """Open the groups that hide these nodes (or the producers of tensors no edge shows), in both panes."""
+        if self.layers is None or not self.layers.folds or which not in self.scenes:
+            return
+        scene = self.scenes[which]
+        scene.finish()
+        hidden = [t for t in tensors if t not in scene.edges_by_tensor]
+        if self.layers.reveal(which, nodes, hidden):
             self._refold()
 
     def _make_view(self, scene, which: str) -> GraphView:

@@ -69,7 +69,7 @@ def tensors_at(graph, item) -> list[int]:
         kind, key = item.node.key
         if kind == "op":
             return [t for t in graph.main.ops[key].outputs if t >= 0]
-        return [key]
+        return [key] if kind in ("in", "out") else []           # a group's box: no tensor of its own
     return []
 
 

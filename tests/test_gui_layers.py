@@ -1,0 +1,207 @@
+"""Layers in the panes (issue 35): a group closed in one pane is closed in the other, opened again by a double-click
+on its box, by its + control or by Enter, closed by Backspace; its box counts the conflicts inside it; selecting a
+node hidden in a closed group (from a search, the Conflicts dock or the other pane) opens what hides it; a big model
+opens collapsed. Real input throughout (QTest on the real widgets)."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtTest import QTest
+
+from inspector.core.io.tflite_builder import ModelBuilder
+from inspector.gui.folding import FOLD_OPS, group_key
+from inspector.gui.graph_group import GroupItem
+from inspector.gui.main_window import ONNX, TFLITE
+from inspector.gui.palette import CONFLICT, palette
+
+from .test_gui_edit import open_model, settle, window  # noqa: F401  (fixture)
+from .test_layers import _named_model
+
+pytestmark = pytest.mark.gui
+STEM, HEAD = group_key("m/stem"), group_key("m/head")
+
+
+def boxes(w, which: str) -> set:
+    return {it.node.key for it in w.scenes[which].nodes if isinstance(it, GroupItem)}
+
+
+def onnx_nodes_of(w, layer_id: str) -> set:
+    return set(w.layers.tree.layers[layer_id].nodes)
+
+
+def shown(w, which: str) -> set:
+    return {it.node.key for it in w.scenes[which].nodes}
+
+
+def item(w, which: str, key):
+    w.scenes[which].finish()
+    return w.scenes[which].node_by_key[key]
+
+
+def at(w, which: str, it, point=None):
+    """The view of a pane centred on an item at a readable scale, and where (a point of) the item is on screen."""
+    view = w.panes[which].main_view
+    view.reveal(it.sceneBoundingRect())
+    return view, view.mapFromScene(it.mapToScene(point) if point is not None else it.sceneBoundingRect().center())
+
+
+def click(w, which: str, key, double: bool = False, point=None):
+    view, pos = at(w, which, item(w, which, key), point)
+    (QTest.mouseDClick if double else QTest.mouseClick)(view.viewport(), Qt.LeftButton, Qt.NoModifier, pos)
+    return view
+
+
+def key(view, k) -> None:
+    QTest.keyClick(view.viewport(), k)
+
+
+def in_step(w, closed: set) -> None:
+    """Both panes show the same closed groups, and nothing of what is inside them."""
+    assert boxes(w, TFLITE) == boxes(w, ONNX) == closed
+    for g in closed:
+        assert not shown(w, TFLITE) & {("op", op) for op in w.layers.tree.layers[g[1]].ops}
+        assert not shown(w, ONNX) & onnx_nodes_of(w, g[1])
+
+
+def test_a_group_closed_in_one_pane_is_closed_in_both_and_opens_by_double_click_enter_and_plus(qtbot, window,  # noqa: F811
+                                                                                                tmp_path):
+    w = window
+    s = open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
+    n_ops, n_nodes = len(s.graph.main.ops), len(s.result.model.graph.node)
+    in_step(w, set())                                           # a small model opens as before: every op shown
+    assert len([k for k in shown(w, TFLITE) if k[0] == "op"]) == n_ops
+    # Backspace on a stem op (TFLite pane): the stem closes in both panes, its box selected in both
+    view = click(w, TFLITE, ("op", 1))
+    key(view, Qt.Key_Backspace)
+    settle(qtbot, w)
+    in_step(w, {STEM})
+    assert w.scenes[TFLITE].selected_keys()[0] == [STEM] and w.scenes[ONNX].selected_keys()[0] == [STEM]
+    assert item(w, ONNX, STEM).node.lines[0] == "2 ops"
+    # edges to the box: the stem's output into the head's reshape (one edge, drawn to the box)
+    tfl = w.scenes[TFLITE]
+    out_of_box = [e for e in tfl.edges if tfl.vg.nodes[e.edge.src].key == STEM]
+    assert len(out_of_box) == 1 and tfl.vg.nodes[out_of_box[0].edge.dst].key == ("op", 2)
+    # a double-click on the box in the ONNX pane opens it in both
+    click(w, ONNX, STEM, double=True)
+    settle(qtbot, w)
+    in_step(w, set())
+    assert len([k for k in shown(w, ONNX) if not isinstance(k, tuple)]) == n_nodes
+    # Backspace on an ONNX node of the head, then Enter on its box (selected by the close): open again
+    node = next(n for n in onnx_nodes_of(w, "m/head") if w.layers.tree.node_layer[n] == "m/head")   # not in its conv
+    view = click(w, ONNX, node)
+    key(view, Qt.Key_Backspace)
+    settle(qtbot, w)
+    in_step(w, {HEAD})
+    key(view, Qt.Key_Return)
+    settle(qtbot, w)
+    in_step(w, set())
+    # closed again from the TFLite pane, opened by its + control
+    view = click(w, TFLITE, ("op", 0))
+    key(view, Qt.Key_Backspace)
+    settle(qtbot, w)
+    in_step(w, {STEM})
+    click(w, TFLITE, STEM, point=item(w, TFLITE, STEM).control().center())
+    settle(qtbot, w)
+    in_step(w, set())
+
+
+def test_a_closed_group_s_box_shows_the_conflicts_inside_it(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    s = open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
+    conflicts = len(s.result.plan.conflicts)
+    assert conflicts >= 1
+    view = click(w, TFLITE, ("op", 2))                          # the head's reshape (its conv is a group inside)
+    key(view, Qt.Key_Backspace)
+    settle(qtbot, w)
+    view = click(w, TFLITE, ("op", 0))
+    key(view, Qt.Key_Backspace)
+    settle(qtbot, w)
+    in_step(w, {STEM, HEAD})
+    for which in (TFLITE, ONNX):
+        head, stem = item(w, which, HEAD), item(w, which, STEM)
+        assert head.conflicted() and not stem.conflicted()
+        assert f"{conflicts} conflict" in head.node.lines[1] and len(stem.node.lines) == 1
+        # the badge is painted: the conflict colour on the head's box and none on the stem's
+        view = w.panes[which].main_view
+        assert _painted(view, head, palette().color(CONFLICT)) > 20
+        assert _painted(view, stem, palette().color(CONFLICT)) == 0
+
+
+def _painted(view, it, colour: QColor) -> int:
+    """Pixels of this colour where the item is drawn in the view."""
+    view.resetTransform()
+    view.centerOn(it)
+    rect = view.mapFromScene(it.sceneBoundingRect()).boundingRect().adjusted(-4, -4, 4, 4)
+    img = QImage(view.viewport().size(), QImage.Format_RGB32)
+    p = QPainter(img)
+    view.render(p, img.rect(), view.viewport().rect())
+    p.end()
+    return sum(1 for x in range(max(rect.left(), 0), min(rect.right(), img.width()))
+               for y in range(max(rect.top(), 0), min(rect.bottom(), img.height()))
+               if QColor(img.pixel(QPoint(x, y))) == colour)
+
+
+def test_selecting_a_node_hidden_in_a_closed_group_opens_it(qtbot, window, tmp_path):  # noqa: F811
+    w = window
+    s = open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
+    for op in (2, 0):
+        view = click(w, TFLITE, ("op", op))
+        key(view, Qt.Key_Backspace)
+        settle(qtbot, w)
+    in_step(w, {STEM, HEAD})
+    # from the Conflicts dock: the conflict's op is in the head
+    tree = w.conflicts
+    row = tree.topLevelItem(0)
+    QTest.mouseClick(tree.viewport(), Qt.LeftButton, Qt.NoModifier, tree.visualItemRect(row).center())
+    settle(qtbot, w)
+    c = s.result.plan.conflicts[0]
+    assert STEM in boxes(w, TFLITE) and HEAD not in boxes(w, TFLITE) and boxes(w, TFLITE) == boxes(w, ONNX)
+    assert ("op", c.op) in shown(w, TFLITE) and ("op", c.op) in w.scenes[TFLITE].selected_keys()[0]
+    # from a search: the stem's second conv
+    QTest.mouseClick(w.search_field, Qt.LeftButton)
+    QTest.keyClicks(w.search_field, "m/stem/conv2")
+    QTest.keyClick(w.search_field, Qt.Key_Return)
+    settle(qtbot, w)
+    assert STEM not in boxes(w, TFLITE) and boxes(w, TFLITE) == boxes(w, ONNX)
+    assert ("op", 1) in w.scenes[TFLITE].selected_keys()[0] or set(s.result.trace.op_nodes[1]) & set(
+        w.scenes[ONNX].selected_keys()[0])
+
+
+def _big_scoped(path, blocks: int, per: int):
+    """A chain of `blocks` blocks of `per` ops each (net/block_i/op_j names), non-square."""
+    b = ModelBuilder()
+    t = b.input("x", [1, 3, 5, 7])
+    for i in range(blocks):
+        for j in range(per):
+            out = b.tensor(f"net/block_{i}/op_{j}/Relu" if j % 2 else f"net/block_{i}/op_{j}/Abs", [1, 3, 5, 7])
+            b.op("RELU" if j % 2 else "ABS", [t], [out])
+            t = out
+    b.output(t)
+    return b.save(path)
+
+
+def test_a_big_model_opens_collapsed_in_both_panes_and_a_search_opens_the_way_to_its_match(qtbot, window,  # noqa: F811
+                                                                                           tmp_path):
+    w = window
+    blocks, per = 45, 50
+    assert blocks * per >= FOLD_OPS
+    s = open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", blocks, per))
+    closed = boxes(w, TFLITE)
+    assert closed and closed == boxes(w, ONNX)
+    assert len(w.scenes[TFLITE].nodes) <= 60 < len(s.graph.main.ops)         # boxes, not ops
+    # every op is in exactly one box shown, or shown itself
+    tree = w.layers.tree
+    inside = [op for g in closed for op in tree.layers[g[1]].ops]
+    plain = [k[1] for k in shown(w, TFLITE) if k[0] == "op"]
+    assert sorted(inside + plain) == list(range(len(s.graph.main.ops)))
+    # a search for an op deep inside opens the groups around it, in both panes
+    QTest.mouseClick(w.search_field, Qt.LeftButton)
+    QTest.keyClicks(w.search_field, "net/block_30/op_7/")
+    QTest.keyClick(w.search_field, Qt.Key_Return)
+    settle(qtbot, w)
+    op = next(o.index for o in s.graph.main.ops if s.graph.main.tensors[o.outputs[0]].name.startswith(
+        "net/block_30/op_7/"))
+    assert ("op", op) in shown(w, TFLITE) and ("op", op) in w.scenes[TFLITE].selected_keys()[0]
+    assert set(s.result.trace.op_nodes[op]) <= shown(w, ONNX)
+    assert boxes(w, TFLITE) == boxes(w, ONNX)
