@@ -60,6 +60,29 @@ def setup(argv, doc: str):
     return corpus, out, application()
 
 
+def layers(app, corpus: Path, out: Path) -> None:
+    """Layers (issue 35): NASNet collapsed to its overview, then with its biggest group opened; a PyTorch model
+    collapsed (View > Collapse Groups, then a double-click's worth of opening)."""
+    nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
+    if nasnet.is_file():
+        w = window_for(app, nasnet)
+        w.fold_all(False)
+        shot(app, w, out / "nasnet-collapsed.png")
+        tree = w.layers.tree
+        biggest = max(tree.root.children, key=lambda g: len(tree.layers[g].ops))
+        w.toggle_group(biggest)
+        wait(app, w)
+        w.select(TFLITE, nodes=[("op", tree.layers[biggest].ops[0])])
+        shot(app, w, out / "nasnet-expanded.png")
+        w.close()
+    torch = corpus / "torch" / "mobilenet_v2_w050.tflite"
+    if torch.is_file():
+        w = window_for(app, torch)
+        w.fold_all(False)
+        shot(app, w, out / "torch-collapsed.png")
+        w.close()
+
+
 def main(argv=None) -> int:
     corpus, out, app = setup(argv, __doc__)
 
@@ -90,6 +113,8 @@ def main(argv=None) -> int:
         w.search_step(+1)
         shot(app, w, out / "search.png")
         w.close()
+
+    layers(app, corpus, out)
 
     conflicted = corpus / "realworld" / "face_detection_front.tflite"
     if conflicted.is_file():

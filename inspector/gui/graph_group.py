@@ -4,7 +4,7 @@ reads as "many ops" beside the single op boxes."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QFont, QFontMetricsF, QPen, QPolygonF
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen, QPolygonF
 
 from .graph_items import LOD_TEXT, NodeItem, _Fonts, _lod
 from .graph_model import GROUP_BAR, LINE_H, TITLE_H
@@ -13,10 +13,16 @@ from .palette import CONFLICT, UNKNOWN, palette
 CONTROL = 14                # the + square's side
 
 
+def _mix(a: QColor, b: QColor, share: float) -> QColor:
+    """`share` of a, the rest of b."""
+    return QColor.fromRgbF(*(share * x + (1 - share) * y for x, y in zip(a.getRgbF()[:3], b.getRgbF()[:3])))
+
+
 class GroupItem(NodeItem):
     def __init__(self, index, node, frame=None):
         super().__init__(index, node, frame)
         self._bounds = self.rect.adjusted(-4, -10, 12, 10)
+        self._label_pt = 0.0
 
     @property
     def layer(self):
@@ -31,7 +37,7 @@ class GroupItem(NodeItem):
         self.category, self.marker = category, ""
         pal = palette()
         main = next(iter(layer.categories), UNKNOWN)       # its commonest category, pale: a box, not an op
-        self.quick_fill = pal.color(CONFLICT) if self.conflicted() else pal.color(main).lighter(170)
+        self.quick_fill = pal.color(CONFLICT) if self.conflicted() else _mix(pal.color(main), pal.background, 0.3)
         self.setToolTip("\n".join(tip))
         self.update()
 
@@ -54,7 +60,12 @@ class GroupItem(NodeItem):
             painter.fillRect(r, self.quick_fill)
             if lod > 0.08:
                 font = QFont(_Fonts.get()[0])
-                font.setPointSizeF(min(9.0 / max(lod, 0.01) * 0.8, r.height() * 0.45))
+                if not self._label_pt:          # the size at which the whole label fits the box's width
+                    self._label_pt = font.pointSizeF() * (r.width() - 10) / max(
+                        QFontMetricsF(font).horizontalAdvance(self.node.title), 1.0)
+                # the whole label when it fits at a readable size, else 7 pt on screen, elided in the middle
+                pt = min(9.0 / lod, self._label_pt) if self._label_pt * lod >= 7.0 else 7.0 / lod
+                font.setPointSizeF(max(min(pt, r.height() * 0.6), 1.0))
                 painter.setFont(font)
                 painter.setPen(pal.text_dark)
                 text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideMiddle, r.width() - 8)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
+from contextlib import ExitStack
 from dataclasses import replace
 from concurrent.futures.process import BrokenProcessPool
 
@@ -20,7 +21,7 @@ from inspector.core.session.session import file_sha256
 
 from . import graph_layout, graph_model
 from .document import Document
-from .folding import Layers
+from .folding import FOLD_OPS, Layers
 from .rerun_child import derived, leave_out_weights
 
 
@@ -165,6 +166,15 @@ def convert_and_lay_out(source, cache=None, lay_out: bool = True):
     return result, outcome.notes, vg, layout
 
 
+def _settle_later() -> None:
+    """After an open that stopped before its conversion's result was taken: the child collects again once done."""
+    from .rerun_child import settle
+    try:
+        executor().submit(settle)
+    except (BrokenProcessPool, RuntimeError):  # a child that died, or a pool shut down at exit
+        pass
+
+
 def in_the_child(sizes, edges) -> tuple:
     """graph_layout.placed run in the child (graph_layout.compute's `elsewhere`), or here when the child failed
     (it may have died: the open then lays out as it did before the child existed)."""
@@ -226,9 +236,10 @@ class LoadJob(QRunnable):
         finally:
             self._emit(self.signals.done)
 
-    def _tflite_pane(self):
-        """Read the TFLite model and show its laid-out graph; (graph, document), or None when cancelled."""
-        graph = read_tflite(self.path)
+    def _tflite_pane(self, graph=None):
+        """Read the TFLite model (unless given) and show its laid-out graph; (graph, document), or None when
+        cancelled."""
+        graph = read_tflite(self.path) if graph is None else graph
         doc = Document(self.path, graph=graph)
         if self.cancelled:
             return None
@@ -257,20 +268,31 @@ class LoadJob(QRunnable):
             file_sha256(self.path)          # as below: before the window gets the model
             self._onnx(doc)
             return
-        shown = self._tflite_pane()
-        if shown is None:
-            return
-        graph, doc = shown
-        self.folds = doc.layers.folds
-        # before the result is emitted: the window's autosave check hashes the model as soon as it gets it (on
-        # the GUI thread: 30-100 ms on NASNet's 21 MB); hashlib lets the GUI thread run meanwhile
-        file_sha256(self.path)
-        if not self.convert:
-            return
-        self._emit(s.stage, "Converting to ONNX…")
-        if in_child(self.path, graph):
-            outcome = self._in_child()
-        else:
+        graph = read_tflite(self.path)
+        self.folds = len(graph.main.ops) >= FOLD_OPS
+        taken: list = []                # the early conversion's result was taken (its exchange then settles the child)
+        with ExitStack() as turn:
+            early = None
+            if self.convert and in_child(self.path, graph):
+                # the child converts while this thread draws the TFLite pane and builds its layers (2 cores: the
+                # 50,000-op chain's both panes a few seconds sooner); the child is this window's until it answers
+                turn.enter_context(CHILD_TURN)
+                early = executor().submit(convert_and_lay_out, self.path, None, not self.folds)
+                turn.callback(lambda: taken or _settle_later())     # not waited for: cancelled, or failed
+            shown = self._tflite_pane(graph)
+            if shown is None:
+                return
+            graph, doc = shown
+            # before the result is emitted: the window's autosave check hashes the model as soon as it gets it (on
+            # the GUI thread: 30-100 ms on NASNet's 21 MB); hashlib lets the GUI thread run meanwhile
+            file_sha256(self.path)
+            if not self.convert:
+                return
+            self._emit(s.stage, "Converting to ONNX…")
+            if early is not None:
+                taken.append(True)
+                outcome = self._in_child(early)
+        if early is None:
             from inspector.core.emit.incremental import Reconverter
             doc.reconverter = Reconverter()
             outcome = convert_and_lay_out(graph, doc.reconverter, not doc.layers.folds)
@@ -299,13 +321,15 @@ class LoadJob(QRunnable):
             out.laid_out(graph_model.ONNX)
         return out
 
-    def _in_child(self):
-        """convert_and_lay_out in the child: its result, or the error's message."""
+    def _in_child(self, sent=None):
+        """convert_and_lay_out in the child (`sent`: already submitted there): its result, or the error's message."""
         from .rerun_child import Replaced, settle, view_in
         with CHILD_TURN:
             try:
                 while True:     # again when something else was sent before all its pieces came
-                    outcome = executor().submit(convert_and_lay_out, self.path, None, not self.folds).result()
+                    if sent is None:
+                        sent = executor().submit(convert_and_lay_out, self.path, None, not self.folds)
+                    outcome, sent = sent.result(), None
                     if isinstance(outcome, str):
                         return outcome
                     try:

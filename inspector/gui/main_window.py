@@ -43,12 +43,14 @@ SHORTCUTS = (("Ctrl+O", "open a model (or drop a file on the window)"),
              ("Alt+Up / Alt+Down", "move the selection to its producer / first consumer (the other pane follows)"),
              ("Alt+Left / Alt+Right", "move to the previous / next consumer of the same producer"),
              ("Esc", "clear the selection (in a graph pane)"),
+             ("Enter / Backspace", "open the selected group (or a WHILE / IF op's subgraphs) / close the group "
+                                   "around the selection (both panes)"),
              ("Ctrl+1 / Ctrl+2, M", "show or hide the TFLite / ONNX graph, the minimap"),
              ("Ctrl+E, Ctrl+S, Ctrl+R", "export ONNX, save the session, validate"),
              ("Ctrl+Z / Ctrl+Shift+Z", "undo / redo"),
              ("Ctrl+Alt+E / Ctrl+Shift+E", "export the view / the whole graph as PNG"),
              ("right-click", "a TFLite tensor or op: pin its layout"),
-             ("double-click", "a WHILE / IF op: open its subgraphs in tabs"))
+             ("double-click", "a group's box (or its +): open it; a WHILE / IF op: open its subgraphs in tabs"))
 HINT = "Type in the search field above the graphs (Ctrl+F)."
 MOVES = (("Alt+Up", find.UP), ("Alt+Down", find.DOWN), ("Alt+Left", find.LEFT), ("Alt+Right", find.RIGHT))
 QUITTING = "quitting"
@@ -524,7 +526,8 @@ class MainWindow(QMainWindow):
         self.layers = doc.layers
         label = f"TFLite: {Path(doc.path).name} ({counted(len(doc.graph.main.ops), 'op')})"
         self._show(TFLITE, vg, layout, label)
-        self.panes[TFLITE].tabs.setTabToolTip(0, f"{label}\n{tflite_counts(doc.graph, vg)}")
+        whole = self.layers.whole.get(TFLITE, vg) if self.layers is not None else vg
+        self.panes[TFLITE].tabs.setTabToolTip(0, f"{label}\n{tflite_counts(doc.graph, whole)}")
         gc_guard.settle()                             # the graph just read lives as long as the model is open
         self.panes[ONNX].message("Converting to ONNX…")
         self.show_onnx.setChecked(True)
@@ -567,6 +570,7 @@ class MainWindow(QMainWindow):
         else:                                         # converted on this thread (Session.convert): laid out here
             vg = graph_model.from_onnx(e.result.model)
             layout, live = None, None
+        whole = vg
         vg, layout, live = self._folded(ONNX, vg, layout, live)
         first = ONNX not in self.scenes
         keep, active, sizes = self._view_state(ONNX), self.active, self.splitter.sizes()
@@ -575,7 +579,7 @@ class MainWindow(QMainWindow):
                             notes=list(s.notes), onnx_shapes=dict(vg.shapes))
         self._syncing = True                          # the re-selection below is not the user's
         other = s.other or (s.path if only_onnx else None)     # a file's own ONNX model: named
-        nodes = counted(vg.op_count, 'node')        # a walk of every node: once
+        nodes = counted(whole.op_count, 'node')     # a walk of every node: once
         label = f"ONNX{f': {Path(other).name}' if other else ''} ({nodes})"
         try:
             self._show(ONNX, vg, layout, label, live)
