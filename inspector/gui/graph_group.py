@@ -4,9 +4,9 @@ reads as "many ops" beside the single op boxes."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen, QPolygonF
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen
 
-from .graph_items import LOD_TEXT, NodeItem, _Fonts, _lod
+from .graph_items import LOD_TEXT, NodeItem, _Fonts, _lod, warning
 from .graph_model import GROUP_BAR, LINE_H, TITLE_H
 from .palette import CONFLICT, UNKNOWN, palette
 
@@ -119,12 +119,5 @@ class GroupItem(NodeItem):
     def _paint_badge(self, painter, pal) -> None:
         """A warning triangle with the count of conflicts (or of inserted Transposes) on the top-right corner."""
         layer = self.layer
-        n = layer.conflicts or layer.transposes
-        x, y = self.rect.right() - 4, self.rect.top() - 2
-        tri = QPolygonF([QPointF(x - 12, y + 9), QPointF(x, y - 10), QPointF(x + 12, y + 9)])
-        painter.setPen(QPen(pal.outline, 1.2))
-        painter.setBrush(QBrush(pal.color(CONFLICT)))
-        painter.drawPolygon(tri)
-        painter.setPen(pal.outline)
-        painter.setFont(_Fonts.get()[1])
-        painter.drawText(QRectF(x - 12, y - 5, 24, 14), Qt.AlignCenter, str(n))
+        warning(painter, pal, self.rect.right() - 4, self.rect.top() - 2, 12, str(layer.conflicts or layer.transposes),
+                _Fonts.get()[1])

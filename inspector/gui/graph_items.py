@@ -144,14 +144,18 @@ class NodeItem(QGraphicsItem):
 
     def _paint_marker(self, painter, pal):
         # a warning triangle on the top-right corner: shape, not just colour, marks a conflict
-        x, y = self.rect.right() - 2, self.rect.top() - 2
-        tri = QPolygonF([QPointF(x - 9, y + 7), QPointF(x, y - 8), QPointF(x + 9, y + 7)])
-        painter.setPen(QPen(pal.outline, 1.2))
-        painter.setBrush(QBrush(pal.color(CONFLICT)))
-        painter.drawPolygon(tri)
-        painter.setPen(pal.outline)
-        painter.setFont(_Fonts.get()[0])
-        painter.drawText(QRectF(x - 9, y - 6, 18, 13), Qt.AlignCenter, "!")
+        warning(painter, pal, self.rect.right() - 2, self.rect.top() - 2, 9, "!", _Fonts.get()[0])
+
+
+def warning(painter, pal, x: float, y: float, half: float, text: str, font) -> None:
+    """A warning triangle `2 * half` wide, its apex above (x, y), with `text` in it."""
+    tri = QPolygonF([QPointF(x - half, y + half * 0.8), QPointF(x, y - half * 0.9), QPointF(x + half, y + half * 0.8)])
+    painter.setPen(QPen(pal.outline, 1.2))
+    painter.setBrush(QBrush(pal.color(CONFLICT)))
+    painter.drawPolygon(tri)
+    painter.setPen(pal.outline)
+    painter.setFont(font)
+    painter.drawText(QRectF(x - half, y - half * 0.6, 2 * half, half * 1.4), Qt.AlignCenter, text)
 
 
 def route_path(points: list[tuple[float, float]]) -> QPainterPath:
