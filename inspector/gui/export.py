@@ -7,6 +7,8 @@ from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize, Qt
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 
+from .palette import LIGHT, palette, using
+
 MAX_PIXELS = 40_000_000        # ~160 MB of ARGB: big graphs are scaled down to fit
 MAX_SIDE = 16_000
 
@@ -18,15 +20,29 @@ def source_rect(view, whole: bool) -> QRectF:
     return view.mapToScene(view.viewport().rect()).boundingRect()
 
 
-def export(view, path: str, whole: bool = False) -> str:
+def export(view, path: str, whole: bool = False, scheme: str = LIGHT) -> str:
     """Writes PNG or SVG (by extension) atomically, like every other write (core/io/atomic.py): a failed write leaves
-    the old file untouched. Returns the path; OSError when it cannot be written."""
+    the old file untouched. In the light palette unless `scheme` says otherwise, whatever the window shows (a
+    picture goes into documents and slides). Returns the path; OSError when it cannot be written."""
     from inspector.core.io.atomic import WriteError, write_atomic
     try:
-        write_atomic(path, _render(view, whole, svg=path.lower().endswith(".svg")))
+        write_atomic(path, render(view, whole, path.lower().endswith(".svg"), scheme))
     except WriteError as e:
         raise OSError(str(e)) from None
     return path
+
+
+def render(view, whole: bool, svg: bool, scheme: str = LIGHT) -> bytes:
+    """The picture's bytes in `scheme`: the scene is restyled for it and back (the items cache their fills)."""
+    scene = view.scene()
+    if scheme == palette().name:
+        return _render(view, whole, svg)
+    try:
+        with using(scheme):
+            scene.restyle()
+            return _render(view, whole, svg)
+    finally:
+        scene.restyle()
 
 
 def _render(view, whole: bool, svg: bool) -> bytes:

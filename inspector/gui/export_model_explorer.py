@@ -15,14 +15,14 @@ from inspector.core.session import model_explorer
 
 from .export_onnx import start_folder
 from .graph_model import CONFLICT
-from .palette import CATEGORIES, palette
+from .palette import CATEGORIES, LIGHT, palette
 
 TITLE = "Export for Model Explorer"
 
 
 def colours() -> dict[str, str]:
-    """Category -> the window's fill colour, as CSS."""
-    p = palette()
+    """Category -> the window's fill colour (the light scheme's, as the pictures), as CSS."""
+    p = palette(LIGHT)
     out = {c: p.color(c).name() for c in CATEGORIES}
     out[node_data.INSERTED] = p.color(CONFLICT).name()
     return out

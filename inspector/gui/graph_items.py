@@ -10,9 +10,8 @@ from PySide6.QtGui import QBrush, QFont, QFontMetrics, QPainterPath, QPainterPat
 from PySide6.QtWidgets import QGraphicsItem
 
 from .graph_model import LINE_H, TITLE_H, Edge, Node
+from .lod import LOD_DETAIL, LOD_TEXT, label_size, readable
 from .palette import CONFLICT, UNKNOWN, palette
-
-LOD_TEXT, LOD_DETAIL = 0.35, 0.75     # scale above which the title / attributes and shapes are drawn
 _SELECTABLE = QGraphicsItem.ItemIsSelectable   # looked up once: PySide6's enum access costs ~10 µs per item
 
 
@@ -50,15 +49,13 @@ class NodeItem(QGraphicsItem):
         super().__init__()
         self.index, self.node, self.frame = index, node, frame
         self.category, self.marker = UNKNOWN, ""
-        pal = palette()
-        self.fill = pal.terminal if node.kind != "op" else pal.color(UNKNOWN)
+        self._fills()
         w, h = node.width, node.height
         self.rect = QRectF(-w / 2, -h / 2, w, h)
         self._bounds = self.rect.adjusted(-4, -8, 8, 4)
         self._elided: tuple[str, list[str]] | None = None
         self._fit_pt = 0.0                  # largest title size that fits the box, for reading when zoomed out
         self._wrapped = False
-        self.quick_fill = self.fill
         self.setFlag(_SELECTABLE)
         self.setZValue(1)
 
@@ -67,11 +64,18 @@ class NodeItem(QGraphicsItem):
 
     def set_category(self, category: str, marker: str = "", tooltip: str = "") -> None:
         self.category, self.marker = category, marker
-        pal = palette()
-        self.fill = pal.terminal if self.node.kind != "op" else pal.color(category)
-        self.quick_fill = pal.edge_conflict if marker else self.fill
+        self.restyle()
         self.setToolTip(tooltip)
+
+    def restyle(self) -> None:
+        """Fills from the palette in use (a category set, or the colour scheme switched)."""
+        self._fills()
         self.update()
+
+    def _fills(self) -> None:
+        pal = palette()
+        self.fill = pal.terminal if self.node.kind != "op" else pal.color(self.category)
+        self.quick_fill = pal.edge_conflict if self.marker else self.fill
 
     def relabelled(self) -> None:
         """New labels (a re-run changed the node): elided again on the next paint."""
@@ -87,8 +91,9 @@ class NodeItem(QGraphicsItem):
             self._elided = (t, [fm.elidedText(s, Qt.ElideRight, w) for s in self.node.lines])
         return self._elided
 
-    def _title_font(self, lod: float) -> tuple[QFont, str]:
-        """Zoomed out, the title grows (up to what fits the box, wrapping at underscores) so it stays legible."""
+    def _title_font(self, lod: float) -> tuple[QFont | None, str]:
+        """Zoomed out, the title grows (up to what fits the box, wrapping at underscores) so it stays legible; None
+        when it would still read below lod.MIN_TEXT_PX: no text rather than a smudge."""
         base = _Fonts.get()[0] if self.node.kind == "op" else _Fonts.get()[1]
         pt = base.pointSizeF()
         if not self._fit_pt:
@@ -98,10 +103,13 @@ class NodeItem(QGraphicsItem):
             two = min(pt * room_w / (tw * 0.62), room_h / 3.4) if "_" in self.node.title else 0.0
             self._fit_pt = min(max(one, two), 30.0)
             self._wrapped = two > one
-        if self._fit_pt < pt:                    # does not fit even at the normal size: elided, normal size
+        size, whole = label_size(pt, self._fit_pt, lod)
+        if not size:
+            return None, ""
+        if not whole:                            # does not fit even at the normal size: elided, normal size
             return base, self._texts()[0]
         font = QFont(base)
-        font.setPointSizeF(max(pt, min(self._fit_pt, pt * LOD_DETAIL / lod)))
+        font.setPointSizeF(size)
         return font, self.node.title.replace("_", "_\u200b") if self._wrapped else self.node.title
 
     def paint(self, painter, option, widget=None):
@@ -123,13 +131,14 @@ class NodeItem(QGraphicsItem):
         painter.drawRoundedRect(self.rect, min(radius, 11), min(radius, 11))
         title, lines = self._texts()
         small_font = _Fonts.get()[1]
-        text_color = pal.text_dark if self.node.kind != "op" else pal.text(self.category)
+        text_color = pal.text_on_terminal if self.node.kind != "op" else pal.text(self.category)
         painter.setPen(text_color)
         r = self.rect
         if lod < LOD_DETAIL:                    # title only, centred in the whole box, as large as fits
             font, text = self._title_font(lod)
-            painter.setFont(font)
-            painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter | Qt.TextWordWrap, text)
+            if font is not None:
+                painter.setFont(font)
+                painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter | Qt.TextWordWrap, text)
         else:
             painter.setFont(_Fonts.get()[0] if self.node.kind == "op" else small_font)
             painter.drawText(QRectF(r.left() + 4, r.top(), r.width() - 8, TITLE_H), Qt.AlignCenter, title)
@@ -140,22 +149,25 @@ class NodeItem(QGraphicsItem):
                 painter.drawText(QRectF(r.left() + 6, y, r.width() - 12, LINE_H), Qt.AlignVCenter | Qt.AlignLeft, s)
                 y += LINE_H
         if self.marker:
-            self._paint_marker(painter, pal)
+            self._paint_marker(painter, pal, lod)
 
-    def _paint_marker(self, painter, pal):
+    def _paint_marker(self, painter, pal, lod: float):
         # a warning triangle on the top-right corner: shape, not just colour, marks a conflict
-        warning(painter, pal, self.rect.right() - 2, self.rect.top() - 2, 9, "!", _Fonts.get()[0])
+        font = _Fonts.get()[0]
+        warning(painter, pal, self.rect.right() - 2, self.rect.top() - 2, 9,
+                "!" if readable(font.pointSizeF(), lod) else "", font)
 
 
 def warning(painter, pal, x: float, y: float, half: float, text: str, font) -> None:
-    """A warning triangle `2 * half` wide, its apex above (x, y), with `text` in it."""
+    """A warning triangle `2 * half` wide, its apex above (x, y), with `text` in it ("": none, too small to read)."""
     tri = QPolygonF([QPointF(x - half, y + half * 0.8), QPointF(x, y - half * 0.9), QPointF(x + half, y + half * 0.8)])
     painter.setPen(QPen(pal.outline, 1.2))
     painter.setBrush(QBrush(pal.color(CONFLICT)))
     painter.drawPolygon(tri)
-    painter.setPen(pal.outline)
-    painter.setFont(font)
-    painter.drawText(QRectF(x - half, y - half * 0.6, 2 * half, half * 1.4), Qt.AlignCenter, text)
+    if text:
+        painter.setPen(pal.text(CONFLICT))
+        painter.setFont(font)
+        painter.drawText(QRectF(x - half, y - half * 0.6, 2 * half, half * 1.4), Qt.AlignCenter, text)
 
 
 def route_path(points: list[tuple[float, float]]) -> QPainterPath:
@@ -242,7 +254,7 @@ class EdgeItem(QGraphicsItem):
             painter.setBrush(Qt.NoBrush)
             painter.drawPath(self.path())
             if self.pin:
-                self._paint_pin(painter, pal, min(4 / lod, 40))
+                self._paint_pin(painter, pal, min(4 / lod, 40), lod)
             return
         pen = QPen(color, 2.6 if self.conflict or self.edge.count > 1 else 1.2)     # a bundle is drawn heavy
         if self.conflict:
@@ -261,20 +273,20 @@ class EdgeItem(QGraphicsItem):
             painter.drawPolygon(QPolygonF([QPointF(m.x(), m.y() - 7), QPointF(m.x() + 7, m.y()),
                                            QPointF(m.x(), m.y() + 7), QPointF(m.x() - 7, m.y())]))
         if self.pin:
-            self._paint_pin(painter, pal, 6.5)
+            self._paint_pin(painter, pal, 6.5, lod)
         if lod >= LOD_DETAIL and self.edge.first and self.edge.label:
-            painter.setPen(pal.outline)
+            painter.setPen(pal.ink)
             painter.setFont(_Fonts.get()[1])
             s = self._start
             painter.drawText(QRectF(s.x() + 5, s.y() + 1, 115, 12), Qt.AlignLeft | Qt.AlignVCenter, self.edge.label)
 
-    def _paint_pin(self, painter, pal, r: float) -> None:
+    def _paint_pin(self, painter, pal, r: float, lod: float) -> None:
         """A pinned tensor's marker: a round head with P on the edge; shape, not just colour, says "pinned"."""
         m = self.pin_marker()
         painter.setPen(QPen(pal.outline, 1))
         painter.setBrush(pal.pinned)
         painter.drawEllipse(m, r, r)
-        if r >= 5:
-            painter.setPen(pal.text_light)
+        if r >= 5 and readable(_Fonts.get()[0].pointSizeF(), lod):
+            painter.setPen(pal.text_on_pinned)
             painter.setFont(_Fonts.get()[0])
             painter.drawText(QRectF(m.x() - r, m.y() - r, 2 * r, 2 * r), Qt.AlignCenter, "P")

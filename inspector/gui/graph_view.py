@@ -379,6 +379,14 @@ class GraphScene(QGraphicsScene):
             self._colour_edge(e, edge_conflicts, self.vg.nodes)
         return True
 
+    def restyle(self) -> None:
+        """The colour scheme switched: the background, the nodes' cached fills, and the pictures drawn of them."""
+        self.setBackgroundBrush(palette().background)
+        for item in self.nodes:
+            item.restyle()
+        self.version += 1
+        self.update()
+
     def mark_pins(self, pins: dict[Hashable, str]) -> None:
         """Mark the edges of pinned tensors (tensor -> layout text); edges made later are marked as they are made."""
         old, self.pins = self.pins, dict(pins)
@@ -725,13 +733,16 @@ class Minimap(QWidget):
         p = QPainter(self)
         if self.image is not None:
             p.drawImage(0, 0, self.image)
-        p.setPen(QPen(QColor(0, 0, 0), 1))
+        pal = palette()
+        p.setPen(QPen(pal.ink, 1))
         p.drawRect(self.rect().adjusted(0, 0, -1, -1))
         k, r = self._k()
         vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
         box = QRectF((vis.left() - r.left()) * k, (vis.top() - r.top()) * k, vis.width() * k, vis.height() * k)
-        p.setPen(QPen(QColor(213, 94, 0), 2))
-        p.setBrush(QColor(213, 94, 0, 40))
+        tint = QColor(pal.viewport)
+        tint.setAlpha(40)
+        p.setPen(QPen(pal.viewport, 2))
+        p.setBrush(tint)
         p.drawRect(box.intersected(QRectF(self.rect())))
         p.end()
 

@@ -16,10 +16,9 @@ class Legend(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         pal = palette()
-        self.entries = [(pal.color(c), pal.labels[c], False) for c in CATEGORIES]
-        self.entries += [(pal.color(CONFLICT), pal.labels[CONFLICT], True),
-                         (pal.color(UNKNOWN), pal.labels[UNKNOWN], False),
-                         (pal.terminal, "Graph input / output", False)]
+        self.entries = [(c, pal.labels[c], False) for c in CATEGORIES]      # colours read when painted
+        self.entries += [(CONFLICT, pal.labels[CONFLICT], True), (UNKNOWN, pal.labels[UNKNOWN], False),
+                         ("terminal", "Graph input / output", False)]
         self.font_ = QFont()
         self.font_.setPointSizeF(9)
         policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
@@ -69,21 +68,22 @@ class Legend(QWidget):
     def paintEvent(self, event):
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
-        p.fillRect(self.rect(), palette().background)
+        pal = palette()
+        p.fillRect(self.rect(), pal.background)
         p.setFont(self.font_)
         fm = QFontMetrics(self.font_)
         rh = self._row_h()
-        for (color, label, marker), (x, row) in zip(self.entries, self.placement(self.width())):
+        for (key, label, marker), (x, row) in zip(self.entries, self.placement(self.width())):
             top = 2 + row * rh
             box = QRectF(x, top + (rh - self.SWATCH) / 2, self.SWATCH, self.SWATCH)
-            p.setPen(QPen(palette().outline, 0.8))
-            p.setBrush(color)
+            p.setPen(QPen(pal.outline, 0.8))
+            p.setBrush(pal.terminal if key == "terminal" else pal.color(key))
             if marker:
                 p.drawPolygon(QPolygonF([box.bottomLeft(), QPointF(box.center().x(), box.top()), box.bottomRight()]))
             else:
                 p.drawRoundedRect(box, 3, 3)
-            p.setPen(palette().text_dark)
+            p.setPen(pal.ink)
             p.drawText(QRectF(x + self.SWATCH + 6, top, fm.horizontalAdvance(label) + 2, rh), Qt.AlignVCenter, label)
-        p.setPen(QPen(Qt.gray, 1))
+        p.setPen(QPen(pal.rule, 1))
         p.drawLine(0, self.height() - 1, self.width(), self.height() - 1)
         p.end()

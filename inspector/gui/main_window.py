@@ -22,11 +22,13 @@ from .folding import Layers, group_key, is_group, opened_at
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
+from .palette import DARK, LIGHT
 from . import loader_job
 from .loader_job import LoadJob
 from .panels.conflicts import ConflictsPanel
 from .panels.details import DetailsPanel
 from .panels.search_results import SearchResults
+from .scheme import Scheme
 from .start_page import StartPage
 from .views import Views
 from .words import counted
@@ -313,6 +315,11 @@ class MainWindow(QMainWindow):
                                       ("Whole graph as PNG…", True, "png", "Ctrl+Shift+E"),
                                       ("Whole graph as SVG…", True, "svg", None)):
             self._action(ex, text, lambda _=False, w=whole, e=ext: self.export_dialog(w, e), key)
+        ex.addSeparator()
+        self.export_dark = self._action(ex, "Dark palette in pictures", lambda on: self.settings.setValue(
+            "export/dark", on), checkable=True)
+        self.export_dark.setToolTip("PNG and SVG pictures in the dark palette (else light, whatever the window shows)")
+        self.export_dark.setChecked(self.settings.value("export/dark", False, type=bool))
         self.file_end = m.addSeparator()     # the editor's document actions go above it (add_actions)
         # QKeySequence.Quit is empty on Windows' key scheme (offscreen uses it too): Ctrl+Q everywhere
         self._action(m, "&Quit", lambda: self.close(), [QKeySequence.Quit, "Ctrl+Q"])
@@ -338,6 +345,9 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         self._action(v, "&Collapse Groups", lambda: self.fold_all(False))
         self._action(v, "&Expand All Groups", lambda: self.fold_all(True))
+        v.addSeparator()
+        self.scheme = Scheme(self.settings, v.addMenu("&Colour scheme"), self)
+        self.scheme.changed.connect(lambda _: self.restyle())
         v.addSeparator()
         self.menus["view"] = v                        # docks added from now on are listed below
 
@@ -829,6 +839,16 @@ class MainWindow(QMainWindow):
         if changed and view is not None:
             view.minimap.invalidate()
 
+    def restyle(self) -> None:
+        """The colour scheme switched: every pane (subgraph tabs too), its minimap, the legend."""
+        for pane in self.panes.values():
+            for i in range(pane.tabs.count()):
+                view = pane.tabs.widget(i)
+                if view.scene() is not None:
+                    view.scene().restyle()
+                view.minimap.invalidate()
+        self.legend.update()
+
     # ---- views ---------------------------------------------------------------------------------------------
     def view(self, which: str | None = None) -> GraphView | None:
         pane = self.panes[which or self.active]
@@ -1095,7 +1115,7 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Export", f"{stem}-{self.active}.{ext}", f"{ext.upper()} (*.{ext})")
         if path:
             try:
-                export.export(v, path, whole)
+                export.export(v, path, whole, DARK if self.export_dark.isChecked() else LIGHT)
                 self.statusBar().showMessage(f"Wrote {path}", 5000)
             except OSError as e:
                 self.error("Export failed", str(e))
