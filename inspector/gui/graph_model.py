@@ -33,6 +33,7 @@ class Node:
     title: str
     lines: list[str] = field(default_factory=list)     # attributes then folded constants, shown when zoomed in
     search: str = ""              # extra text the search matches (names)
+    attrs: tuple = ()             # every attribute as (name, value text), for the search (lines show a few)
     subgraphs: list = field(default_factory=list)   # bodies it runs: TFLite subgraph indices, ONNX attribute names
     layer: Any = None             # a closed group's box (kind "group"): its core.session.layers.Layer
 
@@ -98,6 +99,12 @@ def _is_default(k: str, v: Any) -> bool:
     if isinstance(v, (list, tuple)) and v:
         return (k in ("dilations", "strides") and all(x == 1 for x in v)) or (k == "pads" and not any(v))
     return False
+
+
+def attr_pairs(options: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Every attribute set, defaults included, as (name, value text): what the search matches `stride=2` against."""
+    return tuple((k, _fmt(v)) for k, v in options.items()
+                 if v is not None and v != "" and k not in _NOISE and not k.endswith("subgraph_index"))
 
 
 def attr_lines(options: dict[str, Any]) -> list[str]:
@@ -188,7 +195,8 @@ def from_tflite(graph, subgraph: int = 0) -> ViewGraph:
         calls = [v for k, v in op.options.items() if k.endswith("subgraph_index") and isinstance(v, int)]
         names = " ".join(tensors[t].name for t in op.outputs if t >= 0)
         lines = attr_lines(op.options) + _capped(consts)
-        op_node[op.index] = i = b.node(Node(("op", op.index), "op", op.opcode, lines, search=names, subgraphs=calls))
+        op_node[op.index] = i = b.node(Node(("op", op.index), "op", op.opcode, lines, search=names, subgraphs=calls,
+                                            attrs=attr_pairs(op.options)))
         for t in op.outputs:
             if t >= 0:
                 producer[t] = i
@@ -342,7 +350,8 @@ def _onnx_node(n, i: int, inits: dict) -> Node:
     lines = attr_lines(attrs) + _capped(consts)
     name = onnx_node_name(n, i)
     bodies = [a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
-    return Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies)
+    return Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies,
+                attrs=attr_pairs(attrs))
 
 
 _BLOBS: list = []                   # the message class of _entries (made once)

@@ -41,6 +41,8 @@ SHORTCUTS = (("Ctrl+O", "open a model (or drop a file on the window)"),
              ("F / Ctrl+0", "fit the graph to the window (F and M act in a graph pane) / actual size"),
              ("Ctrl+= / Ctrl+- / wheel", "zoom; drag to pan"),
              ("Ctrl+F", "search (the Search results dock lists every match; a regular expression if ticked there)"),
+             ("name=value, name:value", "in the search field: ops with such an attribute (stride=2 finds stride_h 2 "
+                                        "and strides [2,2]; axis:3); plain text matches attribute values too"),
              ("Enter / F3, Shift+F3", "next match, previous match"),
              ("Alt+Up / Alt+Down", "move the selection to its producer / first consumer (the other pane follows)"),
              ("Alt+Left / Alt+Right", "move to the previous / next consumer of the same producer"),
@@ -148,6 +150,7 @@ class MainWindow(QMainWindow):
         self._match_i = -1
         self._indexes: dict[str, find.Index] = {}    # pane -> the index of the graph it shows (search, moves)
         self._listed = ""                            # the search text the results dock lists
+        self._query: find.Query | None = None        # what it was compiled to
         self.setWindowTitle("Layout Inspector")
         self.setAcceptDrops(True)
         self.resize(*WINDOW_SIZE)
@@ -355,8 +358,8 @@ class MainWindow(QMainWindow):
         self.addToolBar(tb)
         tb.addAction(self.open_action)
         tb.addSeparator()
-        self.search_field = QLineEdit(placeholderText="Search op type, tensor or node name  (Ctrl+F)",
-                                      clearButtonEnabled=True, minimumWidth=320)
+        self.search_field = QLineEdit(placeholderText="Search op type, name or attribute (stride=2)  (Ctrl+F)",
+                                      clearButtonEnabled=True, minimumWidth=320, toolTip="Search: " + find.SYNTAX)
         self.search_field.returnPressed.connect(lambda: self.search_step(+1))
         self.search_field.textChanged.connect(lambda _: self._reset_search())
         # the results list follows the typing once it pauses (a letter on 10,000 ops matches thousands)
@@ -1033,14 +1036,14 @@ class MainWindow(QMainWindow):
         return ix
 
     def search(self, text: str) -> list[tuple[str, str, object]]:
-        """(pane, "node"|"tensor", key) for every node whose type or names, or tensor whose name, matches text
-        (contains it, or matches it as a regular expression when the results dock says so; a bad one raises
-        re.error)."""
-        pat = find.pattern(text, self.results.regex.isChecked())
-        if pat is None:
+        """(pane, "node"|"tensor", key) for every node whose type, names or attributes, or tensor whose name,
+        matches text (find.Query: contains it, `name=value` asks about attributes, or a regular expression when the
+        results dock says so; a bad one raises re.error)."""
+        self._query = query = find.pattern(text, self.results.regex.isChecked())
+        if query is None:
             return []
         return [(which, kind, key) for which in (TFLITE, ONNX) if (ix := self._index(which)) is not None
-                for kind, key in ix.matches(pat)]
+                for kind, key in ix.matches(query)]
 
     def _find(self) -> bool:
         """Fill the matches of the search field's text (and the results dock) if not yet done; False when there
@@ -1062,7 +1065,8 @@ class MainWindow(QMainWindow):
         self._match_i = -1
         d = self.doc
         cats = {TFLITE: d.tflite_categories() if d else {}, ONNX: d.onnx_categories() if d else {}}
-        rows = [(*self._indexes[w].row(kind, key, cats[w]), self.panes[w].title) for w, kind, key in self._matches]
+        rows = [(*self._indexes[w].row(kind, key, cats[w]), self.panes[w].title,
+                 self._indexes[w].attributes(kind, key, self._query)) for w, kind, key in self._matches]
         self.results.show_rows(rows, f"{counted(len(rows), 'match', 'matches')} of “{text.strip()}”")
         if text != self._listed:                        # a new search shows its list (a re-run's relisting
             self.results_dock.raise_()                  # leaves Conflicts on top)

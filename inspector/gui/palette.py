@@ -47,6 +47,7 @@ class Palette:
         self.outline, self.background = QColor(data["outline"]), QColor(data["background"])
         self.ink = QColor(data["ink"])            # text and lines on the background (shape labels, the legend)
         self.rule, self.viewport = QColor(data["rule"]), QColor(data["viewport"])   # separators; the minimap's box
+        self.error = QColor(data["error"])        # an error said in a panel
         self.pinned = QColor(data.get("pinned", data["outline"]))     # a pinned tensor's marker
         self.text_on = {k: self.on(c) for k, c in self.fill.items()}
         self.text_on_terminal, self.text_on_pinned = self.on(self.terminal), self.on(self.pinned)
