@@ -489,3 +489,4 @@ def open_with_changes(h):
 
 from tests import gui_scenarios_jobs  # noqa: E402,F401  (more scenarios: a pair, an ONNX alone, Model Explorer, what-if, Fix)
 from tests import gui_scenarios_find  # noqa: E402,F401  (finding one's way: search results, keyboard moves)
+from tests import gui_scenarios_look  # noqa: E402,F401  (the look: dark palette, attribute search, readable labels)
