@@ -39,8 +39,11 @@ def shot(app, window, path: Path) -> None:
     print(f"wrote {path}")
 
 
-def window_for(app, model: Path) -> MainWindow:
+def window_for(app, model: Path, scheme: str | None = None) -> MainWindow:
+    """The window on `model`; `scheme` ("dark", "light"): as chosen in View › Colour scheme earlier."""
     settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat)
+    if scheme:
+        settings.setValue("view/scheme", scheme)
     w = MainWindow(settings)
     w.resize(*SIZE)
     w.show()
@@ -54,10 +57,17 @@ def setup(argv, doc: str):
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    ap.add_argument("--only", nargs="*", default=None, help="these groups of shots only (default: every one)")
     args = ap.parse_args(argv)
     corpus, out = Path(args.corpus), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    setup.only = set(args.only) if args.only else None
     return corpus, out, application()
+
+
+def wanted(group: str) -> bool:
+    """Whether --only asked for this group of shots (or for all)."""
+    return getattr(setup, "only", None) is None or group in setup.only
 
 
 def layers(app, corpus: Path, out: Path) -> None:
@@ -87,6 +97,10 @@ def main(argv=None) -> int:
     corpus, out, app = setup(argv, __doc__)
 
     sample = ROOT / "inspector" / "resources" / "sample.tflite"
+    if wanted("dark"):
+        dark(app, corpus, out)
+    if not wanted("light"):
+        return 0
     if not sample.is_file():
         sample = corpus / "keras" / "custom_unet_small_fp32.tflite"
     w = window_for(app, sample)
@@ -124,6 +138,29 @@ def main(argv=None) -> int:
         shot(app, w, out / "conflicts.png")
         w.close()
     return 0
+
+
+def dark(app, corpus: Path, out: Path) -> None:
+    """Dark mode (View › Colour scheme › Dark, remembered): NASNet with an ADD selected at a readable zoom, and a
+    PyTorch model with an attribute search's results."""
+    nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
+    if nasnet.is_file():
+        w = window_for(app, nasnet, "dark")
+        for which in (TFLITE, ONNX):
+            w.panes[which].main_view.fit()
+        shot(app, w, out / "nasnet-dark-overview.png")
+        add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
+        w.select(TFLITE, nodes=[("op", add)])
+        shot(app, w, out / "nasnet-dark.png")
+        w.close()
+    torch = corpus / "torch" / "mobilenet_v2_w050.tflite"
+    if torch.is_file():
+        w = window_for(app, torch, "dark")
+        w.search_field.setText("stride=2")
+        w.search_step(+1)
+        w.search_step(+1)
+        shot(app, w, out / "torch-dark-search.png")
+        w.close()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .pin_menu import PinBar, install_context_menu
 from .rerun_child import annotated_and_checked, derived, with_findings
+from .palette import palette
 from .words import counted
 
 SHOW_WAIT = 10.0        # s a re-run's worker waits for its result to be shown before annotating it (the GUI
@@ -241,7 +242,9 @@ class Banner(QFrame):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setStyleSheet("Banner{background:#fff3c4; border-bottom:1px solid #d9b800}")
+        pal = palette()                 # text and background set together: readable in either scheme
+        self.setStyleSheet(f"Banner{{background:{pal.banner.name()}; border-bottom:1px solid {pal.banner_edge.name()}}}"
+                           f" Banner QLabel{{color:{pal.ink.name()}}}")
         self.note = QLabel(wordWrap=True)
         self.rows: list[tuple[QLabel, QPushButton, QPushButton]] = []
         self.box = QVBoxLayout(self)

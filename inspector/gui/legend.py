@@ -15,10 +15,7 @@ class Legend(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        pal = palette()
-        self.entries = [(c, pal.labels[c], False) for c in CATEGORIES]      # colours read when painted
-        self.entries += [(CONFLICT, pal.labels[CONFLICT], True), (UNKNOWN, pal.labels[UNKNOWN], False),
-                         ("terminal", "Graph input / output", False)]
+        self.restyle()
         self.font_ = QFont()
         self.font_.setPointSizeF(9)
         policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
@@ -26,6 +23,15 @@ class Legend(QWidget):
         self.setSizePolicy(policy)
         self.setToolTip("Nodes are coloured by the layout category of their TFLite op. "
                         "A triangle marks a conflict; dashed edges need a Transpose.")
+
+    def restyle(self) -> None:
+        """(colour, label, marker) of each entry in the palette in use (again when the colour scheme switches)."""
+        pal = palette()
+        self.entries = [(pal.color(c), pal.labels[c], False) for c in CATEGORIES]
+        self.entries += [(pal.color(CONFLICT), pal.labels[CONFLICT], True),
+                         (pal.color(UNKNOWN), pal.labels[UNKNOWN], False),
+                         (pal.terminal, "Graph input / output", False)]
+        self.update()
 
     def _widths(self) -> list[float]:
         fm = QFontMetrics(self.font_)
@@ -73,11 +79,11 @@ class Legend(QWidget):
         p.setFont(self.font_)
         fm = QFontMetrics(self.font_)
         rh = self._row_h()
-        for (key, label, marker), (x, row) in zip(self.entries, self.placement(self.width())):
+        for (color, label, marker), (x, row) in zip(self.entries, self.placement(self.width())):
             top = 2 + row * rh
             box = QRectF(x, top + (rh - self.SWATCH) / 2, self.SWATCH, self.SWATCH)
             p.setPen(QPen(pal.outline, 0.8))
-            p.setBrush(pal.terminal if key == "terminal" else pal.color(key))
+            p.setBrush(color)
             if marker:
                 p.drawPolygon(QPolygonF([box.bottomLeft(), QPointF(box.center().x(), box.top()), box.bottomRight()]))
             else:

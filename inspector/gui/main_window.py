@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import shiboken6
 from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
@@ -93,7 +93,8 @@ class Pane(QStackedWidget):
         super().__init__(parent)
         self.title = title
         self.placeholder = QLabel(alignment=Qt.AlignCenter, wordWrap=True)
-        self.placeholder.setStyleSheet("color:#555; font-size:13px; padding:20px")
+        self.placeholder.setStyleSheet("font-size:13px; padding:20px")
+        self.placeholder.setForegroundRole(QPalette.ColorRole.PlaceholderText)     # follows the colour scheme
         self.tabs = QTabWidget(tabsClosable=True, documentMode=True)
         self.tabs.setElideMode(Qt.ElideMiddle)      # long subgraph names: elided, whole in the tooltip
         self.tabs.tabBar().setExpanding(False)
@@ -160,6 +161,7 @@ class MainWindow(QMainWindow):
         # a person at the window: errors and questions are modal dialogs. Offscreen (tests, screenshots) errors go
         # to the status line and unsaved decisions are not asked about (nobody could answer)
         self.interactive = os.environ.get("QT_QPA_PLATFORM") != "offscreen"
+        self.scheme = Scheme(self.settings, self)    # first: what is built next reads its colours
         self._build()
         self.views.subscribe(self._model_opened, ModelOpened)      # first: the panels after read self.doc
         self.views.subscribe(self._plan_changed, PlanChanged)
@@ -349,7 +351,7 @@ class MainWindow(QMainWindow):
         self._action(v, "&Collapse Groups", lambda: self.fold_all(False))
         self._action(v, "&Expand All Groups", lambda: self.fold_all(True))
         v.addSeparator()
-        self.scheme = Scheme(self.settings, v.addMenu("&Colour scheme"), self)
+        self.scheme.add_to(v.addMenu("&Colour scheme"))
         self.scheme.changed.connect(lambda _: self.restyle())
         v.addSeparator()
         self.menus["view"] = v                        # docks added from now on are listed below
@@ -358,7 +360,7 @@ class MainWindow(QMainWindow):
         self.addToolBar(tb)
         tb.addAction(self.open_action)
         tb.addSeparator()
-        self.search_field = QLineEdit(placeholderText="Search op type, name or attribute (stride=2)  (Ctrl+F)",
+        self.search_field = QLineEdit(placeholderText="Search op type, name or stride=2 …  (Ctrl+F)",
                                       clearButtonEnabled=True, minimumWidth=320, toolTip="Search: " + find.SYNTAX)
         self.search_field.returnPressed.connect(lambda: self.search_step(+1))
         self.search_field.textChanged.connect(lambda _: self._reset_search())
@@ -850,7 +852,8 @@ class MainWindow(QMainWindow):
                 if view.scene() is not None:
                     view.scene().restyle()
                 view.minimap.invalidate()
-        self.legend.update()
+        self.legend.restyle()
+        self.details.restyle()
 
     # ---- views ---------------------------------------------------------------------------------------------
     def view(self, which: str | None = None) -> GraphView | None:

@@ -48,6 +48,8 @@ class Palette:
         self.ink = QColor(data["ink"])            # text and lines on the background (shape labels, the legend)
         self.rule, self.viewport = QColor(data["rule"]), QColor(data["viewport"])   # separators; the minimap's box
         self.error = QColor(data["error"])        # an error said in a panel
+        self.muted, self.good, self.warn = QColor(data["muted"]), QColor(data["good"]), QColor(data["warn"])
+        self.banner, self.banner_edge = QColor(data["banner"]), QColor(data["banner_edge"])
         self.pinned = QColor(data.get("pinned", data["outline"]))     # a pinned tensor's marker
         self.text_on = {k: self.on(c) for k, c in self.fill.items()}
         self.text_on_terminal, self.text_on_pinned = self.on(self.terminal), self.on(self.pinned)
@@ -106,6 +108,12 @@ def use(scheme: str) -> bool:
     changed = scheme != _active[0]
     _active[0] = scheme
     return changed
+
+
+def css(role: str) -> str:
+    """A text colour of the scheme in use for a style sheet or rich text: "muted" (notes), "error", "warn",
+    "good" (edited) or "ink"."""
+    return getattr(palette(), role).name()
 
 
 @contextmanager

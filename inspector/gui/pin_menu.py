@@ -16,6 +16,7 @@ from .commands import AUTO, KEEP, CHANNELS_FIRST, pin_label, short
 from .graph_items import EdgeItem, NodeItem
 from .graph_model import shape_text
 from .what_if import ambiguous
+from .palette import css
 
 
 def fill_menu(menu: QMenu, editor, tensors: list[int]) -> None:
@@ -184,7 +185,7 @@ class CustomPinDialog(QDialog):
             self.preview.setStyleSheet("")
         else:
             self.preview.setText(p if self.field.text().strip() else "type a permutation")
-            self.preview.setStyleSheet("color:#b00")
+            self.preview.setStyleSheet(f"color:{css('error')}")
 
     def accept(self) -> None:
         p = self.perm()

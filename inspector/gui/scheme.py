@@ -24,7 +24,7 @@ def desktop() -> str:
 class Scheme(QObject):
     changed = Signal(str)            # the scheme now painted (LIGHT or DARK)
 
-    def __init__(self, settings, menu, parent=None):
+    def __init__(self, settings, parent=None):
         super().__init__(parent)
         self.settings = settings
         choice = str(settings.value(KEY, SYSTEM))
@@ -34,10 +34,17 @@ class Scheme(QObject):
         for key, text in CHOICES:
             a = QAction(text, self.group, checkable=True, checked=key == self.choice)
             a.triggered.connect(lambda _=False, k=key: self.choose(k))
-            menu.addAction(a)
             self.actions[key] = a
-        QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _: self.apply())
+        # a bound method: disconnected when this object (the window's) is destroyed
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._desktop_changed)
         self.apply()
+
+    def _desktop_changed(self, _scheme) -> None:
+        self.apply()
+
+    def add_to(self, menu) -> None:
+        """The three choices, into the View menu's Colour scheme submenu."""
+        menu.addActions(list(self.actions.values()))
 
     @property
     def shown(self) -> str:

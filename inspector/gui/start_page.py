@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem
 
 from inspector import __version__
 from inspector.resources import ICON, SAMPLE, path as resource
+from .palette import css
 
 
 class StartPage(QWidget):
@@ -19,7 +20,7 @@ class StartPage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("startPage")
-        title = QLabel(f"<h2>Layout Inspector</h2><p style='color:#555'>version {__version__} · convert TFLite to "
+        title = QLabel(f"<h2>Layout Inspector</h2><p style='color:{css('muted')}'>version {__version__} · convert TFLite to "
                        "ONNX, see every layout decision, pin a tensor's layout, prove the result.</p>",
                        wordWrap=True)
         icon = QLabel()
@@ -43,9 +44,9 @@ class StartPage(QWidget):
         self.recent_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.recent_list.setMaximumHeight(260)
         self.recent_list.itemActivated.connect(lambda item: self.pathRequested.emit(item.data(Qt.UserRole)))
-        self.recent_empty = QLabel("No recent files yet.", styleSheet="color:#777")
+        self.recent_empty = QLabel("No recent files yet.", styleSheet=f"color:{css('muted')}")
         drop = QLabel("…or drop a .tflite or .onnx file anywhere on this window. "
-                      "Ctrl+O opens a model; F1 lists the shortcuts.", wordWrap=True, styleSheet="color:#555")
+                      "Ctrl+O opens a model; F1 lists the shortcuts.", wordWrap=True, styleSheet=f"color:{css('muted')}")
 
         box = QVBoxLayout()
         box.addLayout(head)

@@ -17,6 +17,7 @@ from inspector.core.ir.names import elide
 from inspector.core.layout import layout as L
 
 from ..graph_model import shape_text
+from ..palette import css, palette
 
 MAX_LINKS = 12
 SAMPLE = 1 << 18          # values a histogram reads at most: bigger tensors are sampled evenly (no UI freeze)
@@ -80,7 +81,7 @@ class DetailsPanel(QWidget):
         super().__init__(parent)
         self.text = QTextBrowser(openLinks=False, openExternalLinks=False)
         self.text.anchorClicked.connect(lambda url: self.linkActivated.emit(url.toString()))
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(90)              # a short dock (the Validation dock open) keeps the text readable
         self.plot.setMaximumHeight(220)
         self.plot.hide()
@@ -88,6 +89,7 @@ class DetailsPanel(QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addWidget(self.text, 3)
         lay.addWidget(self.plot, 2)
+        self.restyle()
         self.clear()
 
     def add_header(self, widget) -> None:
@@ -95,8 +97,16 @@ class DetailsPanel(QWidget):
         self.layout().insertWidget(0, widget)
 
     def clear(self) -> None:
-        self.text.setHtml("<p style='color:#666'>Select an op, node or tensor (edge) to see its details.</p>")
+        self.text.setHtml(f"<p style='color:{css('muted')}'>Select an op, node or tensor (edge) to see its details.</p>")
         self.plot.hide()
+
+    def restyle(self) -> None:
+        """The histogram's background, axes and title in the colour scheme in use."""
+        pal = palette()
+        self.plot.setBackground(pal.background)
+        for side in ("left", "bottom"):
+            self.plot.getAxis(side).setPen(pal.ink)
+            self.plot.getAxis(side).setTextPen(pal.ink)
 
     def html(self) -> str:
         return self.text.toPlainText()
@@ -113,10 +123,11 @@ class DetailsPanel(QWidget):
             return
         counts, edges = np.histogram(values, bins=min(64, max(8, int(np.sqrt(values.size)))))
         self.plot.clear()
+        self.restyle()
         self.plot.plot(edges, counts, stepMode="center", fillLevel=0, brush=(0, 114, 178, 150),
-                       pen=pg.mkPen((0, 0, 0), width=1))
+                       pen=pg.mkPen(palette().ink, width=1))
         note = f" (histogram of {values.size} evenly spaced)" if values.size < total else ""
-        self.plot.setTitle(html.escape(f"{title}: {total} values{note}"), size="8pt")
+        self.plot.setTitle(html.escape(f"{title}: {total} values{note}"), size="8pt", color=palette().ink)
         self.plot.show()
 
     # ---- TFLite --------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from inspector.core.io.onnx_reader import text_of
 from inspector.core.metadata.edits import MetadataEdits
 from inspector.core.metadata.tflite import read_tflite_metadata      # here, not on the GUI thread mid-open
 from inspector.core.session.events import FindingsChecked, ModelOpened, PlanChanged
+from ..palette import css
 
 NONE = "—"
 IO_PAGE = 40                    # input/output rows built at a time (each a few combo boxes: ~1 ms)
@@ -67,7 +68,7 @@ class ChoiceCombo(QComboBox):
         self.value = ""
         # a refused keystroke is said here, beside the field (the caller places it), until the text changes
         self.refusal = QLabel(wordWrap=True, textFormat=Qt.PlainText)
-        self.refusal.setStyleSheet("color:#b00; font-size:11px")
+        self.refusal.setStyleSheet(f"color:{css('error')}; font-size:11px")
         self.refusal.hide()
         self.validator_.refused.connect(self._refused)
         self.lineEdit().textChanged.connect(lambda _t: self.refusal.hide())
@@ -118,7 +119,7 @@ class MetadataEditor(QWidget):
         self.scroll.setWidget(holder)
         self.body: QWidget | None = None
         self.hint = QLabel(wordWrap=True)
-        self.hint.setStyleSheet("color:#b00; padding:2px")
+        self.hint.setStyleSheet(f"color:{css('error')}; padding:2px")
         self.hint.hide()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
@@ -257,7 +258,7 @@ class MetadataEditor(QWidget):
         form.addWidget(self._findings_group(model))
         if s.notes:
             notes = QLabel("<br>".join(html.escape(n) for n in s.notes), wordWrap=True)
-            notes.setStyleSheet("color:#555; font-size:11px")
+            notes.setStyleSheet(f"color:{css('muted')}; font-size:11px")
             notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
             box = QGroupBox("Notes from the conversion" if s.converts else "Notes")
             QVBoxLayout(box).addWidget(notes)
@@ -318,7 +319,7 @@ class MetadataEditor(QWidget):
     def _source_label(self, key: str) -> QLabel:
         text = self.sources.get(key, "")
         label = QLabel(text, wordWrap=True, textFormat=Qt.PlainText)
-        label.setStyleSheet("color:#2a6f2a; font-size:11px" if text == "edited" else "color:#666; font-size:11px")
+        label.setStyleSheet(f"color:{css('good' if text == 'edited' else 'muted')}; font-size:11px")
         return label
 
     def _combo(self, allowed, what: str, value: str, on_commit) -> ChoiceCombo:
@@ -398,7 +399,7 @@ class MetadataEditor(QWidget):
         tt = vi.type.tensor_type
         dims = list(tt.shape.dim) if tt.HasField("shape") else []
         shape = "×".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
-        title = QLabel(f"<b>{html.escape(name[-48:])}</b> <span style='color:#666'>({kind}, {shape})</span>")
+        title = QLabel(f"<b>{html.escape(name[-48:])}</b> <span style='color:{css('muted')}'>({kind}, {shape})</span>")
         title.setToolTip(name)
         lay.addWidget(title)
         row = QHBoxLayout()
@@ -434,7 +435,7 @@ class MetadataEditor(QWidget):
         lay = QFormLayout(box)
         note = QLabel("These keys apply to every tensor denoted IMAGE. Enabled when some input or output has "
                       "type IMAGE.", wordWrap=True)
-        note.setStyleSheet("color:#555; font-size:11px")
+        note.setStyleSheet(f"color:{css('muted')}; font-size:11px")
         lay.addRow(note)
         on = self.image_on              # some input or output is IMAGE, its row built or not
         for key, allowed in ms.IMAGE_KEYS.items():
@@ -561,8 +562,7 @@ class MetadataEditor(QWidget):
             row = QHBoxLayout()
             label = QLabel(f"{'✖' if f.severity == 'error' else '⚠'} {f.message}"
                            + (f" — {f.manual}" if f.manual else ""), wordWrap=True, textFormat=Qt.PlainText)
-            label.setStyleSheet("color:#b00; font-size:11px" if f.severity == "error" else
-                                "color:#8a5a00; font-size:11px")
+            label.setStyleSheet(f"color:{css('error' if f.severity == 'error' else 'warn')}; font-size:11px")
             label.setToolTip(f"{f.code}: {f.source}")
             row.addWidget(label, 1)
             if f.fix is not None:

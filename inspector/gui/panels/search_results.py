@@ -27,7 +27,7 @@ class SearchResults(QWidget):
         self.tree.setHeaderLabels(["name", "op type", "category", "shape", "pane", "attribute"])
         self.tree.header().moveSection(ATTRIBUTE, 1)    # shown beside the name, when a row matched by attribute
         self.tree.setTextElideMode(Qt.ElideMiddle)      # long scoped names keep their start and their op
-        for col, width in enumerate((150, 125, 70, 80, 50, 110)):
+        for col, width in enumerate((150, 125, 70, 80, 50, 150)):
             self.tree.setColumnWidth(col, width)
         self.tree.itemClicked.connect(self._activate)
         self.tree.itemActivated.connect(self._activate)
