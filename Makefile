@@ -4,11 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORPUS ?= ../shared/corpus
 # Debian libraries Qt needs to run offscreen (measured on these machines), on a real X desktop (the xcb platform
-# plugin refuses to load without them), and what the tests use to start the real window under a virtual X server.
+# plugin refuses to load without them), and what the tests use to start the real window under a virtual X server
+# (and to switch that desktop's colour scheme on a private session bus).
 QT_DEBS := libglib2.0-0 libgl1 libegl1 libxkbcommon0 libfontconfig1 libfreetype6 libdbus-1-3
 XCB_DEBS := libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-render-util0 libxcb-image0 \
 	libxcb-randr0 libxkbcommon-x11-0
-TEST_DEBS := xvfb xauth xdotool
+TEST_DEBS := xvfb xauth xdotool dbus-daemon libglib2.0-bin
 DEBS := $(QT_DEBS) $(XCB_DEBS) $(TEST_DEBS)
 STAMP := $(VENV)/.installed
 

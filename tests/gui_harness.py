@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Qt's messages that say nothing about the window (the offscreen plugin's missing features)
 IGNORED_QT = ("This plugin does not support", "QFont::setPointSize", "Populating font family aliases",
-              "QStandardPaths: ", "XDG_RUNTIME_DIR")
+              "QStandardPaths: ", "XDG_RUNTIME_DIR",
+              "org.freedesktop.portal.Desktop was not provided")    # tests/desktop_bus.py runs no portal service
 SCENARIOS: dict = {}
 TIMEOUT = 600           # s a scenario's process may take
 
@@ -481,11 +482,12 @@ def _find(actions, text: str):
 
 
 # ---- running a scenario in a process of its own ----------------------------------------------------------------
-def run(name: str, corpus: Path | None, tmp: Path, timeout: float = TIMEOUT, args: tuple = (), xserver=None) \
-        -> subprocess.CompletedProcess:
-    """`xserver` (tests/xserver.py): on that X display with the xcb plugin, as a person's desktop; else offscreen."""
+def run(name: str, corpus: Path | None, tmp: Path, timeout: float = TIMEOUT, args: tuple = (), xserver=None,
+        extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    """`xserver` (tests/xserver.py): on that X display with the xcb plugin, as a person's desktop; else offscreen.
+    `extra_env`: more of the desktop (tests/desktop_bus.py's session bus)."""
     base = xserver.env() if xserver is not None else dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    env = dict(base, PYTHONPATH=str(ROOT), HOME=str(tmp),
+    env = dict(base, **(extra_env or {}), PYTHONPATH=str(ROOT), HOME=str(tmp),
                XDG_CONFIG_HOME=str(tmp / "config"), XDG_DATA_HOME=str(tmp / "data"),
                XDG_CACHE_HOME=str(tmp / "cache"), XDG_STATE_HOME=str(tmp / "state"), PYTHONFAULTHANDLER="1")
     cmd = [sys.executable, "-m", "tests.gui_harness", name, "--tmp", str(tmp), *args]

@@ -229,3 +229,41 @@ def readable_labels(h):
     h.pump(0.2)
     h.expect(_ink(h, source) > 20, f"zoomed to {view.transform().m11():.2f}, the input's name is not drawn")
     h.check()
+
+
+@scenario
+def desktop_scheme(h):
+    """On a desktop whose colour scheme switches (tests/desktop_bus.py; run by tests/test_gui_scheme_x.py): System
+    (the default) follows it to dark and back; Light chosen in the View menu stays light when the desktop goes dark;
+    System chosen again follows the dark desktop at once."""
+    from tests.desktop_bus import switch
+
+    from inspector.gui.palette import DARK, LIGHT, palette
+    w = h.w
+    _open(h)
+    light, dark = palette(LIGHT).background.name(), palette(DARK).background.name()
+    h.expect(w.scheme.choice == "system" and _backgrounds(h)["tflite"] == light,
+             f"a fresh window on a desktop that said nothing: {w.scheme.choice}, {_backgrounds(h)}")
+    h.step("the desktop switches to dark")
+    switch("dark")
+    h.wait_until(lambda: _backgrounds(h)["tflite"] == dark, "the panes follow the desktop to dark", 30)
+    got = _backgrounds(h)
+    h.expect(got["legend"] == dark and _luminance(got["details"]) < 0.1, f"with a dark desktop: {got}")
+    h.step("the desktop switches back to light")
+    switch("light")
+    h.wait_until(lambda: _backgrounds(h)["tflite"] == light, "the panes follow the desktop to light", 30)
+    h.check()
+    h.step("View › Colour scheme › Light, then the desktop goes dark: the choice holds")
+    h.menu("View", "Colour scheme", "Light")
+    switch("dark")
+    h.wait_until(lambda: h.app.styleHints().colorScheme().name == "Dark", "Qt hears the desktop", 30)
+    got = _backgrounds(h)
+    h.expect(got["tflite"] == light and _luminance(got["details"]) > 0.5, f"Light chosen, dark desktop: {got}")
+    h.step("View › Colour scheme › System: dark at once")
+    h.menu("View", "Colour scheme", "System (follow the desktop)")
+    got = _backgrounds(h)
+    h.expect(got["tflite"] == dark and _luminance(got["details"]) < 0.1, f"System on a dark desktop: {got}")
+    h.check()
+
+
+desktop_scheme.desktop = True     # needs a desktop bus (tests/desktop_bus.py): not among the offscreen scenarios

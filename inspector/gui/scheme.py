@@ -1,7 +1,7 @@
 """The colour scheme the window paints with: View › Colour scheme (System, Light, Dark), remembered in QSettings.
 System follows the desktop's scheme (QStyleHints.colorScheme, and its colorSchemeChanged when the desktop switches);
 a desktop that says nothing (no platform theme) counts as light. The graph panes take the palette module's scheme;
-the docks, menus and fields the desktop's own palette when it is the scheme shown, else the palette module's."""
+the docks, menus and fields the desktop's own palette when it is of the scheme shown, else the palette module's."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -58,7 +58,10 @@ class Scheme(QObject):
 
     def apply(self) -> None:
         scheme = self.shown
-        # the desktop's widget palette when it shows this scheme (an empty palette resolves to the platform's)
-        QApplication.setPalette(QPalette() if scheme == desktop() else colours.palette(scheme).widgets())
+        # the desktop's own widget palette when it is of this scheme (an empty palette resolves to the platform's;
+        # a desktop may say dark and still give a light palette), else the palette module's
+        QApplication.setPalette(QPalette())
+        if (QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128) != (scheme == DARK):
+            QApplication.setPalette(colours.palette(scheme).widgets())
         if colours.use(scheme):
             self.changed.emit(scheme)
