@@ -267,3 +267,61 @@ def desktop_scheme(h):
 
 
 desktop_scheme.desktop = True     # needs a desktop bus (tests/desktop_bus.py): not among the offscreen scenarios
+
+
+@scenario
+def copy_names(h):
+    """Names shown elided are whole elsewhere: a node's tooltip names it, Ctrl+C in the pane copies the selected op's
+    whole name, a click on the pin bar's names copies the tensor's, Ctrl+C on a Search results row its name."""
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.gui.main_window import TFLITE
+    w = h.w
+    h.step("open a model with a long graph input name")
+    w.open_path(long_input_chain(h))
+    h.settle()
+    sc = w.scenes[TFLITE]
+    source = next(it for it in sc.nodes if it.node.kind == "input")
+    h.expect(LONG in source.toolTip(), f"the input's tooltip does not name it whole: {source.toolTip()!r}")
+    op = next(it for it in sc.nodes if it.node.title == "ABS")
+    h.expect("u0" in op.toolTip().splitlines()[-1], f"the op's tooltip does not name it: {op.toolTip()!r}")
+    h.step("click the input, Ctrl+C")
+    clip = QApplication.clipboard()
+    clip.setText("")
+    h.click_item(TFLITE, source)
+    h.key("Ctrl+C", h.view(TFLITE))
+    h.expect(clip.text() == LONG, f"Ctrl+C copied {clip.text()!r}")
+    h.step("click an edge of the input: the pin bar names it, a click there copies it")
+    clip.setText("")
+    edge = sc.edges_by_tensor[w.doc.graph.main.inputs[0]][0]
+    h.click_item(TFLITE, edge)
+    bar = w.editor.pin_bar
+    h.wait_until(bar.label.isVisible, "the pin bar shows", 10)
+    h.expect(LONG not in bar.label.text() and LONG in bar.label.toolTip(),
+             f"the pin bar: {bar.label.text()!r} / {bar.label.toolTip()!r}")
+    h.click(bar.label)
+    h.expect(clip.text() == LONG, f"a click on the pin bar's name copied {clip.text()!r}")
+    h.step("Ctrl+C on a Search results row")
+    clip.setText("")
+    _search(h, "serving")
+    _click_row(h, 0)
+    h.key("Ctrl+C", w.results.tree)
+    h.expect(clip.text() == LONG, f"Ctrl+C on the row copied {clip.text()!r}")
+    h.check()
+    h.step("a model with conflicts: Ctrl+C on a Conflicts row copies its tensor, op and Transpose names")
+    from tests.gui_scenarios import CONFLICT_MODEL
+    w.open_path(h.model(CONFLICT_MODEL))
+    h.settle()
+    h.dock_tab("Conflicts")
+    tree = w.conflicts
+    item = tree.topLevelItem(0)
+    h.expect(item is not None, "no conflict listed")
+    if item is not None:
+        clip.setText("")
+        h.click(tree.viewport(), tree.visualItemRect(item).center())
+        h.key("Ctrl+C", tree)
+        c = item.data(0, 0x0100)                 # Qt.UserRole: the Conflict
+        tensor = w.doc.graph.main.tensors[c.tensor].name
+        h.expect(tensor in clip.text() and (item.data(1, 0x0100) or "") in clip.text(),
+                 f"Ctrl+C on the row copied {clip.text()!r}, not {tensor!r} and its Transpose")
+    h.check()

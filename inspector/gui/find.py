@@ -113,8 +113,7 @@ class Index:
         n = self.vg.nodes[i]
         if n.kind != "op":                           # a graph input or output: its tensor's name and shape
             return n.title, n.kind, "", n.lines[0] if n.lines else ""
-        name = key if isinstance(key, str) else (n.search.split(" ")[0] or f"#{key[1]}")
-        return name, n.title, categories.get(key, ""), self.label.get(self.out_tensor.get(i), "")
+        return n.name, n.title, categories.get(key, ""), self.label.get(self.out_tensor.get(i), "")
 
     def attributes(self, kind: str, key: Hashable, query: Query) -> str:
         """The attributes of a matched node that the search matched (`name=value`, comma-separated; "": none)."""

@@ -42,6 +42,16 @@ class Node:
         return NODE_W if self.kind != "input" and self.kind != "output" else TERMINAL_W
 
     @property
+    def name(self) -> str:
+        """The whole name people look it up by: an ONNX node's name, a TFLite op's (its first output tensor's: ops
+        have none of their own), a graph input's or output's tensor name."""
+        if self.kind != "op":
+            return self.title
+        if isinstance(self.key, str):
+            return self.key
+        return self.search.split(" ")[0] or f"#{self.key[1]}"
+
+    @property
     def height(self) -> int:
         return TITLE_H + LINE_H * len(self.lines) + (4 if self.lines else 0) + (GROUP_BAR if self.layer else 0)
 

@@ -326,7 +326,8 @@ class GraphScene(QGraphicsScene):
         key = item.node.key
         cat = categories.get(key, UNKNOWN)
         marker = markers.get(key, "")
-        tip = f"{item.node.title}  ({cat})" if item.node.kind == "op" else item.node.title
+        node = item.node                    # the whole name: the box shows it elided, if at all
+        tip = f"{node.title}  ({cat})\n{_clip(node.name)}" if node.kind == "op" else _clip(node.name)
         item.set_category(cat, marker, tip + ("\n" + marker if marker else ""))
 
     @staticmethod
@@ -437,6 +438,11 @@ class GraphScene(QGraphicsScene):
 
 def _node_item(i: int, node, frame) -> NodeItem:
     return GroupItem(i, node, frame) if node.layer is not None else NodeItem(i, node, frame)
+
+
+def _clip(name: str, most: int = 400) -> str:
+    """A name for a tooltip: whole, but not a screenful (fused TFLite names run to thousands of characters)."""
+    return name if len(name) <= most else name[:most] + "…"
 
 
 def _depth(items: int) -> int:

@@ -49,6 +49,8 @@ SHORTCUTS = (("Ctrl+O", "open a model (or drop a file on the window)"),
              ("Esc", "clear the selection (in a graph pane)"),
              ("Enter / Backspace", "open the selected group (or a WHILE / IF op's subgraphs) / close the group "
                                    "around the selection (both panes)"),
+             ("Ctrl+C", "copy the selection's whole names (in a graph pane, a Conflicts row; a click on the pin "
+                        "bar's names copies them too)"),
              ("Ctrl+1 / Ctrl+2, M", "show or hide the TFLite / ONNX graph, the minimap"),
              ("Ctrl+E, Ctrl+S, Ctrl+R", "export ONNX, save the session, validate"),
              ("Ctrl+Z / Ctrl+Shift+Z", "undo / redo"),
@@ -169,6 +171,8 @@ class MainWindow(QMainWindow):
         self.views.subscribe(self._exported, Exported)
         from .editing import Editor          # pins, metadata, undo, session files, export, validation
         self.editor = Editor(self)
+        self.menus["edit"].addSeparator()
+        self._action(self.menus["edit"], "Copy &name", self.copy_names, QKeySequence.Copy, pane_key=True)
         # after the editor's docks (tabbed earlier, Qt left a stale tab bar over Details)
         self.results = SearchResults()       # registered like any panel: listed in View, tabbed with Conflicts
         self.results.rowActivated.connect(self.search_goto)
@@ -1096,6 +1100,18 @@ class MainWindow(QMainWindow):
             self.select(which, nodes=[key])
         else:
             self.select(which, tensors=[key])
+
+    def copy_names(self) -> None:
+        """Ctrl+C in a pane: the selected nodes' or tensors' whole names (boxes and labels show them elided)."""
+        scene = self.scenes.get(self.active)
+        if scene is None:
+            return
+        nodes, tensors = scene.selected_keys()
+        names = [scene.node_by_key[k].node.name for k in nodes if k in scene.node_by_key]
+        names += [str(scene.vg.tensor_names.get(t, t)) for t in tensors]
+        if names:
+            QGuiApplication.clipboard().setText("\n".join(names))
+            self.statusBar().showMessage(f"Copied {counted(len(names), 'name')}", 3000)
 
     def move_selection(self, direction: str) -> None:
         """Alt+arrows: the selection moves along an edge of the pane it was made in; the other pane follows."""

@@ -7,8 +7,8 @@ the Transposes the whole graph would have under it (what_if), and a shape that h
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QMenu, QSizePolicy,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QLineEdit, QMenu,
+                               QSizePolicy, QToolButton, QToolTip, QVBoxLayout, QWidget)
 
 from inspector.core.layout import layout as L
 
@@ -91,6 +91,17 @@ def install_context_menu(view, editor) -> None:
     view.customContextMenuRequested.connect(show)
 
 
+class CopyLabel(QLabel):
+    """A label of elided names whose click copies them whole (`copied`) to the clipboard."""
+    copied = ""
+
+    def mousePressEvent(self, event):
+        if event.button() == Qt.LeftButton and self.copied:
+            QApplication.clipboard().setText(self.copied)
+            QToolTip.showText(event.globalPosition().toPoint(), "Copied", self)
+        super().mousePressEvent(event)
+
+
 class PinBar(QWidget):
     """Shown on top of the details panel: the selected tensor's pin and a menu button to change it."""
 
@@ -98,7 +109,7 @@ class PinBar(QWidget):
         super().__init__(parent)
         self.editor = editor
         self.tensors: list[int] = []
-        self.label = QLabel()
+        self.label = CopyLabel()
         self.label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)   # long names never widen the dock
         self.button = QToolButton(text="Pin layout", popupMode=QToolButton.InstantPopup)
         self.button.setToolButtonStyle(Qt.ToolButtonTextOnly)
@@ -123,6 +134,7 @@ class PinBar(QWidget):
         if off:
             self.label.setText("No pins for a pair" if s.other else "No pins here")
             self.label.setToolTip(s.why_not["pin"])
+            self.label.copied = ""
             return
         sg = s.graph.main
         parts, full, warnings = [], [], []
@@ -135,7 +147,8 @@ class PinBar(QWidget):
             full.append(f"{name}: {state}")               # the tooltip names it whole
             warnings += [f"{sg.tensors[t].name or t}: ambiguous layout, {why}"] if why else []
         self.label.setText("; ".join(parts) + (" …" if len(self.tensors) > 3 else ""))
-        self.label.setToolTip("\n".join(full + warnings))
+        self.label.copied = "\n".join(sg.tensors[t].name or f"tensor {t}" for t in self.tensors)
+        self.label.setToolTip("\n".join(full + warnings + ["(click: copy the whole name)"]))
 
     def _fill(self) -> None:
         self.menu.clear()

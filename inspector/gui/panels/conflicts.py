@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 
 from PySide6.QtCore import QRect, Qt, QTimer, Signal
-from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (QApplication, QHeaderView, QStyledItemDelegate, QStyleOptionViewItem, QTreeWidget,
+                               QTreeWidgetItem)
 
 NO_TRANSPOSE = "no Transpose"
 SHARE = (0.2, 0.17, 0.24)           # at most this share of the width for kind, (tensor → op, hidden), Transpose: the
@@ -49,6 +51,15 @@ class ConflictsPanel(QTreeWidget):
         self.itemClicked.connect(self._activate)
         self.itemActivated.connect(self._activate)
 
+    def keyPressEvent(self, event):
+        """Ctrl+C: the current row's names whole (tensor → op, and the Transpose inserted), the row wraps them."""
+        item = self.currentItem()
+        if event.matches(QKeySequence.Copy) and item is not None:
+            QApplication.clipboard().setText("\n".join(t for t in (item.toolTip(0), item.data(1, Qt.UserRole)) if t))
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
     def _activate(self, item, _column=0) -> None:
         self.conflictActivated.emit(item.data(0, Qt.UserRole), item.data(1, Qt.UserRole) or "")
 
@@ -76,7 +87,7 @@ class ConflictsPanel(QTreeWidget):
                 item.setTextAlignment(col, Qt.AlignLeft | Qt.AlignTop)
             for col in (0, 1, 3):
                 item.setToolTip(col, f"{tensor} → {where}")
-            item.setToolTip(2, node or "no Transpose was inserted for this conflict")
+            item.setToolTip(2, node or "no Transpose was inserted for this conflict")     # (Ctrl+C copies both)
             item.setData(0, Qt.UserRole, c)
             item.setData(1, Qt.UserRole, node)
             rows.append(item)
