@@ -68,6 +68,9 @@ def dark_scheme(h):
     h.expect(after["tflite"] == after["onnx"] == after["legend"] == dark, f"after Dark: {after}, not {dark}")
     h.expect(_luminance(after["details"]) < 0.1, f"the Details dock stays light: {after['details']}")
     h.expect(w.settings.value("view/scheme") == DARK, f"the choice is not remembered: {w.settings.value('view/scheme')}")
+    conv = next(it for it in w.scenes["tflite"].nodes if it.category == "Implicit")
+    h.expect(conv.fill == palette(DARK).color("Implicit") != palette(LIGHT).color("Implicit"),
+             f"an Implicit box is filled {conv.fill.name()} in the dark scheme")
     h.check()
     h.step("export a PNG: light")
     got = _export(h, "light.png")

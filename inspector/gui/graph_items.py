@@ -64,13 +64,17 @@ class NodeItem(QGraphicsItem):
 
     def set_category(self, category: str, marker: str = "", tooltip: str = "") -> None:
         self.category, self.marker = category, marker
-        self.restyle()
+        self._fills()
         self.setToolTip(tooltip)
+        self.update()
 
     def restyle(self) -> None:
-        """Fills from the palette in use (a category set, or the colour scheme switched)."""
-        self._fills()
-        self.update()
+        """The colour scheme switched: the cached fills again, by set_category (which a kind of box may override).
+        An overlay's colours (validation errors: a category of its own) are the same in both schemes."""
+        if self.node.kind == "op" and self.category not in palette().fill:
+            self.update()
+            return
+        self.set_category(self.category, self.marker, self.toolTip())
 
     def _fills(self) -> None:
         pal = palette()
