@@ -87,15 +87,29 @@ class _NoSkipInCI:
 def xserver():
     """A private Xvfb display for the whole run (tests/xserver.py); `xserver.env()` runs a child on it."""
     from tests import xserver as xs
-    missing = xs.missing_tools()
-    if missing:
-        msg = f"real-desktop tests need {', '.join(missing)} (make debs installs them)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    _need(xs.missing_tools(), "real-desktop tests")
     server = xs.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def desktop_bus():
+    """A private session bus standing for the desktop's settings (tests/desktop_bus.py): `.env()` for the window's
+    process, desktop_bus.switch() to change the desktop's colour scheme."""
+    from tests import desktop_bus as db
+    _need(db.missing_tools(), "the desktop's colour scheme tests")
+    with db.Bus() as bus:
+        yield bus
+
+
+def _need(missing: list[str], what: str) -> None:
+    """Fail under CI (a skip would hide the test), skip elsewhere, when tools the tests need are missing."""
+    if missing:
+        msg = f"{what} need {', '.join(missing)} (make debs installs them)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
 
 
 @pytest.fixture(autouse=True)

@@ -114,13 +114,7 @@ def main(argv=None) -> int:
 
     nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
     if nasnet.is_file():
-        w = window_for(app, nasnet)
-        for which in (TFLITE, ONNX):
-            w.panes[which].main_view.fit()
-        shot(app, w, out / "nasnet-overview.png")
-        add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
-        w.select(TFLITE, nodes=[("op", add)])
-        shot(app, w, out / "nasnet-detail.png")
+        w = overview_and_detail(app, nasnet, out, "nasnet")
         w.results.regex.setChecked(True)          # the Search results dock: every pool of both graphs
         w.search_field.setText("pool_2d$|^(MaxPool|AveragePool)$")
         w.search_step(+1)
@@ -140,19 +134,25 @@ def main(argv=None) -> int:
     return 0
 
 
+def overview_and_detail(app, model: Path, out: Path, stem: str, scheme: str | None = None) -> MainWindow:
+    """`stem`-overview.png (both panes fitted) and `stem`-detail.png (an ADD past the start selected, both panes
+    centred on it at a readable zoom); the window stays open."""
+    w = window_for(app, model, scheme)
+    for which in (TFLITE, ONNX):
+        w.panes[which].main_view.fit()
+    shot(app, w, out / f"{stem}-overview.png")
+    add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
+    w.select(TFLITE, nodes=[("op", add)])
+    shot(app, w, out / f"{stem}-detail.png")
+    return w
+
+
 def dark(app, corpus: Path, out: Path) -> None:
     """Dark mode (View › Colour scheme › Dark, remembered): NASNet with an ADD selected at a readable zoom, and a
     PyTorch model with an attribute search's results."""
     nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
     if nasnet.is_file():
-        w = window_for(app, nasnet, "dark")
-        for which in (TFLITE, ONNX):
-            w.panes[which].main_view.fit()
-        shot(app, w, out / "nasnet-dark-overview.png")
-        add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
-        w.select(TFLITE, nodes=[("op", add)])
-        shot(app, w, out / "nasnet-dark.png")
-        w.close()
+        overview_and_detail(app, nasnet, out, "nasnet-dark", "dark").close()
     torch = corpus / "torch" / "mobilenet_v2_w050.tflite"
     if torch.is_file():
         w = window_for(app, torch, "dark")
