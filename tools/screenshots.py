@@ -148,11 +148,14 @@ def overview_and_detail(app, model: Path, out: Path, stem: str, scheme: str | No
 
 
 def dark(app, corpus: Path, out: Path) -> None:
-    """Dark mode (View › Colour scheme › Dark, remembered): NASNet with an ADD selected at a readable zoom, and a
-    PyTorch model with an attribute search's results."""
+    """Dark mode (View › Colour scheme › Dark, remembered): NASNet fitted, with an ADD selected at a readable zoom
+    and collapsed into its groups, and a PyTorch model with an attribute search's results."""
     nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
     if nasnet.is_file():
-        overview_and_detail(app, nasnet, out, "nasnet-dark", "dark").close()
+        w = overview_and_detail(app, nasnet, out, "nasnet-dark", "dark")
+        w.fold_all(False)                         # the groups' boxes (View › Collapse Groups)
+        shot(app, w, out / "nasnet-dark-collapsed.png")
+        w.close()
     torch = corpus / "torch" / "mobilenet_v2_w050.tflite"
     if torch.is_file():
         w = window_for(app, torch, "dark")

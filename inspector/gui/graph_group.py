@@ -6,7 +6,8 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen
 
-from .graph_items import LOD_TEXT, NodeItem, _Fonts, _lod, warning
+from .graph_items import NodeItem, _Fonts, _lod, warning
+from .lod import LOD_TEXT, MIN_TEXT_PX, PX_PER_PT, readable
 from .graph_model import GROUP_BAR, LINE_H, TITLE_H
 from .palette import CONFLICT, UNKNOWN, palette
 
@@ -63,33 +64,37 @@ class GroupItem(NodeItem):
                 if not self._label_pt:          # the size at which the whole label fits the box's width
                     self._label_pt = font.pointSizeF() * (r.width() - 10) / max(
                         QFontMetricsF(font).horizontalAdvance(self.node.title), 1.0)
-                # the whole label when it fits at a readable size, else 7 pt on screen, elided in the middle
-                pt = min(9.0 / lod, self._label_pt) if self._label_pt * lod >= 7.0 else 7.0 / lod
-                font.setPointSizeF(max(min(pt, r.height() * 0.6), 1.0))
-                painter.setFont(font)
-                painter.setPen(pal.text_dark)
-                text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideMiddle, r.width() - 8)
-                painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter, text)
+                # the whole label when it fits at a readable size, else the smallest readable size (lod.py),
+                # elided in the middle; none when the box is too low for that
+                pt = min(9.0 / lod, self._label_pt) if readable(self._label_pt, lod) else \
+                    MIN_TEXT_PX / (PX_PER_PT * lod)
+                pt = min(pt, r.height() * 0.6)
+                if readable(pt, lod):
+                    font.setPointSizeF(pt)
+                    painter.setFont(font)
+                    painter.setPen(pal.on(self.quick_fill))
+                    text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideMiddle, r.width() - 8)
+                    painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter, text)
             if self.conflicted():
-                self._paint_badge(painter, pal)
+                self._paint_badge(painter, pal, lod)
             return
         if self.isSelected():
             painter.setPen(QPen(pal.selection, 7))
             painter.setBrush(Qt.NoBrush)
             painter.drawRoundedRect(r, 6, 6)
-        painter.setPen(QPen(pal.outline, 0.8))
-        painter.setBrush(QBrush(pal.background))
+        painter.setPen(QPen(pal.ink, 0.8))                 # cards of the background's colour: lines and text in
+        painter.setBrush(QBrush(pal.background))           # its ink (black on light, light grey on dark)
         for k in (2, 1):                                    # the cards behind: "many ops"
             painter.drawRoundedRect(r.translated(4 * k, 4 * k), 5, 5)
-        painter.setPen(QPen(pal.outline, 1.8 if self.isSelected() else 1.2))
+        painter.setPen(QPen(pal.ink, 1.8 if self.isSelected() else 1.2))
         painter.drawRoundedRect(r, 5, 5)
         title, lines = self._texts()
-        painter.setPen(pal.text_dark)
+        painter.setPen(pal.ink)
         painter.setFont(_Fonts.get()[0])
         painter.drawText(QRectF(r.left() + CONTROL + 8, r.top(), r.width() - CONTROL - 12, TITLE_H),
                          Qt.AlignLeft | Qt.AlignVCenter, title)
         c = self.control()
-        painter.setPen(QPen(pal.outline, 1))
+        painter.setPen(QPen(pal.ink, 1))
         painter.setBrush(Qt.NoBrush)
         painter.drawRect(c)
         painter.drawLine(QPointF(c.left() + 3, c.center().y()), QPointF(c.right() - 3, c.center().y()))
@@ -101,7 +106,7 @@ class GroupItem(NodeItem):
             y += LINE_H
         self._paint_mix(painter, pal, QRectF(r.left() + 6, r.bottom() - GROUP_BAR + 1, r.width() - 12, 5))
         if self.conflicted():
-            self._paint_badge(painter, pal)
+            self._paint_badge(painter, pal, lod)
 
     def _paint_mix(self, painter, pal, bar: QRectF) -> None:
         """The category mix: one stretch per category, as wide as its share of the ops."""
@@ -116,8 +121,10 @@ class GroupItem(NodeItem):
             painter.fillRect(QRectF(x, bar.top(), w, bar.height()), pal.color(cat))
             x += w
 
-    def _paint_badge(self, painter, pal) -> None:
-        """A warning triangle with the count of conflicts (or of inserted Transposes) on the top-right corner."""
+    def _paint_badge(self, painter, pal, lod: float) -> None:
+        """A warning triangle with the count of conflicts (or of inserted Transposes) on the top-right corner (the
+        count when it reads at lod.MIN_TEXT_PX)."""
         layer = self.layer
-        warning(painter, pal, self.rect.right() - 4, self.rect.top() - 2, 12, str(layer.conflicts or layer.transposes),
-                _Fonts.get()[1])
+        font = _Fonts.get()[1]
+        warning(painter, pal, self.rect.right() - 4, self.rect.top() - 2, 12,
+                str(layer.conflicts or layer.transposes) if readable(font.pointSizeF(), lod) else "", font)
