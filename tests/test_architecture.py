@@ -5,6 +5,7 @@ import graphlib
 from pathlib import Path
 
 import grimp
+import pytest
 
 import inspector
 
@@ -184,3 +185,46 @@ def test_a_conversion_result_is_frozen_with_every_field_later_stages_give_it_dec
         result.model = None
     annotated = metadata_pass(result).result
     assert annotated.plan is result.plan and annotated.findings is None and not annotated.weights_left_out
+
+
+REUSE_PARAMETERS = {"cache", "memo", "since", "at", "infos", "reread", "steps"}
+STAGES = {("emit/convert.py", "convert"), ("layout/propagation.py", "plan_layouts"), ("emit/peephole.py", "clean"),
+          ("metadata/denotation.py", "annotate"), ("metadata/denotation.py", "annotate_read"),
+          ("metadata/lint.py", "lint"), ("session/pipeline.py", "run"), ("session/pipeline.py", "converted"),
+          ("session/pipeline.py", "metadata_pass")}
+
+
+def test_stages_are_functions_of_their_inputs_and_reuse_lives_on_objects():
+    """The rule: no module-level function in inspector/core, public or private, takes a parameter named cache,
+    memo, since, at, infos, reread or steps (in proof/, `steps` is the count of a streaming model's steps or a
+    quantized tensor's steps of error, a word of that domain, and stays allowed there). A stage function (convert,
+    plan_layouts, clean, annotate, annotate_read, lint, and the pipeline's run, converted and metadata_pass) has
+    one path, from its inputs and options alone; what a re-run reuses after a pin is held by the incremental
+    layer's objects (incremental.Reconverter, propagation.Replanner, denotation.Annotator, lint.Linter,
+    pipeline.Incremental), whose methods may take such records. And ConversionResult is a frozen dataclass: later
+    stages return a new one (dataclasses.replace) instead of writing on it."""
+    import ast
+    import dataclasses
+
+    from inspector.core.emit.result import ConversionResult
+    found, seen = [], set()
+    for path in sorted(CORE.rglob("*.py")):
+        rel = str(path.relative_to(CORE))
+        allowed = {"steps"} if rel.startswith("proof/") else set()
+        for fn in ast.parse(path.read_text()).body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = fn.args
+            bad = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} & (REUSE_PARAMETERS - allowed)
+            if (rel, fn.name) in STAGES:
+                seen.add((rel, fn.name))
+                if args.vararg is not None or args.kwarg is not None:
+                    bad.add("*args or **kwargs")
+            if bad:
+                found.append(f"{rel}:{fn.lineno} {fn.name}({', '.join(sorted(bad))})")
+    assert not found, f"module-level functions taking reuse records (put them on an incremental object): {found}"
+    assert seen == STAGES                                            # each stage function is still where it was
+    assert dataclasses.is_dataclass(ConversionResult)
+    assert ConversionResult.__dataclass_params__.frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        object.__new__(ConversionResult).findings = []             # no attribute it does not declare, either

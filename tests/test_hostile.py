@@ -176,7 +176,7 @@ def test_inconsistent_ranks_are_a_conversion_error_on_every_re_conversion():
     g, cache = read_tflite_bytes(b.build(), "hostile.tflite"), Reconverter()
     for pins in ({}, {}, {"r3": "keep"}, {}):
         with pytest.raises(ConversionError, match="'s1' is declared with shape"):
-            convert(g, pins, cache=cache)
+            cache.convert(g, pins)
 
 
 def test_a_zero_stride_is_a_conversion_error_naming_the_op():

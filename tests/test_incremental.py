@@ -6,7 +6,7 @@ import pytest
 
 from inspector.core.emit.incremental import Reconverter
 from inspector.core.io.loader import load_model
-from inspector.core.session.pipeline import run
+from inspector.core.session.pipeline import Incremental, run
 
 
 def conv_outputs(sg, k: int = 3) -> list[str]:
@@ -40,16 +40,16 @@ def test_incremental_runs_give_a_full_conversions_bytes(corpus, name):
     graph = load_model(corpus / name)
     a, b, c = conv_outputs(graph.main)
     cache = Reconverter()
-    first = run(graph, cache=cache, check=False)
+    first = Incremental(cache).run(graph, check=False)
     same(first, run(graph, check=False))
     counts = {first.result.transposes}
     for pins in ({a: "keep"}, {a: "keep", b: "NCHW"}, {b: "NCHW"}, {}, {c: "keep"}, {c: "keep", a: "keep"}, {}):
-        inc = run(graph, pins, cache=cache, check=False)
+        inc = Incremental(cache).run(graph, pins, check=False)
         assert cache.replayed > cache.emitted                  # most ops were not emitted again...
         same(inc, run(graph, pins, check=False))               # ...and the result is the same to the byte
         counts.add(inc.result.transposes)
     assert len(counts) > 1                                     # the pins changed the graph
-    assert run(graph, {}, cache=cache, check=False).result.model.SerializeToString() == \
+    assert Incremental(cache).run(graph, {}, check=False).result.model.SerializeToString() == \
         first.result.model.SerializeToString()                 # back to no pins: the first conversion exactly
 
 
@@ -69,9 +69,9 @@ def test_a_replayed_op_whose_names_would_change_is_emitted_again(tmp_path):
     b.output(r)
     graph = load_model(b.save(tmp_path / "names.tflite"))
     cache = Reconverter()
-    run(graph, cache=cache, check=False)
+    Incremental(cache).run(graph, check=False)
     for pins in ({"y": "keep"}, {}, {"y_NHWC": "keep"}, {"y": "keep", "y_NHWC": "keep"}):
-        same(run(graph, pins, cache=cache, check=False), run(graph, pins, check=False))
+        same(Incremental(cache).run(graph, pins, check=False), run(graph, pins, check=False))
 
 
 def test_an_initializer_a_pin_changes_is_not_taken_from_the_last_run(tmp_path):
@@ -95,7 +95,7 @@ def test_an_initializer_a_pin_changes_is_not_taken_from_the_last_run(tmp_path):
     cache = Reconverter()
     pads = set()
     for pins in ({}, {"y": "keep"}, {}, {"y": "keep"}, {"y": "NCHW"}):
-        inc = run(graph, pins, cache=cache, check=False)
+        inc = Incremental(cache).run(graph, pins, check=False)
         same(inc, run(graph, pins, check=False))
         pad = next(n for n in inc.result.model.graph.node if n.op_type == "Pad")
         init = {t.name: t for t in inc.result.model.graph.initializer}[pad.input[1]]
@@ -114,7 +114,7 @@ def test_re_runs_leave_no_reference_cycles(corpus):
     gc.disable()
     try:
         for pins in ({}, {a: "keep"}, {a: "keep", b: "NCHW"}, {}):
-            run(graph, pins, cache=cache, check=False)
+            Incremental(cache).run(graph, pins, check=False)
         assert cache.replayed > 0                               # the re-runs recorded and replayed
         gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
@@ -194,11 +194,11 @@ def test_random_pins_on_a_mixed_graph_give_a_full_conversions_bytes(tmp_path):
     graph, pinnable = mixed_graph(tmp_path / "mixed.tflite", 40, rng)
     sg = graph.main
     cache = Reconverter()
-    run(graph, cache=cache, check=False)
+    Incremental(cache).run(graph, check=False)
     counts, unchecked = set(), 0
     for _ in range(12):
         pins = {t: rng.choice(["keep", "NCHW"]) for t in rng.sample(pinnable, rng.randint(0, 3))}
-        inc = run(graph, pins, cache=cache, check=False)
+        inc = Incremental(cache).run(graph, pins, check=False)
         same(inc, run(graph, pins, check=False))
         kept_pieces_hold(cache, inc.result.model)
         counts.add(inc.result.transposes)
@@ -219,14 +219,14 @@ def test_pins_and_undos_in_a_row_replay_whole_chunks(tmp_path):
     assert n_chunks >= 5
     a, b, c = pinnable[40], pinnable[len(pinnable) // 2], pinnable[-30]
     cache = Reconverter()
-    run(graph, cache=cache, check=False)
+    Incremental(cache).run(graph, check=False)
     counts = set()
     for pins in ({a: "keep"}, {a: "keep", b: "NCHW"}, {a: "keep"}, {}, {c: "keep"}, {c: "keep", b: "keep"},
                  {b: "keep"}, {}, {}):
-        inc = run(graph, pins, cache=cache, check=False)
+        inc = Incremental(cache).run(graph, pins, check=False)
         same(inc, run(graph, pins, check=False))
         kept_pieces_hold(cache, inc.result.model)
-        assert cache.plan_changes is not None                   # the plan updated from the last one...
+        assert cache.replanner.plan_changes is not None         # the plan updated from the last one...
         assert n_chunks - 3 <= cache.bulk <= n_chunks          # ...and most chunks replayed whole
         counts.add(inc.result.transposes)
     assert len(counts) > 2
@@ -237,9 +237,9 @@ def test_quantized_models_convert_in_full_each_time(corpus):
     path = next(p for p in sorted((corpus / "ops").glob("*.tflite")) if "int8" in p.name)
     graph = load_model(path)
     cache = Reconverter()
-    run(graph, cache=cache, check=False)
+    Incremental(cache).run(graph, check=False)
     t = next(t for t in graph.main.tensors if t.data is None and t.rank == 4 and t.name)
-    inc = run(graph, {t.name: "NCHW"}, cache=cache, check=False)
+    inc = Incremental(cache).run(graph, {t.name: "NCHW"}, check=False)
     assert cache.replayed == 0
     same(inc, run(graph, {t.name: "NCHW"}, check=False))
 
@@ -277,11 +277,12 @@ def test_a_childs_rerun_leaves_big_weights_out_as_the_window_gets_them(corpus):
     graph = load_model(corpus / "keras/nasnetmobile_fp32.tflite")
     a, b, _ = conv_outputs(graph.main)
     cache = Reconverter()
-    run(graph, cache=cache, check=False)
+    Incremental(cache).run(graph, check=False)
     for pins in ({a: "keep"}, {a: "keep", b: "NCHW"}, {}):
         expect = leave_out_weights(converted(graph, pins, ConvertOptions(), check=False)).model
         for c in (cache, None):            # replayed records, and a conversion without any
-            out = converted(graph, pins, ConvertOptions(), check=False, cache=c, weights_over=STRIP_BYTES)
+            convert = Incremental(c).converted if c is not None else converted
+            out = convert(graph, pins, ConvertOptions(), check=False, weights_over=STRIP_BYTES)
             assert out.weights_left_out
             assert out.model.SerializeToString() == expect.SerializeToString()
             data = {t.name: len(t.raw_data) for t in out.model.graph.initializer}

@@ -8,6 +8,7 @@ import pytest
 
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.proof.validate import validate
+from inspector.core.session.pipeline import Incremental
 
 from tests.test_control_flow import compare, convert_bytes, loop_subgraphs
 
@@ -147,7 +148,7 @@ def test_bilstm_re_conversions_equal_full_ones(corpus):
 
     graph = load_model(corpus / "onnx2tf/bilstm_classifier.tflite")
     cache = Reconverter()
-    first = run(graph, cache=cache, check=False)
+    first = Incremental(cache).run(graph, check=False)
     loops = [n for n in first.result.model.graph.node if n.op_type == "Loop"]
     assert len(loops) == 2
     for loop in loops:
@@ -157,4 +158,4 @@ def test_bilstm_re_conversions_equal_full_ones(corpus):
     assert v.ok, [(e.name, e.max_rel) for e in v.outputs]
     four_d = [t.name for t in graph.main.tensors if t.rank == 4 and t.data is None]
     for pins in ({four_d[0]: "keep"}, {four_d[-1]: "NCHW"}, {}):
-        same(run(graph, pins, cache=cache, check=False), run(graph, pins, check=False))
+        same(Incremental(cache).run(graph, pins, check=False), run(graph, pins, check=False))

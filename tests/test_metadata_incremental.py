@@ -11,13 +11,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.core.emit.convert import convert
 from inspector.core.emit.incremental import Reconverter
 from inspector.core.io.loader import load_model
 from inspector.core.io.tflite_builder import ModelBuilder
-from inspector.core.metadata.denotation import annotate, propagate
+from inspector.core.metadata.denotation import Annotator, shape_view
+from inspector.core.metadata.denotation_rules import Propagator
 from inspector.core.metadata.edits import MetadataEdits
-from inspector.core.metadata.lint import lint
+from inspector.core.metadata.lint import Linter
 from inspector.core.metadata.parsed import Memo
 
 B, C, F = "DATA_BATCH", "DATA_CHANNEL", "DATA_FEATURE"
@@ -33,10 +33,10 @@ def passes(result, memo: Memo) -> dict:
     model = onnx.ModelProto()
     model.CopyFrom(result.model)
     r = dataclasses.replace(result, model=model)
-    notes = annotate(r, MetadataEdits(), memo=memo)
-    dens, found = propagate(model, memo)
-    return {"notes": notes, "model": model.SerializeToString(), "findings": finding_rows(lint(model, memo=memo)),
-            "winml": finding_rows(lint(model, "winml", memo=memo)), "dens": dens,
+    notes = Annotator(memo).annotate(r, MetadataEdits())
+    dens, found = Propagator(shape_view(model), memo).run()
+    return {"notes": notes, "model": model.SerializeToString(), "findings": finding_rows(Linter(memo).lint(model)),
+            "winml": finding_rows(Linter(memo).lint(model, "winml")), "dens": dens,
             "propagated": finding_rows(found)}
 
 
@@ -46,7 +46,7 @@ def check_pins(graph, pin_steps) -> list[str]:
     cache, memo = Reconverter(), Memo()
     transposes, how = set(), []
     for pins in [{}] + pin_steps:
-        result = convert(graph, pins=pins, check=False, cache=cache)
+        result = cache.convert(graph, pins=pins, check=False)
         transposes.add(result.transposes)
         got = passes(result, memo)
         assert got == passes(result, Memo()), pins
@@ -153,8 +153,8 @@ def _same_as_whole(models) -> list[list]:
     """Each model's checker findings with one Memo kept over the sequence; each must equal a whole pass's."""
     memo, out = Memo(), []
     for m in models:
-        got = finding_rows(lint(m, memo=memo))
-        assert got == finding_rows(lint(m, memo=Memo()))
+        got = finding_rows(Linter(memo).lint(m))
+        assert got == finding_rows(Linter(Memo()).lint(m))
         out.append(got)
     return out
 
@@ -214,9 +214,9 @@ def test_a_type_change_is_inferred_again_down_to_where_it_stops_mattering():
         return _denoted(_model(nodes, [_vi("x", x_shape), _vi("z", [1, 3, 4, 6]), _vi("u0", [1, 3, 4, 6])],
                                [_vi("y", [1, 3, 4, 6]), _vi("u16", [1, 3, 4, 6])]), x=[B, C, F, F], z=[B, F, C, F])
     memo = Memo()
-    first = finding_rows(lint(model([1, 3, 1, 6]), memo=memo))
-    second = finding_rows(lint(model([1, 3, 4, 6]), memo=memo))
-    assert second == finding_rows(lint(model([1, 3, 4, 6]), memo=Memo())) and first != second
+    first = finding_rows(Linter(memo).lint(model([1, 3, 1, 6])))
+    second = finding_rows(Linter(memo).lint(model([1, 3, 4, 6])))
+    assert second == finding_rows(Linter(Memo()).lint(model([1, 3, 4, 6]))) and first != second
     assert memo.inferred.how == "waves" and memo.inferred.redone == 4         # r1, r2, r3, add; no 'untouched'
 
 
@@ -231,9 +231,9 @@ def test_changed_initializer_data_is_inferred_again():
                                [_vi("y", [1, 3, 4, 6]), _vi("u16", [1, 3, 4, 6])], [("s", np.array(target, np.int64))]),
                         x=[B, C, F, F], z=[B, F, C, F])
     memo = Memo()
-    first = finding_rows(lint(model([1, 3, 1, 6]), memo=memo))
-    second = finding_rows(lint(model([1, 3, 4, 6]), memo=memo))
-    assert second == finding_rows(lint(model([1, 3, 4, 6]), memo=Memo())) and first != second
+    first = finding_rows(Linter(memo).lint(model([1, 3, 1, 6])))
+    second = finding_rows(Linter(memo).lint(model([1, 3, 4, 6])))
+    assert second == finding_rows(Linter(Memo()).lint(model([1, 3, 4, 6]))) and first != second
     assert memo.inferred.how == "waves"
 
 

@@ -12,17 +12,17 @@ from inspector.core.io.loader import load_model
 from inspector.core.metadata import parsed
 from inspector.core.metadata.denotation import annotate
 from inspector.core.metadata.edits import MetadataEdits
-from inspector.core.metadata.lint import lint
+from inspector.core.metadata.lint import Linter
 from inspector.core.metadata.parsed import Memo
-from inspector.core.session.pipeline import ConvertOptions, converted
+from inspector.core.session.pipeline import ConvertOptions, Incremental, converted
 from inspector.gui.rerun_child import STRIP_BYTES, annotated_and_checked
 
 
 def scratch(graph, pins, edits):
     """A conversion, then the pass and the checker each on a fresh Memo: nothing reused."""
     result = converted(graph, pins, ConvertOptions(), check=False, weights_over=STRIP_BYTES)
-    notes = list(result.warnings) + annotate(result, edits, Memo())
-    return result.model.SerializeToString(), notes, lint(result.model, memo=Memo())
+    notes = list(result.warnings) + annotate(result, edits)
+    return result.model.SerializeToString(), notes, Linter(Memo()).lint(result.model)
 
 
 def reused(graph, pins, edits, cache, monkeypatch):
@@ -30,7 +30,7 @@ def reused(graph, pins, edits, cache, monkeypatch):
     calls = []
     real = parsed.Memo.parts
     monkeypatch.setattr(parsed.Memo, "parts", lambda self, model: calls.append(1) or real(self, model))
-    result = converted(graph, pins, ConvertOptions(), check=False, cache=cache, weights_over=STRIP_BYTES)
+    result = Incremental(cache).converted(graph, pins, ConvertOptions(), check=False, weights_over=STRIP_BYTES)
     model, notes, _, findings = annotated_and_checked(result, edits)
     monkeypatch.undo()
     assert len(calls) == 1              # the checker read nothing whole again

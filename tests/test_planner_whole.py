@@ -11,7 +11,7 @@ from inspector.core.io.loader import load_model
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.layout import layout as L
 from inspector.core.proof.validate import validate
-from inspector.core.session.pipeline import run
+from inspector.core.session.pipeline import Incremental, run
 
 from .test_control_flow import X_SHAPE, compare, conv, convert_bytes, counted_loop, w
 from .test_incremental import same
@@ -137,10 +137,10 @@ def test_pins_around_an_if_and_a_while_replan_as_from_scratch(tmp_path):
     path.write_bytes(cond_while_model())
     graph = load_model(path)
     cache, what_if = Reconverter(), planner(graph)
-    run(graph, cache=cache, check=False)
+    Incremental(cache).run(graph, check=False)
     counts = set()
     for pins in ({"branched": "keep"}, {"branched": "keep", "pre": "keep"}, {"looped": "NHWC"}, {}, {"pre": "keep"}):
-        got = run(graph, pins, cache=cache, check=False)
+        got = Incremental(cache).run(graph, pins, check=False)
         same(got, run(graph, pins, check=False))
         counts.add(got.result.transposes)
         if len(pins) == 1:

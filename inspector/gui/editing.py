@@ -23,14 +23,13 @@ from inspector.core.session.session import Session
 from inspector.core.session.events import ModelOpened, PinsChanged, PlanChanged
 from inspector.core.session.onnx_session import OnnxSession
 from inspector.core.session.pair_session import PairSession
-from inspector.core.session.pipeline import converted
 
 from . import gc_guard, graph_layout, graph_model
 from .autosave import Autosave
 from .commands import ClearPins, EditMetadata, LoadDecisions, PinLayout
 from .live_layout import MAX_NEW_SHARE, Placement, diff
 from .pin_menu import PinBar, install_context_menu
-from .rerun_child import annotated_and_checked, derived, with_findings
+from .rerun_child import annotated_and_checked, derived, incremental, with_findings
 from .palette import palette
 from .words import counted
 
@@ -60,15 +59,16 @@ class Annotation:
 class RerunJob(QRunnable):
     """The Session's pipeline (without the full checker: export runs it) and the ONNX graph's placement, off the GUI
     thread; for big models in the loader's child process (see rerun_child). The conversion reuses the last one's
-    pieces (`cache`, an incremental Reconverter: the same bytes as a full conversion). With a Placement, nodes the graph
-    keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out afresh.
+    pieces (`converter`, an incremental Reconverter: the same bytes as a full conversion). With a Placement, nodes
+    the graph keeps stay where they were (live_layout); without one, or when too much is new, the graph is laid out
+    afresh.
     The result is shown before its metadata pass: the pass's model, notes and findings follow (`checked`).
     The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
-    def __init__(self, session: Session, placement: Placement | None = None, cache=None, shown=None,
+    def __init__(self, session: Session, placement: Placement | None = None, converter=None, shown=None,
                  lay_out: bool = True):
         super().__init__()
-        self.session, self.placement, self.cache = session, placement, cache
+        self.session, self.placement, self.converter = session, placement, converter
         self.lay_out = lay_out
         self.shown = shown                  # (ViewGraph, Geometry) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
@@ -95,7 +95,7 @@ class RerunJob(QRunnable):
                     s.convert(check=False)
                     result = with_findings(s.result)
                 else:
-                    result = converted(s.graph, s.pins, s.options, check=False, cache=self.cache)
+                    result = incremental(self.converter).converted(s.graph, s.pins, s.options, check=False)
                     annotate = lambda: _annotated_here(result, metadata)                       # noqa: E731
                 vg = graph_model.from_onnx(result.model)
                 layout, changes = self._lay_out(vg)

@@ -135,25 +135,23 @@ def in_child(path: str, graph) -> bool:
     return len(graph.main.ops) >= LoadJob.PROCESS_OPS or size >= PROCESS_BYTES
 
 
-def convert_and_lay_out(source, cache=None, lay_out: bool = True):
+def convert_and_lay_out(source, converter=None, lay_out: bool = True):
     """(ConversionResult, notes, ONNX ViewGraph, Geometry), or the conversion error's message. `source` is a Graph,
     or a path when run in a child process (the result then comes back without its source graph). The pipeline
-    includes the metadata pass; the denotation findings are computed here too, off the GUI thread. `cache` (a
+    includes the metadata pass; the denotation findings are computed here too, off the GUI thread. `converter` (a
     Reconverter; the child's own there) keeps the conversion's pieces for the re-runs after a pin."""
-    from inspector.core.session.pipeline import run
-
-    from .rerun_child import with_findings
+    from .rerun_child import incremental, with_findings
     child = isinstance(source, str)
     if child:                           # in the child: kept there for the re-runs after pins (rerun_child)
-        from .rerun_child import _graph, _hold, reconverter
+        from .rerun_child import _graph, _hold
         _hold()                         # no automatic collection until the window's `settle`, as in a re-run
-        graph, cache = _graph(source), reconverter()
+        graph = _graph(source)
     else:
         graph = source
     try:
         # the full onnx checker holds the GIL throughout (NASNet: 50-250 ms of serialising and checking), which
         # froze the window when it ran in a thread of it; there it is left to export, as after a pin
-        outcome = run(graph, metadata_failure_is_note=True, cache=cache, check=child)
+        outcome = incremental(converter).run(graph, metadata_failure_is_note=True, check=child)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
     result = with_findings(outcome.result)

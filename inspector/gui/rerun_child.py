@@ -37,6 +37,8 @@ class Child:
     index: tuple | None = None
     converted_number: int = 0                   # of the re-run sent by `rerun`
     converted: tuple | None = None              # its ConversionResult and metadata edits
+    records: Any = None                         # metadata.parsed.Memo of this process (the window's has its own):
+                                                # see `incremental`
 
 
 @dataclass
@@ -119,6 +121,22 @@ def reconverter():
     return CHILD.reconverter
 
 
+def records():
+    """This process's metadata.parsed.Memo: the records of the models its metadata passes and checkers read (one
+    per process: its re-runs read one model after another, so only what a pin changed is read again)."""
+    if CHILD.records is None:
+        from inspector.core.metadata.parsed import Memo
+        CHILD.records = Memo()
+    return CHILD.records
+
+
+def incremental(converter=None):
+    """The pipeline's reuse for a run in this process (session.pipeline.Incremental): `converter`, a Reconverter
+    (the child's own when None), and this process's records()."""
+    from inspector.core.session.pipeline import Incremental
+    return Incremental(converter if converter is not None else reconverter(), records())
+
+
 def _graph(path: str):
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
@@ -167,9 +185,10 @@ def findings_of(model, since=None) -> list:
     """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops); `since`:
     the metadata pass's denotation.Reading of this very model (lint_read)."""
     from inspector.core.metadata.findings import Finding
-    from inspector.core.metadata.lint import lint, lint_read
     try:
-        return lint_read(since) if since is not None and since.model is model else lint(model)
+        from inspector.core.metadata.lint import Linter
+        linter = Linter(records())
+        return linter.lint_read(since) if since is not None and since.model is model else linter.lint(model)
     except Exception as e:      # the checker is advice: a failure is listed, never fatal
         return [Finding("", f"checker failed: {e}")]
 
@@ -361,13 +380,13 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     ConversionResult here, and shows it while `annotated` runs the metadata pass: the processes overlap (the
     metadata pass changes no node, value or shape)."""
     from inspector.core.ir.errors import InspectorError
-    from inspector.core.session.pipeline import ConvertOptions, converted
+    from inspector.core.session.pipeline import ConvertOptions
 
     from . import graph_model
     _hold()
     try:            # big weights are left out of the model as the window gets it: never parsed in to be cleared
-        result = converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False, cache=reconverter(),
-                           weights_over=STRIP_BYTES)
+        result = incremental().converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False,
+                                         weights_over=STRIP_BYTES)
         sent = send(view_out(graph_model.from_onnx(result.model), have))
     except Exception as e:
         _settle()                        # no `finish` follows (and collection must not stay off)
@@ -413,8 +432,9 @@ def annotated_and_checked(result, metadata) -> tuple:
     """The metadata pass on `result` (in place on its model) and the checker's findings on the annotated model:
     (model, notes, metadata mapping, findings). `annotated` runs it in the child, the window's re-run worker on a
     copy (editing._annotated_here)."""
-    from inspector.core.session.pipeline import metadata_pass
-    done = metadata_pass(result, metadata, keep_reading=True)     # the checker reuses what the pass read
+    from inspector.core.session.pipeline import Incremental
+    done = Incremental(memo=records()).metadata_pass(result, metadata, keep_reading=True)  # (the checker reuses
+    # what the pass read)
     return done.result.model, done.notes, done.result.metadata_mapping, findings_of(done.result.model, done.reading)
 
 

@@ -19,7 +19,7 @@ from inspector.core.ir import memory
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
 from .ops.table import load_all
-from inspector.core.layout.propagation import PlanMemo, Planner, assemble, plan_layouts, solved_problem
+from inspector.core.layout.propagation import Planner, assemble, plan_layouts, solved_problem
 from inspector.core.layout.plan import Category
 from .result import ConversionResult, ConversionTrace
 
@@ -141,14 +141,117 @@ def _nested(graph: Graph, table) -> dict:
 
 
 class Fresh:
-    """A conversion from scratch: each step _convert takes, in full. incremental.Reconverter takes the same steps
-    from the last run's pieces where they still hold (the same bytes)."""
-    memo: PlanMemo | None = None    # the planner's (layout.propagation.plan_layouts): nothing kept
-    usable = False                  # no last run's records to replay
+    """A conversion from scratch: `convert` takes each step in full. incremental.Reconverter, a Fresh, takes the same
+    steps from the last run's pieces where they still hold (the same bytes)."""
     prepared = None
+
+    def convert(self, graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
+                check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
+                allow_custom: bool = False, weights_over: int | None = None,
+                dynamic_as_float: bool = False) -> ConversionResult:
+        """The module's `convert` (see there), each step taken by this object."""
+        try:
+            return self._convert(graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int,
+                                 allow_custom, weights_over, dynamic_as_float)
+        except (MemoryError, EncodeError):   # an allocation the estimate did not foresee (protobuf: EncodeError)
+            raise memory.OutOfMemory(os.path.basename(graph.path) or "the model", memory.need(graph, weights_over)
+                                     ) from None
+
+    def _convert(self, graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom,
+                 weights_over, dynamic_as_float) -> ConversionResult:
+        """One path, each step taken by this object (a Reconverter reuses the last run's pieces)."""
+        if graph.format != "tflite":
+            raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
+        if not MIN_OPSET <= opset <= MAX_OPSET:
+            raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
+        sg = graph.main
+        same = self.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int, allow_custom,
+                                  dynamic_as_float))
+        if not same:                                     # a re-run's model replaces one already held: no estimate
+            memory.check(graph, os.path.basename(graph.path) or "the model", weights_over)
+        if same and self.prepared is not None:          # checked and folded by the last run
+            table, folded, constants = self.prepared
+        else:
+            table, folded, constants = self.prepared = _prepare(graph, allow_custom)
+        pin_map = resolve_pins(sg, pins)
+        nested = _nested(graph, table)
+        plan = self.plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), **nested)
+        trace = ConversionTrace()
+        try:
+            em = self.emitter(sg, plan, opset, constants, trace)
+        except HOSTILE as e:
+            raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
+                                  ) from None
+        em.graph, em.table, em.nested = graph, table, emit_subgraph
+        em.subplans = nested.get("subplans")
+        em.q.keep_fp16, em.q.exact, em.q.dynamic_as_float = keep_fp16, exact_int, dynamic_as_float
+
+        # The graph is built in place (helper.make_graph + make_model copied every node twice, extend copied every
+        # value info once); the same bytes.
+        model = onnx.ModelProto(ir_version=IR_VERSION, producer_name=PRODUCER, producer_version=_version())
+        g = model.graph
+        inputs = _graph_inputs(em, constants, float_io, g.input)
+        out_names = _output_names(em, float_io)
+        self.emit_ops(em, folded, emit_op)
+        outputs = _graph_outputs(em, out_names, float_io, g.output)
+        if em.state is not None:                        # resource variables: explicit state inputs/outputs
+            state_in, state_out = em.state.finish(em)
+            g.input.extend(state_in)
+            g.output.extend(state_out)
+            inputs += state_in
+            outputs += state_out
+
+        self.add_value_infos(g, em, {v.name for v in inputs + outputs}, constants)
+
+        # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
+        # the model last, once the rest of it has been measured exactly (see _add_initializers).
+        init_bound = sum(map(self.size_bound, em.initializers))
+        self.finish(em, graph, init_bound)
+        if init_bound > _protobuf_limit():
+            check_size(*em.initializers)
+        self.add_nodes(g, em.nodes)
+        g.name = graph_name(graph)
+        emitted = len(g.node)
+        cleaned = self.clean(g, trace, em.nodes)       # the planner should leave nothing: each rewrite is noted
+        rewritten = bool(cleaned) or len(g.node) != emitted      # (an Identity dropped is no warning)
+        model.opset_import.add(domain="", version=opset)
+        if allow_custom:
+            from .ops.custom import CUSTOM_DOMAIN, uses_domain
+            if uses_domain(model.graph, CUSTOM_DOMAIN):
+                model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
+        if graph.description:
+            model.doc_string = graph.description
+        categories = self.categories(sg, table)
+        warnings = graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
+        model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
+            sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
+            {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
+        state = []
+        if em.state is not None:
+            state = em.state.describe()
+            warnings += em.state.warnings
+            model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
+        rest = self.rest_bound(model) if not rewritten else None    # (a rewrite may grow one)
+        left_out = _add_initializers(model, em.initializers, init_bound, self, weights_over, rest)
+        result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
+                                  options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
+                                           "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
+                                           "dynamic_as_float": dynamic_as_float,
+                                           "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}
+                                           if pin_map else {}},
+                                  warnings=warnings, subgraphs=dict(em.subgraphs), state=state,
+                                  quantization=em.q.report(), weights_left_out=bool(left_out))
+        if check:
+            check_model(model)
+        return result
 
     def start(self, graph, options: tuple) -> bool:
         return False
+
+    def plan(self, sg: Subgraph, *args, **kwargs):
+        """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a
+        crash."""
+        return _ranks_checked(sg, _guarded(sg, lambda: plan_layouts(sg, *args, **kwargs)))
 
     def emitter(self, sg, plan, opset, constants, trace) -> Emitter:
         return Emitter(sg, plan, opset, constants, trace)
@@ -178,6 +281,22 @@ class Fresh:
     def rest_bound(self, model) -> int | None:
         return None                 # _add_initializers measures the model
 
+    def add_initializers(self, model, initializers: list, weights_over: int | None) -> bool:
+        """Put the initializers in the model; those with more raw bytes than `weights_over` without their data
+        (without_data). Returns whether any went in so."""
+        into = model.graph.initializer
+        if weights_over is not None:
+            left_out = False
+            for t in initializers:
+                big = raw_length(t) > weights_over
+                left_out |= big
+                into.append(without_data(t) if big else t)
+            return left_out
+        for k in range(len(initializers)):          # protobuf copies each one in: the original goes at once, so
+            into.append(initializers[k])            # the weights are never held twice whole
+            initializers[k] = None
+        return False
+
 
 def unsupported(sg: Subgraph, table, folded) -> list[str]:
     lines = []
@@ -193,114 +312,20 @@ def unsupported(sg: Subgraph, table, folded) -> list[str]:
 
 def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = DEFAULT_OPSET,
             check: bool = True, float_io: bool = False, keep_fp16: bool = False, exact_int: bool = False,
-            allow_custom: bool = False, cache=None, weights_over: int | None = None,
+            allow_custom: bool = False, weights_over: int | None = None,
             dynamic_as_float: bool = False) -> ConversionResult:
     """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
     `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
     `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ);
     `dynamic_as_float`: dynamic-range (hybrid) ops as float ops on their weights dequantized once (fast, not
     LiteRT's arithmetic: ops/hybrid.py);
-    `cache`: an incremental.Reconverter kept between runs on this graph (the same bytes, less work after a pin);
     `weights_over`: initializers with more raw bytes than this join the model without their data (as
     without_data makes them; the result's `weights_left_out` says so): for a model only viewed and annotated,
-    never exported or validated, whose weights would be parsed in only to be cleared again."""
-    steps = cache if cache is not None else Fresh()
-    try:
-        return _convert(graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, steps,
-                        weights_over, dynamic_as_float)
-    except (MemoryError, EncodeError):   # an allocation the estimate did not foresee (protobuf says EncodeError)
-        raise memory.OutOfMemory(os.path.basename(graph.path) or "the model", memory.need(graph, weights_over)
-                                 ) from None
-
-
-def _convert(graph: Graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom, steps,
-             weights_over, dynamic_as_float) -> ConversionResult:
-    """One path: `steps` (Fresh, or an incremental.Reconverter reusing the last run's pieces) takes each step."""
-    if graph.format != "tflite":
-        raise ConversionError("only TFLite models can be converted (this one is ONNX already)")
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ConversionError(f"opset {opset} is not supported (use {MIN_OPSET}..{MAX_OPSET})")
-    sg = graph.main
-    same = steps.start(graph, (keep_io_layout, opset, float_io, keep_fp16, exact_int, allow_custom, dynamic_as_float))
-    if not same:                                     # a re-run's model replaces one already held: no estimate
-        memory.check(graph, os.path.basename(graph.path) or "the model", weights_over)
-    if same and steps.prepared is not None:          # checked and folded by the last run
-        table, folded, constants = steps.prepared
-    else:
-        table, folded, constants = steps.prepared = _prepare(graph, allow_custom)
-    pin_map = resolve_pins(sg, pins)
-    nested = _nested(graph, table)
-    plan = _plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), memo=steps.memo,
-                 **nested)
-    trace = ConversionTrace()
-    try:
-        em = steps.emitter(sg, plan, opset, constants, trace)
-    except HOSTILE as e:
-        raise ConversionError(f"cannot prepare the conversion: the model is inconsistent ({type(e).__name__}: {e})"
-                              ) from None
-    em.graph, em.table, em.nested = graph, table, emit_subgraph
-    em.subplans = nested.get("subplans")
-    em.q.keep_fp16, em.q.exact, em.q.dynamic_as_float = keep_fp16, exact_int, dynamic_as_float
-
-    # The graph is built in place (helper.make_graph + make_model copied every node twice, extend copied every
-    # value info once); the same bytes.
-    model = onnx.ModelProto(ir_version=IR_VERSION, producer_name=PRODUCER, producer_version=_version())
-    g = model.graph
-    inputs = _graph_inputs(em, constants, float_io, g.input)
-    out_names = _output_names(em, float_io)
-    steps.emit_ops(em, folded, emit_op)
-    outputs = _graph_outputs(em, out_names, float_io, g.output)
-    if em.state is not None:                        # resource variables: explicit state inputs/outputs
-        state_in, state_out = em.state.finish(em)
-        g.input.extend(state_in)
-        g.output.extend(state_out)
-        inputs += state_in
-        outputs += state_out
-
-    steps.add_value_infos(g, em, {v.name for v in inputs + outputs}, constants)
-
-    # Initializers are bounded before anything copies them (upb cannot copy or measure a >2 GB message), and join
-    # the model last, once the rest of it has been measured exactly (see _add_initializers).
-    init_bound = sum(map(steps.size_bound, em.initializers))
-    steps.finish(em, graph, init_bound)
-    if init_bound > _protobuf_limit():
-        check_size(*em.initializers)
-    steps.add_nodes(g, em.nodes)
-    g.name = graph_name(graph)
-    emitted = len(g.node)
-    cleaned = steps.clean(g, trace, em.nodes)       # the planner should leave nothing: each rewrite is noted
-    rewritten = bool(cleaned) or len(g.node) != emitted      # (an Identity dropped is no warning)
-    model.opset_import.add(domain="", version=opset)
-    if allow_custom:
-        from .ops.custom import CUSTOM_DOMAIN, uses_domain
-        if uses_domain(model.graph, CUSTOM_DOMAIN):
-            model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
-    if graph.description:
-        model.doc_string = graph.description
-    categories = steps.categories(sg, table)
-    warnings = graph.notes + em.warnings + [f"peephole: {line}" for line in cleaned]
-    model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
-        sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
-        {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
-    state = []
-    if em.state is not None:
-        state = em.state.describe()
-        warnings += em.state.warnings
-        model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
-    rest = steps.rest_bound(model) if not rewritten else None    # (a rewrite may grow one)
-    left_out = _add_initializers(model, em.initializers, init_bound, steps if steps.usable else None, weights_over,
-                                 rest)
-    result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
-                              options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
-                                       "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
-                                       "dynamic_as_float": dynamic_as_float,
-                                       "pins": {sg.tensors[t].name: list(p) for t, p in pin_map.items()}
-                                       if pin_map else {}},
-                              warnings=warnings, subgraphs=dict(em.subgraphs), state=state,
-                              quantization=em.q.report(), weights_left_out=bool(left_out))
-    if check:
-        check_model(model)
-    return result
+    never exported or validated, whose weights would be parsed in only to be cleared again.
+    A conversion from scratch, the same each time (incremental.Reconverter.convert gives the same bytes after a
+    pin, from the last run's pieces)."""
+    return Fresh().convert(graph, pins, keep_io_layout, opset, check, float_io, keep_fp16, exact_int, allow_custom,
+                           weights_over, dynamic_as_float)
 
 
 def _prepare(graph: Graph, allow_custom: bool):
@@ -427,31 +452,17 @@ def _size_bound(proto) -> int:
     return _byte_size(proto)
 
 
-def _add_initializers(model, initializers, bound: int, cache=None, weights_over: int | None = None,
+def _add_initializers(model, initializers, bound: int, adder: "Fresh", weights_over: int | None = None,
                       rest: int | None = None) -> bool:
-    """Put the initializers in the model, after proving it stays under protobuf's limit: the rest of the model
-    measured exactly (nodes and value infos; small) plus the initializers' bound and their tags and lengths.
-    With `cache` (a Reconverter whose records hold them) each is parsed in from its kept wire form. Those with
-    more raw bytes than `weights_over` go in without their data (without_data); returns whether any did.
+    """Put the initializers in the model (adder.add_initializers: from scratch, or parsed in from a Reconverter's
+    kept wire forms), after proving it stays under protobuf's limit: the rest of the model measured exactly (nodes
+    and value infos; small) plus the initializers' bound and their tags and lengths. Those with more raw bytes
+    than `weights_over` go in without their data (without_data); returns whether any did.
     `rest`: an upper bound of the model's size so far, if known (else it is measured)."""
     rest = _byte_size(model) if rest is None else rest
-    left_out = False
-    if cache is not None or weights_over is not None:
-        merge, into = model.graph.MergeFromString, model.graph.initializer
-        raw_size = cache.raw_size if cache is not None else raw_length
-        for t in initializers:
-            big = weights_over is not None and raw_size(t) > weights_over
-            left_out |= big
-            if cache is not None:
-                merge(cache.wire(t, data=not big))
-            else:
-                into.append(without_data(t) if big else t)
-    else:
-        into = model.graph.initializer
-        for k in range(len(initializers)):          # protobuf copies each one in: the original goes at once, so
-            into.append(initializers[k])            # the weights are never held twice whole
-            initializers[k] = None
-    if rest + bound + 16 * len(initializers) > _protobuf_limit():
+    count = len(initializers)
+    left_out = adder.add_initializers(model, initializers, weights_over)
+    if rest + bound + 16 * count > _protobuf_limit():
         check_size(model)
     return left_out
 
@@ -524,11 +535,6 @@ def op_categories(sg: Subgraph, table) -> dict:
     return {op.index: table[op.opcode].category if op.opcode in table else Category.TERMINATE for op in sg.ops}
 
 
-def _plan(sg: Subgraph, *args, **kwargs):
-    """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a crash."""
-    return _ranks_checked(sg, _guarded(sg, lambda: plan_layouts(sg, *args, **kwargs)), kwargs.get("memo"))
-
-
 def _guarded(sg: Subgraph, planning):
     """planning(); a ConversionError naming the op when the model's operator inputs or ranks make it fail."""
     try:
@@ -540,16 +546,12 @@ def _guarded(sg: Subgraph, planning):
                               f"are inconsistent ({type(e).__name__}: {e})") from None
 
 
-def _ranks_checked(sg: Subgraph, plan, memo: PlanMemo | None = None):
-    """plan, after checking that every layout has its tensor's rank (ConversionError otherwise)."""
-    tensors = sg.tensors
-    # A plan updated from the last one (which passed) has only the perms it changed to check; a plan that fails
-    # is not kept as the next one's start.
-    changes = memo.plan_changes if memo is not None else None
-    for t, perm in (((t, plan.perms[t]) for t in changes[1]) if changes is not None else plan.perms.items()):
-        if len(perm) != len(tensors[t].shape):
-            if memo is not None:
-                memo.problem = None
+def _ranks_checked(sg: Subgraph, plan, tensors=None):
+    """plan, after checking that every layout has its tensor's rank (ConversionError otherwise); `tensors`: the
+    only ones to check, if known (a plan updated from the last one, which passed, checks those it changed)."""
+    shapes = sg.tensors
+    for t, perm in (((t, plan.perms[t]) for t in tensors) if tensors is not None else plan.perms.items()):
+        if len(perm) != len(shapes[t].shape):
             producers = sg.producers()
             op = sg.ops[producers[t]] if t in producers else None
             raise ConversionError(f"tensor '{sg.tensors[t].name}' is declared with shape {list(sg.tensors[t].shape)}"

@@ -1,6 +1,7 @@
 """Re-conversion after a pin that reuses the last conversion's pieces, with the very bytes a full conversion gives.
 
-A `Reconverter` is handed to `convert(..., cache=)` for one model and options. The first run records, per TFLite op,
+A `Reconverter` converts one model again and again (`Reconverter.convert`, convert.convert's steps taken from the
+last run's pieces; it starts afresh by itself when the graph or options differ). The first run records, per TFLite op,
 what its emission read (plan entries, memoised values, tensor names) and what it did (names taken, nodes,
 initializers, trace entries). A later run with other pins re-plans, then walks the ops in order: an op whose
 recorded reads all still hold and whose names come out the same is replayed from its record; any other op is
@@ -16,8 +17,11 @@ from dataclasses import replace
 from itertools import chain
 
 from inspector.core.ir.diff import changed
+from inspector.core.ir.errors import ConversionError
+from inspector.core.layout.propagation import Replanner
 
 from . import peephole
+from .convert import Fresh, _guarded, _ranks_checked
 from .emitter import Emitter, _varint, clean_base, next_free
 
 MISSING = object()
@@ -192,13 +196,13 @@ def _present(value) -> bool:
     return value is not MISSING and bool(value)
 
 
-class Reconverter:
+class Reconverter(Fresh):
     """One model's conversion pieces for the next run (see the module's doc). Not thread-safe: one run at a time."""
 
     def __init__(self):
         self.key = None
         self.prepared = None            # (op table, folded ops, constants) of the main subgraph
-        self.problem = None             # the layout problem of the last run (layout.propagation.plan_layouts)
+        self.replanner = Replanner()    # the layout problem of the last run
         self.segments: dict[int, Segment] = {}
         self.usable = False             # the last run's records may be replayed
         self._bounds: dict[int, list] = {}      # id(initializer) -> [it, its size bound, its raw bytes or None]
@@ -218,13 +222,13 @@ class Reconverter:
         self.checked = 0                # records checked read by read in the last run (the others met no change)
         self.bulk = 0                   # chunks replayed whole in the last run
         self._last: dict | None = None  # _inputs of the last run
-        self.plan_tables = self.plan_changes = None     # set by layout.propagation.plan_layouts (memo=)
 
     def start(self, graph, options: tuple) -> bool:
         """Is this run for the same model and options as the last? (Otherwise everything is forgotten.)"""
         if self.key is not None and self.key[0] is graph and self.key[1] == options:
             return True
-        self.key, self.prepared, self.problem, self.segments, self.usable = (graph, options), None, None, {}, False
+        self.key, self.prepared, self.segments, self.usable = (graph, options), None, {}, False
+        self.replanner = Replanner()
         self._bounds, self._wire, self._infos, self._nodes, self._chunks = {}, {}, {}, {}, {}
         self._values = self._categories = None
         return False
@@ -368,11 +372,29 @@ class Reconverter:
     def emitter(self, sg, plan, opset, constants, trace) -> Emitter:
         return Recorder(sg, plan, opset, constants, trace)
 
-    # --- the steps of convert._convert (convert.Fresh takes them from scratch) --------------------------------
-    @property
-    def memo(self) -> "Reconverter":
-        """What the planner keeps between runs (layout.propagation.plan_layouts' memo): on this object."""
-        return self
+    # --- the steps of convert.Fresh._convert (Fresh takes them from scratch) ------------------------------------
+    def plan(self, sg, *args, **kwargs):
+        """Replanner.plan, checked as Fresh.plan checks plan_layouts': only the perms it changed, when it was
+        updated from the last plan (which passed). A plan that fails is not kept as the next one's start."""
+        rp = self.replanner
+        plan = _guarded(sg, lambda: rp.plan(sg, *args, **kwargs))
+        changes = rp.plan_changes
+        try:
+            return _ranks_checked(sg, plan, changes[1] if changes is not None else None)
+        except ConversionError:
+            rp.problem = None
+            raise
+
+    def add_initializers(self, model, initializers: list, weights_over: int | None) -> bool:
+        """Fresh.add_initializers; when the records hold them, each parsed in from its kept wire form."""
+        if not self.usable:
+            return super().add_initializers(model, initializers, weights_over)
+        merge, raw_size, left_out = model.graph.MergeFromString, self.raw_size, False
+        for t in initializers:
+            big = weights_over is not None and raw_size(t) > weights_over
+            left_out |= big
+            merge(self.wire(t, data=not big))
+        return left_out
 
     def add_value_infos(self, g, em: Emitter, io_names: set, constants) -> None:
         g.MergeFromString(self.value_infos(em, io_names, constants))
@@ -381,7 +403,13 @@ class Reconverter:
         g.MergeFromString(self.node_wire(nodes))
 
     def clean(self, g, trace, nodes) -> list[str]:
-        return peephole.clean_at(g, trace, self.transposes_at, self.info_index)
+        """peephole.clean, knowing where the graph's Transposes and Identities are (node_wire's) and the position
+        of each value name's last value_info: no walk over 10,000 nodes and value infos."""
+        at = self.transposes_at
+        if not at:
+            return []
+        return peephole.clean_nodes(g, trace, [g.node[i] for i in at],
+                                    lambda wanted: peephole.value_infos_at(g, wanted, self.info_index()))
 
     def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
         """Every op in order: replayed from its record when that still holds, else emitted and recorded.
@@ -392,7 +420,7 @@ class Reconverter:
         records that meet it are checked read by read (_holds); the others are replayed at once, a whole Chunk
         at a time where none of its records meets it."""
         old, last = self.segments if self.usable else {}, self._last
-        tables, changes = self.plan_tables, self.plan_changes        # (this run's plan_layouts set them)
+        tables, changes = self.replanner.plan_tables, self.replanner.plan_changes     # (this run's plan)
         now = _inputs(em, tables)
         if changes is not None and last is not None and changes[0] is last["tables"]:
             moved, plan_moved = changes[1], {("in", k) for k in changes[2]} | {("out", k) for k in changes[3]}

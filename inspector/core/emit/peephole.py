@@ -25,18 +25,14 @@ def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
     copied from, to look for a Transpose or Identity without a wrapper per graph node."""
     if not any(n.op_type in KINDS for n in (graph.node if nodes is None else nodes)):   # the usual case
         return []
-    return _clean(graph, trace, [n for n in graph.node if n.op_type in KINDS], lambda wanted: _walked(graph, wanted))
+    return clean_nodes(graph, trace, [n for n in graph.node if n.op_type in KINDS],
+                       lambda wanted: _walked(graph, wanted))
 
 
-def clean_at(graph: onnx.GraphProto, trace, at: list[int], infos: Callable[[], dict[str, int]]) -> list[str]:
-    """clean, for a re-conversion that knows where the graph's Transposes and Identities are (`at`) and, through
-    `infos`, the position of each value name's last value_info: no walk over 10,000 nodes and value infos."""
-    if not at:
-        return []
-    return _clean(graph, trace, [graph.node[i] for i in at], lambda wanted: _indexed(graph, wanted, infos()))
-
-
-def _clean(graph, trace, found: list, shapes_of: Callable[[set[str]], dict]) -> list[str]:
+def clean_nodes(graph, trace, found: list, shapes_of: Callable[[set[str]], dict]) -> list[str]:
+    """clean, given the graph's Transpose and Identity nodes (`found`) and `shapes_of(names)`: value name -> its
+    value info (the last of a name, outputs over the rest), for the names asked (a re-conversion knows where
+    they are: incremental.Reconverter.clean)."""
     done: list[str] = []
     transposes = [n for n in found if n.op_type == "Transpose"]
     dead = _transposes(graph, transposes, trace, shapes_of, done) if transposes else set()
@@ -58,8 +54,8 @@ def _walked(graph, wanted: set[str]) -> dict:
     return {v.name: v for part in (graph.input, graph.value_info, graph.output) for v in part if v.name in wanted}
 
 
-def _indexed(graph, wanted: set[str], index: dict[str, int]) -> dict:
-    """_walked, with the position of each name's last value_info known."""
+def value_infos_at(graph, wanted: set[str], index: dict[str, int]) -> dict:
+    """_walked, with the position of each name's last value_info known (`index`)."""
     shapes = {v.name: v for v in graph.input if v.name in wanted}
     shapes.update((name, graph.value_info[index[name]]) for name in wanted if name in index)
     shapes.update((v.name, v) for v in graph.output if v.name in wanted)

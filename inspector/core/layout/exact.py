@@ -135,11 +135,11 @@ class _Free:
         return ms is not None and len(ms) > 1
 
 
-def _readers(pb: Problem, t: int, cache: dict) -> dict[int, list[set]]:
-    """Reader op -> per mode, the layouts it reads t in (memoised in `cache`)."""
-    got = cache.get(t)
+def _readers(pb: Problem, t: int, known: dict) -> dict[int, list[set]]:
+    """Reader op -> per mode, the layouts it reads t in (kept in `known`, by t, for this search)."""
+    got = known.get(t)
     if got is None:
-        got = cache[t] = {}
+        got = known[t] = {}
         for oi in pb.graph_facts()[1].get(t, ()):
             ms = pb.modes.get(oi)
             if ms is None or oi in got:

@@ -14,7 +14,6 @@ decided by rule first (assign.input_layout); user pins are hard constraints.
 from __future__ import annotations
 
 from copy import copy
-from typing import Protocol
 
 from . import layout as L
 from inspector.core.ir.graph import Subgraph
@@ -35,37 +34,47 @@ def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
     return min(dict.fromkeys(perms), key=lambda p: (-perms.count(p), L.is_identity(p), perms.index(p)))
 
 
-class PlanMemo(Protocol):
-    """What a re-plan keeps between runs (emit.incremental.Reconverter is one; see plan_layouts)."""
-    problem: Problem | None         # the last problem of the subgraph, a re-plan's start
-    plan_tables: tuple | None       # the plan's own tables (assemble's)
-    plan_changes: tuple | None      # (the last plan's tables, the keys whose values differ from them), or None
-
-
 def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
                  skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
-                 time_budget: float = TIME_BUDGET, memo: PlanMemo | None = None, graph=None, subplans=None,
-                 boundary=None) -> LayoutPlan:
+                 time_budget: float = TIME_BUDGET, graph=None, subplans=None, boundary=None) -> LayoutPlan:
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
-    `memo`: a PlanMemo, whose `problem` keeps the last problem of this subgraph (same skip, constants and
-    I/O option) between runs, so a re-plan after a pin rebuilds only the ops the pin reaches (Problem.build) and
-    re-solves only the parts of the graph around them (exact.resolve). It also gets `plan_tables`: the plan's
-    own tables (assemble's, never changed), and `plan_changes`: (the last plan's tables, the keys of perms, inputs
-    and produced whose values differ from them) when the plan was updated from the last one, else None.
     `graph`, `subplans`: the whole Graph and its subgraphs' plans (nested.Subplans): IF and WHILE are planned with
-    this graph. `boundary`: (input layouts, output layouts, who chose them) of a subgraph planned so."""
-    old = memo.problem if memo is not None else None
-    pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old, graph=graph, subplans=subplans,
-                 boundary=boundary)
-    if memo is not None:
-        memo.problem = pb
-        pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
-    choice, optimality = solve(pb, time_budget, previous=old)
-    plan = assemble(pb, choice, optimality, keep=memo is not None)
-    if memo is not None:            # what the re-emission compares with the last plan (emit/incremental.py)
-        memo.plan_tables, memo.plan_changes = pb.kept["plan"], pb.changes
-    pb.base = pb.changes = None     # the last problem's figures, updated into this one's: not kept twice
+    this graph. `boundary`: (input layouts, output layouts, who chose them) of a subgraph planned so.
+    (Replanner.plan gives the same plan after a pin from the last run's problem.)"""
+    pb = problem(sg, table, pins, keep_io_layout, skip, constants, graph=graph, subplans=subplans, boundary=boundary)
+    choice, optimality = solve(pb, time_budget)
+    plan = assemble(pb, choice, optimality, keep=False)
+    pb.base = pb.changes = None
     return plan
+
+
+class Replanner:
+    """plan_layouts for one subgraph planned again and again (the window's re-runs after a pin): `problem` keeps
+    the last problem (same skip, constants and I/O option), so a re-plan rebuilds only the ops the pin reaches
+    (Problem.build) and re-solves only the parts of the graph around them (exact.resolve). After each plan,
+    `plan_tables`: the plan's own tables (assemble's, never changed), and `plan_changes`: (the last plan's
+    tables, the keys of perms, inputs and produced whose values differ from them) when the plan was updated from
+    the last one, else None (what the re-emission compares with the last plan: emit/incremental.py)."""
+
+    def __init__(self):
+        self.problem: Problem | None = None
+        self.plan_tables: tuple | None = None
+        self.plan_changes: tuple | None = None
+
+    def plan(self, sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
+             skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
+             time_budget: float = TIME_BUDGET, graph=None, subplans=None, boundary=None) -> LayoutPlan:
+        """plan_layouts' plan, from the last problem where it still holds."""
+        old = self.problem
+        pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old, graph=graph, subplans=subplans,
+                     boundary=boundary)
+        self.problem = pb
+        pb.graph_facts()        # what the re-plan after a pin reads (Problem._rebuild): now, not on the first pin
+        choice, optimality = solve(pb, time_budget, previous=old)
+        plan = assemble(pb, choice, optimality, keep=True)
+        self.plan_tables, self.plan_changes = pb.kept["plan"], pb.changes
+        pb.base = pb.changes = None     # the last problem's figures, updated into this one's: not kept twice
+        return plan
 
 
 def solved_problem(sg: Subgraph, table, skip=frozenset(), constants=None, graph=None, subplans=None,
@@ -120,7 +129,7 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = T
     (No closures: three function objects made per plan were a tenth of a single-op model's planning.)
     With `keep`, what each op adds is kept (pb.kept["plan"]): after a re-plan only the ops whose mode, pins or
     inputs' layouts changed (pb.redo, solve._count's) are assembled again, into copies of the last plan's tables.
-    Without (nothing will re-plan from pb: a conversion without a memo), the plan takes the tables themselves."""
+    Without (nothing will re-plan from pb: plan_layouts), the plan takes the tables themselves."""
     sg, pins = pb.sg, pb.pins
     plan = LayoutPlan(pins=dict(pins), optimality=optimality)
     tensors = sg.tensors

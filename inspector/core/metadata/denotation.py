@@ -16,7 +16,7 @@ from onnx import TensorProto
 from . import schema as ms
 from .findings import Finding, fmt
 from .edits import MetadataEdits
-from .parsed import SHARED, Memo, Parts
+from .parsed import Memo, Parts
 
 FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16}
 INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
@@ -26,12 +26,12 @@ INT8_TYPES = {TensorProto.UINT8, TensorProto.INT8}
 
 def consistency_findings(model, parts: Parts | None = None) -> list[Finding]:
     """IMAGE tensors vs their shape, their dimension denotations and the model's Image.* metadata (`parts`: the
-    model's, parsed.SHARED's reading when None)."""
+    model's, read anew when None)."""
     image = {k: v for k, (_, v) in ms.image_props(model).items() if v}
     fmt_value = _canonical(ms.PIXEL_FORMAT, image.get(ms.PIXEL_FORMAT))
     rng = _canonical(ms.PIXEL_RANGE, image.get(ms.PIXEL_RANGE))
     out: list[Finding] = []
-    images = (parts or SHARED.parts(model)).images()
+    images = (parts or Memo().parts(model)).images()
     for vi in images:
         def add(kind, msg, code, name=vi.name, field=""):
             out.append(Finding("", f"IMAGE tensor '{name}': {msg}", kind, name, code=code,
@@ -79,16 +79,15 @@ def _canonical(key: str, value: str | None) -> str | None:
 
 # -- dimension denotation propagation and verification -----------------------------------------------------------
 
-def propagate(model, memo: Memo | None = None, parts: Parts | None = None
-              ) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
+def propagate(model) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
     """Dimension denotations of every value reachable from the graph inputs and format ops, and the findings
-    (`memo`, `parts`: see denotation_rules.Propagator).
+    (a Linter propagates from the records of the models it read before: denotation_rules.Propagator).
 
     Returns value name -> one denotation per axis ("" where unknown); values whose rank or meaning is lost (after a
     Reshape, MatMul, Gemm ...) are absent.
     """
     from .denotation_rules import Propagator
-    return Propagator(shape_view(model), memo, parts).run()
+    return Propagator(shape_view(model)).run()
 
 
 LARGE_CONSTANT = 1024      # elements; the propagator's rules read only small constants (axes, scales, sizes)
@@ -166,13 +165,12 @@ class Reading:
     edited: frozenset
 
 
-def annotate(result, edits: MetadataEdits | None = None, memo: Memo | None = None) -> list[str]:
+def annotate(result, edits: MetadataEdits | None = None) -> list[str]:
     """The metadata pass (see annotate_read); returns notes for the user."""
-    return annotate_read(result, edits, memo)[0]
+    return annotate_read(result, edits)[0]
 
 
-def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None = None
-                  ) -> tuple[list[str], Reading, list[dict] | None]:
+def annotate_read(result, edits: MetadataEdits | None = None) -> tuple[list[str], Reading, list[dict] | None]:
     """The metadata pass of a conversion, in place on result.model (the result itself is frozen: its metadata
     mapping is returned, None without TFLite metadata); returns notes for the user.
 
@@ -180,33 +178,87 @@ def annotate_read(result, edits: MetadataEdits | None = None, memo: Memo | None 
        where propagation through the graph does not contradict them, then the outputs' from that propagation,
     2. the TFLite metadata hints (IMAGE, Image.* keys, doc string) as a pre-fill,
     3. the user's `edits` on top (they win), validated: MetadataError when invalid, and the model is untouched.
-    `memo`: parsed.Memo of the models read before (parsed.SHARED when None): after a pin, only what it changed
-    is read again. Also returns its Reading of the model.
+    Also returns its Reading of the model. (An Annotator gives the same after a pin, reading again only what
+    the pin changed.)
     """
-    io = _io_map(result)
-    inputs = {vi.name for vi in result.model.graph.input}
-    dims, notes, prop = _io_dims(result.model, {n: p for n, p in io.values() if p is not None and n in inputs}, memo)
-    meta, prefill, mapping = None, MetadataEdits(), None
-    if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
-        from .tflite import edits_from_metadata, read_tflite_metadata
-        meta = read_tflite_metadata(result.graph)
-        prefill = edits_from_metadata(meta)
-    if meta is not None:
-        import json
+    return Annotator().annotate_read(result, edits)
 
-        from .tflite import field_mapping
-        prefill.types = {io[t][0]: v for t, v in prefill.types.items() if t in io}
-        kept = {io[t][0]: v for t, v in meta.normalization.items() if t in io}
-        if kept:
-            prefill.props[ms.NORMALIZATION_KEY] = json.dumps(kept)
-        mapping = [_renamed(m, io) for m in field_mapping(meta)]
-        notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
-                  for t, v in meta.types.items() if t in io]
-        notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
-        notes += meta.notes + meta.warnings
-    final = dims.merged(prefill).merged(edits or MetadataEdits())
-    notes += final.apply(result.model)
-    return notes, Reading(result.model, prop, frozenset(final.types) | frozenset(final.dims)), mapping
+
+class Annotator:
+    """The metadata pass for models annotated one after another (the window's re-runs after a pin): `memo`, the
+    records of the models read before (parsed.Memo; shared with a Linter for the checker that follows), makes
+    only what a pin changed be read again. The same notes, edits and Reading as annotate_read."""
+
+    def __init__(self, memo: Memo | None = None):
+        self.memo = memo if memo is not None else Memo()
+
+    def annotate(self, result, edits: MetadataEdits | None = None) -> list[str]:
+        return self.annotate_read(result, edits)[0]
+
+    def annotate_read(self, result, edits: MetadataEdits | None = None
+                      ) -> tuple[list[str], Reading, list[dict] | None]:
+        """annotate_read (see there)."""
+        io = _io_map(result)
+        inputs = {vi.name for vi in result.model.graph.input}
+        dims, notes, prop = self._io_dims(result.model,
+                                          {n: p for n, p in io.values() if p is not None and n in inputs})
+        meta, prefill, mapping = None, MetadataEdits(), None
+        if "TFLITE_METADATA" in result.graph.metadata:     # its reader (and flatbuffers) only when there is some
+            from .tflite import edits_from_metadata, read_tflite_metadata
+            meta = read_tflite_metadata(result.graph)
+            prefill = edits_from_metadata(meta)
+        if meta is not None:
+            import json
+
+            from .tflite import field_mapping
+            prefill.types = {io[t][0]: v for t, v in prefill.types.items() if t in io}
+            kept = {io[t][0]: v for t, v in meta.normalization.items() if t in io}
+            if kept:
+                prefill.props[ms.NORMALIZATION_KEY] = json.dumps(kept)
+            mapping = [_renamed(m, io) for m in field_mapping(meta)]
+            notes += [f"type denotation of '{io[t][0]}' = {v}, from {meta.sources.get(t, 'TFLite metadata')}"
+                      for t, v in meta.types.items() if t in io]
+            notes += [f"{k} = {v}, from {meta.sources.get(k, 'TFLite metadata')}" for k, v in meta.image.items()]
+            notes += meta.notes + meta.warnings
+        final = dims.merged(prefill).merged(edits or MetadataEdits())
+        notes += final.apply(result.model)
+        return notes, Reading(result.model, prop, frozenset(final.types) | frozenset(final.dims)), mapping
+
+    def _io_dims(self, model, input_layouts) -> tuple[MetadataEdits, list[str], Any]:
+        """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
+        from .denotation_rules import Propagator
+        from .edits import layout_edits
+        guessed, notes = layout_edits(model, input_layouts)
+        prop = Propagator(shape_view(model), self.memo)
+        accepted: dict[str, list[str]] = {}
+        dens, found = prop.run(accepted)            # the propagation from what is accepted so far (runs are pure)
+        before = {f.message for f in found}
+        for name, d in guessed.dims.items():
+            first = None
+            for cand in (d, _channels_first_reading(d)):
+                if cand is None:
+                    continue
+                tried, after = prop.run({**accepted, name: cand})
+                new = [f.message for f in after if f.message not in before]
+                first = first or new
+                if not new:
+                    accepted[name], before, dens = cand, {f.message for f in after}, tried
+                    if cand is not d:          # e.g. a PyTorch-origin input, [1, 3, H, W] in TFLite already
+                        notes = [n for n in notes if not n.startswith(f"'{name}':")]
+                        notes.append(f"'{name}': dimension denotations {fmt(cand)}: the graph reads it channels-first "
+                                     "(its TFLite shape already is)")
+                    break
+            else:
+                notes = [n for n in notes if not n.startswith(f"'{name}':")]
+                notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({first[0]}); "
+                             "dimension denotations not set")
+        out = MetadataEdits(dims=dict(accepted))
+        for vi in model.graph.output:
+            d = dens.get(vi.name)
+            if d and any(d) and len(d) == len(vi.type.tensor_type.shape.dim) and vi.name not in out.dims:
+                out.dims[vi.name] = list(d)
+                notes.append(f"'{vi.name}': dimension denotations {fmt(d)} propagated from the inputs")
+        return out, notes, prop
 
 
 def _renamed(entry: dict, io) -> dict:
@@ -223,40 +275,3 @@ def _channels_first_reading(d: list[str]) -> list[str] | None:
     if len(d) >= 3 and d[-1] == DATA_CHANNEL and DATA_CHANNEL not in d[:-1]:
         return [d[0], DATA_CHANNEL] + d[1:-1]
     return None
-
-
-def _io_dims(model, input_layouts, memo: Memo | None) -> tuple[MetadataEdits, list[str], Any]:
-    """Input denotations from layouts that the graph does not contradict, and the outputs' propagated ones."""
-    from .denotation_rules import Propagator
-    from .edits import layout_edits
-    guessed, notes = layout_edits(model, input_layouts)
-    prop = Propagator(shape_view(model), memo)
-    accepted: dict[str, list[str]] = {}
-    dens, found = prop.run(accepted)            # the propagation from what is accepted so far (runs are pure)
-    before = {f.message for f in found}
-    for name, d in guessed.dims.items():
-        first = None
-        for cand in (d, _channels_first_reading(d)):
-            if cand is None:
-                continue
-            tried, after = prop.run({**accepted, name: cand})
-            new = [f.message for f in after if f.message not in before]
-            first = first or new
-            if not new:
-                accepted[name], before, dens = cand, {f.message for f in after}, tried
-                if cand is not d:          # e.g. a PyTorch-origin input, [1, 3, H, W] in TFLite already
-                    notes = [n for n in notes if not n.startswith(f"'{name}':")]
-                    notes.append(f"'{name}': dimension denotations {fmt(cand)}: the graph reads it channels-first "
-                                 "(its TFLite shape already is)")
-                break
-        else:
-            notes = [n for n in notes if not n.startswith(f"'{name}':")]
-            notes.append(f"'{name}': its layout suggests {fmt(d)}, but the graph contradicts it ({first[0]}); "
-                         "dimension denotations not set")
-    out = MetadataEdits(dims=dict(accepted))
-    for vi in model.graph.output:
-        d = dens.get(vi.name)
-        if d and any(d) and len(d) == len(vi.type.tensor_type.shape.dim) and vi.name not in out.dims:
-            out.dims[vi.name] = list(d)
-            notes.append(f"'{vi.name}': dimension denotations {fmt(d)} propagated from the inputs")
-    return out, notes, prop

@@ -11,7 +11,7 @@ from inspector.core.ir.diff import changed
 
 from . import schema as ms
 from .findings import Finding, fmt
-from .parsed import SHARED, Memo, Parts
+from .parsed import Memo, Parts
 
 B, C, F = ms.DATA_BATCH, ms.DATA_CHANNEL, ms.DATA_FEATURE
 MAX_OUTCOMES = 16           # outcomes kept per node (one per distinct input denotations seen): a bound, not a need
@@ -47,9 +47,9 @@ class Propagator:
     """One pass over the nodes in order (ONNX requires topological order); `run` may be repeated with other seeds."""
 
     def __init__(self, model, memo: Memo | None = None, parts: Parts | None = None):
-        """`memo`: records of models read before (parsed.SHARED when None; parsed.Memo() reads all of it anew);
+        """`memo`: records of models read before (a Linter's or an Annotator's; None: all of it read anew);
         `parts`: the model's, when the caller read them already."""
-        memo = SHARED if memo is None else memo
+        memo = Memo() if memo is None else memo
         parts = parts or memo.parts(model)
         self.graph, self.parts = model.graph, parts
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
@@ -57,7 +57,7 @@ class Propagator:
         self.labels = [n.name or f"{n.op_type}#{i}" for i, n in enumerate(self.nodes)]
         self.input_names = [v.name for v in parts.inputs]
         self.declared = {}
-        self.shapes = _shapes(model, parts, self.declared, memo)
+        self.shapes = self._shapes(model, parts, memo)
         self.inits = {t.name: t for t in self.graph.initializer}
         self.consts = {n.output[0]: n for n in self.nodes if n.op_type == "Constant" and n.output}
         self.outcomes = self._outcomes(memo, parts)
@@ -67,12 +67,23 @@ class Propagator:
         model's now; MetadataEdits.apply changes no node, initializer, name or shape): the same nodes, shapes and
         constants, the declared denotations read again, and the outcomes of the nodes that read a changed one
         dropped (`_outcomes`). The checker after the metadata pass: a second Propagator cost ~80 ms on 10k ops."""
-        memo = SHARED if memo is None else memo
+        memo = Memo() if memo is None else memo
         p = copy(self)
         p.parts, p.declared = parts, {}
         _declared(parts, p.declared)        # (its shapes: denotations are not part of them)
         p.outcomes = p._outcomes(memo, parts)
         return p
+
+    def _shapes(self, model, parts: Parts, memo: Memo) -> dict[str, tuple]:
+        """Static shapes (None for symbolic dims) from the model, and from ONNX shape inference when it succeeds and can
+        add something: a node output with no shape, or a symbolic dim (the converter writes static shapes where it can;
+        inference on a 10,000-node graph costs as much as a propagation run; after a pin only the nodes it changed
+        are inferred again: inference.py). Fills self.declared with the model's dimension denotations on the way (one
+        pass over the value infos). The dict returned is shared: read it only."""
+        from . import inference
+        out = _declared(parts, self.declared)
+        needed = any(None in s for s in out.values()) or any(o and o not in out for n in parts.nodes for o in n.output)
+        return inference.Inference(memo).shapes(model, parts, out, needed)
 
     def _outcomes(self, memo: Memo, parts: Parts) -> list[dict]:
         """Per node, what its step did (see `run`), kept from the last model wherever this node reads what it read
@@ -384,18 +395,6 @@ def _contradicts(actual, expected) -> bool:
         if a and e and a != e and not (a in ms.SPATIAL and e in ms.SPATIAL):
             return True
     return False
-
-
-def _shapes(model, parts: Parts, declared: dict, memo: Memo) -> dict[str, tuple]:
-    """Static shapes (None for symbolic dims) from the model, and from ONNX shape inference when it succeeds and can
-    add something: a node output with no shape, or a symbolic dim (the converter writes static shapes where it can;
-    inference on a 10,000-node graph costs as much as a propagation run; after a pin only the nodes it changed
-    are inferred again: inference.py). Fills `declared` with the model's dimension denotations on the way (one
-    pass over the value infos). The dict returned is shared: read it only."""
-    from . import inference
-    out = _declared(parts, declared)
-    needed = any(None in s for s in out.values()) or any(o and o not in out for n in parts.nodes for o in n.output)
-    return inference.shapes(model, parts, out, memo, needed)
 
 
 def _declared(parts: Parts, declared: dict) -> dict[str, tuple]:

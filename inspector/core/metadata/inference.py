@@ -36,37 +36,146 @@ class Inferred:
     redone: int = 0
 
 
-def shapes(model, parts: Parts, declared_shapes: dict, memo: Memo, needed: bool) -> dict:
-    """Static shapes: `declared_shapes` (the value infos') and the initializers', and when `needed` (a node output
-    without a shape, or a symbolic dim) what inference adds (see the module's doc); kept in `memo` with what the
-    next model's inference needs. The dict returned is shared: read it only."""
-    g = model.graph
-    init_list = [(t.name, t.SerializeToString()) for t in g.initializer]
-    inits = dict(init_list)
-    key = (tuple(parts.node_keys), tuple(v.type_key for v in parts.inputs), tuple(v.type_key for v in parts.value_info),
-           tuple(v.type_key for v in parts.outputs), tuple(init_list),
-           tuple(o.SerializeToString() for o in model.opset_import), model.ir_version)
-    last = memo.inferred
-    if last is not None and last.key == key:
-        return last.shapes
-    state = None
-    if not needed:
-        state = _as_declared(parts, declared_shapes)
-    elif last is not None and last.finals is not None and last.key[5:] == key[5:] and not model.functions \
-            and len(inits) == len(init_list):
+class Inference:
+    """Shape inference over the models read one after another with `memo`, which keeps the last one's (`inferred`)
+    for the next: after a pin, only the nodes whose types can change are inferred again."""
+
+    def __init__(self, memo: Memo):
+        self.memo = memo
+
+    def shapes(self, model, parts: Parts, declared_shapes: dict, needed: bool) -> dict:
+        """Static shapes: `declared_shapes` (the value infos') and the initializers', and when `needed` (a node
+        output without a shape, or a symbolic dim) what inference adds (see the module's doc); kept with what the
+        next model's inference needs. The dict returned is shared: read it only."""
+        memo = self.memo
+        g = model.graph
+        init_list = [(t.name, t.SerializeToString()) for t in g.initializer]
+        inits = dict(init_list)
+        key = (tuple(parts.node_keys), tuple(v.type_key for v in parts.inputs),
+               tuple(v.type_key for v in parts.value_info), tuple(v.type_key for v in parts.outputs), tuple(init_list),
+               tuple(o.SerializeToString() for o in model.opset_import), model.ir_version)
+        last = memo.inferred
+        if last is not None and last.key == key:
+            return last.shapes
+        state = None
+        if not needed:
+            state = _as_declared(parts, declared_shapes)
+        elif last is not None and last.finals is not None and last.key[5:] == key[5:] and not model.functions \
+                and len(inits) == len(init_list):
+            try:
+                state = self._incremental(parts, inits, model, last)
+            except Exception:  # noqa: BLE001 - whatever it cannot do, the whole inference does (and says the same)
+                state = None
+            if state is not None:
+                state.how = "waves"
+        if state is None:
+            state = self._whole(model, parts, declared_shapes)
+        state.key, state.inits = key, inits
+        for t in g.initializer:
+            state.shapes.setdefault(t.name, tuple(t.dims))
+        memo.inferred = state
+        return state.shapes
+
+    def _whole(self, model, parts: Parts, declared_shapes: dict) -> Inferred:
         try:
-            state = _incremental(parts, inits, model, last, memo)
-        except Exception:  # noqa: BLE001 - whatever it cannot do, the whole inference does (and says the same)
-            state = None
-        if state is not None:
-            state.how = "waves"
-    if state is None:
-        state = _whole(model, parts, declared_shapes, memo)
-    state.key, state.inits = key, inits
-    for t in g.initializer:
-        state.shapes.setdefault(t.name, tuple(t.dims))
-    memo.inferred = state
-    return state.shapes
+            g = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False).graph
+        except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
+            return Inferred((), dict(declared_shapes), None)
+        out = self.memo.add_values(g)
+        shapes, finals = {}, {}
+        for v in (*out.inputs, *out.value_info, *out.outputs):
+            if v.shape is not None:
+                shapes[v.name] = v.shape
+            if finals is not None:
+                if v.name in finals:            # a name twice: which of its types inference used is not modelled
+                    finals = None
+                else:
+                    finals[v.name] = v
+        return _state(shapes, finals, parts, _facts(parts))
+
+    def _incremental(self, parts: Parts, inits: dict[str, bytes], model, last: Inferred) -> Inferred | None:
+        facts = _facts(parts)
+        if facts is None or last.declared is None:
+            return None
+        declared, producer = facts
+        if set(inits) & set(declared):
+            return None
+        nodes, keys = parts.nodes, parts.node_keys
+        if any(n.op_type in SUBGRAPH_OPS for n in nodes):     # a subgraph reads outer values its node does not list
+            return None
+        todo = {i for i, k in enumerate(keys) if k not in last.nodes}
+        # Names whose type or data changed outside any node's inference: their readers are inferred again.
+        types = {n: v.type_key for n, v in declared.items()}
+        forced = changed(last.declared, types) | changed(last.inits, inits)
+        forced.update(last.produced.difference(producer))
+        forced.update(o for i in todo if nodes[i].op_type == "Constant" for o in nodes[i].output)
+        readers: dict[str, list[int]] = {}
+        for i, n in enumerate(nodes):
+            for x in n.input:
+                if x:
+                    readers.setdefault(x, []).append(i)
+        todo.update(producer[n] for n in forced if n in producer)
+        todo.update(j for n in forced for j in readers.get(n, ()))
+
+        def final(name: str) -> Value | None:
+            """The type of a value no node of `todo` produces, as inference leaves it."""
+            return last.finals.get(name) if name in producer else declared.get(name)
+
+        while True:
+            if len(todo) * PART_OF_WHOLE > len(nodes):
+                return None
+            got = self._infer_part(model, parts, sorted(todo), declared, producer, inits, final)
+            grow = set()
+            for i in todo:
+                for o in nodes[i].output:
+                    if o and not _same(got.get(o), last.finals.get(o)):
+                        grow.update(j for j in readers.get(o, ()) if j not in todo)
+            if not grow:
+                break
+            todo |= grow
+        lf = last.finals                    # (final() inlined: it ran for each of ~20,000 names)
+        finals = {n: v for n in dict.fromkeys((*declared, *producer))
+                  if (v := lf.get(n) if n in producer else declared.get(n)) is not None}
+        for i in todo:
+            for o in nodes[i].output:
+                if o:
+                    finals.pop(o, None)
+                    if got.get(o) is not None:
+                        finals[o] = got[o]
+        state = _state({n: v.shape for n, v in finals.items() if v.shape is not None}, finals, parts, facts, types)
+        state.redone = len(todo)
+        return state
+
+    def _infer_part(self, model, parts: Parts, todo: list[int], declared, producer, inits, final
+                    ) -> dict[str, Value]:
+        """Inference over the nodes `todo` (and the Constant nodes whose data they read) as a model of their own, their
+        other inputs typed as inference left them: their output name -> its type (absent: none inferred or declared)."""
+        nodes, g = parts.nodes, model.graph
+        consts = {producer[x] for i in todo for x in nodes[i].input
+                  if x in producer and nodes[producer[x]].op_type == "Constant"}
+        chosen = sorted(set(todo) | consts)
+        sub = onnx.ModelProto(ir_version=model.ir_version)
+        sub.opset_import.extend(model.opset_import)
+        sg = sub.graph
+        made = set()
+        for i in chosen:
+            sg.node.add().ParseFromString(parts.node_keys[i])
+            made.update(nodes[i].output)
+        outside = dict.fromkeys(x for i in chosen for x in nodes[i].input if x and x not in made)
+        tensors = {t.name: t for t in g.initializer if t.name in outside} if any(x in inits for x in outside) else {}
+        for x in outside:
+            if x in tensors:
+                sg.initializer.append(tensors[x])
+            else:
+                v = final(x)
+                if v is not None:
+                    sg.input.add().ParseFromString(v.type_key)
+        for o in made:
+            if o in declared:
+                sg.value_info.add().ParseFromString(declared[o].type_key)
+        out = self.memo.add_values(onnx.shape_inference.infer_shapes(sub, check_type=False, strict_mode=False).graph)
+        wanted = {o for i in todo for o in nodes[i].output if o}
+        return {v.name: v for v in out.value_info if v.name in wanted}
 
 
 def _facts(parts: Parts):
@@ -106,111 +215,8 @@ def _as_declared(parts: Parts, declared_shapes: dict) -> Inferred:
     return state
 
 
-def _whole(model, parts: Parts, declared_shapes: dict, memo: Memo) -> Inferred:
-    try:
-        g = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False).graph
-    except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
-        return Inferred((), dict(declared_shapes), None)
-    out = memo.add_values(g)
-    shapes, finals = {}, {}
-    for v in (*out.inputs, *out.value_info, *out.outputs):
-        if v.shape is not None:
-            shapes[v.name] = v.shape
-        if finals is not None:
-            if v.name in finals:            # a name twice: which of its types inference used is not modelled
-                finals = None
-            else:
-                finals[v.name] = v
-    return _state(shapes, finals, parts, _facts(parts))
-
-
 def _same(a: Value | None, b: Value | None) -> bool:
     if a is None or b is None:
         return a is b
     return (a.tensor, a.elem_type, a.shape) == (b.tensor, b.elem_type, b.shape) and (a.tensor or a.type_key ==
                                                                                       b.type_key)
-
-
-def _incremental(parts: Parts, inits: dict[str, bytes], model, last: Inferred, memo: Memo) -> Inferred | None:
-    facts = _facts(parts)
-    if facts is None or last.declared is None:
-        return None
-    declared, producer = facts
-    if set(inits) & set(declared):
-        return None
-    nodes, keys = parts.nodes, parts.node_keys
-    if any(n.op_type in SUBGRAPH_OPS for n in nodes):     # a subgraph reads outer values its node does not list
-        return None
-    todo = {i for i, k in enumerate(keys) if k not in last.nodes}
-    # Names whose type or data changed outside any node's inference: their readers are inferred again.
-    types = {n: v.type_key for n, v in declared.items()}
-    forced = changed(last.declared, types) | changed(last.inits, inits)
-    forced.update(last.produced.difference(producer))
-    forced.update(o for i in todo if nodes[i].op_type == "Constant" for o in nodes[i].output)
-    readers: dict[str, list[int]] = {}
-    for i, n in enumerate(nodes):
-        for x in n.input:
-            if x:
-                readers.setdefault(x, []).append(i)
-    todo.update(producer[n] for n in forced if n in producer)
-    todo.update(j for n in forced for j in readers.get(n, ()))
-
-    def final(name: str) -> Value | None:
-        """The type of a value no node of `todo` produces, as inference leaves it."""
-        return last.finals.get(name) if name in producer else declared.get(name)
-
-    while True:
-        if len(todo) * PART_OF_WHOLE > len(nodes):
-            return None
-        got = _infer_part(model, parts, sorted(todo), declared, producer, inits, final, memo)
-        grow = set()
-        for i in todo:
-            for o in nodes[i].output:
-                if o and not _same(got.get(o), last.finals.get(o)):
-                    grow.update(j for j in readers.get(o, ()) if j not in todo)
-        if not grow:
-            break
-        todo |= grow
-    lf = last.finals                    # (final() inlined: it ran for each of ~20,000 names)
-    finals = {n: v for n in dict.fromkeys((*declared, *producer))
-              if (v := lf.get(n) if n in producer else declared.get(n)) is not None}
-    for i in todo:
-        for o in nodes[i].output:
-            if o:
-                finals.pop(o, None)
-                if got.get(o) is not None:
-                    finals[o] = got[o]
-    state = _state({n: v.shape for n, v in finals.items() if v.shape is not None}, finals, parts, facts, types)
-    state.redone = len(todo)
-    return state
-
-
-def _infer_part(model, parts: Parts, todo: list[int], declared, producer, inits, final, memo) -> dict[str, Value]:
-    """Inference over the nodes `todo` (and the Constant nodes whose data they read) as a model of their own, their
-    other inputs typed as inference left them: their output name -> its type (absent: none inferred or declared)."""
-    nodes, g = parts.nodes, model.graph
-    consts = {producer[x] for i in todo for x in nodes[i].input
-              if x in producer and nodes[producer[x]].op_type == "Constant"}
-    chosen = sorted(set(todo) | consts)
-    sub = onnx.ModelProto(ir_version=model.ir_version)
-    sub.opset_import.extend(model.opset_import)
-    sg = sub.graph
-    made = set()
-    for i in chosen:
-        sg.node.add().ParseFromString(parts.node_keys[i])
-        made.update(nodes[i].output)
-    outside = dict.fromkeys(x for i in chosen for x in nodes[i].input if x and x not in made)
-    tensors = {t.name: t for t in g.initializer if t.name in outside} if any(x in inits for x in outside) else {}
-    for x in outside:
-        if x in tensors:
-            sg.initializer.append(tensors[x])
-        else:
-            v = final(x)
-            if v is not None:
-                sg.input.add().ParseFromString(v.type_key)
-    for o in made:
-        if o in declared:
-            sg.value_info.add().ParseFromString(declared[o].type_key)
-    out = memo.add_values(onnx.shape_inference.infer_shapes(sub, check_type=False, strict_mode=False).graph)
-    wanted = {o for i in todo for o in nodes[i].output if o}
-    return {v.name: v for v in out.value_info if v.name in wanted}

@@ -13,7 +13,7 @@ from inspector.core.ir.errors import InspectorError
 from . import targets
 from .findings import Finding
 from .edits import MetadataEdits
-from .parsed import SHARED, Memo
+from .parsed import Memo
 
 RULES = targets.all_rules()                   # the built-in targets' rules, by code
 KIND_CODES = {"format": "dims-format", "mismatch": "dims-mismatch"}
@@ -29,26 +29,38 @@ class MetadataCheckError(InspectorError):
                          + "; ".join(f"{f.message} [{f.code}]" for f in errors))
 
 
-def lint(model, target: str = "onnx", dims: bool = True, memo: Memo | None = None) -> list[Finding]:
+def lint(model, target: str = "onnx", dims: bool = True) -> list[Finding]:
     """Every finding for `target`, errors first; `dims=False` skips dimension denotation propagation (which only
-    ever warns) for the pre-write gate. `memo`: parsed.Memo of the models read before (parsed.SHARED when None)."""
-    consumer = targets.get(target)
-    from .denotation import propagate
-    memo = SHARED if memo is None else memo
-    parts = memo.parts(model)
-    return _findings(model, parts, consumer, (lambda: propagate(model, memo, parts)) if dims else None)
+    ever warns) for the pre-write gate. (A Linter gives the same from the records of the models it read before.)"""
+    return Linter().lint(model, target, dims)
 
 
-def lint_read(reading, target: str = "onnx", memo: Memo | None = None) -> list[Finding]:
-    """lint of the model the metadata pass just edited, from what the pass read of it (its denotation.Reading;
-    nothing else changed the model since): its records and Propagator are reused, the same findings at a fraction
-    of the cost."""
-    consumer = targets.get(target)
-    memo = SHARED if memo is None else memo
-    parts = memo.reread(reading.propagator.parts, reading.model, reading.edited)
-    if parts is None:                   # nothing the pass read applies: everything is read again
-        return lint(reading.model, target, memo=memo)
-    return _findings(reading.model, parts, consumer, lambda: reading.propagator.redeclared(parts, memo).run())
+class Linter:
+    """lint for models checked one after another (the window's re-runs after a pin): `memo`, the records of the
+    models read before (parsed.Memo; an Annotator's, for the checker after its metadata pass), makes only what
+    changed be read again. The same findings as lint."""
+
+    def __init__(self, memo: Memo | None = None):
+        self.memo = memo if memo is not None else Memo()
+
+    def lint(self, model, target: str = "onnx", dims: bool = True) -> list[Finding]:
+        """lint (see there)."""
+        from .denotation import shape_view
+        from .denotation_rules import Propagator
+        consumer, memo = targets.get(target), self.memo
+        parts = memo.parts(model)
+        return _findings(model, parts, consumer,
+                         (lambda: Propagator(shape_view(model), memo, parts).run()) if dims else None)
+
+    def lint_read(self, reading, target: str = "onnx") -> list[Finding]:
+        """lint of the model the metadata pass just edited, from what the pass read of it (its denotation.Reading;
+        nothing else changed the model since): its records and Propagator are reused, the same findings at a
+        fraction of the cost."""
+        consumer, memo = targets.get(target), self.memo
+        parts = memo.reread(reading.propagator.parts, reading.model, reading.edited)
+        if parts is None:               # nothing the pass read applies: everything is read again
+            return self.lint(reading.model, target)
+        return _findings(reading.model, parts, consumer, lambda: reading.propagator.redeclared(parts, memo).run())
 
 
 def _findings(model, parts, consumer, propagated) -> list[Finding]:
@@ -80,8 +92,9 @@ def fix(model, target: str = "onnx", rounds: int = 3) -> tuple[list[Finding], li
     """Apply every safe fix in place (a fix may reveal another, so up to `rounds` passes); returns (the findings
     fixed, the findings left). Only metadata changes: value infos' denotations and metadata_props."""
     done: list[Finding] = []
+    linter = Linter()                   # each round reads again only what the last one's fixes changed
     for _ in range(rounds):
-        fixable = [f for f in lint(model, target, dims=False) if f.fix is not None]
+        fixable = [f for f in linter.lint(model, target, dims=False) if f.fix is not None]
         fixable.sort(key=lambda f: f.code == "duplicate-key")     # merged last: the entry it keeps wins
         if not fixable:
             break
@@ -90,4 +103,4 @@ def fix(model, target: str = "onnx", rounds: int = 3) -> tuple[list[Finding], li
             edits = edits.merged(f.fix)
         edits.apply(model)
         done += fixable
-    return done, lint(model, target)
+    return done, linter.lint(model, target)

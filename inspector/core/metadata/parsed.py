@@ -4,8 +4,8 @@ A pin re-emits a few nodes: the rest of the new model is byte for byte the last 
 message builds new Python objects on every access (most of the pass on a 10,000-node graph), while serialising one
 is C. So each node and value info is serialised and looked up by its bytes, and only what changed is read in
 Python; what a lookup gives is what reading it would (the bytes are its whole content). A Memo keeps the parts of
-the last model it read; one is shared by the process (`SHARED`: every pass after a pin), `Memo()` starts empty
-(a whole pass, as tests compare).
+the last model it read: an Annotator and a Linter (the metadata pass's and the checker's reuse) hold one, the
+pipeline's functions read with a new one (a whole pass, as tests compare).
 """
 from __future__ import annotations
 
@@ -139,5 +139,3 @@ class Memo:
             keys.append(data)
         return out, keys
 
-
-SHARED = Memo()
