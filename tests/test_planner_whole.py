@@ -192,3 +192,28 @@ def test_an_if_with_too_many_boundary_combinations_says_what_its_proof_leaves_ou
     assert "over the model except IF#6" in o.describe()
     for flag in (True, False):
         compare(r, data, [np.array(flag), RNG.uniform(-1, 1, X_SHAPE).astype(np.float32)])
+
+
+def test_a_re_conversion_after_a_pin_solves_no_subgraph_at_a_boundary_solved_before(tmp_path, monkeypatch):
+    """The IF and WHILE bodies' plans (convert.Subplans) stay with the Reconverter: after a pin, a body at a
+    boundary solved in an earlier run is not solved again, and the result is still a conversion from scratch's."""
+    from inspector.core.emit import convert as C
+    path = tmp_path / "cw.tflite"
+    path.write_bytes(cond_while_model())
+    graph = load_model(path)
+    solved = []
+    real = C.solved_problem
+    monkeypatch.setattr(C, "solved_problem", lambda sg, *a, **k: solved.append(sg.name) or real(sg, *a, **k))
+    cache = Reconverter()
+    Incremental(cache).run(graph, check=False)
+    first = len(solved)
+    assert first > 0                                        # the bodies were solved once...
+    again = 0
+    for pins in ({"branched": "keep"}, {}, {"branched": "keep"}, {}):
+        want = run(graph, pins, check=False)
+        before = len(solved)
+        same(Incremental(cache).run(graph, pins, check=False), want)
+        again += len(solved) - before
+        if not pins:
+            assert len(solved) == before                    # ...and a boundary seen before is not solved again
+    assert again < first                                    # (a conversion from scratch solves them all each time)

@@ -174,7 +174,7 @@ class Fresh:
         else:
             table, folded, constants = self.prepared = _prepare(graph, allow_custom)
         pin_map = resolve_pins(sg, pins)
-        nested = _nested(graph, table)
+        nested = self.nested(graph, table)
         plan = self.plan(sg, table, pin_map, keep_io_layout, skip=folded, constants=set(constants), **nested)
         trace = ConversionTrace()
         try:
@@ -247,6 +247,9 @@ class Fresh:
 
     def start(self, graph, options: tuple) -> bool:
         return False
+
+    def nested(self, graph: Graph, table) -> dict:
+        return _nested(graph, table)
 
     def plan(self, sg: Subgraph, *args, **kwargs):
         """plan_layouts; a model whose tensor ranks or operator inputs disagree gets a ConversionError, not a

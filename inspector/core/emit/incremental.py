@@ -203,6 +203,7 @@ class Reconverter(Fresh):
         self.key = None
         self.prepared = None            # (op table, folded ops, constants) of the main subgraph
         self.replanner = Replanner()    # the layout problem of the last run
+        self._nested: dict | None = None        # convert._nested's: the subgraphs' plans (Subplans)
         self.segments: dict[int, Segment] = {}
         self.usable = False             # the last run's records may be replayed
         self._bounds: dict[int, list] = {}      # id(initializer) -> [it, its size bound, its raw bytes or None]
@@ -228,7 +229,7 @@ class Reconverter(Fresh):
         if self.key is not None and self.key[0] is graph and self.key[1] == options:
             return True
         self.key, self.prepared, self.segments, self.usable = (graph, options), None, {}, False
-        self.replanner = Replanner()
+        self.replanner, self._nested = Replanner(), None
         self._bounds, self._wire, self._infos, self._nodes, self._chunks = {}, {}, {}, {}, {}
         self._values = self._categories = None
         return False
@@ -384,6 +385,14 @@ class Reconverter(Fresh):
         except ConversionError:
             rp.problem = None
             raise
+
+    def nested(self, graph, table) -> dict:
+        """convert._nested's Subplans, kept while the model and options are the same: an IF or WHILE body's plan
+        depends only on its boundary layouts, which key it, so a pin re-solves no body at a boundary solved
+        before."""
+        if self._nested is None:
+            self._nested = super().nested(graph, table)
+        return self._nested
 
     def add_initializers(self, model, initializers: list, weights_over: int | None) -> bool:
         """Fresh.add_initializers; when the records hold them, each parsed in from its kept wire form."""
