@@ -74,6 +74,41 @@ def test_a_replayed_op_whose_names_would_change_is_emitted_again(tmp_path):
         same(Incremental(cache).run(graph, pins, check=False), run(graph, pins, check=False))
 
 
+def test_identities_a_transpose_pair_leaves_go_in_place_with_and_without_the_last_run(tmp_path):
+    """Two TFLite TRANSPOSEs that undo each other between convolutions become two Identities, which the peephole
+    drops where they are (the nodes before them untouched, their readers and the trace moved to their input, their
+    value infos gone), in a conversion from scratch and after pins alike, to the byte."""
+    import numpy as np
+
+    from inspector.core.io.tflite_builder import ModelBuilder
+    b = ModelBuilder()
+    w = b.const("w", np.full((3, 3, 3, 3), 0.1, np.float32))
+    bias = b.const("bias", np.zeros(3, np.float32))
+    prev = b.input("x", [1, 5, 7, 3])
+    for i in range(6):
+        y = b.tensor(f"c{i}", [1, 5, 7, 3])
+        b.op("CONV_2D", [prev, w, bias], [y], {"padding": "SAME"})
+        prev = y
+        if i == 2:
+            t1, t2 = b.tensor("nchw", [1, 3, 5, 7]), b.tensor("back", [1, 5, 7, 3])
+            b.op("TRANSPOSE", [prev, b.const("p1", np.array([0, 3, 1, 2], np.int32))], [t1])
+            b.op("TRANSPOSE", [t1, b.const("p2", np.array([0, 2, 3, 1], np.int32))], [t2])
+            prev = t2
+    b.output(prev)
+    graph = load_model(b.save(tmp_path / "pair.tflite"))
+    cache = Reconverter()
+    for pins in ({}, {"c4": "keep"}, {}, {"c0": "keep", "c4": "keep"}, {"c1": "NCHW"}):
+        inc = Incremental(cache).run(graph, pins, check=False)
+        same(inc, run(graph, pins, check=False))
+        g = inc.result.model.graph
+        assert [n.op_type for n in g.node].count("Conv") == 6 and "Identity" not in [n.op_type for n in g.node]
+        assert not {"nchw", "back"} & {v.name for v in g.value_info}
+        assert {"nchw", "back"}.isdisjoint(i for n in g.node for i in n.input)
+        back = next(t.index for t in graph.main.tensors if t.name == "back")
+        c3 = next(n for n in g.node if n.op_type == "Conv" and n.output[0].startswith("c3"))
+        assert c3.input[0] in inc.result.trace.tensor_values[back]     # the reader and the trace: its input
+
+
 def test_an_initializer_a_pin_changes_is_not_taken_from_the_last_run(tmp_path):
     """A Pad's pads are an initializer in its input's layout: a pin that changes that layout changes the weight,
     which the re-run must emit anew, not take from the kept wire form of the last run's (convert's initializers

@@ -356,6 +356,11 @@ class Reconverter(Fresh):
             self._values = values = values[:7] + ({name: i for i, (_, name) in enumerate(values[4])},)
         return values[7]
 
+    def info_positions(self, names: set[str]) -> list[int]:
+        """The positions of the value_infos named in `names` among the graph's (from the names value_infos made,
+        not a walk over the graph's)."""
+        return [i for i, (_, name) in enumerate(self._values[4]) if name in names]
+
     def rest_bound(self, model) -> int:
         """An upper bound of model.ByteSize() (convert._add_initializers' measure of the model without its
         initializers) from the bytes of the nodes and value infos this run parsed in, the graph's other fields
@@ -417,8 +422,9 @@ class Reconverter(Fresh):
         at = self.transposes_at
         if not at:
             return []
-        return peephole.clean_nodes(g, trace, [g.node[i] for i in at],
-                                    lambda wanted: peephole.value_infos_at(g, wanted, self.info_index()))
+        return peephole.clean_nodes(g, trace, at,
+                                    lambda wanted: peephole.value_infos_at(g, wanted, self.info_index()),
+                                    self.info_positions)
 
     def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
         """Every op in order: replayed from its record when that still holds, else emitted and recorded.

@@ -12,6 +12,7 @@ import onnx
 from inspector.core.layout import layout as L
 
 KINDS = ("Transpose", "Identity")           # the nodes the pass looks at (a re-conversion notes where they are)
+BODIES = frozenset({"If", "Loop", "Scan", "SequenceMap"})    # the standard ops with graphs in their attributes
 
 
 def _static_dims(value_info) -> list[int] | None:
@@ -22,26 +23,34 @@ def _static_dims(value_info) -> list[int] | None:
 def clean(graph: onnx.GraphProto, trace=None, nodes=None) -> list[str]:
     """Rewrite `graph` in place; returns one line per rewrite of a Transpose (empty when the plan was already
     clean; an Identity dropped is no line: the emitters write them). `nodes`: the NodeProtos the graph's nodes were
-    copied from, to look for a Transpose or Identity without a wrapper per graph node."""
-    if not any(n.op_type in KINDS for n in (graph.node if nodes is None else nodes)):   # the usual case
+    copied from, in order, to look for a Transpose or Identity without a wrapper per graph node."""
+    where = [i for i, n in enumerate(graph.node if nodes is None else nodes) if n.op_type in KINDS]
+    if not where:                               # the usual case
         return []
-    return clean_nodes(graph, trace, [n for n in graph.node if n.op_type in KINDS],
-                       lambda wanted: _walked(graph, wanted))
+    return clean_nodes(graph, trace, where, lambda wanted: _walked(graph, wanted),
+                       lambda names: [i for i, v in enumerate(graph.value_info) if v.name in names])
 
 
-def clean_nodes(graph, trace, found: list, shapes_of: Callable[[set[str]], dict]) -> list[str]:
-    """clean, given the graph's Transpose and Identity nodes (`found`) and `shapes_of(names)`: value name -> its
-    value info (the last of a name, outputs over the rest), for the names asked (a re-conversion knows where
-    they are: incremental.Reconverter.clean)."""
+def clean_nodes(graph, trace, where: list[int], shapes_of: Callable[[set[str]], dict],
+                value_positions: Callable[[set[str]], list[int]]) -> list[str]:
+    """clean, given the positions of the graph's Transpose and Identity nodes (`where`, ascending),
+    `shapes_of(names)`: value name -> its value info (the last of a name, outputs over the rest), and
+    `value_positions(names)`: the positions of the value_infos of those names, ascending (a re-conversion knows
+    all three: incremental.Reconverter.clean). Only the nodes from the first Transpose or Identity on
+    are read (none before reads what they write), and what goes is deleted where it is: rebuilding the node list
+    copied every node of the graph whenever one Identity went."""
     done: list[str] = []
-    transposes = [n for n in found if n.op_type == "Transpose"]
+    nodes = graph.node
+    found = [(i, nodes[i]) for i in where]
+    transposes = [n for _, n in found if n.op_type == "Transpose"]
     dead = _transposes(graph, transposes, trace, shapes_of, done) if transposes else set()
     # (a Transpose the fold left as an identity has become one)
-    dead |= _identities(graph, [n for n in found if n.op_type == "Identity" and n.name not in dead], trace)
+    dead |= _identities(graph, [(i, n) for i, n in found if n.op_type == "Identity" and n.name not in dead], trace,
+                        value_positions)
     if dead:
-        keep = [n for n in graph.node if n.name not in dead]
-        del graph.node[:]
-        graph.node.extend(keep)
+        for i, n in reversed(found):
+            if n.name in dead:
+                del nodes[i]
         if trace is not None:
             for name in dead:
                 trace.node_op.pop(name, None)
@@ -101,14 +110,21 @@ def _transposes(graph, transposes, trace, shapes_of, done) -> set[str]:
     return dead
 
 
-def _identities(graph, identities, trace) -> set[str]:
-    """Readers of each Identity read its input instead (through chains of them), its value info goes and the
-    trace maps its TFLite tensor to that input; the names of the Identities dropped. Kept: one that makes a graph
-    output, and one whose output a subgraph reads from the outer scope (renaming inside bodies is not worth it)."""
+def _identities(graph, identities: list[tuple[int, object]], trace, value_positions) -> set[str]:
+    """Readers of each Identity (`identities`: (position, node)) read its input instead (through chains of them),
+    its value info goes and the trace maps its TFLite tensor to that input; the names of the Identities dropped.
+    Kept: one that makes a graph output, and one whose output a subgraph reads from the outer scope (renaming
+    inside bodies is not worth it). Its readers come after it (ONNX's order): only those nodes are read."""
     if not identities:
         return set()
-    keep = {o.name for o in graph.output} | _read_inside(graph)
-    source = {n.output[0]: n.input[0] for n in identities if n.output[0] not in keep and n.name}
+    outs = {n.output[0] for _, n in identities}
+    readers, keep = [], {o.name for o in graph.output}
+    for n in graph.node[identities[0][0]:]:
+        if not outs.isdisjoint(n.input):
+            readers.append(n)
+        if n.op_type in BODIES:
+            keep |= _read_inside([n])
+    source = {n.output[0]: n.input[0] for _, n in identities if n.output[0] not in keep and n.name}
     if not source:
         return set()
     for value in source:
@@ -116,34 +132,38 @@ def _identities(graph, identities, trace) -> set[str]:
         while root in source:
             root = source[root]
         source[value] = root
-    for n in graph.node:
+    for n in readers:
         for k, name in enumerate(n.input):
             if name in source:
                 n.input[k] = source[name]
-    infos = [v for v in graph.value_info if v.name not in source]
-    del graph.value_info[:]
-    graph.value_info.extend(infos)
-    dropped = {n.name for n in identities if n.output[0] in source}
+    infos = graph.value_info
+    for i in reversed(value_positions(source.keys())):
+        del infos[i]
+    dropped = {n.name for _, n in identities if n.output[0] in source}
     if trace is not None:
         for value, root in source.items():
             t = trace.value_tensor.pop(value, None)
             if t is not None and t in trace.tensor_values:      # new lists: a re-conversion's records share them
                 names = [root if v == value else v for v in trace.tensor_values[t]]
                 trace.tensor_values[t] = list(dict.fromkeys(names))
-        for op, names in list(trace.op_nodes.items()):
-            if any(name in dropped for name in names):
+        node_op = trace.node_op
+        ops = {node_op[name] for name in dropped if name in node_op} if all(name in node_op for name in dropped) \
+            else list(trace.op_nodes)           # (an Identity no op wrote: every op's list is looked at)
+        for op in ops:
+            names = trace.op_nodes.get(op)
+            if names is not None and any(name in dropped for name in names):
                 trace.op_nodes[op] = [name for name in names if name not in dropped]
     return dropped
 
 
-def _read_inside(graph) -> set[str]:
-    """Every value name a node of a subgraph (If/Loop/Scan bodies, nested) reads."""
+def _read_inside(nodes) -> set[str]:
+    """Every value name a node of a subgraph of `nodes` (If/Loop/Scan bodies, nested) reads."""
     names: set[str] = set()
-    for n in graph.node:
+    for n in nodes:
         for a in n.attribute:
             for body in ([a.g] if a.HasField("g") else []) + list(a.graphs):
                 names.update(i for m in body.node for i in m.input)
-                names |= _read_inside(body)
+                names |= _read_inside(body.node)
     return names
 
 
