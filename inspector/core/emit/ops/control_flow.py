@@ -80,7 +80,7 @@ def while_(ctx, op):
                               f"{len(body_sg.outputs)} outputs for {n} loop-carried values")
     lay = _written(ctx, op) if len(op.outputs) == n else tuple(L.identity(ctx.tensor(t).rank) for t in op.inputs)
     writes = _scanned(ctx, op, body_sg, cond_sg, lay)
-    whole = {w.slot for w in writes if _fills(ctx, op, w, body_sg, cond_sg)}
+    whole = _filled(ctx, op, writes, body_sg, cond_sg)
     # an accumulator the rows fill whole is not read at all (the cond does not read it: row_writes checks)
     init = [ctx.fresh(f"while{op.index}_unread") if s in whole else ctx.input(op, s, lay[s]) for s in range(n)]
     cond_t = _cond_tensor(ctx, cond_i)
@@ -128,17 +128,19 @@ def _scanned(ctx, op, body_sg, cond_sg, lay) -> list:
     return [w for w in row_writes(body_sg, cond_sg) if L.is_identity(lay[w.slot]) and L.is_identity(lay[w.index_slot])]
 
 
-def _fills(ctx, op, w, body_sg, cond_sg) -> bool:
-    """Whether the loop writes every row of w's accumulator: its counter starts at 0 and the cond stops the loop
-    after as many iterations as the accumulator has rows."""
+def _filled(ctx, op, writes, body_sg, cond_sg) -> set[int]:
+    """The slots of `writes` whose accumulator the loop writes every row of: its counter starts at 0 and the cond
+    stops the loop after as many iterations as the accumulator has rows (the trip count told once for all of
+    them: it walked both subgraphs for each write)."""
     def initial(slot):
         t = op.inputs[slot]
         if not ctx.is_const(t) or ctx.tensor(t).dtype not in ("int32", "int64") or ctx.data(t).size != 1:
             return None
         return int(ctx.data(t).reshape(-1)[0])
 
-    rows = ctx.tensor(op.inputs[w.slot]).shape[0]
-    return initial(w.index_slot) == 0 and trip_count(body_sg, cond_sg, initial) == rows
+    starting = [w for w in writes if initial(w.index_slot) == 0]
+    count = trip_count(body_sg, cond_sg, initial) if starting else None
+    return {w.slot for w in starting if count == ctx.tensor(op.inputs[w.slot]).shape[0]}
 
 
 def _place_rows(ctx, op, w, init, scan, whole: bool) -> None:
