@@ -58,7 +58,7 @@ def test_the_child_converts_an_open_without_collecting_until_the_window_settles_
 
         def fails(*a, **k):
             raise ConversionError("no")
-        monkeypatch.setattr(pipeline, "run", fails)
+        monkeypatch.setattr(pipeline.Incremental, "run", fails)
         pool.collecting.clear()
         assert loader_job.LoadJob(path)._in_child() == "no"
         assert pool.collecting == [("convert_and_lay_out", False), ("settle", True)] and gc.isenabled()

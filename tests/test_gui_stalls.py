@@ -637,11 +637,11 @@ def test_a_metadata_pass_failing_after_the_graph_is_shown_is_said_and_blocks_exp
     from inspector.core.session import pipeline
     w = window
     s = open_model(qtbot, w, corpus / MODEL)
-    real = pipeline.metadata_pass
+    real = pipeline.Incremental.metadata_pass
 
-    def failing(result, metadata, **options):
+    def failing(self, result, metadata, **options):
         raise MetadataError("made to fail")
-    monkeypatch.setattr(pipeline, "metadata_pass", failing)
+    monkeypatch.setattr(pipeline.Incremental, "metadata_pass", failing)
     name = w.editor.pin_name(mid_conv_output(s.graph.main))
     assert w.editor.pin(name, "keep")
     settle(qtbot, w)
@@ -650,7 +650,7 @@ def test_a_metadata_pass_failing_after_the_graph_is_shown_is_said_and_blocks_exp
     assert s.result.findings == [] and not (tmp_path / "m.onnx").exists()
     with pytest.raises(InspectorError, match="metadata pass failed"):
         s.export(str(tmp_path / "m.onnx"))
-    monkeypatch.setattr(pipeline, "metadata_pass", real)
+    monkeypatch.setattr(pipeline.Incremental, "metadata_pass", real)
     w.editor.stack.undo()
     settle(qtbot, w)
     assert not s.error and denoted(s.result.model)

@@ -143,9 +143,9 @@ def convert_and_lay_out(source, converter=None, lay_out: bool = True):
     from .rerun_child import incremental, with_findings
     child = isinstance(source, str)
     if child:                           # in the child: kept there for the re-runs after pins (rerun_child)
-        from .rerun_child import _graph, _hold
+        from .rerun_child import _graph, _hold, reconverter
         _hold()                         # no automatic collection until the window's `settle`, as in a re-run
-        graph = _graph(source)
+        graph, converter = _graph(source), reconverter()
     else:
         graph = source
     try:

@@ -130,11 +130,14 @@ def records():
     return CHILD.records
 
 
-def incremental(converter=None):
+def incremental(converter):
     """The pipeline's reuse for a run in this process (session.pipeline.Incremental): `converter`, a Reconverter
-    (the child's own when None), and this process's records()."""
+    (None: each conversion from scratch), and this process's records()."""
     from inspector.core.session.pipeline import Incremental
-    return Incremental(converter if converter is not None else reconverter(), records())
+    if converter is None:
+        from inspector.core.emit.convert import Fresh
+        converter = Fresh()
+    return Incremental(converter, records())
 
 
 def _graph(path: str):
@@ -385,8 +388,8 @@ def rerun(path: str, pins: dict, options: dict, metadata: dict, have=None):
     from . import graph_model
     _hold()
     try:            # big weights are left out of the model as the window gets it: never parsed in to be cleared
-        result = incremental().converted(_graph(path), pins, ConvertOptions.from_dict(options), check=False,
-                                         weights_over=STRIP_BYTES)
+        result = incremental(reconverter()).converted(_graph(path), pins, ConvertOptions.from_dict(options),
+                                                      check=False, weights_over=STRIP_BYTES)
         sent = send(view_out(graph_model.from_onnx(result.model), have))
     except Exception as e:
         _settle()                        # no `finish` follows (and collection must not stay off)
