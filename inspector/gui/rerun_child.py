@@ -186,7 +186,7 @@ def settle() -> None:
 
 def findings_of(model, since=None) -> list:
     """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops); `since`:
-    the metadata pass's denotation.Reading of this very model (lint_read)."""
+    the metadata pass's denotation.Reading of this very model (Linter.lint_read)."""
     from inspector.core.metadata.findings import Finding
     try:
         from inspector.core.metadata.lint import Linter
@@ -436,8 +436,7 @@ def annotated_and_checked(result, metadata) -> tuple:
     (model, notes, metadata mapping, findings). `annotated` runs it in the child, the window's re-run worker on a
     copy (editing._annotated_here)."""
     from inspector.core.session.pipeline import Incremental
-    done = Incremental(memo=records()).metadata_pass(result, metadata, keep_reading=True)  # (the checker reuses
-    # what the pass read)
+    done = Incremental(memo=records()).metadata_pass(result, metadata, keep_reading=True)   # (for the checker)
     return done.result.model, done.notes, done.result.metadata_mapping, findings_of(done.result.model, done.reading)
 
 

@@ -159,7 +159,7 @@ def _io_map(result) -> dict[str, tuple[str, tuple[int, ...] | None]]:
 @dataclass(frozen=True)
 class Reading:
     """What the metadata pass read of `model` before editing it, for the checker that follows on the same model
-    (lint_read): its Propagator (parts, shapes, outcomes) and the names of the value infos its edits changed."""
+    (Linter.lint_read): its Propagator (parts, shapes, outcomes) and the names of the value infos its edits changed."""
     model: Any
     propagator: Any
     edited: frozenset
