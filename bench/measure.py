@@ -40,11 +40,15 @@ def adaptive_time(fn, min_runs: int = 10, budget: float = 0.5, max_runs: int = 2
 
 
 def ours_once(model: Path, out: Path):
-    """What 'ours in-process' times: read the .tflite, convert without the checker, serialise and write."""
+    """What 'ours in-process' times: read the .tflite, convert without the checker, serialise and write (in pieces,
+    as our export writes: onnx_bytes.pieces)."""
     from inspector.core.emit.convert import convert
+    from inspector.core.io.onnx_bytes import pieces
     from inspector.core.io.tflite_reader import read_tflite
     result = convert(read_tflite(str(model)), check=False)
-    out.write_bytes(result.model.SerializeToString())
+    with open(out, "wb") as f:
+        for piece in pieces(result.model)[1]:
+            f.write(piece)
     return result
 
 

@@ -407,9 +407,10 @@ class _Staging:
     def __init__(self, tmp: str):
         self.tmp = tmp
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data) -> str:
         from inspector.core.io.atomic import stage
         stage(Path(path).absolute(), data, self.tmp, path)
+        return self.tmp
 
 
 def _convert_task(model: str, output: str, args, prepare: Callable, tmp: str) -> Row:

@@ -82,11 +82,10 @@ def _convert(args, out, ahead, me_files) -> int:
                                               "pins": dict(session.pins), "ok": False}))
         raise
     from inspector.core.proof.ort_check import input_sizes, note_check
-    data = session.serialised()             # once, for the run check and the file
-    if ahead is not None:
-        ahead.submit(session.result.model, input_sizes(session.result), data)
+    if ahead is not None:                   # streamed to the child, as export streams the file: no whole copy
+        ahead.submit(session.result.model, input_sizes(session.result), session.pieces())
     with out:
-        session.export(args.output, overwrite_source=args.force, out=out, data=data)   # staged: renamed at commit
+        session.export(args.output, overwrite_source=args.force, out=out)   # staged: renamed at commit
         if ahead is not None:
             note_check(session, ahead.verdict())
         report = session.report()

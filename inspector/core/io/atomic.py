@@ -32,6 +32,7 @@ _TMP = re.compile(r"^\.layout-inspector\..*\.[a-z0-9_]{8}\.tmp$")
 STALE_SECONDS = 300             # a run's write phase takes seconds; a temporary this old was left by a killed run
 UNCHANGED = "; nothing was written and any existing file is unchanged"
 NAME_MAX = 255                  # bytes in one path component (Linux, macOS, Windows)
+Data = bytes | Iterable[bytes]  # a file's bytes, or its pieces in order (onnx_bytes.pieces: no whole copy held)
 
 _REASONS = {
     errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
@@ -173,8 +174,8 @@ class OutputSet:
         target = self._shown.get(str(path))
         return target if target is not None else self.add(path)
 
-    def write(self, path: str | Path, data: bytes) -> None:
-        """Stage `data` for `path` in a temporary beside it (added first if it was not)."""
+    def write(self, path: str | Path, data: Data) -> str:
+        """Stage `data` for `path` in a temporary beside it (added first if it was not); returns the temporary."""
         target = self._resolved(path)
         remove_stale(target.parent)
         try:
@@ -182,6 +183,7 @@ class OutputSet:
         except OSError as e:
             self.abort()
             raise WriteError(self._targets[target], reason(e) + UNCHANGED) from None
+        return self._staged[target]
 
     def adopt(self, path: str | Path, tmp: str) -> None:
         """Take `tmp`, a temporary another process wrote for `path` with `stage`, into the set: renamed at commit,
@@ -237,7 +239,7 @@ class OutputSet:
             self.abort()
 
 
-def write_atomic(path: str | Path, data: bytes, *, protect: Iterable[str | Path] = ()) -> Path:
+def write_atomic(path: str | Path, data: Data, *, protect: Iterable[str | Path] = ()) -> Path:
     """Write `data` to `path` all-or-nothing; returns the path written. WriteError on any failure."""
     out = OutputSet(protect)
     target = out.add(path)
@@ -253,7 +255,7 @@ def temporary_for(target: Path) -> str:
     return os.path.join(folder, f"{TMP_PREFIX}{name[:64]}.{random.getrandbits(32):08x}{TMP_SUFFIX}")
 
 
-def stage(target: Path, data: bytes, tmp: str, shown: str) -> None:
+def stage(target: Path, data: Data, tmp: str, shown: str) -> None:
     """Write `data` to the new file `tmp` (`temporary_for(target)`), fsynced, with the mode `target` will have;
     WriteError on failure, with `tmp` removed. A batch's worker does this; its parent adopts or removes `tmp`."""
     try:
@@ -262,8 +264,8 @@ def stage(target: Path, data: bytes, tmp: str, shown: str) -> None:
         raise WriteError(shown, reason(e)) from None
 
 
-def _stage(target: Path, data: bytes, tmp: str | None) -> str:
-    """`data` in a new temporary beside `target` (mkstemp's, or the given name); the temporary is removed on any
+def _stage(target: Path, data: Data, tmp: str | None) -> str:
+    """`data` (bytes, or pieces of them written one after the other) in a new temporary beside `target` (mkstemp's, or the given name); the temporary is removed on any
     failure, KeyboardInterrupt included."""
     if tmp is None:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{TMP_PREFIX}{target.name[:64]}.", suffix=TMP_SUFFIX)
@@ -271,9 +273,11 @@ def _stage(target: Path, data: bytes, tmp: str | None) -> str:
         fd, name = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), tmp
     try:
         with os.fdopen(fd, "wb") as f:
-            view = memoryview(data)
-            while view:                          # os.write may write less than asked on a nearly full disk
-                view = view[f.write(view):]
+            for piece in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                view = memoryview(piece)
+                while view:                      # os.write may write less than asked on a nearly full disk
+                    view = view[f.write(view):]
+                del view, piece                  # a large piece is freed before the next one is made
             f.flush()
             os.fsync(f.fileno())
         os.chmod(name, _mode(target))

@@ -45,18 +45,23 @@ class Ahead:
     def forked(self) -> bool:
         return self.pid is not None
 
-    def submit(self, model, sizes: dict, data: bytes) -> None:
-        """Send the converted model (`data`: its bytes, serialised once for this and the export) to the child (it
-        starts building its ONNX Runtime session at once)."""
-        self._pending = (model, sizes, data)
+    def submit(self, model, sizes: dict, data) -> None:
+        """Send the converted model to the child (it starts building its ONNX Runtime session at once). `data`: its
+        bytes, or (length, pieces) as Session.pieces makes them, streamed to the child without being joined; with
+        no child they are joined for the in-process check (its ONNX Runtime session holds a copy of its own)."""
+        length, pieces = (len(data), (data,)) if isinstance(data, bytes) else data
         if self.pid is None:
+            self._pending = (model, sizes, b"".join(pieces))
             return
+        self._pending = (model, sizes, None)
         from .ort_check import has_loop
         request = json.dumps({"run": not has_loop(model.graph),
                               "sizes": {k: list(v) for k, v in sizes.items()}}).encode()
         try:
-            _write_all(self._down, _HEAD.pack(len(data), len(request)) + request)
-            _write_all(self._down, data)
+            _write_all(self._down, _HEAD.pack(length, len(request)) + request)
+            for piece in pieces:
+                _write_all(self._down, piece)
+                del piece
         except OSError:                             # the child is gone: the verdict comes from in-process
             self._stop()
         finally:
@@ -70,8 +75,9 @@ class Ahead:
         from .ort_check import check_bytes, has_loop
         model, sizes, data = self._pending
         reply = self._reply() if self.pid is not None else None
-        if reply is None:                           # in-process, on the bytes already made (not serialised again)
-            return check_bytes(data, not has_loop(model.graph), sizes)
+        if reply is None:       # in-process, on the bytes already made (not serialised again) if they were kept
+            return check_bytes(data if data is not None else model.SerializeToString(), not has_loop(model.graph),
+                               sizes)
         if "error" in reply:
             raise ConversionError(reply["error"])
         return reply["note"]

@@ -11,10 +11,11 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from google.protobuf.message import EncodeError
 
+from inspector.core.io import onnx_bytes
 from inspector.core.ir import memory
 from inspector.core.ir.errors import ConversionError, InspectorError
 from inspector.core.layout import layout as L
@@ -200,20 +201,30 @@ class Session:
         self.publish(ValidationDone(validation))
         return validation
 
-    def serialised(self) -> bytes:
-        """The result's model as bytes, once per export (an allocation protobuf cannot make is said in words)."""
+    def pieces(self) -> tuple[int, Iterator[bytes]]:
+        """(length, pieces) of the result's model: its serialised bytes one piece after another, never all held at
+        once (onnx_bytes.pieces); an allocation protobuf cannot make is said in words."""
         try:
-            return self.result.model.SerializeToString()
+            length, pieces = onnx_bytes.pieces(self.result.model)
         except (MemoryError, EncodeError):                     # what protobuf says when an allocation fails
             raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
 
-    def export(self, path: str, overwrite_source: bool = False, out=None, data: bytes | None = None) -> None:
-        """Check the model fully and write it atomically; never replaces the source model unless asked. With `out`
-        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit, and
-        Exported is the caller's to publish once it has. `data`: serialised() of the current result, when the caller
-        has it already (the CLI's run check was sent it). Metadata errors (metadata.lint.gate) refuse the write; its warnings join the notes."""
+        def each() -> Iterator[bytes]:
+            try:
+                yield from pieces
+            except (MemoryError, EncodeError):
+                raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
+        return length, each()
+
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
+        """Write the model, then check the file written fully; atomic: never replaces the source model unless asked.
+        With `out` (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its
+        commit, and Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse
+        the write; its warnings join the notes. The checker reads the staged file: checking the model object or its
+        bytes held a second and third copy of every weight."""
+        from contextlib import nullcontext
         from inspector.core.emit.convert import check_model
-        from inspector.core.io.atomic import write_atomic
+        from inspector.core.io.atomic import OutputSet
         from inspector.core.metadata.lint import gate
         if self.result is None:
             self.convert()
@@ -223,17 +234,21 @@ class Session:
         for f in gate(self.result.model, self.target):
             if f"warning: {f.message}" not in self.notes:
                 self.notes.append(f"warning: {f.message}")
-        if data is None:
-            data = self.serialised()
-        try:
-            check_model(data)
-        except (MemoryError, EncodeError):                     # what protobuf says when an allocation fails
-            raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
-        if out is not None:
-            out.write(path, data)
-            return
-        write_atomic(path, data, protect=[] if overwrite_source else [self.path])
-        self.publish(Exported(path))
+        own = out is None
+        if own:
+            out = OutputSet([] if overwrite_source else [self.path])
+            out.add(path)
+        with out if own else nullcontext():
+            staged = out.write(path, self.pieces()[1])
+            try:
+                check_model(staged)
+            except BaseException as e:
+                Path(staged).unlink(missing_ok=True)       # a batch's parent adopts whatever temporary exists
+                if isinstance(e, (MemoryError, EncodeError)):
+                    raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
+                raise
+        if own:
+            self.publish(Exported(path))
 
     def report(self) -> dict:
         r = self.result

@@ -1,0 +1,107 @@
+"""A ModelProto's serialised bytes in pieces: exactly SerializeToString()'s bytes, without holding them all.
+
+SerializeToString() of a model with large weights holds its bytes twice at once (protobuf encodes into a buffer of
+its own, then copies that into the bytes object) on top of the model itself, which holds every weight already: a
+1 GB model needed 3 GB beyond its reader's copy. Here each large initializer's raw_data is written on its own, so
+at most one weight is copied at a time.
+
+The bytes are protobuf's: fields in field-number order, each embedded message as its tag, its length and its own
+fields. The model is cut around graph (field 7), the graph around its initializers (field 5) and each large tensor
+around raw_data (field 9); every other part is serialised by protobuf itself, so only those three cuts are written
+by hand (tests/test_onnx_bytes.py compares the result with SerializeToString() byte for byte).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+# Fixed-size element types (TensorProto.DataType -> bytes per element): their raw_data length follows from dims.
+_ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
+_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
+BIG = 1 << 24           # raw_data of this many bytes or more is written on its own (smaller: in one piece)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(number: int, length: int) -> bytes:
+    """The tag and length of a length-delimited field."""
+    return _varint(number << 3 | 2) + _varint(length)
+
+
+def _part(msg, keep) -> bytes:
+    """`msg`'s fields whose numbers `keep` accepts, serialised (a new message: no field is shared)."""
+    part = type(msg)()
+    for fd, value in msg.ListFields():
+        if not keep(fd.number):
+            continue
+        if fd.is_repeated:
+            getattr(part, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(part, fd.name).CopyFrom(value)
+        else:
+            setattr(part, fd.name, value)
+    return part.SerializeToString()
+
+
+def _raw_size(tensor) -> int | None:
+    """Bytes of a tensor's raw_data as its type and dims say, for a fixed-size type held in raw_data; else None."""
+    itemsize = _ITEMSIZE.get(tensor.data_type)
+    if itemsize is None or not tensor.HasField("raw_data") or tensor.data_location:
+        return None
+    n = itemsize
+    for d in tensor.dims:
+        n *= d
+    return n
+
+
+def _big(tensor, big: int) -> list | None:
+    """[head bytes, raw_data length, tail bytes] of a tensor whose raw_data is `big` bytes or more, else None."""
+    n = _raw_size(tensor)
+    if n is None or n < big:
+        return None
+    return [_part(tensor, lambda k: k < _TENSOR_RAW_DATA), n, _part(tensor, lambda k: k > _TENSOR_RAW_DATA)]
+
+
+def pieces(model, big: int | None = None) -> tuple[int, Iterator[bytes]]:
+    """(length, pieces): the pieces joined are model.SerializeToString(). One piece when no initializer of the main
+    graph holds `big` (default BIG) bytes or more of raw_data. ValueError while the pieces are made when a large
+    tensor's raw_data is not the size its type and shape say (the ONNX checker's rule)."""
+    big = BIG if big is None else big
+    graph = model.graph
+    cuts = [_big(t, big) for t in graph.initializer] if model.HasField("graph") else []
+    if not any(cuts):
+        data = model.SerializeToString()
+        return len(data), iter((data,))
+    small = [None if cut else t.SerializeToString() for t, cut in zip(graph.initializer, cuts)]
+    inner = [len(data) if cut is None else len(cut[0]) + len(_field(_TENSOR_RAW_DATA, cut[1])) + cut[1] + len(cut[2])
+             for cut, data in zip(cuts, small)]
+    graph_head = _part(graph, lambda k: k < _GRAPH_INITIALIZER)
+    graph_tail = _part(graph, lambda k: k > _GRAPH_INITIALIZER)
+    graph_size = len(graph_head) + sum(len(_field(_GRAPH_INITIALIZER, n)) + n for n in inner) + len(graph_tail)
+    model_head = _part(model, lambda k: k < _MODEL_GRAPH) + _field(_MODEL_GRAPH, graph_size)
+    model_tail = _part(model, lambda k: k > _MODEL_GRAPH)
+
+    def each() -> Iterator[bytes]:
+        yield model_head + graph_head
+        for tensor, cut, data, n_inner in zip(graph.initializer, cuts, small, inner):
+            if cut is None:
+                yield _field(_GRAPH_INITIALIZER, n_inner) + data
+                continue
+            head, n, tail = cut
+            raw = tensor.raw_data
+            if len(raw) != n:
+                raise ValueError(f"initializer {tensor.name!r}: {len(raw)} bytes of raw_data where its type and "
+                                 f"shape say {n}")
+            yield _field(_GRAPH_INITIALIZER, n_inner) + head + _field(_TENSOR_RAW_DATA, n)
+            yield raw
+            del raw
+            yield tail
+        yield graph_tail + model_tail
+
+    return len(model_head) + graph_size + len(model_tail), each()
