@@ -420,27 +420,18 @@ def _byte_size(proto) -> int:
 
 
 _PLAIN_TENSOR = frozenset({"name", "dims", "data_type", "raw_data"})
+_OTHER_TENSOR_FIELDS = [f for f in onnx.TensorProto.DESCRIPTOR.fields if f.name not in _PLAIN_TENSOR]
 
 
 def _size_bound(proto) -> int:
     """An upper bound of the serialised size, cheap where ByteSize is not: ByteSize encodes the whole message (as
     slow as serialising it; two such passes were a third of a large model's conversion). A plain tensor is its raw
     bytes plus headers; a model or graph is the sum of its fields, each with <= 16 bytes of tag and length."""
-    if isinstance(proto, onnx.TensorProto):
-        size = 16
-        for f, v in proto.ListFields():
-            name = f.name
-            if name == "raw_data":
-                size += len(v)
-            elif name == "name":
-                size += len(v.encode())
-            elif name == "dims":
-                size += 11 * len(v)
-            elif name in _PLAIN_TENSOR:
-                size += 11
-            else:
+    if isinstance(proto, onnx.TensorProto):         # (ListFields would copy raw_data out: every weight once more)
+        for f in _OTHER_TENSOR_FIELDS:
+            if len(getattr(proto, f.name)) if f.is_repeated else proto.HasField(f.name):
                 return _byte_size(proto)
-        return size
+        return 16 + raw_length(proto) + len(proto.name.encode()) + 11 * len(proto.dims) + 11
     elif isinstance(proto, (onnx.ModelProto, onnx.GraphProto)):
         size = 0
         for f, v in proto.ListFields():
