@@ -16,6 +16,7 @@ from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory
+from inspector.core.io.onnx_bytes import raw_length
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
 from .ops.table import load_all
@@ -480,27 +481,6 @@ def without_data(tensor) -> onnx.TensorProto:
             else:
                 setattr(out, f.name, getattr(tensor, f.name))
     return out
-
-
-def raw_length(tensor) -> int:
-    """len(tensor.raw_data) without reading it where its type has whole bytes per element (reading copies it:
-    200 ms for 256 MiB; ByteSize serialises it): its dims times its element size, which is what the converter
-    writes. Other types (strings, 4-bit) are read."""
-    if not tensor.HasField("raw_data"):
-        return 0
-    size = _ITEM_BYTES.get(tensor.data_type)
-    if size is None:
-        return len(tensor.raw_data)
-    for d in tensor.dims:
-        size *= d
-    return size
-
-
-_ITEM_BYTES = {t: np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t)).itemsize
-               for t in (onnx.TensorProto.FLOAT, onnx.TensorProto.UINT8, onnx.TensorProto.INT8,
-                         onnx.TensorProto.UINT16, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
-                         onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.FLOAT16,
-                         onnx.TensorProto.DOUBLE, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64)}
 
 
 def check_size(*parts) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from onnx import TensorProto
 
+from inspector.core.io.onnx_bytes import copy_fields
 
 from . import schema as ms
 from .findings import Finding, fmt
@@ -113,15 +114,7 @@ def shape_view(model):
 
 
 def _copy_fields(dst, src, skip: str) -> None:
-    for f, v in src.ListFields():
-        if f.name == skip:
-            continue
-        if f.is_repeated:
-            getattr(dst, f.name).extend(v)
-        elif f.message_type is not None:
-            getattr(dst, f.name).CopyFrom(v)
-        else:
-            setattr(dst, f.name, v)
+    copy_fields(dst, src, lambda f: f.name != skip)
 
 
 # -- the metadata pass of a conversion ------------------------------------------------------------------------------
