@@ -9,7 +9,9 @@ refused before it starts, instead of dying in C++ with a segmentation fault or a
 """
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 
 from .errors import ConversionError
 
@@ -84,3 +86,18 @@ def check(graph, what: str, over: int | None = None) -> None:
     want, have = need(graph, over), available()
     if have is not None and want > have:
         raise OutOfMemory(what, want, have)
+
+
+@contextmanager
+def collection_paused():
+    """No automatic cyclic collection inside: a conversion makes objects by the hundred thousand that live to its
+    end, and each full collection scanned all made so far (a quarter of a 50,000-op chain's conversion). The state
+    before is restored after (the window keeps collection off and runs it itself: gui/gc_guard); cyclic garbage made
+    inside goes at the next collection."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

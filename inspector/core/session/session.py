@@ -140,7 +140,8 @@ class Session:
     # --- results -------------------------------------------------------------------------------------------
     def convert(self, check: bool = True):
         """Re-run propagation, emission and the metadata pass; returns the Change for the status line."""
-        outcome = run(self.graph, self.pins, self.options, self.metadata, check=check)
+        with memory.collection_paused():
+            outcome = run(self.graph, self.pins, self.options, self.metadata, check=check)
         return self.show(outcome.result, outcome.notes)
 
     def show(self, result, notes: list[str], view=None) -> Change:
