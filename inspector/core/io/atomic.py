@@ -265,8 +265,8 @@ def stage(target: Path, data: Data, tmp: str, shown: str) -> None:
 
 
 def _stage(target: Path, data: Data, tmp: str | None) -> str:
-    """`data` (bytes, or pieces of them written one after the other) in a new temporary beside `target` (mkstemp's, or the given name); the temporary is removed on any
-    failure, KeyboardInterrupt included."""
+    """`data` (bytes, or pieces of them written one after the other) in a new temporary beside `target`
+    (mkstemp's, or the given name); the temporary is removed on any failure, KeyboardInterrupt included."""
     if tmp is None:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{TMP_PREFIX}{target.name[:64]}.", suffix=TMP_SUFFIX)
     else:
