@@ -205,3 +205,27 @@ def test_a_big_model_opens_collapsed_in_both_panes_and_a_search_opens_the_way_to
     assert ("op", op) in shown(w, TFLITE) and ("op", op) in w.scenes[TFLITE].selected_keys()[0]
     assert set(s.result.trace.op_nodes[op]) <= shown(w, ONNX)
     assert boxes(w, TFLITE) == boxes(w, ONNX)
+
+
+def test_a_pin_s_transposes_are_counted_on_the_closed_group_s_box_in_both_panes(qtbot, window, tmp_path):  # noqa: F811
+    """The Session is changed directly (as in test_gui_views): the boxes follow its PlanChanged."""
+    w = window
+    s = open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
+    view = click(w, TFLITE, ("op", 0))
+    key(view, Qt.Key_Backspace)
+    settle(qtbot, w)
+    in_step(w, {STEM})
+    assert len(item(w, TFLITE, STEM).node.lines) == 1           # no conflict in the stem yet
+    s.set_pin("m/stem/conv1/Conv2D", "keep")                    # TFLite's order between the stem's two convs
+    s.convert()
+    settle(qtbot, w)
+    in_step(w, {STEM})
+    inside = w.layers.tree.layers["m/stem"]
+    assert inside.transposes >= 1
+    for which in (TFLITE, ONNX):
+        box = item(w, which, STEM)
+        assert box.conflicted() and f"{inside.transposes} Transpose" in box.node.lines[1]
+    s.set_pin("m/stem/conv1/Conv2D", None)
+    s.convert()
+    settle(qtbot, w)
+    assert not item(w, TFLITE, STEM).conflicted() and not item(w, ONNX, STEM).conflicted()

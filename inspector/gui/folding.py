@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Hashable
 
-from inspector.core.session.layers import Layer, LayerTree
+from inspector.core.session.layers import Layer, LayerTree, recount
 
 from . import graph_layout
 from .graph_model import GROUP, Edge, Node, ViewGraph
@@ -128,6 +128,7 @@ class Layers:
         self.whole: dict[str, ViewGraph] = {}
         self._where: dict[str, list[str]] = {}
         self._laid: dict[str, tuple] = {}     # pane -> (open groups, whole graph, Folded, Geometry) last laid out
+        self.counted = None                   # the trace whose conflicts and Transposes the groups count
 
     @classmethod
     def of(cls, tree: LayerTree, ops: int) -> "Layers":
@@ -162,6 +163,16 @@ class Layers:
         self._laid.clear()
         for which, vg in self.whole.items():
             self._where[which] = homes(vg, tree)
+
+    def recount(self, result, sg) -> bool:
+        """Count a new result's conflicts and Transposes into the groups (a re-run after a pin); whether it is
+        another result's than the groups counted (the boxes then say it: folded anew)."""
+        if result is None or result.trace is self.counted:
+            return False
+        recount(self.tree, result, sg)
+        self.counted = result.trace
+        self._laid.clear()
+        return True
 
     def shown(self, which: str) -> Folded:
         return fold(self.whole[which], self.tree, self.open, self._where[which])

@@ -312,6 +312,7 @@ class LoadJob(QRunnable):
         """The conversion's layers (each group's ONNX nodes, conflicts and Transposes: the badges), the groups
         open as they were; both panes folded and laid out here when some group is closed."""
         out = Layers(conversion_layers(result, tree=layers.tree), set(layers.open))
+        out.counted = result.trace
         out.set_whole(graph_model.TFLITE, layers.whole[graph_model.TFLITE])
         out.set_whole(graph_model.ONNX, vg)
         if out.folds:

@@ -590,6 +590,9 @@ class MainWindow(QMainWindow):
             vg = graph_model.from_onnx(e.result.model)
             layout, live = None, None
         whole = vg
+        if self.layers is not None and s.graph is not None and self.layers.recount(e.result, s.graph.main) \
+                and self.layers.folds:          # a pin's conflicts: the TFLite pane's boxes count them too
+            self._refold((TFLITE,))
         vg, layout, live = self._folded(ONNX, vg, layout, live)
         first = ONNX not in self.scenes
         keep, active, sizes = self._view_state(ONNX), self.active, self.splitter.sizes()

@@ -139,28 +139,14 @@ def conversion_layers(result, limit: int = LIMIT, tree: LayerTree | None = None)
     filled in place)."""
     graph, trace = result.graph, result.trace
     out = tree if tree is not None else graph_layers(graph.main, graph.format, limit)
-    sg = graph.main
-    producers = sg.producers()
     where: dict[int, str] = dict(out.op_layer)
-
-    def at(op: int | None, tensor: int) -> str:
-        if op is None:
-            op = producers.get(tensor)
-        return where.get(op, "") if op is not None else ""
-
     direct_nodes: dict[str, list[str]] = {}
     for op, names in trace.op_nodes.items():
         for n in names:
             direct_nodes.setdefault(where.get(op, ""), []).append(n)
     cats = {k: getattr(c, "value", str(c)) for k, c in result.categories.items()}
-    conflicts: Counter = Counter()
-    for c in result.plan.conflicts:
-        if c.subgraph == 0:
-            conflicts[at(c.op, c.tensor)] += 1
-    inserted: Counter = Counter()
-    for name, c in trace.inserted.items():
-        home = at(c.op, c.tensor)
-        inserted[home] += 1
+    conflicts, inserted, homes = _marks(result, where)
+    for name, home in homes.items():
         if name not in trace.node_op:
             direct_nodes.setdefault(home, []).append(name)
     order = {n.name: i for i, n in enumerate(result.model.graph.node)}
@@ -179,6 +165,29 @@ def conversion_layers(result, limit: int = LIMIT, tree: LayerTree | None = None)
     out.node_layer = {n: layer.id for layer_id, names in direct_nodes.items()
                       for layer in (out.layers[layer_id],) for n in names}
     return out
+
+
+def recount(tree: LayerTree, result, sg=None) -> None:
+    """A re-run's conflicts and inserted Transposes counted again into `tree` (a conversion's: after a pin the
+    groups and ops are the same, the badges are not). `sg`: the TFLite main graph, if `result` holds none."""
+    conflicts, inserted, _ = _marks(result, tree.op_layer, sg)
+    for layer in sorted(tree.layers.values(), key=lambda x: -x.depth):     # innermost first: sums go up
+        layer.conflicts = conflicts[layer.id] + sum(tree.layers[c].conflicts for c in layer.children)
+        layer.transposes = inserted[layer.id] + sum(tree.layers[c].transposes for c in layer.children)
+
+
+def _marks(result, where: dict[int, str], sg=None) -> tuple[Counter, Counter, dict[str, str]]:
+    """(conflicts per group, inserted Transposes per group, each inserted Transpose's group) of a conversion, each
+    where the op that needs it is (`where`: op -> its innermost group)."""
+    producers = (sg if sg is not None else result.graph.main).producers()
+
+    def at(op: int | None, tensor: int) -> str:
+        if op is None:
+            op = producers.get(tensor)
+        return where.get(op, "") if op is not None else ""
+    conflicts: Counter = Counter(at(c.op, c.tensor) for c in result.plan.conflicts if c.subgraph == 0)
+    homes = {name: at(c.op, c.tensor) for name, c in result.trace.inserted.items()}
+    return conflicts, Counter(homes.values()), homes
 
 
 # ---- building ----------------------------------------------------------------------------------------------------
