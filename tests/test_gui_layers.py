@@ -78,6 +78,7 @@ def test_a_group_closed_in_one_pane_is_closed_in_both_and_opens_by_double_click_
     in_step(w, {STEM})
     assert w.scenes[TFLITE].selected_keys()[0] == [STEM] and w.scenes[ONNX].selected_keys()[0] == [STEM]
     assert item(w, ONNX, STEM).node.lines[0] == "2 ops"
+    assert "m/stem" in w.details.html() and "Implicit" in w.details.html()     # Details: what the box holds
     # edges to the box: the stem's output into the head's reshape (one edge, drawn to the box)
     tfl = w.scenes[TFLITE]
     out_of_box = [e for e in tfl.edges if tfl.vg.nodes[e.edge.src].key == STEM]

@@ -968,8 +968,12 @@ class MainWindow(QMainWindow):
 
     def _show_details(self, which: str, nodes, tensors, subgraph: int = 0) -> None:
         d = self.doc
-        if d is None or not (nodes or tensors) or (nodes and is_group(nodes[0])):     # a group: its box says it
+        if d is None or not (nodes or tensors):
             self.details.clear()
+            return
+        if nodes and is_group(nodes[0]):
+            layer = self.layers.tree.layers.get(nodes[0][1]) if self.layers is not None else None
+            self.details.show_group(layer) if layer is not None else self.details.clear()
             return
         if which == TFLITE:
             key = nodes[0] if nodes else None

@@ -196,6 +196,21 @@ class DetailsPanel(QWidget):
         self.text.setHtml(f"<h3>Tensor {t}</h3>" + _rows(rows))
         self.histogram(tensor.data, "values")
 
+    # ---- layers --------------------------------------------------------------------------------------------
+    def show_group(self, layer) -> None:
+        """A closed group's box: what it holds (core.session.layers.Layer)."""
+        mix = ", ".join(f"{n} {html.escape(c)}" for c, n in layer.categories.items())
+        rows = [("group", html.escape(elide(layer.id, 60))), ("ops", str(len(layer.ops))),
+                ("ONNX nodes", str(len(layer.nodes)) if layer.nodes else "not converted"),
+                ("groups inside", str(len(layer.children)))]
+        if mix:
+            rows.append(("categories", mix))
+        rows += [("conflicts", str(layer.conflicts)), ("Transposes", str(layer.transposes))]
+        self.text.setHtml(f"<h3>{html.escape(layer.label)}</h3>" + _rows(rows) +
+                          "<p style='color:#666'>Double-click, Enter or + opens it; Backspace on what is inside "
+                          "closes it again.</p>")
+        self.plot.hide()
+
     # ---- ONNX ----------------------------------------------------------------------------------------------
     def show_onnx_node(self, doc, name: str) -> None:
         from onnx import helper
