@@ -82,7 +82,8 @@ def layers(app, corpus: Path, out: Path) -> None:
         biggest = max(tree.root.children, key=lambda g: len(tree.layers[g].ops))
         w.toggle_group(biggest)
         wait(app, w)
-        w.select(TFLITE, nodes=[("op", tree.layers[biggest].ops[0])])
+        for which in (TFLITE, ONNX):
+            w.panes[which].main_view.fit()
         shot(app, w, out / "nasnet-expanded.png")
         w.close()
     torch = corpus / "torch" / "mobilenet_v2_w050.tflite"

@@ -791,9 +791,29 @@ class MainWindow(QMainWindow):
                 self.panes[which].main_view.initial()
 
     def toggle_group(self, layer_id: str) -> None:
-        """Open a closed group (or close an open one) in both panes."""
-        if self.layers is not None and self.layers.toggle(layer_id):
-            self._refold()
+        """Open a closed group (or close an open one) in both panes; an opened one's top is brought into view."""
+        if self.layers is None or not self.layers.toggle(layer_id):
+            return
+        self._refold()
+        if layer_id not in self.layers.open:
+            return
+        layer = self.layers.tree.layers[layer_id]
+        for which, keys in ((TFLITE, [("op", op) for op in layer.ops]), (ONNX, layer.nodes)):
+            scene, view = self.scenes.get(which), self.panes[which].main_view
+            if scene is None or view is None:
+                continue
+            scene.finish()
+            items = [it for it in map(scene.node_by_key.get, keys[:200]) if it is not None]
+            if not items:
+                continue
+            rect = items[0].sceneBoundingRect()
+            for it in items[1:]:
+                rect = rect.united(it.sceneBoundingRect())
+            seen = view.mapToScene(view.viewport().rect()).boundingRect()
+            if not seen.contains(rect):         # as much of it as fits, from its top
+                view.auto = False
+                view.centerOn(rect.center().x(), min(rect.center().y(), rect.top() + seen.height() / 2 - 20))
+                view.minimap.sync()
 
     def close_group(self, which: str, key) -> None:
         """Close the group holding this node (a group's box: the group around it) in both panes; its box selected."""
