@@ -129,6 +129,7 @@ class Layers:
         self._where: dict[str, list[str]] = {}
         self._laid: dict[str, tuple] = {}     # pane -> (open groups, whole graph, Folded, Geometry) last laid out
         self.counted = None                   # the trace whose conflicts and Transposes the groups count
+        self._index: dict[str, tuple] = {}    # pane -> (whole graph, its node key -> index)
 
     @classmethod
     def of(cls, tree: LayerTree, ops: int) -> "Layers":
@@ -182,13 +183,16 @@ class Layers:
         if is_group(key):
             layer = self.tree.layers.get(key[1])
             return layer.parent or "" if layer is not None else ""
+        i = self._at(which).get(key)
+        return self._where[which][i] if i is not None else ""
+
+    def _at(self, which: str) -> dict:
+        """Node key -> index in the pane's whole graph (made on first use, kept while the graph is the same)."""
         vg = self.whole.get(which)
-        if vg is None:
-            return ""
-        for i, n in enumerate(vg.nodes):
-            if n.key == key:
-                return self._where[which][i]
-        return ""
+        got = self._index.get(which)
+        if got is None or got[0] is not vg:
+            got = self._index[which] = (vg, vg.index() if vg is not None else {})
+        return got[1]
 
     def toggle(self, layer_id: str) -> bool:
         """Open a closed group or close an open one; whether anything changed."""
@@ -221,9 +225,9 @@ class Layers:
         if not wanted:
             return False
         before = len(self.open)
-        where = self._where[which]
-        for i, n in enumerate(vg.nodes):
-            if n.key in wanted and where[i]:
+        where, at = self._where[which], self._at(which)
+        for i in [at[k] for k in wanted if k in at]:
+            if where[i]:
                 self.open.update(self.tree.ancestors(where[i]))
         return len(self.open) != before
 
