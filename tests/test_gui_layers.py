@@ -230,3 +230,35 @@ def test_a_pin_s_transposes_are_counted_on_the_closed_group_s_box_in_both_panes(
     s.convert()
     settle(qtbot, w)
     assert not item(w, TFLITE, STEM).conflicted() and not item(w, ONNX, STEM).conflicted()
+
+
+def _menu_click(w, qtbot, text: str) -> None:
+    """Click a View menu item in the open menu (as a person does)."""
+    menu = w.menu("view")
+    menu.popup(w.mapToGlobal(w.rect().center()))
+    qtbot.waitUntil(menu.isVisible)
+    action = next(a for a in menu.actions() if a.text().replace("&", "") == text)
+    QTest.mouseClick(menu, Qt.LeftButton, Qt.NoModifier, menu.actionGeometry(action).center())
+
+
+def test_expand_all_groups_of_a_big_model_lays_it_out_in_a_worker_and_collapse_comes_back(qtbot, window, tmp_path,  # noqa: F811
+                                                                                          monkeypatch):
+    from inspector.gui import layers_job
+    w = window
+    s = open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    monkeypatch.setattr(layers_job, "BIG", 1000)              # this model's 2,250 ops: laid out by the worker
+    scenes = dict(w.scenes)
+    closed = boxes(w, TFLITE)
+    started = []
+    monkeypatch.setattr(layers_job.LayOut, "run", lambda job, run=layers_job.LayOut.run: (started.append(job),
+                                                                                          run(job)))
+    _menu_click(w, qtbot, "Expand All Groups")
+    settle(qtbot, w)
+    assert started                                            # the worker laid it out
+    assert w.scenes == scenes                                 # the same scenes, made afresh
+    assert boxes(w, TFLITE) == boxes(w, ONNX) == set()
+    assert len([k for k in shown(w, TFLITE) if k[0] == "op"]) == len(s.graph.main.ops)
+    assert {n.name for n in s.result.model.graph.node} <= shown(w, ONNX)
+    _menu_click(w, qtbot, "Collapse Groups")
+    settle(qtbot, w)
+    assert boxes(w, TFLITE) == boxes(w, ONNX) == closed

@@ -146,13 +146,14 @@ class Layers:
         """Some group is closed."""
         return len(self.open) < len(self.tree.layers) - 1
 
-    def laid_out(self, which: str):
-        """(Folded, Geometry) of the pane: only the boxes shown laid out (graph_layout caches by topology)."""
+    def laid_out(self, which: str, folded: Folded | None = None):
+        """(Folded, Geometry) of the pane: only the boxes shown laid out (graph_layout caches by topology).
+        `folded`: the pane's shown(), if made already."""
         vg = self.whole[which]
         got = self._laid.get(which)
         if got is not None and got[0] == self.open and got[1] is vg:
             return got[2], got[3]
-        folded = self.shown(which)
+        folded = self.shown(which) if folded is None else folded
         layout = graph_layout.compute(folded.shown)
         self._laid[which] = (frozenset(self.open), vg, folded, layout)
         return folded, layout

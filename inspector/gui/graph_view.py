@@ -76,25 +76,42 @@ class GraphScene(QGraphicsScene):
 
     def __init__(self, vg: ViewGraph, layout: Geometry, parent=None):
         super().__init__(parent)
-        self.vg, self.layout = vg, layout
         self.setBackgroundBrush(palette().background)
         self.frame = Frame()
+        self._colours: tuple[dict, dict, dict] = ({}, {}, {})     # the latest colours asked for
+        self.pins: dict[Hashable, str] = {}           # tensor -> the layout it is pinned to (its edges marked)
+        self.version = 0                              # bumped when colours change: cached pictures redraw
+        self._start(vg, layout)
+
+    def replace(self, vg: ViewGraph, layout: Geometry) -> None:
+        """Show another graph in this scene, made afresh in slices like a new scene's (a change too big for
+        apply(): opening every group of 10,000 ops made 20,000 items in one event-loop turn). The colours and
+        pins asked for stay; the selection does not."""
+        TURNS.drop(self)                              # the old graph's work left is dropped with its items
+        had = bool(self.selectedItems())
+        self.blockSignals(True)                       # its items go: said once below, if any was selected
+        self.clear()
+        self.blockSignals(False)
+        self.version += 1
+        self._start(vg, layout)
+        if had:
+            self.selectionChanged.emit()
+
+    def _start(self, vg: ViewGraph, layout: Geometry) -> None:
+        self.vg, self.layout = vg, layout
         self.nodes: list[NodeItem] = []
         self.edges: list[EdgeItem] = []
         self.node_by_key: dict[Hashable, NodeItem] = {}
         self.edges_by_tensor: dict[Hashable, list[EdgeItem]] = {}
         self._node_at: list = [None] * len(vg.nodes)  # the items by index (nodes and edges are in creation order)
         self._edge_at: list = [None] * len(vg.edges)
-        self._colours: tuple[dict, dict, dict] = ({}, {}, {})     # the latest colours asked for
-        self.pins: dict[Hashable, str] = {}           # tensor -> the layout it is pinned to (its edges marked)
-        self._shown: tuple[dict, dict, dict] = ({}, {}, {})       # what the items are painted with (or queued to)
+        self._shown: tuple[dict, dict, dict] = self._colours      # what the items are painted with (or queued to)
         self._fresh: set = set()                      # items apply() made: colour() must paint them
         self._stale = False                           # items painted by other colours than _colours (overlay)
         self._repaint: list = []                      # items colour() left to the event loop's slices
         self._sliced = False                          # _repaint was painted in slices: cached pictures redraw
         self._update = None                           # apply()'s re-indexing still to do (a generator)
         self._deadline: float | None = None           # when the running slice ends (None: no end)
-        self.version = 0                              # bumped when colours change: cached pictures redraw
         self.raster_cache: dict = {}                  # raster.node_arrays' arrays (node geometry, colours)
         self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
         self.setBspTreeDepth(_depth(len(vg.nodes) + len(vg.edges)))
@@ -418,7 +435,8 @@ class GraphScene(QGraphicsScene):
 
     def select(self, node_keys=(), tensor_keys=()) -> QRectF:
         """Replace the selection; returns the bounding rect of what got selected (empty if nothing)."""
-        self.finish()
+        if node_keys or tensor_keys:                # (nothing to find: the items may stay on their way)
+            self.finish()
         self.blockSignals(True)
         self.clearSelection()
         rect = QRectF()

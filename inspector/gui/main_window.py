@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import shiboken6
-from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer
+from PySide6.QtCore import QEvent, QRectF, QSettings, Qt, QThreadPool, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence, QPalette
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
@@ -18,6 +18,7 @@ from inspector.core.session.events import Exported, FindingsChecked, ModelOpened
 from . import export, find, gc_guard, graph_layout, graph_model, open_failure
 from .document import Document
 from .folders import first_folder
+from . import layers_job
 from .folding import Layers, group_key, is_group, opened_at
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
@@ -34,6 +35,8 @@ from .views import Views
 from .words import counted
 
 MAX_RECENT = 8
+REMADE_OVER = 1000                         # boxes more or fewer after opening or closing groups: the scene is made
+                                           # afresh in slices instead of changed in place
 WINDOW_SIZE = (1500, 950)                  # px: the first window, when the screen has room for it
 DOCK_WIDTH, DOCK_MAX_WIDTH = 380, 560      # px: the side docks' initial and largest width
 LAYOUT_VERSION = 3                         # bumped when the docks change: an older saved layout is not restored
@@ -146,6 +149,7 @@ class MainWindow(QMainWindow):
             loader_job.warm()           # a big model's layout and conversion run in the child: started now
         self.scenes: dict[str, GraphScene] = {}
         self.layers: Layers | None = None             # the open model's groups and which are open (both panes)
+        self._layout_job = None                       # the last layers_job.LayOut started (kept while it runs)
         self.active = TFLITE
         self._syncing = False
         self._close_after_export = False    # a close waits for a big model's export (its report is written here)
@@ -512,7 +516,7 @@ class MainWindow(QMainWindow):
     @property
     def idle(self) -> bool:
         """No job running and every scene fully built."""
-        return self.job is None and all(sc.complete for sc in self.scenes.values())
+        return self.job is None and self._layout_job is None and all(sc.complete for sc in self.scenes.values())
 
     def cancel(self) -> None:
         if self.job is not None:
@@ -763,16 +767,40 @@ class MainWindow(QMainWindow):
                 return folded.shown, layout, True if which in self.scenes else None
         return vg, layout if layout is not None else graph_layout.compute(vg), live
 
-    def _refold(self, panes=(TFLITE, ONNX)) -> None:
-        """Show the panes as the open groups say (what the scenes keep stays, moved where the new layout puts it)."""
+    def _refold(self, panes=(TFLITE, ONNX), initial: bool = False) -> None:
+        """Show the panes as the open groups say (what the scenes keep stays, moved where the new layout puts it).
+        A folded graph too big to lay out here is laid out by a worker first; then this runs again. `initial`: each
+        pane then opens as a new model does (fitted, or readable at its top)."""
+        layers = self.layers
+        panes = [w for w in panes if self.scenes.get(w) is not None and self.panes[w].main_view is not None
+                 and w in layers.whole]
+        folded = {w: layers.shown(w) for w in panes}
+        big = [f.shown for f in folded.values() if layers_job.wanted(f.shown)]
+        if big:
+            self.statusBar().showMessage("Laying out…")
+            job = self._layout_job = layers_job.LayOut(big)
+            job.signals.done.connect(lambda: self._laid_out(job, layers, panes, initial))
+            self.pool.start(job)
+            return
         for which in panes:
-            scene, view = self.scenes.get(which), self.panes[which].main_view
-            if scene is None or view is None or which not in self.layers.whole:
-                continue
-            folded, layout = self.layers.laid_out(which)
-            scene.apply(folded.shown, layout)
+            scene, view = self.scenes[which], self.panes[which].main_view
+            _, layout = layers.laid_out(which, folded[which])
+            folded_w = folded[which]
+            if abs(len(folded_w.shown.nodes) - len(scene.vg.nodes)) > REMADE_OVER:
+                scene.replace(folded_w.shown, layout)   # made afresh in slices, not in one turn
+            else:
+                scene.apply(folded_w.shown, layout)     # what stays is kept (and moved), the selection too
             view.minimap.invalidate()
             self.colour(which)
+            if initial:
+                view.initial()
+
+    def _laid_out(self, job, layers, panes, initial: bool) -> None:
+        """A LayOut ended: the panes are shown (laid out now: graph_layout's cache has them) if still wanted."""
+        if job is self._layout_job:
+            self._layout_job = None
+        if self.layers is layers:
+            self._refold(panes, initial)
 
     def folds(self, which: str) -> bool:
         """The pane shows a folded graph (some group closed): re-runs lay out its whole graph here, not there."""
@@ -785,10 +813,7 @@ class MainWindow(QMainWindow):
         tree = self.layers.tree
         self.layers.open = opened_at(tree, max(tree.layers[g].depth for g in tree.layers) if expand else
                                      tree.default_depth)
-        self._refold()
-        for which in (TFLITE, ONNX):
-            if self.panes[which].main_view is not None:
-                self.panes[which].main_view.initial()
+        self._refold(initial=True)
 
     def toggle_group(self, layer_id: str) -> None:
         """Open a closed group (or close an open one) in both panes; an opened one's top is brought into view."""
@@ -802,13 +827,12 @@ class MainWindow(QMainWindow):
             scene, view = self.scenes.get(which), self.panes[which].main_view
             if scene is None or view is None:
                 continue
-            scene.finish()
-            items = [it for it in map(scene.node_by_key.get, keys[:200]) if it is not None]
-            if not items:
+            at = scene.vg.index()                   # where the layout puts them (items may still be on their way)
+            places = [scene.layout.pos[i] for i in map(at.get, keys[:200]) if i is not None]
+            if not places:
                 continue
-            rect = items[0].sceneBoundingRect()
-            for it in items[1:]:
-                rect = rect.united(it.sceneBoundingRect())
+            xs, ys = [p[0] for p in places], [p[1] for p in places]
+            rect = QRectF(min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)).adjusted(-90, -40, 90, 40)
             seen = view.mapToScene(view.viewport().rect()).boundingRect()
             if not seen.contains(rect):         # as much of it as fits, from its top
                 view.auto = False
@@ -832,8 +856,8 @@ class MainWindow(QMainWindow):
         if self.layers is None or not self.layers.folds or which not in self.scenes:
             return
         scene = self.scenes[which]
-        scene.finish()
-        hidden = [t for t in tensors if t not in scene.edges_by_tensor]
+        shown = {e.tensor for e in scene.vg.edges} if tensors else set()
+        hidden = [t for t in tensors if t not in shown]
         if self.layers.reveal(which, nodes, hidden):
             self._refold()
 

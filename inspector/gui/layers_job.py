@@ -1,0 +1,35 @@
+"""Folded graphs too big to lay out on the GUI thread (every group of a big model opened) are laid out here, in a
+worker that sends them to the loader's child (igraph's Sugiyama holds the GIL: 10,000 boxes held the window 0.5 s
+a pane). graph_layout caches the result by topology: the window then folds again and finds it laid out."""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QRunnable, Signal
+
+from . import graph_layout
+from .loader_job import LoadJob, in_the_child
+
+BIG = LoadJob.LAYOUT_NODES          # boxes from which a folded graph is laid out off the GUI thread
+
+
+class _Signals(QObject):
+    done = Signal()
+
+
+class LayOut(QRunnable):
+    def __init__(self, graphs: list):
+        super().__init__()
+        self.graphs = graphs
+        self.signals = _Signals()
+        self.setAutoDelete(False)
+
+    def run(self) -> None:
+        try:
+            for vg in self.graphs:
+                graph_layout.compute(vg, in_the_child)
+        finally:
+            self.signals.done.emit()
+
+
+def wanted(vg) -> bool:
+    """This folded graph is to be laid out by a LayOut first."""
+    return len(vg.nodes) >= BIG and not graph_layout.cached(vg)
