@@ -39,6 +39,13 @@ def shot(app, window, path: Path) -> None:
     print(f"wrote {path}")
 
 
+def fitted(window) -> None:
+    """Both panes (those shown) fitted to the window."""
+    for which in (TFLITE, ONNX):
+        if window.panes[which].main_view is not None:
+            window.panes[which].main_view.fit()
+
+
 def window_for(app, model: Path, scheme: str | None = None) -> MainWindow:
     """The window on `model`; `scheme` ("dark", "light"): as chosen in View › Colour scheme earlier."""
     settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat)
@@ -72,7 +79,7 @@ def wanted(group: str) -> bool:
 
 def layers(app, corpus: Path, out: Path) -> None:
     """Layers (issue 35): NASNet collapsed to its overview, then with its biggest group opened; a PyTorch model
-    collapsed (View > Collapse Groups, then a double-click's worth of opening)."""
+    collapsed (View › Collapse Groups; toggle_group is what a double-click on a box does)."""
     nasnet = corpus / "keras" / "nasnetmobile_fp32.tflite"
     if nasnet.is_file():
         w = window_for(app, nasnet)
@@ -82,8 +89,7 @@ def layers(app, corpus: Path, out: Path) -> None:
         biggest = max(tree.root.children, key=lambda g: len(tree.layers[g].ops))
         w.toggle_group(biggest)
         wait(app, w)
-        for which in (TFLITE, ONNX):
-            w.panes[which].main_view.fit()
+        fitted(w)
         shot(app, w, out / "nasnet-expanded.png")
         w.close()
     torch = corpus / "torch" / "mobilenet_v2_w050.tflite"
@@ -107,9 +113,7 @@ def main(argv=None) -> int:
     w = window_for(app, sample)
     conv = next((op.index for op in w.doc.graph.main.ops if op.opcode == "CONV_2D"), 0)
     w.select(TFLITE, nodes=[("op", conv)])
-    for which in (TFLITE, ONNX):
-        if w.panes[which].main_view is not None:
-            w.panes[which].main_view.fit()
+    fitted(w)
     shot(app, w, out / "sample.png")
     w.close()
 
@@ -139,8 +143,7 @@ def overview_and_detail(app, model: Path, out: Path, stem: str, scheme: str | No
     """`stem`-overview.png (both panes fitted) and `stem`-detail.png (an ADD past the start selected, both panes
     centred on it at a readable zoom); the window stays open."""
     w = window_for(app, model, scheme)
-    for which in (TFLITE, ONNX):
-        w.panes[which].main_view.fit()
+    fitted(w)
     shot(app, w, out / f"{stem}-overview.png")
     add = next(op.index for op in w.doc.graph.main.ops[120:] if op.opcode == "ADD")
     w.select(TFLITE, nodes=[("op", add)])
