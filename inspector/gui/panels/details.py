@@ -206,8 +206,9 @@ class DetailsPanel(QWidget):
         if mix:
             rows.append(("categories", mix))
         rows += [("conflicts", str(layer.conflicts)), ("Transposes", str(layer.transposes))]
+        muted = css("muted")
         self.text.setHtml(f"<h3>{html.escape(layer.label)}</h3>" + _rows(rows) +
-                          "<p style='color:#666'>Double-click, Enter or + opens it; Backspace on what is inside "
+                          f"<p style='color:{muted}'>Double-click, Enter or + opens it; Backspace on what is inside "
                           "closes it again.</p>")
         self.plot.hide()
 
