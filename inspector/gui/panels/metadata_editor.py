@@ -494,16 +494,20 @@ class MetadataEditor(QWidget):
         return box
 
     def _lint(self, model) -> list:
-        """The target's findings; dimension propagation's come from the re-run's worker when it computed them."""
-        from inspector.core.metadata.lint import lint
+        """The target's findings; dimension propagation's come from the re-run's worker when it computed them. (Read
+        with this process's records: on the GUI thread, only what the last model read lacks is parsed.)"""
+        from inspector.core.metadata.lint import Linter
+
+        from ..rerun_child import records
+        linter = Linter(records())
         target = self.editor.session.target if self.editor.session is not None else "onnx"
         done = getattr(self.editor.session.result, "findings", None)      # the onnx target's, off the GUI thread
         try:
             if done is None:
-                return lint(model, target)
+                return linter.lint(model, target)
             if target == "onnx":
                 return done
-            return lint(model, target, dims=False) + [f for f in done if f.code.startswith("dims-")]
+            return linter.lint(model, target, dims=False) + [f for f in done if f.code.startswith("dims-")]
         except Exception as e:     # the checker is advice: a failure is shown, never fatal
             from inspector.core.metadata.findings import Finding
             return [Finding("", f"checker failed: {e}", code="", severity="warning")]
