@@ -95,7 +95,7 @@ def test_names_without_scopes_are_cut_into_parts_where_few_edges_cross(corpus):
     g = load_model(str(corpus / "realworld/face_detection_back.tflite"))      # conv2d_7, activation_27, ...
     tree = graph_layers(g.main, g.format)
     labels = _top_labels(tree)
-    assert labels and all(re.fullmatch(rf"part \d+ of {len(labels)}", x) for x in labels)
+    assert labels and all(re.fullmatch(rf"part \d+/{len(labels)}", x) for x in labels)
     parts = [tree.layers[c] for c in tree.root.children]
     assert all(a.ops[-1] < b.ops[0] or a.ops[-1] < b.ops[-1] for a, b in zip(parts, parts[1:]))
 

@@ -65,7 +65,8 @@ class GroupItem(NodeItem):
                     self._label_pt = font.pointSizeF() * (r.width() - 10) / max(
                         QFontMetricsF(font).horizontalAdvance(self.node.title), 1.0)
                 # the whole label when it fits at a readable size, else the smallest readable size (lod.py),
-                # elided in the middle; none when the box is too low for that
+                # elided at the left: what tells groups apart is at the end (InvertedResidual_12, block_3,
+                # part 10/21), which middle elision cut out; none when the box is too low for that
                 pt = min(9.0 / lod, self._label_pt) if readable(self._label_pt, lod) else \
                     MIN_TEXT_PX / (PX_PER_PT * lod)
                 pt = min(pt, r.height() * 0.6)
@@ -73,7 +74,7 @@ class GroupItem(NodeItem):
                     font.setPointSizeF(pt)
                     painter.setFont(font)
                     painter.setPen(pal.on(self.quick_fill))
-                    text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideMiddle, r.width() - 8)
+                    text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideLeft, r.width() - 8)
                     painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter, text)
             if self.conflicted():
                 self._paint_badge(painter, pal, lod)

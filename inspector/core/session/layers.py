@@ -325,7 +325,7 @@ def _in_parts(layer: Layer, layers: dict[str, Layer], edges, limit: int):
     for n, chunk in enumerate(chunks, 1):
         if len(chunk) == 1:
             continue
-        label = f"part {n} of {len(chunks)}"
+        label = f"part {n}/{len(chunks)}"      # short: a closed box at fit zoom shows ~10 characters
         group = Layer(f"{layer.id}/{label}" if layer.id else label, label, layer.id, layer.depth + 1)
         layers[group.id] = group
         _adopt(group, chunk, layer, layers)
