@@ -56,10 +56,10 @@ def ours_as_float(model: Path, out: Path) -> bool:
     """A dynamic-range model converted with --dynamic-as-float into `out`; False (nothing written) when the model
     has no hybrid op (float input, int8 weights)."""
     from inspector.core.emit.convert import convert
-    from inspector.core.emit.ops.hybrid import HYBRID
+    from inspector.core.emit.ops.table import load_all
     from inspector.core.io.tflite_reader import read_tflite
-    graph = read_tflite(str(model))
-    if not any(op.opcode in HYBRID and len(op.inputs) > 1 and op.inputs[1] >= 0
+    graph, specs = read_tflite(str(model)), load_all()
+    if not any(op.opcode in specs and specs[op.opcode].hybrid and len(op.inputs) > 1 and op.inputs[1] >= 0
                and sg.tensors[op.inputs[0]].dtype == "float32" and sg.tensors[op.inputs[1]].dtype == "int8"
                for sg in graph.subgraphs for op in sg.ops):
         return False

@@ -56,14 +56,13 @@ def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
     return folded, constants
 
 
-NO_OUTPUT_OPS = {"ASSIGN_VARIABLE", "CALL_ONCE"}      # the only TFLite ops that write nothing
-
-
 def check_arity(graph: Graph) -> None:
-    """Every op but the stateful few writes something: emitters and folders may rely on op.outputs[0]."""
+    """Every op but the stateful few (OpSpec.writes_nothing) writes something: emitters and folders may rely on
+    op.outputs[0]."""
+    table = load_all()
     for k, sg in enumerate(graph.subgraphs):
         for op in sg.ops:
-            if max(op.outputs, default=-1) < 0 and op.opcode not in NO_OUTPUT_OPS:
+            if max(op.outputs, default=-1) < 0 and not (op.opcode in table and table[op.opcode].writes_nothing):
                 where = f" in subgraph {k} ({sg.name})" if k else ""
                 raise ConversionError(f"{op.label}{where} has no output: the model is inconsistent")
 

@@ -61,7 +61,8 @@ def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: b
 
 def image_output(sg: Subgraph, t: int, table, skip, producers: dict | None = None) -> bool:
     """A graph output is image-like (may stay channels-first) when an Implicit op writes it, directly or through
-    layout-carrying ops; a RESHAPE or TRANSPOSE on the way gives it a meaning of its own ([1, anchors, values]).
+    layout-carrying ops; an op that reframes its data on the way (OpSpec.reframes: a RESHAPE or TRANSPOSE) gives
+    it a meaning of its own ([1, anchors, values]).
     `producers`: sg.producers(), when the caller has it."""
     producers, rank = producers if producers is not None else sg.producers(), sg.tensors[t].rank
     seen, stack = set(), [t]
@@ -72,7 +73,7 @@ def image_output(sg: Subgraph, t: int, table, skip, producers: dict | None = Non
         seen.add(cur)
         op = sg.ops[producers[cur]]
         rule = table.get(op.opcode)
-        if rule is None or op.opcode in ("RESHAPE", "TRANSPOSE"):
+        if rule is None or rule.reframes:
             continue
         if rule.category is I:
             return True

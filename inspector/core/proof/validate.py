@@ -131,22 +131,19 @@ def model_kind(graph: Graph) -> str:
     return "float"
 
 
-# Ops that index a table with an integer operand: (index operand, table operand, the table's axis it indexes).
-# An index out of the table's range is an error in LiteRT, so such inputs are drawn from [0, size).
-_INDEXING = {"EMBEDDING_LOOKUP": (0, 1, 0), "GATHER": (1, 0, None), "GATHER_ND": (1, 0, None),
-             "ONE_HOT": (0, None, None), "SCATTER_ND": (0, 2, None)}
-# Ops that carry integer values through unchanged, so an index can be traced back to a graph input.
-_PASS_THROUGH = {"CAST", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "IDENTITY", "TRANSPOSE"}
-
-
 def index_bounds(sg) -> dict[int, int]:
-    """Graph input tensor -> exclusive upper bound of the values it may take, for inputs that index a table."""
+    """Graph input tensor -> exclusive upper bound of the values it may take, for inputs that index a table (the
+    ops' specs say which: OpSpec.indexes; an index out of the table's range is an error in LiteRT, so such inputs
+    are drawn from [0, size)), traced back through ops that carry integer values unchanged (OpSpec.passes_values)."""
+    from inspector.core.emit.ops.table import load_all
+    specs = load_all()
     producers = sg.producers()
     bounds: dict[int, int] = {}
     for op in sg.ops:
-        if op.opcode not in _INDEXING or op.custom:
+        spec = specs.get(op.opcode)
+        if spec is None or spec.indexes is None or op.custom:
             continue
-        at, table, axis = _INDEXING[op.opcode]
+        at, table, axis = spec.indexes
         if at >= len(op.inputs) or op.inputs[at] < 0:
             continue
         if op.opcode == "ONE_HOT":
@@ -164,11 +161,16 @@ def index_bounds(sg) -> dict[int, int]:
                 ax = op.options.get("axis", 0) if axis is None else axis
                 size = dims[ax % len(dims)] if dims else 0
         t = op.inputs[at]
-        while t in producers and sg.ops[producers[t]].opcode in _PASS_THROUGH:
+        while t in producers and _passes_values(specs, sg.ops[producers[t]]):
             t = sg.ops[producers[t]].inputs[0]
         if t in sg.inputs and size > 0:
             bounds[t] = min(bounds.get(t, size), size)
     return bounds
+
+
+def _passes_values(specs, op) -> bool:
+    spec = specs.get(op.opcode)
+    return spec is not None and spec.passes_values
 
 
 def make_inputs(graph: Graph, seed: int = 0, batch: int | None = None,

@@ -69,7 +69,8 @@ def _body_outputs(em, names: list[str]) -> list[str]:
     return results
 
 
-@op("WHILE", category=X, onnx="Loop", notes="cond subgraph runs before the Loop and at the end of its body; "
+@op("WHILE", category=X, quantized="raw",
+    onnx="Loop", notes="cond subgraph runs before the Loop and at the end of its body; "
                                             "row-by-row accumulator writes become scan outputs")
 def while_(ctx, op):
     cond_i, body_i = op.options["cond_subgraph_index"], op.options["body_subgraph_index"]
@@ -184,7 +185,7 @@ def _result(ctx, op, slot: int) -> str:
     return ctx.output(op, slot)
 
 
-@op("IF", category=X, onnx="If")
+@op("IF", category=X, quantized="raw", onnx="If")
 def if_(ctx, op):
     cond = _as_bool(ctx, ctx.input(op, 0), ctx.tensor(op.inputs[0]))
     ins = tuple(ctx.plan.inputs.get((op.index, s), L.identity(ctx.tensor(t).rank)) for s, t in enumerate(op.inputs)

@@ -82,7 +82,7 @@ def window(ctx, op) -> tuple[list[int], int | None, dict, tuple]:
     return [kh, kw], group, attrs, perm
 
 
-@op("CONV_2D", "DEPTHWISE_CONV_2D", category=I, onnx="Conv")
+@op("CONV_2D", "DEPTHWISE_CONV_2D", category=I, hybrid=True, exact_int=True, onnx="Conv")
 def conv2d(ctx, op):
     kernel, group, attrs, perm = window(ctx, op)
     if hybrid.applies(ctx, op):
@@ -110,7 +110,7 @@ def transpose_conv_pads(in_sizes, out_sizes, kernel, strides) -> tuple[list[int]
     return begins + ends, extra
 
 
-@op("TRANSPOSE_CONV", category=I, onnx="ConvTranspose", layout_inputs=(2,))
+@op("TRANSPOSE_CONV", category=I, exact_int=True, onnx="ConvTranspose", layout_inputs=(2,))
 def transpose_conv(ctx, op):
     o = op.options
     x, w = op.inputs[2], op.inputs[1]

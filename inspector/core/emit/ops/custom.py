@@ -3,7 +3,7 @@ ai.layout_inspector.tflite, inputs and outputs in the TFLite layout (Terminate),
 Without the option such an op stops the conversion with an error that names it (UnsupportedOpsError)."""
 from __future__ import annotations
 
-from .registry import X, OpRule
+from .registry import X, OpSpec
 
 CUSTOM_DOMAIN = "ai.layout_inspector.tflite"
 
@@ -46,7 +46,7 @@ def emit_custom(ctx, op):
 
 def with_custom_nodes(graph, table) -> dict:
     """The op table plus a custom-domain emitter for every custom op the table lacks."""
-    extra = {op.opcode: OpRule(op.opcode, X, emit_custom, (f"{CUSTOM_DOMAIN}:{op.opcode}",),
+    extra = {op.opcode: OpSpec(op.opcode, X, emit_custom, (f"{CUSTOM_DOMAIN}:{op.opcode}",),
                                notes="kept as a custom-domain node (--allow-custom)")
              for sg in graph.subgraphs for op in sg.ops if op.custom and op.opcode not in table}
     return {**table, **extra} if extra else table

@@ -45,18 +45,20 @@ BINARY = {
     "EQUAL": "Equal", "LOGICAL_AND": "And", "LOGICAL_OR": "Or",
 }
 for _name, _onnx in BINARY.items():
-    op(_name, category=T, onnx=_onnx)(_nary(_onnx))
+    op(_name, category=T, onnx=_onnx, exact_int=_name == "MUL")(_nary(_onnx))
 
 UNARY = {
     "ABS": "Abs", "NEG": "Neg", "EXP": "Exp", "LOG": "Log", "SQRT": "Sqrt", "SIN": "Sin", "COS": "Cos",
     "FLOOR": "Floor", "CEIL": "Ceil", "RELU": "Relu", "LOGISTIC": "Sigmoid", "TANH": "Tanh",
     "HARD_SWISH": "HardSwish", "LOGICAL_NOT": "Not", "SIGN": "Sign", "ROUND": "Round",  # ONNX Round is half-to-even
 }
+TABLED = {"EXP", "LOG", "SQRT", "LOGISTIC", "TANH", "HARD_SWISH"}      # LiteRT's int8 kernels: 256-entry tables
 for _name, _onnx in UNARY.items():
-    op(_name, category=T, onnx=_onnx)(_nary(_onnx))
+    op(_name, category=T, onnx=_onnx, int8_table=_name in TABLED, sign="nonnegative" if _name == "RELU" else "")(
+        _nary(_onnx))
 
-op("RSQRT", category=T, onnx=("Sqrt", "Reciprocal"))(_chain(("Sqrt", {}), ("Reciprocal", {})))
-op("ELU", category=T, onnx="Elu")(_nary("Elu", alpha=1.0))
+op("RSQRT", category=T, int8_table=True, onnx=("Sqrt", "Reciprocal"))(_chain(("Sqrt", {}), ("Reciprocal", {})))
+op("ELU", category=T, int8_table=True, onnx="Elu")(_nary("Elu", alpha=1.0))
 op("SELECT", "SELECT_V2", category=T, onnx="Where")(_nary("Where"))
 op("PRELU", category=T, onnx="PRelu")(_nary("PRelu"))
 
@@ -68,12 +70,12 @@ def _clip(lo: float, hi: float):
     return emit
 
 
-op("RELU6", category=T, onnx="Clip")(_clip(0.0, 6.0))
+op("RELU6", category=T, sign="nonnegative", onnx="Clip")(_clip(0.0, 6.0))
 op("RELU_N1_TO_1", category=T, onnx="Clip")(_clip(-1.0, 1.0))
-op("RELU_0_TO_1", category=T, onnx="Clip")(_clip(0.0, 1.0))
+op("RELU_0_TO_1", category=T, sign="nonnegative", onnx="Clip")(_clip(0.0, 1.0))
 
 
-@op("LEAKY_RELU", category=T, onnx="LeakyRelu")
+@op("LEAKY_RELU", category=T, int8_table=True, onnx="LeakyRelu")
 def leaky_relu(ctx, op):
     ctx.node("LeakyRelu", [operands(ctx, op)[0]], [ctx.output(op)], alpha=float(op.options.get("alpha", 0.2)))
 
@@ -95,7 +97,7 @@ def not_equal(ctx, op):
     ctx.node("Not", ctx.node("Equal", operands(ctx, op), 1), [ctx.output(op)])
 
 
-@op("GELU", category=T, onnx=("Mul", "Erf", "Tanh"))
+@op("GELU", category=T, int8_table=True, onnx=("Mul", "Erf", "Tanh"))
 def gelu(ctx, op):
     x = operands(ctx, op)[0]
     dt = ctx.tensor(op.outputs[0]).dtype

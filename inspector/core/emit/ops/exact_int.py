@@ -18,8 +18,8 @@ import numpy as np
 from inspector.core.layout import layout as L
 from .fixed_point import (ONNX_DOUBLE, ONNX_FLOAT, accumulator_bound, activation_range, centred_range, clamp_cast,
                           double_const, fixed_point_multiply, params, quantize_multiplier, requantize, to_double)
+from .registry import OPS
 
-EXACT_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MUL", "TRANSPOSE_CONV", "BATCH_MATMUL"})
 # Where each op reads its data, its weights (an activation for MUL and BATCH_MATMUL) and its bias.
 EXACT_SLOTS = {"TRANSPOSE_CONV": (2, 1, 3)}
 TWO_ACTIVATIONS = frozenset({"MUL", "BATCH_MATMUL"})
@@ -41,7 +41,7 @@ class Exact:
         return self._qdq()
 
     def applies(self, op) -> bool:
-        if op is None or not self.qdq.exact or op.opcode not in EXACT_OPS:
+        if op is None or not self.qdq.exact or op.opcode not in OPS or not OPS[op.opcode].exact_int:
             return False
         if op.index not in self._ok:
             self._ok[op.index] = self._check(op)

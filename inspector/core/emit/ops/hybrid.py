@@ -38,22 +38,25 @@ import numpy as np
 from onnx import TensorProto
 
 from inspector.core.layout import layout as L
+from .registry import OPS, X, OpSpec
 
-HYBRID = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})   # float input x int8 weights kernels
 ONNX_FLOAT, ONNX_DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
 UINT8, INT8, INT16 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16
 EXACT_LIMIT = 1 << 24                  # float32 holds every integer up to here
 LANES = 8                              # LiteRT's vector loop quantizes 8 values a step; the rest one at a time
 HALF_EXACT = np.float32(0.5) - np.float32(2.0 ** -25)     # floor(v + this) is std::round for v >= 0
-# Ops whose output is non-negative when their (first) input is.
-KEEPS_SIGN = frozenset({"PAD", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "AVERAGE_POOL_2D",
-                        "TRANSPOSE", "MEAN", "CONCATENATION", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"})
-NONNEG_ACT = frozenset({"RELU", "RELU6", "RELU_0_TO_1"})
+
+
+def _spec(name: str) -> OpSpec:
+    return OPS.get(name) or _UNKNOWN
+
+
+_UNKNOWN = OpSpec("", X, lambda ctx, op: None)      # a custom op: no fact known
 
 
 def is_hybrid(qdq, op) -> bool:
     sg = qdq.em.sg
-    if op is None or op.opcode not in HYBRID or len(op.inputs) < 2 or op.inputs[1] < 0:
+    if op is None or not _spec(op.opcode).hybrid or len(op.inputs) < 2 or op.inputs[1] < 0:
         return False
     w = sg.tensors[op.inputs[1]]
     return (sg.tensors[op.inputs[0]].dtype == "float32" and w.dtype == "int8" and op.inputs[1] in qdq.q
@@ -66,7 +69,8 @@ def applies(ctx, op) -> bool:
 
 # --- the input, quantized per batch row ---------------------------------------------------------------------
 def nonnegative(sg, t: int, seen=None) -> bool:
-    """Is activation t >= 0 by construction (a ReLU/ReLU6 upstream, through ops that keep the sign)?"""
+    """Is activation t >= 0 by construction (a ReLU/ReLU6 upstream, through ops that keep the sign)? The ops' specs
+    say which (OpSpec.sign)."""
     seen = set() if seen is None else seen
     if t in seen:
         return False
@@ -74,9 +78,10 @@ def nonnegative(sg, t: int, seen=None) -> bool:
     producer = next((o for o in sg.ops if t in o.outputs), None)
     if producer is None:
         return False
-    if producer.opcode in NONNEG_ACT or producer.options.get("fused_activation_function") in NONNEG_ACT:
+    fused = str(producer.options.get("fused_activation_function"))
+    if "nonnegative" in (_spec(producer.opcode).sign, _spec(fused).sign):
         return True
-    if producer.opcode not in KEEPS_SIGN:
+    if _spec(producer.opcode).sign != "keeps":
         return False
     ins = [i for i in producer.inputs[:1 if producer.opcode != "CONCATENATION" else None] if i >= 0]
     acts = [i for i in ins if sg.tensors[i].data is None]

@@ -43,17 +43,18 @@ def indices(ctx, op, slot: int) -> str:
 
 
 # --- gather / scatter -----------------------------------------------------------------------------------------
-@op("GATHER_ND", category=X, onnx="GatherND")
+@op("GATHER_ND", category=X, quantized="moves", indexes=(1, 0, None), onnx="GatherND")
 def gather_nd(ctx, op):
     ctx.node("GatherND", [ctx.input(op, 0), indices(ctx, op, 1)], [ctx.output(op)])
 
 
-@op("EMBEDDING_LOOKUP", category=X, onnx="Gather")
+@op("EMBEDDING_LOOKUP", category=X, indexes=(0, 1, 0), onnx="Gather")
 def embedding_lookup(ctx, op):
     ctx.node("Gather", [ctx.input(op, 1), ctx.input(op, 0)], [ctx.output(op)], axis=0)
 
 
-@op("SCATTER_ND", category=X, onnx=("ConstantOfShape", "ScatterND"), notes="duplicate indices add up, as in TFLite")
+@op("SCATTER_ND", category=X, indexes=(0, 2, None),
+    onnx=("ConstantOfShape", "ScatterND"), notes="duplicate indices add up, as in TFLite")
 def scatter_nd(ctx, op):
     zeros = ctx.node("ConstantOfShape", [as_i64(ctx, op, 2)], 1, value=_fill_value(0, _dtype(ctx, op.inputs[1])))[0]
     ctx.node("ScatterND", [zeros, indices(ctx, op, 0), ctx.input(op, 1)], [ctx.output(op)], reduction="add")
@@ -124,7 +125,7 @@ def fill(ctx, op):
     ctx.node("Expand", [ctx.input(op, 1), as_i64(ctx, op, 0)], [ctx.output(op)])
 
 
-@op("BROADCAST_TO", category=X, onnx="Expand")
+@op("BROADCAST_TO", category=X, quantized="moves", onnx="Expand")
 def broadcast_to(ctx, op):
     ctx.node("Expand", [ctx.input(op, 0), as_i64(ctx, op, 1)], [ctx.output(op)])
 
@@ -141,7 +142,8 @@ def range_(ctx, op):
     ctx.node("Range", [ctx.input(op, s, ()) for s in range(3)], [ctx.output(op)])
 
 
-@op("ONE_HOT", category=X, onnx=("Range", "Equal", "Where"), notes="indices outside [0, depth) give off rows")
+@op("ONE_HOT", category=X, indexes=(0, None, None),
+    onnx=("Range", "Equal", "Where"), notes="indices outside [0, depth) give off rows")
 def one_hot(ctx, op):
     # Equal(index, range(depth)) rather than ONNX OneHot: that one wraps negative indices and has few typed kernels.
     r = ctx.tensor(op.outputs[0]).rank
@@ -223,7 +225,7 @@ def cumsum(ctx, op):
              exclusive=int(bool(op.options.get("exclusive"))), reverse=int(bool(op.options.get("reverse"))))
 
 
-@op("REVERSE_V2", category=A, onnx="Slice", rule=const_operand_rule(1))
+@op("REVERSE_V2", category=A, quantized="moves", onnx="Slice", rule=const_operand_rule(1))
 def reverse_v2(ctx, op):
     p = in_perm(ctx, op)
     axes = sorted({L.axis_to_onnx(int(a), p) for a in const_ints(ctx, op, 1)})

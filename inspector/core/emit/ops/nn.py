@@ -54,7 +54,8 @@ def _fc_as_conv(ctx, op) -> None:
     ctx.node("Conv", [ctx.input(op, 0), kernel] + ([bias] if bias else []), [ctx.fused(op, ctx.output(op))])
 
 
-@op("FULLY_CONNECTED", category=X, onnx=("Gemm", "MatMul", "Reshape", "Conv"), rule=fc_rule)
+@op("FULLY_CONNECTED", category=X, exact_int=True, hybrid=True, onnx=("Gemm", "MatMul", "Reshape", "Conv"),
+    rule=fc_rule)
 def fully_connected(ctx, op):
     if hybrid.applies(ctx, op):
         return hybrid.fully_connected(ctx, op)
@@ -90,7 +91,7 @@ def fully_connected(ctx, op):
         ctx.node("Reshape", [final, ctx.i64(shape)], [dst])
 
 
-@op("BATCH_MATMUL", category=X, onnx="MatMul")
+@op("BATCH_MATMUL", category=X, exact_int=True, onnx="MatMul")
 def batch_matmul(ctx, op):
     names = []
     for slot, adj in ((0, "adj_x"), (1, "adj_y")):

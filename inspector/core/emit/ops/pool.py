@@ -18,7 +18,7 @@ def _pool(onnx_type: str):
     return emit
 
 
-@op("AVERAGE_POOL_2D", category=I, onnx="AveragePool")
+@op("AVERAGE_POOL_2D", category=I, sign="keeps", onnx="AveragePool")
 def average_pool(ctx, op):
     # TFLite's average pool divides by the in-bounds count: ONNX's default count_include_pad=0 does the same.
     o = op.options
@@ -32,7 +32,7 @@ def average_pool(ctx, op):
         ties_away(ctx, op, m, kernel[0] * kernel[1], dst)
 
 
-op("MAX_POOL_2D", category=I, onnx="MaxPool")(_pool("MaxPool"))
+op("MAX_POOL_2D", category=I, quantized="moves", int16_kernel=False, sign="keeps", onnx="MaxPool")(_pool("MaxPool"))
 
 
 @op("L2_POOL_2D", category=I, onnx="LpPool")
@@ -76,8 +76,9 @@ def _resize(mode: str):
     return emit
 
 
-op("RESIZE_BILINEAR", category=I, onnx="Resize")(_resize("linear"))
-op("RESIZE_NEAREST_NEIGHBOR", category=I, onnx="Resize")(_resize("nearest"))
+op("RESIZE_BILINEAR", category=I, sign="keeps", onnx="Resize")(_resize("linear"))
+op("RESIZE_NEAREST_NEIGHBOR", category=I, quantized="moves", int16_kernel=False, sign="keeps",
+   onnx="Resize")(_resize("nearest"))
 
 
 def ties_away(ctx, op, m: str, count: int, dst: str) -> None:

@@ -30,23 +30,12 @@ from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Quantization, Tensor
 from .exact_int import Exact
 from .fixed_point import ONNX_FLOAT, params
+from .registry import OPS
 
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
 NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
 
-# Ops whose emitters must see the stored integers: state and subgraph boundaries, reinterpretation.
-RAW_ALWAYS = frozenset({"READ_VARIABLE", "ASSIGN_VARIABLE", "VAR_HANDLE", "CALL_ONCE", "WHILE", "IF", "CAST",
-                        "BITCAST", "QUANTIZE", "DEQUANTIZE"})
-# Ops that only move or select elements: exact on the integers when in and out share scale and zero point.
-RAW_IF_SAME = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE", "SLICE", "GATHER",
-                         "GATHER_ND", "CONCATENATION", "SPLIT", "SPLIT_V", "PACK", "UNPACK", "TILE", "MAX_POOL_2D",
-                         "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "BROADCAST_TO", "REVERSE_V2", "BATCH_TO_SPACE_ND",
-                         "SPACE_TO_BATCH_ND", "RESIZE_NEAREST_NEIGHBOR"})
-# ...but MaxPool, DepthToSpace, SpaceToDepth and Resize have no int16 kernel (in ONNX or in ONNX Runtime): int16
-# runs through DequantizeLinear and QuantizeLinear instead, still exact (an int16 times a float32 scale is within
-# 2^-9 of a step of itself, so QuantizeLinear rounds every value back, and max/min/selection keep order).
-NO_INT16 = frozenset({"MAX_POOL_2D", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "RESIZE_NEAREST_NEIGHBOR"})
 
 
 def quantized(t: Tensor) -> bool:
@@ -121,10 +110,16 @@ class QDQ:
         return self._raw[o.index]
 
     def _raw_op(self, o) -> bool:
-        if o.opcode in RAW_ALWAYS:
-            return True
-        if o.opcode not in RAW_IF_SAME:
+        """The op's spec says (OpSpec.quantized): "raw" always, "moves" when every quantized tensor it touches
+        shares one scale and zero point. An op without an int16 kernel (OpSpec.int16_kernel: MaxPool, DepthToSpace,
+        SpaceToDepth, Resize in ONNX or ONNX Runtime) runs int16 through DequantizeLinear and QuantizeLinear
+        instead, still exact (an int16 times a float32 scale is within 2^-9 of a step of itself, so QuantizeLinear
+        rounds every value back, and max/min/selection keep order)."""
+        spec = OPS.get(o.opcode)
+        if spec is None or spec.quantized == "dequantize":
             return False
+        if spec.quantized == "raw":
+            return True
         sg = self.em.sg
         touched = [t for t in o.outputs if t >= 0] + [t for t in o.inputs if t >= 0 and sg.tensors[t].dtype
                                                       in ACT_TYPES]
@@ -137,7 +132,7 @@ class QDQ:
             if p is None:
                 return False
             keys.add((ten.dtype, p))
-        return len(keys) == 1 and not (o.opcode in NO_INT16 and "int16" in {k[0] for k in keys})
+        return len(keys) == 1 and (spec.int16_kernel or "int16" not in {k[0] for k in keys})
 
     def quantized_tensor(self, t: int) -> bool:
         return t in self.q

@@ -15,7 +15,7 @@ def _io_perm(ctx, op):
     return ctx.plan.inputs.get((op.index, 0), default)
 
 
-@op("QUANTIZE", category=T, onnx=("QuantizeLinear", "DequantizeLinear"))
+@op("QUANTIZE", category=T, quantized="raw", onnx=("QuantizeLinear", "DequantizeLinear"))
 def quantize_op(ctx, op):
     """Float -> integers, or integers -> integers of another scale/type (requantize through real values)."""
     x_t, y_t = op.inputs[0], op.outputs[0]
@@ -29,7 +29,7 @@ def quantize_op(ctx, op):
     ctx.q.quantize(y_t, x, ctx.output(op), L.axis_to_onnx(q.axis, perm) if q.per_channel else None)
 
 
-@op("DEQUANTIZE", category=T, onnx=("DequantizeLinear", "Cast"))
+@op("DEQUANTIZE", category=T, quantized="raw", onnx=("DequantizeLinear", "Cast"))
 def dequantize_op(ctx, op):
     """Integers -> float (float16 constants are folded before emission; a float16 activation is Cast)."""
     x_t = op.inputs[0]

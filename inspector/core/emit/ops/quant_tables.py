@@ -1,4 +1,4 @@
-"""Unary int8/uint8 ops LiteRT computes through a 256-entry table (LUT_OPS; kernels table.py lists, both modes):
+"""Unary int8/uint8 ops LiteRT computes through a 256-entry table (OpSpec.int8_table; table.py adds the kernel):
 the table read from LiteRT's reference kernel at conversion, or the op's float form where that matches it."""
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ ONNX_INT32 = TensorProto.INT32
 # that); up to PATCH_MAX mismatches are patched with Where.
 FLOAT_TWINS = {"LOGISTIC": "Sigmoid", "TANH": "Tanh", "HARD_SWISH": "HardSwish"}
 TIE_MARGIN, PATCH_MAX, TWIN_MIN, OFFSET_MARGIN = 0.01, 4, 1024, 1e-3
-LUT_OPS = ("HARD_SWISH", "LOGISTIC", "TANH", "ELU", "LEAKY_RELU", "GELU", "EXP", "LOG", "RSQRT", "SQRT")
 
 
 def exact_table(ctx, op) -> bool:

@@ -50,7 +50,7 @@ def _reduce(onnx_type: str, via_bool: bool = False):
 
 for _tfl, _onnx in {"MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax",
                     "REDUCE_MIN": "ReduceMin", "REDUCE_PROD": "ReduceProd"}.items():
-    op(_tfl, category=A, onnx=_onnx, rule=reduce_rule)(_reduce(_onnx))
+    op(_tfl, category=A, onnx=_onnx, rule=reduce_rule, sign="keeps" if _tfl == "MEAN" else "")(_reduce(_onnx))
 op("REDUCE_ANY", category=A, onnx="ReduceMax", rule=reduce_rule)(_reduce("ReduceMax", via_bool=True))
 op("REDUCE_ALL", category=A, onnx="ReduceMin", rule=reduce_rule)(_reduce("ReduceMin", via_bool=True))
 

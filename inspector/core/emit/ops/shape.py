@@ -98,35 +98,37 @@ def target_shape(ctx, op) -> str:
     raise ConversionError(f"RESHAPE#{op.index}: output has several dynamic dimensions and no shape input")
 
 
-@op("RESHAPE", category=X, onnx="Reshape", rule=reshape_rule)
+@op("RESHAPE", category=X, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True, reframes=True,
+    onnx="Reshape", rule=reshape_rule)
 def reshape(ctx, op):
     r = ctx.plan.produced.get((op.index, 0))
     shape = target_shape(ctx, op) if r is None or L.is_identity(r) else ctx.i64(ctx.onnx_shape(op.outputs[0], r))
     ctx.node("Reshape", [ctx.input(op, 0), shape], [ctx.output(op)])
 
 
-@op("SQUEEZE", category=X, onnx="Squeeze")
+@op("SQUEEZE", category=X, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True, onnx="Squeeze")
 def squeeze(ctx, op):
     shape = ctx.shape(op.inputs[0])
     dims = op.options.get("squeeze_dims") or [i for i, d in enumerate(shape) if d == 1]
     ctx.node("Squeeze", [ctx.input(op, 0), ctx.i64(sorted(d % len(shape) for d in dims), "axes")], [ctx.output(op)])
 
 
-@op("EXPAND_DIMS", category=X, onnx="Unsqueeze")
+@op("EXPAND_DIMS", category=X, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True,
+    onnx="Unsqueeze")
 def expand_dims(ctx, op):
     axis = const_ints(ctx, op, 1)[0]
     ctx.node("Unsqueeze", [ctx.input(op, 0), ctx.i64([axis % ctx.tensor(op.outputs[0]).rank], "axes")],
              [ctx.output(op)])
 
 
-@op("PACK", category=X, onnx=("Unsqueeze", "Concat"))
+@op("PACK", category=X, quantized="moves", onnx=("Unsqueeze", "Concat"))
 def pack(ctx, op):
     axis = op.options.get("axis", 0) % ctx.tensor(op.outputs[0]).rank
     parts = [ctx.node("Unsqueeze", [ctx.input(op, s), ctx.i64([axis], "axes")], 1)[0] for s in range(len(op.inputs))]
     ctx.node("Concat", parts, [ctx.output(op)], axis=axis)
 
 
-@op("UNPACK", category=X, onnx=("Split", "Squeeze"))
+@op("UNPACK", category=X, quantized="moves", onnx=("Split", "Squeeze"))
 def unpack(ctx, op):
     axis = op.options.get("axis", 0) % ctx.tensor(op.inputs[0]).rank
     parts = ctx.node("Split", [ctx.input(op, 0)], len(op.outputs), axis=axis, num_outputs=len(op.outputs))
@@ -145,7 +147,7 @@ def agree_rule(op, sg, in_perms, out_pin):
     return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
 
 
-@op("CONCATENATION", category=A, onnx="Concat", rule=agree_rule)
+@op("CONCATENATION", category=A, quantized="moves", sign="keeps", complex_pairs=True, onnx="Concat", rule=agree_rule)
 def concatenation(ctx, op):
     p = ctx.plan.produced.get((op.index, 0), L.identity(ctx.tensor(op.outputs[0]).rank))
     names = [ctx.input(op, s, p) for s in range(len(op.inputs))]
@@ -194,7 +196,7 @@ def _symmetric_pad(ctx, op, pads) -> None:
         x = ctx.node("Concat", parts, [ctx.output(op)] if i == len(todo) - 1 else 1, axis=k)[0]
 
 
-op("PAD", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
+op("PAD", category=A, sign="keeps", onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
 op("PADV2", category=A, onnx="Pad", rule=const_operand_rule(1))(_pad("constant"))
 op("MIRROR_PAD", category=A, onnx=("Pad", "Slice", "Concat"), rule=const_operand_rule(1),
    notes="SYMMETRIC via reversed edge slices")(_pad(None))
@@ -215,7 +217,8 @@ def strided_slice_rule(op, sg, in_perms, out_pin):
     return {0: p}, [reduced_layout(p, shrink, False) if shrink else p]
 
 
-@op("STRIDED_SLICE", category=A, onnx=("Slice", "Squeeze"), rule=strided_slice_rule)
+@op("STRIDED_SLICE", category=A, quantized="moves", complex_pairs=True,
+    onnx=("Slice", "Squeeze"), rule=strided_slice_rule)
 def strided_slice(ctx, op):
     sliced(ctx, op, ctx.input(op, 0), ctx.output(op), in_perm(ctx, op))
 
@@ -285,7 +288,7 @@ def _strided_slice_at_run_time(ctx, op, x: str, dst: str) -> None:
         ctx.node("Squeeze", [x, ctx.i64([i for i in range(n) if shrink[i]], "axes")], [dst])
 
 
-@op("SLICE", category=A, onnx="Slice", rule=const_operand_rule(1, 2))
+@op("SLICE", category=A, quantized="moves", complex_pairs=True, onnx="Slice", rule=const_operand_rule(1, 2))
 def slice_(ctx, op):
     _slice(ctx, op, ctx.input(op, 0), ctx.output(op), in_perm(ctx, op))
 
@@ -321,12 +324,12 @@ def _emit_split(ctx, op, slot: int, axis_slot: int, sizes=None):
              num_outputs=None if sizes is not None else n)
 
 
-@op("SPLIT", category=A, onnx="Split", rule=split_rule(1, 0))
+@op("SPLIT", category=A, quantized="moves", onnx="Split", rule=split_rule(1, 0))
 def split(ctx, op):
     _emit_split(ctx, op, 1, 0)
 
 
-@op("SPLIT_V", category=A, onnx="Split", rule=split_rule(0, 2))
+@op("SPLIT_V", category=A, quantized="moves", onnx="Split", rule=split_rule(0, 2))
 def split_v(ctx, op):
     sizes = const_ints(ctx, op, 1)
     if -1 in sizes:
@@ -342,7 +345,8 @@ def transpose_rule(op, sg, in_perms, out_pin):
     return {0: in_perms[0]}, [L.identity(sg.tensors[op.outputs[0]].rank)]
 
 
-@op("TRANSPOSE", category=A, onnx="Transpose", rule=transpose_rule)
+@op("TRANSPOSE", category=A, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True, reframes=True,
+    onnx="Transpose", rule=transpose_rule)
 def transpose(ctx, op):
     # Input and output may both carry layouts: fold them and q into one permutation (the trap after a Conv);
     # when that only moves size-1 axes no data moves (a Reshape, or nothing at all when it is the identity).
@@ -384,7 +388,8 @@ def _batched_gather(ctx, op, axis: int, b: int) -> None:
                  [b + j for j in range(k)] + [b + k + m + j for j in range(rest)])
 
 
-@op("GATHER", category=A, onnx=("Gather", "GatherND"), rule=gather_rule, notes="batch_dims via GatherND")
+@op("GATHER", category=A, quantized="moves", indexes=(1, 0, None),
+    onnx=("Gather", "GatherND"), rule=gather_rule, notes="batch_dims via GatherND")
 def gather(ctx, op):
     b = op.options.get("batch_dims", 0)
     if b:
@@ -410,14 +415,14 @@ def shape(ctx, op):
     cast_to(ctx, op, s)
 
 
-@op("TILE", category=A, onnx="Tile", rule=const_operand_rule(1))
+@op("TILE", category=A, quantized="moves", onnx="Tile", rule=const_operand_rule(1))
 def tile(ctx, op):
     p = in_perm(ctx, op)
     mult = const_ints(ctx, op, 1)
     ctx.node("Tile", [ctx.input(op, 0), ctx.i64([mult[a] for a in p], "repeats")], [ctx.output(op)])
 
 
-@op("CAST", category=T, onnx="Cast")
+@op("CAST", category=T, quantized="raw", passes_values=True, onnx="Cast")
 def cast(ctx, op):
     from inspector.core.ir.dtypes import onnx_dtype
     from .elementwise import operands
@@ -452,7 +457,8 @@ def dilate(ctx, op):
                      dst)[0]
 
 
-@op("BITCAST", category=T, onnx=("Cast", "Constant"), notes="constants, or integers of one width (two's complement)")
+@op("BITCAST", category=T, quantized="raw",
+    onnx=("Cast", "Constant"), notes="constants, or integers of one width (two's complement)")
 def bitcast(ctx, op):
     from inspector.core.ir.dtypes import onnx_dtype
     src, dst = ctx.tensor(op.inputs[0]).dtype, ctx.tensor(op.outputs[0]).dtype

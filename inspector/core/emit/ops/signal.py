@@ -164,5 +164,3 @@ def complex_shape_op(ctx, op) -> bool:
     _pairs(ctx)[out_t] = dst
     return True
 
-
-COMPLEX_SHAPE_OPS = ("SQUEEZE", "EXPAND_DIMS", "RESHAPE", "TRANSPOSE", "SLICE", "STRIDED_SLICE", "CONCATENATION")

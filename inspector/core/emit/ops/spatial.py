@@ -14,13 +14,13 @@ from .shape import const_data, const_ints, in_perm, static_dims
 
 
 # TFLite's DEPTH_TO_SPACE reads channel (i*bs + j)*C + c for pixel offset (i, j): ONNX's DCR order.
-@op("DEPTH_TO_SPACE", category=I, onnx="DepthToSpace", notes="mode DCR")
+@op("DEPTH_TO_SPACE", category=I, quantized="moves", int16_kernel=False, onnx="DepthToSpace", notes="mode DCR")
 def depth_to_space(ctx, op):
     ctx.node("DepthToSpace", [ctx.input(op, 0)], [ctx.output(op)], blocksize=int(op.options["block_size"]),
              mode="DCR")
 
 
-@op("SPACE_TO_DEPTH", category=I, onnx="SpaceToDepth")
+@op("SPACE_TO_DEPTH", category=I, quantized="moves", int16_kernel=False, onnx="SpaceToDepth")
 def space_to_depth(ctx, op):
     ctx.node("SpaceToDepth", [ctx.input(op, 0)], [ctx.output(op)], blocksize=int(op.options["block_size"]))
 
@@ -62,7 +62,7 @@ def _blocks(ctx, op):
     return in_perm(ctx, op), block, pads, static_dims(ctx, op, op.inputs[0], batch=True)
 
 
-@op("SPACE_TO_BATCH_ND", category=A, onnx=("Pad", "Reshape", "Transpose"), rule=batch_first_rule)
+@op("SPACE_TO_BATCH_ND", category=A, quantized="moves", onnx=("Pad", "Reshape", "Transpose"), rule=batch_first_rule)
 def space_to_batch(ctx, op):
     p, block, pads, shape = _blocks(ctx, op)
     r, m = len(shape), len(block)
@@ -88,7 +88,7 @@ def space_to_batch(ctx, op):
     ctx.node("Reshape", [x, ctx.i64(out)], [ctx.output(op)])
 
 
-@op("BATCH_TO_SPACE_ND", category=A, onnx=("Reshape", "Transpose", "Slice"), rule=batch_first_rule)
+@op("BATCH_TO_SPACE_ND", category=A, quantized="moves", onnx=("Reshape", "Transpose", "Slice"), rule=batch_first_rule)
 def batch_to_space(ctx, op):
     p, block, crops, shape = _blocks(ctx, op)
     m = len(block)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import (control_flow, conv, custom_mediapipe, elementwise, exact_int, hybrid, indexing, nn,  # noqa: F401
                pool, quant, quant_kernels, quant_softmax, quant_tables, reduce, sequence, shape, signal, spatial,
                variables)
-from .registry import OPS, OpRule, with_kernels
+from .registry import OPS, OpSpec, with_kernels
 
 # kernel(ctx, op) -> bool, tried in this order before the op's own emitter.
 KERNELS = {
@@ -18,17 +18,21 @@ KERNELS = {
     "RESIZE_BILINEAR": (quant_kernels.exact_resize_bilinear,),   # --exact-int
     "SOFTMAX": (quant_softmax.exact_softmax, quant_softmax.int16_softmax),   # int8: --exact-int; int16: both
     "SQUARED_DIFFERENCE": (quant_kernels.exact_squared_difference,),   # --exact-int
-    # LiteRT's int8 lookup tables (see quant_tables.exact_table)
-    **{name: (quant_tables.exact_table,) for name in quant_tables.LUT_OPS},
-    **{name: (signal.complex_shape_op,) for name in signal.COMPLEX_SHAPE_OPS},   # complex tensors as float pairs
     "CAST": (signal.complex_cast,),
 }
 
-_TABLE: dict[str, OpRule] = {}
+
+def kernels(spec: OpSpec) -> tuple:
+    """KERNELS' entry for the op, then those its spec asks for: LiteRT's int8 lookup tables
+    (quant_tables.exact_table), complex tensors moved as float pairs (signal.complex_shape_op)."""
+    return (KERNELS.get(spec.name, ()) + ((quant_tables.exact_table,) if spec.int8_table else ())
+            + ((signal.complex_shape_op,) if spec.complex_pairs else ()))
+
+_TABLE: dict[str, OpSpec] = {}
 
 
-def load_all() -> dict[str, OpRule]:
+def load_all() -> dict[str, OpSpec]:
     """Every registered op, its emitter wrapped with its kernels (built once)."""
     if not _TABLE:
-        _TABLE.update({name: with_kernels(rule, KERNELS.get(name, ())) for name, rule in OPS.items()})
+        _TABLE.update({name: with_kernels(spec, kernels(spec)) for name, spec in OPS.items()})
     return _TABLE

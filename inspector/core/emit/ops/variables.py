@@ -155,7 +155,7 @@ def assign_rule(op, sg, in_perms, out_pin):
     return ({1: perm}, []) if perm is not None and in_perms[1] is not None else None
 
 
-@op("VAR_HANDLE", category=X, notes="no node: names the variable its READ/ASSIGN ops use")
+@op("VAR_HANDLE", category=X, quantized="raw", notes="no node: names the variable its READ/ASSIGN ops use")
 def var_handle(ctx, op):
     state = State.of(ctx)
     name = op.options.get("shared_name") or f"{ctx.sg.name}_var{op.outputs[0]}"
@@ -164,7 +164,7 @@ def var_handle(ctx, op):
     state.handles[(id(ctx.sg), op.outputs[0])] = name
 
 
-@op("READ_VARIABLE", category=X, onnx="Identity", rule=read_rule,
+@op("READ_VARIABLE", category=X, quantized="raw", onnx="Identity", rule=read_rule,
     notes="reads state:<name> or the last value assigned; kept channels-first when read by layout-sensitive ops")
 def read_variable(ctx, op):
     state = State.of(ctx)
@@ -175,7 +175,8 @@ def read_variable(ctx, op):
     ctx.node("Identity", [value], [ctx.output(op)])
 
 
-@op("ASSIGN_VARIABLE", category=X, rule=assign_rule, notes="no node: the value becomes state_out:<name>")
+@op("ASSIGN_VARIABLE", category=X, writes_nothing=True, quantized="raw", rule=assign_rule,
+    notes="no node: the value becomes state_out:<name>")
 def assign_variable(ctx, op):
     state = State.of(ctx)
     name = state.variable(ctx, op.inputs[0])
@@ -195,7 +196,8 @@ def assign_variable(ctx, op):
     state.current[name] = ctx.input(op, 1, perm)
 
 
-@op("CALL_ONCE", category=X, notes="init subgraph's constant assignments become the state inputs' defaults")
+@op("CALL_ONCE", category=X, writes_nothing=True, quantized="raw",
+    notes="init subgraph's constant assignments become the state inputs' defaults")
 def call_once(ctx, op):
     state = State.of(ctx)
     index = op.options["init_subgraph_index"]
