@@ -150,6 +150,30 @@ CASES += [prelu(False, (1, 1, 3)), prelu(True, (1, 1, 3)), prelu(True, (5, 7, 3)
                                                 [(S, "float32")]), permuted=True)]
 
 
+
+def near_steps(lo, hi, bits):
+    """Values over [lo - 1, hi + 1], a third of them on or next to the half-way points between two steps."""
+    def gen(rng, shape):
+        step = (hi - lo) / ((1 << bits) - 1)
+        k = rng.integers(0, 1 << bits, shape)
+        halves = (lo + (k + 0.5) * step).astype(np.float32)
+        nudged = np.nextafter(halves, rng.choice([-np.inf, np.inf], shape).astype(np.float32))   # one float32 ulp
+        spread = uni(rng, shape, lo - 1, hi + 1)
+        return np.choose(rng.integers(0, 3, shape), [spread, halves, nudged]).astype(np.float32)
+    return gen
+
+
+# FAKE_QUANT: a value on the wrong step is off by a whole step, more than the tolerance (1e-5 + 1e-5 x the largest
+# value) in every row. (0, 3, 2): steps of exactly 1, so 0.49999997 rounds down (not through Floor(v + 0.5), which
+# gives 1); (-0.25, 1.25, 2): the zero point 0.5 rounds half away from zero, to 1 (the range becomes [-0.5, 1.0]);
+# (0.5, 1.5, 3): a range without 0 becomes [0, 1.0].
+CASES += [unary("FAKE_QUANT", near_steps(lo, hi, bits), conv=conv, tag=f"-{lo}-{hi}-{bits}",
+                options={"min": lo, "max": hi, "num_bits": bits})
+          for lo, hi, bits in [(-1.0, 1.0, 8), (-0.3, 2.7, 4), (0.0, 6.0, 8), (-3.1, 0.0, 2), (-0.7, 5.3, 16),
+                               (0.0, 3.0, 2), (-0.25, 1.25, 2), (0.5, 1.5, 3)]
+          for conv in (False, True)]
+
+
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_elementwise_op_matches_litert(case):
     check(case)
@@ -175,3 +199,13 @@ def test_floor_mod_takes_divisor_sign():
 def test_bucketize_fractional_boundaries():
     check(unary("BUCKETIZE", lambda r, s: uni(r, s, -3, 3), options={"boundaries": [-2.0, -0.5, 0.0, 1.0, 2.5]},
                 dtype_out="int32"))
+
+
+def test_fake_quant_refuses_what_litert_refuses():
+    from inspector.core.ir.errors import ConversionError
+    case = unary("FAKE_QUANT", options={"min": -1.0, "max": 1.0, "num_bits": 8, "narrow_range": True})
+    with pytest.raises(ConversionError, match="narrow_range"):
+        check(case)
+    case = unary("FAKE_QUANT", options={"min": 1.0, "max": 1.0, "num_bits": 8})
+    with pytest.raises(ConversionError, match=r"min < max.*\[1.0, 1.0\]"):
+        check(case)

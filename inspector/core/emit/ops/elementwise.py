@@ -195,3 +195,33 @@ def bucketize(ctx, op):
     le = ctx.node("LessOrEqual", [ctx.const(bounds, "boundaries"), up], 1)[0]
     n = ctx.node("ReduceSum", [ctx.node("Cast", [le], 1, to=TensorProto.INT32)[0], ctx.i64([r], "axes")], 1, keepdims=0)[0]
     ctx.node("Cast", [n], [ctx.output(op)], to=onnx_dtype(ctx.tensor(op.outputs[0]).dtype))
+
+
+@op("FAKE_QUANT", category=T, onnx=("Clip", "Sub", "Mul", "Add", "Floor"),
+    notes="LiteRT's range nudged so that 0 is a step; narrow_range refused, as LiteRT does")
+def fake_quant(ctx, op):
+    """Each value snapped to the nearest of 2^num_bits steps over [min, max], in float32 as LiteRT computes it:
+    the range first moved so that 0.0 falls on a step or bounds it (the zero point rounded and clamped into the
+    steps), the value clamped to that range, and its step rounded half away from zero (Floor of v + HALF_EXACT:
+    v >= 0 after the shift)."""
+    from inspector.core.ir.errors import ConversionError
+    from .hybrid import HALF_EXACT
+    o = op.options
+    if o.get("narrow_range"):
+        raise ConversionError(f"{op.label}: narrow_range FAKE_QUANT (LiteRT refuses it too)")
+    lo, hi, bits = np.float32(o.get("min", 0.0)), np.float32(o.get("max", 0.0)), int(o.get("num_bits", 0))
+    if not (lo < hi and 1 <= bits <= 16):
+        raise ConversionError(f"{op.label}: FAKE_QUANT needs min < max and 1 to 16 bits (has [{lo}, {hi}], "
+                              f"{bits} bits)")
+    top = np.float32((1 << bits) - 1)
+    scale = np.float32((hi - lo) / top)
+    zero = np.clip(np.float32(0 - lo / scale), 0, top)
+    zero = np.float32(np.floor(np.float64(zero) + 0.5))
+    low, high = np.float32(-zero * scale), np.float32((top - zero) * scale)
+
+    def k(v):
+        return ctx.const(np.array(v, np.float32), "k")
+    x = ctx.node("Clip", [operands(ctx, op)[0], k(low), k(high)], 1)[0]
+    steps = ctx.node("Mul", [ctx.node("Sub", [x, k(low)], 1)[0], k(np.float32(1) / scale)], 1)[0]
+    snapped = ctx.node("Floor", [ctx.node("Add", [steps, k(HALF_EXACT)], 1)[0]], 1)[0]
+    ctx.node("Add", [ctx.node("Mul", [snapped, k(scale)], 1)[0], k(low)], [ctx.output(op)])
