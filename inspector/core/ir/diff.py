@@ -1,8 +1,12 @@
 """Which keys of two dicts differ: what a re-run after a pin compares (plan tables, value names, denotations)."""
 from __future__ import annotations
 
+from typing import Any, Mapping, TypeVar
 
-def changed(old: dict, new: dict) -> set:
+K = TypeVar("K")
+
+
+def changed(old: Mapping[K, Any], new: Mapping[K, Any]) -> set[K]:
     """The keys whose values differ, or that one dict lacks. Set operations in C where the values hash (a loop over
     the ~10^4 names of a pinned model's dicts took several ms per comparison); a loop where one does not."""
     if old is new:

@@ -11,6 +11,7 @@ from math import prod
 from typing import Iterable
 
 from .errors import ConversionError
+from .graph import Graph, Op
 
 MAX_BUILT_BYTES = 128 << 20     # 128 MiB: far above any index grid or state a real model needs
 
@@ -43,13 +44,13 @@ MAX_NESTING = 24                # subgraphs inside subgraphs
 MAX_EXPANDED_OPS = 20_000       # ops emitted, counting each subgraph once per use (or twice the file's ops if more)
 
 
-def _uses(op) -> list[tuple[int, int]]:
+def _uses(op: Op) -> list[tuple[int, int]]:
     """(subgraph index, times emitted) for each subgraph an op runs."""
     return [(v, 2 if k == "cond_subgraph_index" else 1) for k, v in op.options.items()
             if k.endswith("subgraph_index") and isinstance(v, int) and not isinstance(v, bool)]
 
 
-def check_control_flow(graph) -> None:
+def check_control_flow(graph: Graph) -> None:
     """ConversionError for a subgraph that runs itself (a cycle), nesting over MAX_NESTING, or more ops emitted
     than MAX_EXPANDED_OPS. One iterative pass from the main graph: a hostile chain cannot exhaust the stack."""
     subs = graph.subgraphs

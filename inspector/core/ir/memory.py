@@ -14,6 +14,7 @@ import os
 from contextlib import contextmanager
 
 from .errors import ConversionError
+from .graph import Graph
 
 PER_WEIGHT_BYTE = 5
 FIXED = 64 << 20
@@ -27,7 +28,8 @@ class OutOfMemory(ConversionError):
         super().__init__(f"not enough memory to convert {what}: needs about {_gb(need)} GB{left}")
         self.what, self.need, self.have = what, need, have
 
-    def __reduce__(self):               # from the loader's child process: rebuilt from its fields, not its message
+    # from the loader's child process: rebuilt from its fields, not its message
+    def __reduce__(self) -> tuple[type[OutOfMemory], tuple[str, int, int | None]]:
         return OutOfMemory, (self.what, self.need, self.have)
 
 
@@ -35,7 +37,7 @@ def _gb(n: int) -> str:
     return f"{max(n, 0) / 1e9:.1f}"
 
 
-def weights(graph, over: int | None = None) -> int:
+def weights(graph: Graph, over: int | None = None) -> int:
     """The bytes of the graph's constants (those of at most `over` bytes when bigger ones are left out)."""
     total = 0
     for sg in graph.subgraphs:
@@ -46,7 +48,7 @@ def weights(graph, over: int | None = None) -> int:
     return total
 
 
-def need(graph, over: int | None = None) -> int:
+def need(graph: Graph, over: int | None = None) -> int:
     return PER_WEIGHT_BYTE * weights(graph, over) + FIXED
 
 
@@ -81,7 +83,7 @@ def available() -> int | None:
     return min(bounds) if bounds else None
 
 
-def check(graph, what: str, over: int | None = None) -> None:
+def check(graph: Graph, what: str, over: int | None = None) -> None:
     """OutOfMemory when the conversion of `graph` cannot fit in what this process can still allocate."""
     want, have = need(graph, over), available()
     if have is not None and want > have:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from typing import Iterable
 
 _DOTTED = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)")     # a Python module path: keep its class
 _NUMBER = re.compile(r"\d+")
 ELLIPSIS = "…"
 
 
-def candidates(names) -> list[str]:
+def candidates(names: Iterable[str]) -> list[str]:
     """The names fused into these (';'-separated), without the pieces that name nothing (litert-torch's trailing
     op counters, empty pieces)."""
     out = []
@@ -30,7 +31,7 @@ def _letters(s: str) -> str:
     return "".join(c for c in s.lower() if c.isalpha())
 
 
-def scope(names, opcode: str = "") -> tuple[str, ...]:
+def scope(names: Iterable[str], opcode: str = "") -> tuple[str, ...]:
     """The name scope of a TFLite op, from its output tensors' names: of the names fused there (and having a path),
     the one whose last component reads most like the op's type (ties: the later one), split at '/'. This is the
     rule Google's Model Explorer uses (edit distance of the letters), in a cheaper measure."""

@@ -11,11 +11,12 @@ computed shape is known too. A dynamic dimension (-1 in the shape signature) sta
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 
-from .graph import Graph, Subgraph
-from .shape_rules import RULES, Operand
+from .graph import Graph, Op, Subgraph
+from .shape_rules import RULES, Array, Ins, Operand, Outs, Shape, in_shape
 
 VALUE_LIMIT = 64                 # elements: shape arithmetic, not data
 
@@ -73,17 +74,17 @@ def _subgraph(sg: Subgraph, where: str) -> list[str]:
     return notes
 
 
-def _placeholders(declared, sig, shape) -> bool:
+def _placeholders(declared: Shape, sig: Shape | None, shape: Shape) -> bool:
     """Whether the declared shape differs from the computed one only in dynamic dims (-1 in the signature): those
     hold a placeholder (the converter writes 1), not a stale size, so the file is not wrong there."""
     return sig is not None and len(sig) == len(shape) == len(declared) and \
         all(d == c or g < 0 for d, g, c in zip(declared, sig, shape))
 
 
-def _value(op, ins, outs) -> np.ndarray | None:
+def _value(op: Op, ins: Ins, outs: Outs) -> Array | None:
     """The output's value when it is integer arithmetic on known values (None otherwise)."""
     if op.opcode == "SHAPE":
-        return np.array(ins[0].shape, np.int64 if op.options.get("out_type") == 4 else np.int32)
+        return np.array(in_shape(ins, 0), np.int64 if op.options.get("out_type") == 4 else np.int32)
     fn = VALUES.get(op.opcode)
     if fn is None:
         return None
@@ -96,7 +97,7 @@ def _value(op, ins, outs) -> np.ndarray | None:
     return out if out.dtype.kind in "iu" else None
 
 
-def _strided(op, v):
+def _strided(op: Op, v: list[Any]) -> Any:
     x, begin, end, strides = v
     o, idx = op.options, []
     if o.get("ellipsis_mask") or o.get("new_axis_mask"):
@@ -112,11 +113,13 @@ def _strided(op, v):
     return x[tuple(idx)]
 
 
-def _binary(fn):
+def _binary(fn: Callable[[Any, Any], Any]) -> ValueRule:
     return lambda op, v, outs: fn(v[0], v[1]).astype(np.result_type(v[0], v[1]))
 
 
-VALUES = {
+# The value of an op's output from its inputs' values (arrays for the first ARITY[op] inputs, else maybe None).
+ValueRule = Callable[[Op, list[Any], Outs], Any]
+VALUES: dict[str, ValueRule] = {
     "CAST": lambda op, v, outs: v[0],
     "STRIDED_SLICE": lambda op, v, outs: _strided(op, v),
     "SLICE": lambda op, v, outs: v[0][tuple(slice(b, None if s == -1 else b + s)
@@ -136,6 +139,6 @@ VALUES = {
     "FLOOR_DIV": _binary(np.floor_divide), "MAXIMUM": _binary(np.maximum), "MINIMUM": _binary(np.minimum),
 }
 # How many leading inputs the value needs (the rest are ignored; CAST, RESHAPE and SQUEEZE need only the first).
-ARITY = {"CAST": 1, "RESHAPE": 1, "SQUEEZE": 1, "EXPAND_DIMS": 1}
+ARITY: dict[str, int] = {"CAST": 1, "RESHAPE": 1, "SQUEEZE": 1, "EXPAND_DIMS": 1}
 for _op in ("ADD", "SUB", "MUL", "FLOOR_DIV", "MAXIMUM", "MINIMUM"):
     ARITY[_op] = 2
