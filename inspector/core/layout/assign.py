@@ -17,15 +17,15 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from . import layout as L
 from . import nested
-from inspector.core.ir.graph import Subgraph
+from inspector.core.ir.graph import Op, Subgraph
 from .layout import Perm
-from .plan import Category
+from .plan import Category, OpTable
 
 I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Category.TERMINATE
 MAX_CANDIDATES = 6            # layouts per tensor the search considers
@@ -65,7 +65,7 @@ class Optimality:
     def over(self) -> str:
         return WHOLE if not self.left_out else f"{WHOLE}, except {self.left_out}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"transposes": self.transposes, "lower_bound": self.bound, "proven_optimal": self.proven,
                 "method": self.method, "over": self.over}
 
@@ -93,7 +93,7 @@ def nbytes(sg: Subgraph, t: int) -> int:
     return size * math.prod(max(d, 1) for d in ten.dims)
 
 
-def _label(op) -> str:
+def _label(op: Op) -> str:
     return f"{op.opcode}#{op.index}"
 
 
@@ -101,10 +101,10 @@ def _label(op) -> str:
 class Problem:
     """The modes of every op of one subgraph, with candidate layouts propagated forward."""
     sg: Subgraph
-    table: dict
+    table: OpTable
     pins: dict[int, Perm]
     fixed: dict[int, tuple[Perm, str]]                 # graph input -> (layout, rule that decided it)
-    skip: frozenset
+    skip: frozenset[int] | set[int]
     constants: set[int]
     outputs_allowed: dict[int, tuple[Perm, ...]]       # graph output -> layouts it may be presented in
     keep_io_layout: bool = False
@@ -114,24 +114,24 @@ class Problem:
     narrowed: dict[int, str] = field(default_factory=dict)   # op -> what its modes leave out (nested.modes)
     modes: dict[int, list[Mode]] = field(default_factory=dict)
     cand: dict[int, list[Perm]] = field(default_factory=dict)
-    _free: dict = field(default_factory=dict, repr=False)
-    _bytes: dict = field(default_factory=dict, repr=False)
-    _demands: dict | None = field(default=None, repr=False)
-    _graph: list = field(default_factory=list, repr=False)         # graph_facts(), shared by reuse
-    solution: dict | None = None        # the choice solve() made, when exact.resolve may start from it
+    _free: dict[tuple[int, Perm, Perm], bool] = field(default_factory=dict, repr=False)
+    _bytes: dict[int, int] = field(default_factory=dict, repr=False)
+    _demands: dict[int, list[Perm]] | None = field(default=None, repr=False)
+    _graph: list[Any] = field(default_factory=list, repr=False)     # graph_facts() and single_writers(), shared
+    solution: Choice | None = None      # the choice solve() made, when exact.resolve may start from it
     # After a re-plan from `reuse` (_rebuild): the ops whose modes, inputs' candidates or output pins may differ
     # from reuse's (every other op's are the same), and reuse's kept figures (its lower bound's, its solution's
     # Transposes and plan: solve.py, propagation.assemble), which the re-plan updates at those ops only.
-    changed: set | None = field(default=None, repr=False)
-    kept: dict = field(default_factory=dict, repr=False)
-    base: dict | None = field(default=None, repr=False)
-    redo: set | None = field(default=None, repr=False)     # solve._count's: the ops priced again
-    changes: tuple | None = field(default=None, repr=False)  # propagation._assemble_again's
+    changed: set[int] | None = field(default=None, repr=False)
+    kept: dict[str, Any] = field(default_factory=dict, repr=False)
+    base: dict[str, Any] | None = field(default=None, repr=False)
+    redo: set[int] | None = field(default=None, repr=False)     # solve._count's: the ops priced again
+    changes: tuple[Any, ...] | None = field(default=None, repr=False)  # propagation._assemble_again's
 
     def rank(self, t: int) -> int:
         return self.sg.tensors[t].rank
 
-    def acts(self, op) -> list[tuple[int, int]]:
+    def acts(self, op: Op) -> list[tuple[int, int]]:
         return [(s, t) for s, t in enumerate(op.inputs) if t >= 0 and t not in self.constants]
 
     def candidates(self, t: int) -> list[Perm]:
@@ -158,7 +158,7 @@ class Problem:
 
     def demands(self, t: int) -> list[Perm]:
         """Layouts t's consumers read it in whatever mode they take (a consumer with one way only). Per tensor, when
-        asked (greedy asks about a few after a pin: a table of every tensor's was ~15 ms of a 10,000-op re-plan)."""
+        asked (greedy asks about a few after a pin; a table of every tensor's would cost a re-plan dearly)."""
         if self._demands is None:
             self._demands = {}
         got = self._demands.get(t)
@@ -233,7 +233,7 @@ class Problem:
                             heapq.heappush(todo, o)
         return self
 
-    def graph_facts(self) -> tuple[dict, dict, bool, int]:
+    def graph_facts(self) -> tuple[dict[int, int], dict[int, list[int]], bool, int]:
         """(producers, consumers, whether every op comes after the producers of its inputs, 8 × the bytes of all
         tensors + 1: exact.py's weight of one Transpose), once per graph."""
         if not self._graph:
@@ -244,18 +244,19 @@ class Problem:
             single = len(producers) == sum(t >= 0 for op in sg.ops for t in op.outputs) and \
                 not any(t in producers for t in sg.inputs)
             self._graph.extend([producers, consumers, topo, big, single])
-        return tuple(self._graph[:4])
+        producers, consumers, topo, big = self._graph[:4]
+        return producers, consumers, topo, big
 
     def single_writers(self) -> bool:
         """Every tensor is written by one op at most, and no graph input by any (a tensor's layout is then its
         producer's or its rule's alone: what the re-plan's updates of the kept figures assume)."""
         self.graph_facts()
-        return self._graph[4]
+        return bool(self._graph[4])
 
     def _topological(self) -> bool:
         return self.graph_facts()[2]
 
-    def _outputs(self, op, modes: list[Mode]) -> None:
+    def _outputs(self, op: Op, modes: list[Mode]) -> None:
         """The candidates of op's outputs: a pin, what its one mode writes, or what its modes write (a few)."""
         for slot, t in enumerate(op.outputs):
             if t < 0:
@@ -271,14 +272,14 @@ class Problem:
             seen = list(dict.fromkeys([m.writes[slot] for m in modes if len(m.writes[slot]) == rank]))
             self.cand[t] = seen[:MAX_CANDIDATES] or [_id(rank)]
 
-    def _same_inputs(self, op, other: Problem) -> bool:
+    def _same_inputs(self, op: Op, other: Problem) -> bool:
         """Would _modes(op) see the same here as in `other`: its inputs' candidates and its first output's pin."""
         out = op.outputs[0] if op.outputs else -1
         if out >= 0 and self.pins.get(out) != other.pins.get(out):
             return False
         return all(self.candidates(t) == other.candidates(t) for _, t in self.acts(op))
 
-    def _modes(self, op) -> list[Mode]:
+    def _modes(self, op: Op) -> list[Mode]:
         if self.subplans is not None and op.opcode in ("IF", "WHILE"):
             got = nested.modes(self, op, _nested_mode)
             self.narrowed.pop(op.index, None)
@@ -312,7 +313,7 @@ class Problem:
         if rule.rule is None:
             return [ident]
         out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
-        unique: dict[tuple, Mode] = {}
+        unique: dict[tuple[Any, ...], Mode] = {}
         kind, why = "terminate" if cat is X else "meet", f"derived by {_label(op)} ({rule.category.value}): {{layout}}"
         for combo in self._combos(acts):
             in_perms: list[Perm | None] = [None] * len(op.inputs)
@@ -328,7 +329,7 @@ class Problem:
         unique.setdefault((ident.reads, ident.writes), ident)   # the same layouts under another name: one mode
         return list(unique.values())
 
-    def _combos(self, acts) -> list[tuple[Perm, ...]]:
+    def _combos(self, acts: list[tuple[int, int]]) -> list[tuple[Perm, ...]]:
         lists = [self.candidates(t) for _, t in acts]
         if len(lists) == 1:
             return [(p,) for p in lists[0]]
@@ -337,7 +338,7 @@ class Problem:
         first = lists[0]        # too many: every input in the first input's layout where it can be
         return [tuple(p if p in c else c[0] for c in lists) for p in first]
 
-    def _transparent(self, op, acts, ranks) -> list[Mode]:
+    def _transparent(self, op: Op, acts: list[tuple[int, int]], ranks: list[int]) -> list[Mode]:
         r0 = ranks[0] if ranks else 0
         out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
         options = [p for s, t in acts if self.rank(t) == r0 for p in self.candidates(t)]
@@ -350,7 +351,7 @@ class Problem:
             modes.append(Mode(reads, tuple([p if r == r0 else _id(r) for r in ranks]), why=why))
         return modes
 
-    def _transpose(self, op) -> list[Mode]:
+    def _transpose(self, op: Op) -> list[Mode]:
         """A TFLite TRANSPOSE by q reads p and writes r; free when compose(p⁻¹, q∘r) only moves size-1 axes."""
         q_t = op.inputs[1] if len(op.inputs) > 1 else -1
         if q_t < 0 or self.sg.tensors[q_t].data is None or op.inputs[0] in self.constants:
@@ -374,7 +375,7 @@ class Problem:
         return modes
 
 
-def _nested_mode(reads, writes, cost: int, why: str) -> Mode:
+def _nested_mode(reads: Sequence[tuple[int, Perm]], writes: Sequence[Perm], cost: int, why: str) -> Mode:
     return Mode(tuple(reads), tuple(writes), cost=cost, kind="terminate", why=why)
 
 

@@ -15,14 +15,20 @@ import heapq
 import math
 import time
 from collections.abc import Iterable
+from typing import Callable
 
 import numpy as np
 
-from .assign import Choice, Problem, layouts, presented
+from .assign import Choice, Mode, Problem, layouts, presented
+from .layout import Perm
 from .ilp import ilp
 
 MAX_TABLE = 1 << 17         # entries of one table while eliminating (1 MiB); a wider graph is left to HiGHS
 Scope = tuple[int, ...]     # op indices, ascending: the axes of a factor's table
+Factor = tuple[Scope, np.ndarray]
+PerMode = list[set[Perm]]                    # per mode of a reader op, the layouts it reads a tensor in
+Readers = dict[int, dict[int, PerMode]]      # tensor -> reader op -> PerMode (_readers' cache)
+Greedy = Callable[[Problem, "list[int] | None", "dict[int, Perm] | None"], Choice]    # solve.greedy
 
 
 class TooWide(Exception):
@@ -56,7 +62,7 @@ def components(pb: Problem) -> tuple[list[list[int]], dict[int, int]]:
     return list(groups.values()), of
 
 
-def factors(pb: Problem, big: int, ops: list[int], readers: dict) -> list[tuple[Scope, np.ndarray]]:
+def factors(pb: Problem, big: int, ops: list[int], readers: Readers) -> list[Factor]:
     """Tables of the objective's terms that depend on the choices of `ops` (one group of `components`); terms no
     choice of theirs changes are left out. `readers`: tensor -> reader op -> per mode, the layouts it reads."""
     sg, modes = pb.sg, pb.modes
@@ -127,15 +133,15 @@ class _Free:
     """`oi in free`: op oi has a choice (a set of them would cost a pass over every op)."""
     __slots__ = ("modes",)
 
-    def __init__(self, modes):
+    def __init__(self, modes: dict[int, list[Mode]]):
         self.modes = modes
 
-    def __contains__(self, oi) -> bool:
+    def __contains__(self, oi: int) -> bool:
         ms = self.modes.get(oi)
         return ms is not None and len(ms) > 1
 
 
-def _readers(pb: Problem, t: int, known: dict) -> dict[int, list[set]]:
+def _readers(pb: Problem, t: int, known: Readers) -> dict[int, PerMode]:
     """Reader op -> per mode, the layouts it reads t in (kept in `known`, by t, for this search)."""
     got = known.get(t)
     if got is None:
@@ -149,12 +155,12 @@ def _readers(pb: Problem, t: int, known: dict) -> dict[int, list[set]]:
     return got
 
 
-def _writes(pb: Problem, t: int, oi: int) -> list:
+def _writes(pb: Problem, t: int, oi: int) -> list[Perm]:
     slot = pb.sg.ops[oi].outputs.index(t)
     return [m.writes[slot] for m in pb.modes[oi]]
 
 
-def _haves(pb: Problem, t: int, producers, free) -> tuple[list, int | None]:
+def _haves(pb: Problem, t: int, producers: dict[int, int], free: _Free) -> tuple[list[Perm], int | None]:
     """The layouts t may have, and the op whose mode decides which (None: the one layout it has)."""
     if t in pb.fixed:
         return [pb.fixed[t][0]], None
@@ -166,7 +172,8 @@ def _haves(pb: Problem, t: int, producers, free) -> tuple[list, int | None]:
     return _writes(pb, t, p), (p if p in free else None)
 
 
-def _tensor_factor(pb: Problem, t: int, haves: list, var, readers: dict, free, unit: int):
+def _tensor_factor(pb: Problem, t: int, haves: list[Perm], var: int | None, readers: dict[int, PerMode], free: _Free,
+                   unit: int) -> Factor | None:
     """One table over t's producer (when it has a choice) and its readers with a choice: a Transpose for each
     distinct layout read that t's layout does not give for free, and one when a graph output is presented
     otherwise than it is computed."""
@@ -276,7 +283,7 @@ def refine(pb: Problem, choice: Choice, deadline: float) -> tuple[Choice, tuple[
     if not _fits(pb, big):                      # HiGHS decides
         return None
     groups, of = components(pb)
-    readers: dict = {}
+    readers: Readers = {}
     out, searched = dict(choice), [0, 0]
     for k in sorted(_paying(pb, choice, of)):
         ops = groups[k]
@@ -294,20 +301,21 @@ def _fits(pb: Problem, big: int) -> bool:
     return big * 16 * (len(pb.sg.tensors) + len(pb.modes) + 1) < 1 << 62
 
 
-def _tables(pb: Problem, big: int, ops: list[int], readers: dict):
+def _tables(pb: Problem, big: int, ops: list[int], readers: Readers) -> list[Factor] | None:
     try:
         return factors(pb, big, ops, readers)
     except TooWide:
         return None
 
 
-def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float) -> tuple[Choice, int | None] | None:
+def _search(pb: Problem, ops: list[int], choice: Choice, tables: list[Factor] | None, deadline: float
+            ) -> tuple[Choice, int | None] | None:
     """(The best modes of one group, how: None, 0 searched, 1 by HiGHS): `choice` itself when it reaches the sum
     of the tables' minima (no choice does better) or the search finds nothing better (an equally good other plan is
     not taken: fewer plans change), else the search's; HiGHS's optimal plan of the group when it is too wide for the
     search (`tables` None: one tensor's table alone is too big). None when both fail."""
     def value(pick: dict[int, int]) -> int:
-        return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables)
+        return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables or ())
 
     mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
     if tables is not None and value(mine) <= sum(int(a.min()) for _, a in tables):
@@ -321,8 +329,8 @@ def _search(pb: Problem, ops: list[int], choice: Choice, tables, deadline: float
     return {oi: pb.modes[oi][i] for oi, i in pick.items()}, 0
 
 
-def resolve(pb: Problem, old: Problem, deadline: float, greedy
-            ) -> tuple[Choice, tuple[int, ...], set] | None:
+def resolve(pb: Problem, old: Problem, deadline: float, greedy: Greedy
+            ) -> tuple[Choice, tuple[int, ...], set[int]] | None:
     """What refine(pb, greedy(pb)) chooses, (choice, groups searched each way, the ops greedy ran on), from `old` (the same graph's problem
     under other pins, pb built from it) and the choice solve() made there: a group with no op, neighbour or tensor
     whose modes or pin changed keeps old's modes (greedy and the search would choose them again: they see only
@@ -355,7 +363,7 @@ def resolve(pb: Problem, old: Problem, deadline: float, greedy
         if pb.pins.get(t) != old.pins.get(t) or pb.fixed.get(t) != old.fixed.get(t):
             near(producers.get(t, -1), *consumers.get(t, ()))
     mine = _greedy_in(pb, [oi for group in groups.values() for oi in group], prev, greedy)
-    readers: dict = {}
+    readers: Readers = {}
     searched = [0, 0]
     for k in sorted(groups):
         found = _search(pb, groups[k], mine, _tables(pb, big, groups[k], readers), deadline)
@@ -399,7 +407,7 @@ def _group(pb: Problem, start: int) -> list[int]:
     return sorted(seen)
 
 
-def _greedy_in(pb: Problem, group_ops: list[int], prev: Choice, greedy) -> Choice:
+def _greedy_in(pb: Problem, group_ops: list[int], prev: Choice, greedy: Greedy) -> Choice:
     """`greedy`'s (solve.greedy) choice for `group_ops` alone: it runs over them and the one-way readers of their
     tensors (whose reads it remembers), the layouts of the other tensors they read given (a pin, or what their
     producer writes: its one mode, or its mode in `prev`)."""

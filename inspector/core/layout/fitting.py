@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
+from typing import Sequence
 
 from . import layout as L
 from .layout import Perm
 
 
-def fitting_perms(shape, dims) -> list[Perm]:
+def fitting_perms(shape: Sequence[int], dims: Sequence[int] | None) -> list[Perm]:
     """Every layout (perm of the TFLite axes) in which `shape` reads as `dims` (-1 = any); identity and
     channels-first first. Empty when none fits."""
     if dims is None or len(dims) != len(shape):
@@ -18,7 +19,7 @@ def fitting_perms(shape, dims) -> list[Perm]:
 
 
 @lru_cache(maxsize=4096)
-def _fitting(shape: tuple, dims: tuple) -> tuple[Perm, ...]:
+def _fitting(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[Perm, ...]:
     known = sorted(d for d in dims if d >= 0)
     if any(d not in shape for d in known) or (-1 not in dims and known != sorted(shape)):
         return ()                                   # quick refusal: the sizes differ whatever the order

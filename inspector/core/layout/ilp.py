@@ -2,13 +2,16 @@
 part of the graph too wide for exact.py's search, or for the whole graph when that search runs out of time."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from . import layout as L
-from .assign import Problem, presented
+from .assign import Choice, Mode, Problem, presented
+from .layout import Perm
 
 
-def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
+def ilp(pb: Problem, time_budget: float, part: list[int] | None = None) -> tuple[Choice, int, bool] | None:
     """Binary y[op, mode] (one per op), z[tensor, layout] >= reads in that layout that its producer's mode does
     not give; minimise Transposes + bytes moved / (all bytes + 1). Returns (choice, count bound, optimal).
     `part`: only these ops are decided (one group of exact.components: every tensor they touch is written by one of
@@ -22,10 +25,10 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
     scope = pb.modes if part is None else _scope(pb, part)
     mine = set(scope) if part is None else set(part)
     touched = None if part is None else {t for oi in part for t in (*sg.ops[oi].inputs, *sg.ops[oi].outputs)}
-    col: dict[tuple, int] = {}
+    col: dict[tuple[object, ...], int] = {}
     cost: list[float] = []
 
-    def var(key, c=0.0):
+    def var(key: tuple[object, ...], c: float = 0.0) -> int:
         if key not in col:
             col[key] = len(cost)
             cost.append(0.0)
@@ -33,9 +36,9 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
         return col[key]
 
     producers, total = pb.graph_facts()[0], float(pb.graph_facts()[3])   # so bytes never outweigh one Transpose
-    weight = {}
+    weight: dict[int, float] = {}
 
-    def w(t):
+    def w(t: int) -> float:
         if t not in weight:
             weight[t] = 1.0 + (pb.nbytes(t) + 1) / total    # + 1: an inserted Transpose is a node more
         return weight[t]
@@ -47,7 +50,7 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
         rows.append(({y: 1.0 for y in ys}, 1.0))
         rows.append(({y: -1.0 for y in ys}, -1.0))
 
-    def giving(t, ok) -> tuple[dict[int, float], bool]:
+    def giving(t: int, ok: Callable[[Perm], bool]) -> tuple[dict[int, float], bool]:
         """Variables of the producer modes after which t's layout satisfies ok(layout); or (_, constant truth)."""
         if t in pb.fixed or t in pb.pins or t not in producers or producers[t] not in pb.modes:
             have = pb.fixed.get(t, (pb.pins.get(t, L.identity(pb.rank(t))), ""))[0]
@@ -65,7 +68,7 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
                 t = op.inputs[s]
                 if touched is not None and oi not in mine and t not in touched:
                     continue                        # a one-way reader's other inputs: nothing the part decides
-                terms, true = giving(t, lambda h, t=t, want=want: pb.free(t, h, want))
+                terms, true = giving(t, lambda h: pb.free(t, h, want))   # (called at once: no late binding)
                 if true:
                     continue
                 z = var(("z", t, want), 0.0)
@@ -82,7 +85,7 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
     for t in pb.outputs_allowed:
         if part is not None and producers.get(t) not in mine:
             continue
-        terms, true = giving(t, lambda h, t=t: pb.free(t, h, presented(pb, t, h)))
+        terms, true = giving(t, lambda h: pb.free(t, h, presented(pb, t, h)))
         if true:
             continue
         z = var(("z", t, "out"))
@@ -126,7 +129,7 @@ def ilp(pb: Problem, time_budget: float, part: list[int] | None = None):
     return choice, bound, status == highspy.HighsModelStatus.kOptimal
 
 
-def _scope(pb: Problem, part: list[int]) -> dict:
+def _scope(pb: Problem, part: list[int]) -> dict[int, list[Mode]]:
     """The part's ops and the one-way readers of its tensors, in op order, with their modes."""
     ops, consumers = pb.sg.ops, pb.graph_facts()[1]
     inside = set(part)

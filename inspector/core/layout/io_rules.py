@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from inspector.core.ir.graph import Subgraph
+from typing import AbstractSet, Mapping, Sequence
+
+from inspector.core.ir.graph import Op, Subgraph
 from . import layout as L
 from .layout import Perm
-from .plan import Category
+from .plan import Category, OpTable
+
+Consumers = Mapping[int, Sequence[int]]
 
 I, T, A = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE
 
 
-def _label(op) -> str:
+def _label(op: Op) -> str:
     return f"{op.opcode}#{op.index}"
 
 
-def reaches_implicit(sg: Subgraph, t: int, table, consumers, skip=frozenset()):
+def reaches_implicit(sg: Subgraph, t: int, table: OpTable, consumers: Consumers,
+                     skip: AbstractSet[int] = frozenset()) -> tuple[Op | None, Op | None]:
     """(the first Implicit op tensor t reaches through layout-carrying ops, the TRANSPOSE making it channels-last
     met on the way): the walk stops at such a TRANSPOSE, beyond it t's data is channels-first already."""
     rank = sg.tensors[t].rank
@@ -41,7 +46,8 @@ def reaches_implicit(sg: Subgraph, t: int, table, consumers, skip=frozenset()):
     return None, via
 
 
-def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: bool) -> tuple[Perm, str]:
+def input_layout(sg: Subgraph, t: int, table: OpTable, consumers: Consumers | None, skip: AbstractSet[int],
+                 keep_io_layout: bool) -> tuple[Perm, str]:
     """A graph input's layout and the rule that decided it: channels-first when its data reaches an Implicit op
     through layout-carrying ops (a TFLite image is NHWC); as in TFLite when a TRANSPOSE on the way makes it NHWC
     (it is channels-first already, as in PyTorch-origin models) or nothing layout-sensitive reads it."""
@@ -59,7 +65,8 @@ def input_layout(sg: Subgraph, t: int, table, consumers, skip, keep_io_layout: b
     return ident, "graph input, no layout-sensitive op reaches it: as in TFLite"
 
 
-def image_output(sg: Subgraph, t: int, table, skip, producers: dict | None = None) -> bool:
+def image_output(sg: Subgraph, t: int, table: OpTable, skip: AbstractSet[int],
+                 producers: dict[int, int] | None = None) -> bool:
     """A graph output is image-like (may stay channels-first) when an Implicit op writes it, directly or through
     layout-carrying ops; an op that reframes its data on the way (OpSpec.reframes: a RESHAPE or TRANSPOSE) gives
     it a meaning of its own ([1, anchors, values]).
@@ -82,9 +89,9 @@ def image_output(sg: Subgraph, t: int, table, skip, producers: dict | None = Non
     return False
 
 
-def _makes_channels_last(sg: Subgraph, op) -> bool:
-    q = sg.tensors[op.inputs[1]].data if len(op.inputs) > 1 and op.inputs[1] >= 0 else None
-    if q is None:
+def _makes_channels_last(sg: Subgraph, op: Op) -> bool:
+    data = sg.tensors[op.inputs[1]].data if len(op.inputs) > 1 and op.inputs[1] >= 0 else None
+    if data is None:
         return False
-    q = tuple(np.asarray(q).reshape(-1).tolist())
+    q = tuple(np.asarray(data).reshape(-1).tolist())
     return len(q) >= 3 and L.compose(q, L.channels_first(len(q))) == L.identity(len(q))

@@ -9,7 +9,7 @@ reads exactly what `name` writes, plus the words `channels-first` and `keep`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 Perm = tuple[int, ...]
 
@@ -23,7 +23,7 @@ class Layout:
     """An immutable layout: the permutation from TFLite axes to ONNX axes."""
     perm: Perm
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "perm", _checked(self.perm))
 
     @classmethod
@@ -83,7 +83,7 @@ class Layout:
         """Transposing by self, then by other, as one layout."""
         return Layout(compose(self.perm, other.perm))
 
-    def apply(self, shape: Sequence) -> tuple:
+    def apply(self, shape: Sequence[Any]) -> tuple[Any, ...]:
         return apply(shape, self.perm)
 
     def only_moves_size1(self, shape: Sequence[int]) -> bool:
@@ -118,7 +118,7 @@ def compose(first: Sequence[int], then: Sequence[int]) -> Perm:
     return tuple(first[t] for t in then)
 
 
-def apply(shape: Sequence, perm: Sequence[int] | None) -> tuple:
+def apply(shape: Sequence[Any], perm: Sequence[int] | None) -> tuple[Any, ...]:
     """Shape (or any per-axis sequence) as seen after the transposition."""
     if perm is None:
         return tuple(shape)

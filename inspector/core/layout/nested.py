@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Protocol
+from typing import Any, Callable, Protocol, TypeVar
 
+from inspector.core.ir.graph import Op, Subgraph
 from . import layout as L
 from .layout import Perm
 
@@ -21,7 +22,23 @@ class Subplans(Protocol):
         as TFLite), what its own plan's proof leaves out ("" nothing)), or None when it cannot be planned so."""
 
 
-def modes(pb, op, make) -> tuple[list, str] | None:
+class Planned(Protocol):
+    """What pricing an IF/WHILE reads of the parent's problem (assign.Problem, which imports this module)."""
+    graph: Any
+    subplans: Subplans | None
+    constants: set[int]
+
+    def rank(self, t: int) -> int: ...
+
+    def candidates(self, t: int) -> list[Perm]: ...
+
+
+M = TypeVar("M")
+Reads = tuple[tuple[int, Perm], ...]
+Make = Callable[[Reads, tuple[Perm, ...], int, str], M]     # (reads, writes, cost, why) -> a mode
+
+
+def modes(pb: Planned, op: Op, make: Make[M]) -> tuple[list[M], str] | None:
     """(op's modes, what they leave out: "" none) when op is an IF or a WHILE whose subgraphs fit it, else None.
     `make(reads, writes, cost, why)` builds one Mode."""
     subs = pb.subplans
@@ -34,19 +51,24 @@ def modes(pb, op, make) -> tuple[list, str] | None:
     return None
 
 
-def _subgraph(pb, index):
+def _index(op: Op, key: str) -> int:
+    """The subgraph index option `key` of op, -1 when it has none."""
+    index = op.options.get(key)
+    return index if isinstance(index, int) else -1
+
+
+def _subgraph(pb: Planned, index: int) -> Subgraph | None:
     graph = pb.graph
-    return graph.subgraphs[index] if graph is not None and isinstance(index, int) and \
-        0 < index < len(graph.subgraphs) else None
+    return graph.subgraphs[index] if graph is not None and 0 < index < len(graph.subgraphs) else None
 
 
-def _fits(pb, tensors: list[int], inner, inner_ts: list[int]) -> bool:
+def _fits(pb: Planned, tensors: list[int], inner: Subgraph, inner_ts: list[int]) -> bool:
     """The parent's tensors and the subgraph's line up one to one with the same ranks."""
     return len(tensors) == len(inner_ts) and all(
         t >= 0 and pb.rank(t) == inner.tensors[u].rank for t, u in zip(tensors, inner_ts))
 
 
-def _options(pb, t: int | None, rank: int, fixed: bool) -> list[Perm]:
+def _options(pb: Planned, t: int | None, rank: int, fixed: bool) -> list[Perm]:
     """Layouts one boundary slot may take: its parent tensor's candidates, then as TFLite, and channels-first for an
     image-like rank (4 or more: a 3-D tensor is channels-first only where its writer makes it so)."""
     ident = L.identity(rank)
@@ -68,22 +90,25 @@ def _combos(options: list[list[Perm]]) -> tuple[list[tuple[Perm, ...]], str]:
     return list(dict.fromkeys(uniform)), f"{len(set(uniform))} of {total} boundary layout combinations"
 
 
-def _if(pb, op, subs, make):
-    branches = [op.options.get("then_subgraph_index"), op.options.get("else_subgraph_index")]
+def _if(pb: Planned, op: Op, subs: Subplans, make: Make[M]) -> tuple[list[M], str] | None:
+    branches = [_index(op, "then_subgraph_index"), _index(op, "else_subgraph_index")]
     inner = [_subgraph(pb, i) for i in branches]
     args, outs = list(op.inputs[1:]), list(op.outputs)
-    if any(sg is None or not _fits(pb, args, sg, sg.inputs) or not _fits(pb, outs, sg, sg.outputs)
-           for sg in inner):
+    subgraphs = [sg for sg in inner if sg is not None]
+    if len(subgraphs) < len(inner) or any(not _fits(pb, args, sg, sg.inputs) or not _fits(pb, outs, sg, sg.outputs)
+                                          for sg in subgraphs):
         return None
-    const_out = [any(sg.tensors[sg.outputs[k]].data is not None for sg in inner) for k in range(len(outs))]
+    const_out = [any(sg.tensors[sg.outputs[k]].data is not None for sg in subgraphs) for k in range(len(outs))]
     ins_opts = [_options(pb, t, pb.rank(t), t in pb.constants) for t in args]   # (a constant: as in TFLite)
     out_opts = [_options(pb, None, pb.rank(t), const_out[k]) for k, t in enumerate(outs)]
     combos, left = _combos(ins_opts + out_opts)
-    found, notes = [], set()
+    found: list[M] = []
+    notes: set[str] = set()
     for combo in combos:
         ins, wr = combo[:len(args)], combo[len(args):]
-        got = [subs.cost(i, ins, wr) for i in branches]
-        if any(g is None for g in got):
+        costs = [subs.cost(i, ins, wr) for i in branches]
+        got = [g for g in costs if g is not None]
+        if len(got) < len(costs):
             continue
         notes.update(g[1] for g in got if g[1])
         reads = tuple((s, p) for s, p in zip(range(1, len(op.inputs)), ins) if op.inputs[s] not in pb.constants)
@@ -93,8 +118,8 @@ def _if(pb, op, subs, make):
     return _result(op, found, left, notes)
 
 
-def _while(pb, op, subs, make):
-    cond_i, body_i = op.options.get("cond_subgraph_index"), op.options.get("body_subgraph_index")
+def _while(pb: Planned, op: Op, subs: Subplans, make: Make[M]) -> tuple[list[M], str] | None:
+    cond_i, body_i = _index(op, "cond_subgraph_index"), _index(op, "body_subgraph_index")
     cond, body = _subgraph(pb, cond_i), _subgraph(pb, body_i)
     carried = list(op.inputs)
     if cond is None or body is None or len(op.outputs) != len(carried) or \
@@ -104,10 +129,12 @@ def _while(pb, op, subs, make):
     opts = [_options(pb, t, pb.rank(t), body.tensors[body.outputs[k]].data is not None)
             for k, t in enumerate(carried)]
     combos, left = _combos(opts)
-    found, notes = [], set()
+    found: list[M] = []
+    notes: set[str] = set()
     for lay in combos:
-        got = [subs.cost(body_i, lay, lay), subs.cost(cond_i, lay, None)]
-        if any(g is None for g in got):
+        costs = [subs.cost(body_i, lay, lay), subs.cost(cond_i, lay, None)]
+        got = [g for g in costs if g is not None]
+        if len(got) < len(costs):
             continue
         notes.update(g[1] for g in got if g[1])
         reads = tuple((s, p) for s, p in enumerate(lay) if carried[s] not in pb.constants)
@@ -117,7 +144,7 @@ def _while(pb, op, subs, make):
     return _result(op, found, left, notes)
 
 
-def _result(op, found, left, notes):
+def _result(op: Op, found: list[M], left: str, notes: set[str]) -> tuple[list[M], str] | None:
     if not found:
         return None
     said = [f"{op.opcode}#{op.index}: {left}"] if left else []

@@ -1,6 +1,8 @@
 """Pins, as the user gives them (by tensor name or index, as layout text or a permutation), made permutations."""
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Subgraph
 
@@ -8,7 +10,7 @@ from . import layout as L
 from .layout import Perm
 
 
-def resolve_pins(sg: Subgraph, pins) -> dict[int, Perm]:
+def resolve_pins(sg: Subgraph, pins: Mapping[Any, Any] | None) -> dict[int, Perm]:
     """Pins by tensor name or index -> {tensor index: perm}; ConversionError names what is wrong."""
     if not pins:                                    # the usual case: no name table to build
         return {}

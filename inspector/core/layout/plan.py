@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Callable, Mapping, Protocol
 
 from .layout import Perm
 
@@ -15,6 +15,21 @@ class Category(str, Enum):
     TRANSPARENT = "Transparent"    # layout-insensitive; the layout flows through (Abs, Add, Relu)
     ATTRIBUTE = "Attribute"        # flows through, axis-like attributes remapped (Concat, Pad, Mean, Softmax)
     TERMINATE = "Terminate"        # stops the layout (Reshape, FullyConnected)
+
+
+class OpLayout(Protocol):
+    """What the planner reads of an op's spec (emit/ops/registry.OpSpec, which this layer cannot import)."""
+    @property
+    def category(self) -> Category: ...
+    @property
+    def layout_inputs(self) -> tuple[int, ...]: ...
+    @property
+    def rule(self) -> Callable[..., Any] | None: ...
+    @property
+    def reframes(self) -> bool: ...
+
+
+OpTable = Mapping[str, OpLayout]          # TFLite op name -> its spec
 
 
 @dataclass

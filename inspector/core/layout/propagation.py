@@ -14,14 +14,19 @@ decided by rule first (assign.input_layout); user pins are hard constraints.
 from __future__ import annotations
 
 from copy import copy
+from typing import AbstractSet, Any, Sequence
 
 from . import layout as L
-from inspector.core.ir.graph import Subgraph
-from .assign import TIME_BUDGET, Optimality, Problem
+from inspector.core.ir.graph import Graph, Op, Subgraph
+from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, presented
 from .io_rules import image_output, input_layout
 from .layout import Perm
-from .plan import Category, Conflict, LayoutPlan
-from .solve import Choice, presented, solve
+from .nested import Subplans
+from .plan import Category, Conflict, LayoutPlan, OpTable
+from .solve import solve
+
+Boundary = tuple[Sequence[Perm], Sequence[Perm], str]   # a subgraph's (input layouts, output layouts, who chose)
+Assembled = tuple[Any, ...]     # (choice, perms, why, inputs, produced, {op: its Conflicts}): _assemble_all's
 
 
 def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
@@ -34,9 +39,10 @@ def choose_layout(perms: list[Perm], pin: Perm | None, rank: int) -> Perm:
     return min(dict.fromkeys(perms), key=lambda p: (-perms.count(p), L.is_identity(p), perms.index(p)))
 
 
-def plan_layouts(sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
-                 skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
-                 time_budget: float = TIME_BUDGET, graph=None, subplans=None, boundary=None) -> LayoutPlan:
+def plan_layouts(sg: Subgraph, table: OpTable, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
+                 skip: set[int] | frozenset[int] = frozenset(), constants: set[int] | None = None,
+                 time_budget: float = TIME_BUDGET, graph: Graph | None = None, subplans: Subplans | None = None,
+                 boundary: Boundary | None = None) -> LayoutPlan:
     """Plan one subgraph. `skip` are ops folded at conversion time; `constants` are tensors with known data.
     `graph`, `subplans`: the whole Graph and its subgraphs' plans (nested.Subplans): IF and WHILE are planned with
     this graph. `boundary`: (input layouts, output layouts, who chose them) of a subgraph planned so.
@@ -56,14 +62,15 @@ class Replanner:
     tables, the keys of perms, inputs and produced whose values differ from them) when the plan was updated from
     the last one, else None (what the re-emission compares with the last plan: emit/incremental.py)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.problem: Problem | None = None
-        self.plan_tables: tuple | None = None
-        self.plan_changes: tuple | None = None
+        self.plan_tables: Assembled | None = None
+        self.plan_changes: tuple[Any, ...] | None = None
 
-    def plan(self, sg: Subgraph, table, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
-             skip: set[int] | frozenset = frozenset(), constants: set[int] | None = None,
-             time_budget: float = TIME_BUDGET, graph=None, subplans=None, boundary=None) -> LayoutPlan:
+    def plan(self, sg: Subgraph, table: OpTable, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
+             skip: set[int] | frozenset[int] = frozenset(), constants: set[int] | None = None,
+             time_budget: float = TIME_BUDGET, graph: Graph | None = None, subplans: Subplans | None = None,
+             boundary: Boundary | None = None) -> LayoutPlan:
         """plan_layouts' plan, from the last problem where it still holds."""
         old = self.problem
         pb = problem(sg, table, pins, keep_io_layout, skip, constants, reuse=old, graph=graph, subplans=subplans,
@@ -77,16 +84,19 @@ class Replanner:
         return plan
 
 
-def solved_problem(sg: Subgraph, table, skip=frozenset(), constants=None, graph=None, subplans=None,
-                   boundary=None) -> tuple[Problem, Choice, Optimality]:
+def solved_problem(sg: Subgraph, table: OpTable, skip: AbstractSet[int] = frozenset(),
+                   constants: set[int] | None = None, graph: Graph | None = None, subplans: Subplans | None = None,
+                   boundary: Boundary | None = None) -> tuple[Problem, Choice, Optimality]:
     """(problem, choice, optimality) of a subgraph at a `boundary` (plan_layouts's) without a LayoutPlan yet:
     what pricing an IF or WHILE mode needs; assemble() makes the plan of the one chosen."""
     pb = problem(sg, table, None, False, skip, constants, graph=graph, subplans=subplans, boundary=boundary)
     return (pb, *solve(pb))
 
 
-def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
-            reuse: Problem | None = None, graph=None, subplans=None, boundary=None) -> Problem:
+def problem(sg: Subgraph, table: OpTable, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
+            skip: AbstractSet[int] = frozenset(), constants: set[int] | None = None, reuse: Problem | None = None,
+            graph: Graph | None = None, subplans: Subplans | None = None, boundary: Boundary | None = None
+            ) -> Problem:
     """The modes of every op, graph inputs decided by rule (or by `boundary`), graph outputs' allowed
     presentations."""
     pins = dict(pins or {})
@@ -105,7 +115,7 @@ def problem(sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset
                                                                  is Category.IMPLICIT)):
             walk = True
             break
-    # (a re-plan takes the graph's from the last problem, which keeps them; 10,000 ops: ~7 ms a pin)
+    # (a re-plan takes the graph's from the last problem, which keeps them: no walk over the graph per pin)
     facts = reuse.graph_facts() if reuse is not None and walk else None
     consumers = (facts[1] if facts else sg.consumers()) if walk else {}
     fixed = {}
@@ -174,14 +184,14 @@ def assemble(pb: Problem, choice: Choice, optimality: Optimality, keep: bool = T
     return plan
 
 
-def _assemble_all(pb: Problem, choice: Choice) -> tuple:
+def _assemble_all(pb: Problem, choice: Choice) -> Assembled:
     """(choice, perms, why, inputs, produced, {op: its Conflicts}) of every op, in op order."""
     sg = pb.sg
     perms: dict[int, Perm] = {}
     why_of: dict[int, str] = {}
     ins: dict[tuple[int, int], Perm] = {}
     produced: dict[tuple[int, int], Perm] = {}
-    conflicts: dict[int, list] = {}
+    conflicts: dict[int, list[Conflict]] = {}
     for t, (perm, why) in pb.fixed.items():
         perms[t], why_of[t] = perm, why
     names: dict[Perm, str] = {}         # L.name of each layout written (a few, each ~thousands of times)
@@ -199,14 +209,14 @@ def _assemble_all(pb: Problem, choice: Choice) -> tuple:
     return choice, perms, why_of, ins, produced, conflicts
 
 
-def _assemble_again(pb: Problem, choice: Choice, base: tuple) -> tuple | None:
+def _assemble_again(pb: Problem, choice: Choice, base: Assembled) -> Assembled | None:
     """_assemble_all from the last plan's tables, assembling only the ops in pb.redo again (every other op reads
     and writes as it did); None when that would add an entry the last plan did not have (then in full)."""
     perms, why_of, ins, produced, conflicts = (dict(x) for x in base[1:])
     sizes = len(perms), len(why_of), len(ins), len(produced)
     for t, (perm, why) in pb.fixed.items():
         perms[t], why_of[t] = perm, why
-    tables: tuple = (perms, why_of, ins, produced, conflicts, {})
+    tables: tuple[Any, ...] = (perms, why_of, ins, produced, conflicts, {})
     ops, redo = pb.sg.ops, pb.redo or set()         # (set: _assemble_again runs after a re-plan)
     for oi in sorted(redo):
         if oi not in pb.skip:
@@ -234,7 +244,7 @@ def _assemble_again(pb: Problem, choice: Choice, base: tuple) -> tuple | None:
     return choice, perms, why_of, ins, produced, conflicts
 
 
-def _assemble_op(pb: Problem, op, m, tables) -> None:
+def _assemble_op(pb: Problem, op: Op, m: Mode, tables: tuple[Any, ...]) -> None:
     """One op's entries of the plan's tables in mode m (its inputs' layouts are in perms already)."""
     perms, why_of, ins, produced, conflicts, names = tables
     pins, tensors, oi = pb.pins, pb.sg.tensors, op.index
@@ -281,12 +291,13 @@ class Planner:
     Each what-if starts from this problem and its plan (Problem.build's reuse, solve's previous): only the ops and
     parts of the graph the pin reaches are looked at again."""
 
-    def __init__(self, sg: Subgraph, table, pins=None, keep_io_layout=False, skip=frozenset(), constants=None,
-                 time_budget: float = TIME_BUDGET, graph=None, subplans=None):
+    def __init__(self, sg: Subgraph, table: OpTable, pins: dict[int, Perm] | None = None, keep_io_layout: bool = False,
+                 skip: AbstractSet[int] = frozenset(), constants: set[int] | None = None,
+                 time_budget: float = TIME_BUDGET, graph: Graph | None = None, subplans: Subplans | None = None):
         self.args = (sg, table, dict(pins or {}), keep_io_layout, skip, constants)
-        self.nested = {"graph": graph, "subplans": subplans}
+        self.graph, self.subplans = graph, subplans
         self.time_budget = time_budget
-        self.problem = problem(*self.args, **self.nested)
+        self.problem = problem(*self.args, graph=graph, subplans=subplans)
         self._solved: tuple[Choice, Optimality] | None = None
 
     def solved(self) -> tuple[Choice, Optimality]:
@@ -305,5 +316,6 @@ class Planner:
     def transposes_if(self, t: int, perm: Perm) -> Optimality:
         sg, table, pins, keep, skip, constants = self.args
         self.solved()
-        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants, reuse=self.problem, **self.nested)
+        pb = problem(sg, table, {**pins, t: tuple(perm)}, keep, skip, constants, reuse=self.problem,
+                     graph=self.graph, subplans=self.subplans)
         return solve(pb, self.time_budget, previous=self.problem)[1]

@@ -6,10 +6,16 @@ import itertools
 import math
 import time
 
+from typing import Sequence
+
 from . import layout as L
 from .assign import TIME_BUDGET, Choice, Mode, Optimality, Problem, layouts, left_out, presented
 from .exact import refine, resolve
 from .ilp import ilp as _ilp
+from .layout import Perm
+
+Pair = tuple[int, object]               # (tensor, the layout it is read in, or "pin" / "out")
+Paid = tuple[int, int, tuple[tuple[Pair, int], ...]]    # _paid: (own Transposes, their bytes, (pair, bytes)...)
 
 ENUMERATE = 64              # up to this many combinations of modes are tried one by one instead of an ILP
 
@@ -20,9 +26,9 @@ def transposes(pb: Problem, choice: Choice) -> tuple[int, int, int]:
     return _total(pb, _shares(pb, choice, lay), lay)
 
 
-def _shares(pb: Problem, choice: Choice, lay: dict) -> dict:
+def _shares(pb: Problem, choice: Choice, lay: dict[int, Perm]) -> dict[int, Paid]:
     """Each op's _paid share of a choice, where it pays something."""
-    share = {}
+    share: dict[int, Paid] = {}
     for oi, m in choice.items():
         got = _paid(pb, oi, m, lay)
         if got is not None:
@@ -30,11 +36,11 @@ def _shares(pb: Problem, choice: Choice, lay: dict) -> dict:
     return share
 
 
-def _paid(pb: Problem, oi: int, m: Mode, lay: dict) -> tuple | None:
+def _paid(pb: Problem, oi: int, m: Mode, lay: dict[int, Perm]) -> Paid | None:
     """Op oi's share of transposes() in mode m, the tensors' layouts `lay`: (its own Transposes, the bytes they
     move, ((tensor, layout read or "pin"), bytes) of the inserted ones), None when nothing."""
     op = pb.sg.ops[oi]
-    pairs: list[tuple[tuple[int, object], int]] = []      # ((tensor, layout read or "pin"), bytes)
+    pairs: list[tuple[Pair, int]] = []
     for s, want in m.reads:
         t = op.inputs[s]
         if not pb.free(t, (lay.get(t) or pb.identity(t)), want):
@@ -47,9 +53,9 @@ def _paid(pb: Problem, oi: int, m: Mode, lay: dict) -> tuple | None:
     return m.cost, (pb.nbytes(op.inputs[0]) if m.cost else 0), tuple(pairs)
 
 
-def _total(pb: Problem, share: dict, lay: dict) -> tuple[int, int, int]:
+def _total(pb: Problem, share: dict[int, Paid], lay: dict[int, Perm]) -> tuple[int, int, int]:
     """transposes() from each op's share (a pair two ops pay is one Transpose) and the graph outputs'."""
-    pairs: dict[tuple, int] = {}
+    pairs: dict[Pair, int] = {}
     count = moved = 0
     for cost, nb, paid in share.values():
         count, moved = count + cost, moved + nb
@@ -61,7 +67,7 @@ def _total(pb: Problem, share: dict, lay: dict) -> tuple[int, int, int]:
     return count + len(pairs), moved + sum(pairs.values()), len(pairs)
 
 
-def _count(pb: Problem, choice: Choice, near: set | None = None) -> int:
+def _count(pb: Problem, choice: Choice, near: set[int] | None = None) -> int:
     """transposes(pb, choice)[0], each op's share kept with the choice (pb.kept["tp"]). `near`: when `choice` is
     exact.resolve's from the last plan, the ops whose mode it may have changed: then only those, the ops whose modes
     or pins changed (pb.changed) and the readers of a tensor whose layout changed are priced again."""
@@ -101,17 +107,17 @@ def _count(pb: Problem, choice: Choice, near: set | None = None) -> int:
     return _total(pb, share, lay)[0]
 
 
-def greedy(pb: Problem, ops: list[int] | None = None, lay: dict | None = None) -> Choice:
+def greedy(pb: Problem, ops: list[int] | None = None, lay: dict[int, Perm] | None = None) -> Choice:
     """Ops in order, each taking the mode that adds fewest Transposes given what is decided so far, counting the
     consumers that can read its outputs in one layout only (one step of look-ahead); channels-first on a tie.
     `ops`, `lay`: only these ops (in order), the layouts of the tensors they read from elsewhere given."""
     lay = lay if lay is not None else {t: p for t, (p, _) in pb.fixed.items()}
-    done: set[tuple] = set()
+    done: set[tuple[int, Perm]] = set()
     choice: Choice = {}
     for oi, modes in (pb.modes.items() if ops is None else ((oi, pb.modes[oi]) for oi in ops)):
         op = pb.sg.ops[oi]
 
-        def price(m: Mode):
+        def price(m: Mode) -> tuple[int, bool]:
             new = {(op.inputs[s], w) for s, w in m.reads
                    if not pb.free(op.inputs[s], (lay.get(op.inputs[s]) or pb.identity(op.inputs[s])), w)}
             ahead = 0
@@ -169,13 +175,13 @@ def lower_bound(pb: Problem) -> int:
     return bound + len(pairs)
 
 
-def _bound_of(pb: Problem, oi: int, modes) -> tuple[int, tuple] | None:
+def _bound_of(pb: Problem, oi: int, modes: Sequence[Mode]) -> tuple[int, tuple[Pair, ...]] | None:
     """Op oi's share of the lower bound: (the Transposes its cheapest mode makes, the (tensor, layout) pairs any
     of its modes pays), None when nothing."""
     cost = min(m.cost for m in modes) if len(modes) > 1 else modes[0].cost
     if len(modes) != 1:
         return (cost, ()) if cost else None
-    op, pairs = pb.sg.ops[oi], []
+    op, pairs = pb.sg.ops[oi], list[Pair]()
     for s, want in modes[0].reads:
         t = op.inputs[s]
         cand = pb.candidates(t)
@@ -265,7 +271,8 @@ def _solve(pb: Problem, time_budget: float, previous: Problem | None) -> tuple[C
                                           f"elimination){highs}, {ms:.0f} ms")
 
 
-def _highs(pb: Problem, best: Choice, count: int, bound: int, start: float, time_budget: float):
+def _highs(pb: Problem, best: Choice, count: int, bound: int, start: float, time_budget: float
+           ) -> tuple[Choice, Optimality]:
     """solve() where a part is too wide for the exact search: HiGHS's ILP over the whole graph, else greedy's plan."""
     found = _ilp(pb, max(0.0, time_budget - (time.perf_counter() - start)))
     if found is None:
