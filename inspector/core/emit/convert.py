@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import onnx
@@ -564,10 +565,13 @@ def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool =
     the returned emitter's own list (a Loop/If body). The ops in `skip` are left out (the caller emits what they
     compute in another form; an output they write is None). Returns its outputs' names (an output may be one of
     `inputs` or a constant) and the emitter."""
-    sg = parent.graph.subgraphs[index]
+    graph = parent.graph
+    if graph is None:
+        raise ConversionError("a subgraph is emitted only within a conversion (convert sets Emitter.graph)")
+    sg = graph.subgraphs[index]
     if len(inputs) != len(sg.inputs):
         raise ConversionError(f"subgraph {index} ({sg.name}) takes {len(sg.inputs)} inputs, got {len(inputs)}")
-    subplans = parent.root.subplans or Subplans(parent.graph, parent.table)
+    subplans = parent.root.subplans or Subplans(graph, parent.table)
     plan = subplans.plan(index, ins, outs)
     constants = subplans.folded[index][1]
     folded = subplans.folded[index][0]
@@ -611,7 +615,7 @@ def _version() -> str:
 
 
 # Looked up once: an import statement inside a function costs microseconds on every conversion.
-_CACHE: dict[str, object] = {}
+_CACHE: dict[str, Any] = {}
 
 
 def _op_table():

@@ -16,8 +16,10 @@ from onnx import helper, numpy_helper
 from inspector.core.layout import layout as L
 from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
-from inspector.core.ir.graph import Op, Subgraph
+from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.layout.layout import Perm
+from typing import Any, Callable
+
 from .ops.qdq import QDQ
 from .result import ConversionTrace
 from inspector.core.layout.plan import LayoutPlan
@@ -148,14 +150,14 @@ class Emitter:
         self._used: set[str] = parent._used if parent is not None else set()
         self._taken: dict[str, int] = parent._taken if parent is not None else {}   # base -> last k fresh() gave
         self._type_bytes: dict[tuple, bytes] = parent._type_bytes if parent is not None else {}   # make_value_info's
-        self.graph = parent.graph if parent is not None else None     # the whole Graph (set by convert)
-        self.table = parent.table if parent is not None else None     # the op table (set by convert)
+        self.graph: Graph | None = parent.graph if parent is not None else None   # the whole Graph (set by convert)
+        self.table: dict[str, Any] = parent.table if parent is not None else {}   # the op table (set by convert)
         # emits a nested TFLite subgraph (set by convert; op handlers call emit_subgraph, never convert)
-        self.nested = parent.nested if parent is not None else None
+        self.nested: Callable[..., tuple[list[str], Emitter]] | None = parent.nested if parent is not None else None
         self.subplans = None                             # on the root: convert.Subplans, the subgraphs' plans
         self.subgraphs: dict[int, tuple[LayoutPlan, ConversionTrace]] = {}   # on the root: emitted subgraphs
         self.state = None                                # on the root: ops.variables.State, when used
-        self.memo: dict[tuple, object] = {}             # what a handler made once: key -> ONNX name(s)
+        self.memo: dict[tuple[Any, ...], Any] = {}      # what a handler made once: key -> ONNX name(s)
         self._vname: dict[int, str] = {}
         self._pending: list[tuple[str, str, str, str]] = []
         self.op: Op | None = None
@@ -179,6 +181,8 @@ class Emitter:
         """Plan and emit TFLite subgraph `index` (WHILE cond/body, IF branch, CALL_ONCE init) under this emitter,
         its inputs in layouts `ins`, its outputs in `outs` (None: as TFLite), the ops in `skip` left out: its
         outputs' names and its emitter (see convert.emit_subgraph)."""
+        if self.nested is None:
+            raise ConversionError("a subgraph is emitted only within a conversion (convert sets Emitter.nested)")
         return self.nested(self, index, inputs, inline, ins, outs, skip)
 
     # --- names -------------------------------------------------------------------------------------------
@@ -423,7 +427,7 @@ class Emitter:
                                         step, dst):    # (t's shape in the layout its op wrote)
                     continue
                 node = self.last_node
-                for c in self.pin_conflicts.get(t, ()):
+                for c in self.pin_conflicts.get(t, ()) if t is not None else ():
                     c.node = node
                     self.trace.inserted[node] = c
 
@@ -455,7 +459,7 @@ class Emitter:
         ten = self.sg.tensors[t]
         sig = ten.shape_signature if ten.shape_signature is not None and len(ten.shape_signature) == ten.rank \
             else ten.shape
-        dims = []
+        dims: list[str | int] = []
         for axis in perm:
             if sig[axis] < 0:
                 dims.append("batch" if axis == 0 else f"{ten.name or 't'}_d{axis}")

@@ -1,6 +1,8 @@
 """Convolutions: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV (Implicit: NHWC activations become NCHW)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from inspector.core.ir.errors import ConversionError
@@ -21,9 +23,9 @@ def same_pads(in_sizes, kernel, strides, dilations) -> list[int]:
     return begins + ends
 
 
-def spatial_attrs(ctx, op, x_tensor: int, kernel, strides, dilations) -> dict:
+def spatial_attrs(ctx, op, x_tensor: int, kernel, strides, dilations) -> dict[str, Any]:
     """pads (or auto_pad when spatial dims are dynamic), strides, dilations for a 2-D window op."""
-    attrs = {"strides": list(strides)}
+    attrs: dict[str, Any] = {"strides": list(strides)}
     if dilations is not None:
         attrs["dilations"] = list(dilations)
     if op.options.get("padding", "SAME") == "VALID":

@@ -20,20 +20,21 @@ ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH"}
 FLOAT, INT64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-def struct_options(op, names: tuple[str, ...]) -> dict:
+def struct_options(op, names: tuple[str, ...]) -> dict[str, int | str]:
     raw = op.custom_options or b""
     vals = np.frombuffer(raw[:4 * (len(raw) // 4)], "<i4")
     if len(vals) < len(names):
         raise ConversionError(f"{op.opcode}#{op.index}: custom options hold {len(vals)} int32 fields, "
                               f"need {len(names)} ({', '.join(names)})")
-    out = dict(zip(names, (int(v) for v in vals)))
-    if out.get("padding") not in PADDING:
-        raise ConversionError(f"{op.opcode}#{op.index}: unknown padding code {out.get('padding')}")
-    out["padding"] = PADDING[out["padding"]]
-    if "activation" in out:
-        if out["activation"] not in ACTIVATION:
-            raise ConversionError(f"{op.opcode}#{op.index}: unsupported fused activation {out['activation']}")
-        out["activation"] = ACTIVATION[out["activation"]]
+    codes = dict(zip(names, (int(v) for v in vals)))
+    out: dict[str, int | str] = dict(codes)
+    if codes.get("padding") not in PADDING:
+        raise ConversionError(f"{op.opcode}#{op.index}: unknown padding code {codes.get('padding')}")
+    out["padding"] = PADDING[codes["padding"]]
+    if "activation" in codes:
+        if codes["activation"] not in ACTIVATION:
+            raise ConversionError(f"{op.opcode}#{op.index}: unsupported fused activation {codes['activation']}")
+        out["activation"] = ACTIVATION[codes["activation"]]
     return out
 
 
@@ -63,13 +64,15 @@ def conv_transpose_bias(ctx, op):
 
 
 def _activation(ctx, x: str, act: str, out: str) -> None:
-    bounds = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+    bounds: dict[str, tuple[float, float | None] | None] = {"NONE": None, "RELU": (0.0, None), "RELU6": (0.0, 6.0),
+                                                           "RELU_N1_TO_1": (-1.0, 1.0)}
+    bound = bounds[act] if act != "TANH" else None
     if act == "TANH":
         ctx.node("Tanh", [x], [out])
-    elif bounds[act] is None:
+    elif bound is None:
         ctx.node("Identity", [x], [out])
     else:
-        lo, hi = bounds[act]
+        lo, hi = bound
         ctx.node("Clip", [x, ctx.scalar(lo), ctx.scalar(hi) if hi is not None else ""], [out])
 
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from inspector.core.layout import layout as L
 from .fixed_point import (ONNX_DOUBLE, ONNX_FLOAT, accumulator_bound, activation_range, centred_range, clamp_cast,
-                          double_const, fixed_point_multiply, params, quantize_multiplier, requantize, to_double)
+                          double_const, fixed_point_multiply, params, per_tensor, quantize_multiplier, requantize,
+                          to_double)
 from .registry import OPS
 
 # Where each op reads its data, its weights (an activation for MUL and BATCH_MATMUL) and its bias.
@@ -76,6 +77,7 @@ class Exact:
             return f
         zp = q.zero_points.astype(np.float32)
         if q.per_channel:
+            assert axis is not None, "a per-channel tensor is read with its channel axis"
             shape = [1] * ten.rank
             shape[axis] = -1
             zp = zp.reshape(shape)
@@ -87,14 +89,14 @@ class Exact:
         em = self.qdq.em
         sg = em.sg
         data, weights, _ = exact_slots(op)
-        scale = lambda i: np.float64(params(sg.tensors[op.inputs[i]].quantization)[0])   # noqa: E731
-        so = np.float64(params(sg.tensors[t].quantization)[0])
+        scale = lambda i: np.float64(per_tensor(sg.tensors[op.inputs[i]].quantization)[0])   # noqa: E731
+        so = np.float64(per_tensor(sg.tensors[t].quantization)[0])
         rank = sg.tensors[t].rank
         if op.opcode == "MUL":
             # LiteRT's MUL computes its multiplier in float32 (float scales multiplied, then divided, then widened),
             # where convolutions compute it in double: the 31-bit multipliers differ in their last ~6 bits, enough
             # to move a product that lands near a rounding tie by one step.
-            f32 = lambda i: np.float32(params(sg.tensors[i].quantization)[0])   # noqa: E731
+            f32 = lambda i: np.float32(per_tensor(sg.tensors[i].quantization)[0])   # noqa: E731
             mults, axis = np.array([np.float64(f32(op.inputs[0]) * f32(op.inputs[1]) / f32(t))]), None
         elif op.opcode == "BATCH_MATMUL":
             mults, axis = np.array([scale(0) * scale(1) / so]), None
@@ -176,7 +178,7 @@ def exact_average_pool(ctx, op) -> bool:
     m = ctx.node("AveragePool", [x], 1, kernel_shape=list(kernel), **attrs)[0]
     half = ctx.node("Floor", [ctx.node("Add", [ctx.node("Abs", [m], 1)[0], ctx.scalar(0.5, f)], 1)[0]], 1)[0]
     r = ctx.node("Mul", [ctx.node("Sign", [m], 1)[0], half], 1)[0]
-    so, zo = params(ty.quantization)
+    so, zo = per_tensor(ty.quantization)
     lo, hi = activation_range(o.get("fused_activation_function", "NONE") or "NONE", so, zo, ty.dtype)
     r = ctx.node("Clip", [r, ctx.scalar(float(lo), f), ctx.scalar(float(hi), f)], 1)[0]
     ctx.node("Cast", [r], [ctx.output(op)], to=onnx_dtype(ty.dtype))
@@ -192,7 +194,7 @@ def exact_prelu(ctx, op) -> bool:
     if not (qdq.exact and all(t in qdq.q and sg.tensors[t].dtype in ("int8", "uint8")
                               and params(sg.tensors[t].quantization) is not None for t in ts)):
         return False
-    (sx, zx), (sa, za), (so, zo) = (params(sg.tensors[t].quantization) for t in ts)
+    (sx, zx), (sa, za), (so, zo) = (per_tensor(sg.tensors[t].quantization) for t in ts)
     qdq._raw[op.index] = True                     # reads and writes the stored integers
     ty = sg.tensors[ts[2]]
     x = ctx.node("Sub", [ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_FLOAT)[0], ctx.scalar(float(zx))], 1)[0]

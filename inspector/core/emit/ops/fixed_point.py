@@ -8,16 +8,32 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Quantization, Tensor
 
 ONNX_FLOAT, ONNX_DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
 
 
-def params(q: Quantization) -> tuple[float, int] | None:
-    """(scale, zero point) when per-tensor, else None."""
-    if q.per_channel:
+def params(q: Quantization | None) -> tuple[float, int] | None:
+    """(scale, zero point) when quantized per tensor, else None."""
+    if q is None or q.per_channel:
         return None
     return float(q.scales[0]), int(q.zero_points[0])
+
+
+def per_tensor(q: Quantization | None) -> tuple[float, int]:
+    """params(q) where the caller has checked that the tensor is quantized per tensor."""
+    got = params(q)
+    if got is None:
+        raise ConversionError("a quantized kernel met a tensor that is not quantized per tensor")
+    return got
+
+
+def quantization(t: Tensor) -> Quantization:
+    """t's quantization, where the caller has checked that t is quantized."""
+    if t.quantization is None:
+        raise ConversionError(f"tensor '{t.name}' is not quantized")
+    return t.quantization
 
 
 def quantize_multiplier(m: float) -> tuple[int, int]:
@@ -78,7 +94,7 @@ def fixed_point_multiply(em, x: str, q: np.ndarray, e: np.ndarray, zp: int = 0, 
 
 def centred_range(t: Tensor) -> int:
     """The largest |stored integer - zero point| of an 8-bit tensor (per-channel: over its channels)."""
-    info, zp = np.iinfo(t.dtype), t.quantization.zero_points.astype(np.int64)
+    info, zp = np.iinfo(t.dtype), quantization(t).zero_points.astype(np.int64)
     return int(max(np.abs(info.min - zp).max(), np.abs(info.max - zp).max()))
 
 
@@ -121,7 +137,7 @@ def requantize(em, acc: str, mults, out_t: int, out: str, act: str = "NONE", axi
     """float64 accumulator -> output integers: TFLite's multiplier/shift per channel, zero point, clamp, cast.
     `wide`: the 64-bit accumulators' rule (int16 activations), see wide_multipliers."""
     ten = em.sg.tensors[out_t]
-    so, zo = params(ten.quantization)
+    so, zo = per_tensor(ten.quantization)
     qe = [quantize_multiplier(float(m)) for m in np.atleast_1d(mults)]
     q, e = np.array([a for a, _ in qe]), np.array([b for _, b in qe])
     if wide:

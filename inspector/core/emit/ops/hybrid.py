@@ -270,7 +270,7 @@ def conv(ctx, op, w_perm, **attrs) -> None:
         return
     q = ctx.tensor(op.inputs[1]).quantization
     depthwise = op.opcode == "DEPTHWISE_CONV_2D"
-    asym = depthwise or _per_channel(q) or attrs.get("group")
+    asym = bool(depthwise or _per_channel(q) or attrs.get("group"))
     x = ctx.input(op, 0)
     perm = ctx.plan.inputs.get((op.index, 0), ctx.perm(x_t))
     shape = ctx.shape(x_t)
@@ -385,12 +385,12 @@ def _taps(ctx, x: str, channels: int, size, out, pads, strides, dilations):
         return tap
     blocks = ctx.node("SpaceToDepth", [x], 1, blocksize=s)[0]          # channel (py * s + px) * C + c
 
-    def tap(fy, fx):
+    def phase_tap(fy, fx):
         phase, y0, x0 = (fy % s) * s + fx % s, fy // s, fx // s
         return ctx.node("Slice", [blocks, ctx.i64([phase * channels, y0, x0]),
                                   ctx.i64([(phase + 1) * channels, y0 + out[0], x0 + out[1]]),
                                   ctx.i64([1, 2, 3])], 1)[0]
-    return tap
+    return phase_tap
 
 
 def sequential_conv(ctx, op, attrs) -> bool:

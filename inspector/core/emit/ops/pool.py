@@ -5,7 +5,7 @@ import numpy as np
 
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
-from .fixed_point import params
+from .fixed_point import params, per_tensor
 from .registry import I, op
 
 
@@ -87,7 +87,7 @@ def ties_away(ctx, op, m: str, count: int, dst: str) -> None:
     QuantizeLinear then rounds a tie as TFLite's (sum +- count / 2) / count does, where it would round half to
     even and the float pool's last bit would put it either side; no other mean is moved across a boundary."""
     t = op.outputs[0]
-    s, zp = params(ctx.sg.tensors[t].quantization)
+    s, zp = per_tensor(ctx.sg.tensors[t].quantization)
     nudge = ctx.const(np.array(s / (4 * count), np.float32), "k")
     if ctx.sg.tensors[t].dtype == "uint8":     # stored means are never negative
         ctx.node("Add", [m, nudge], [dst])

@@ -53,7 +53,7 @@ def describe(t: Tensor, perm=None) -> dict | None:
     out = {"dtype": t.dtype, "scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
            "axis": int(q.axis) if q.per_channel else None}
     out["onnx_axis"] = L.axis_to_onnx(q.axis, perm) if q.per_channel and perm is not None and t.rank else out["axis"]
-    if q.min is not None:
+    if q.min is not None and q.max is not None:
         out["min"], out["max"] = [float(v) for v in q.min], [float(v) for v in q.max]
     return out
 
@@ -217,6 +217,7 @@ class QDQ:
         if key not in em.memo:
             scales, zps = q.scales.astype(np.float32), q.zero_points.astype(np.float32)
             if q.per_channel:
+                assert axis is not None, "a per-channel tensor is read with its channel axis"
                 shape = [1] * ten.rank
                 shape[axis] = -1
                 scales, zps = scales.reshape(shape), zps.reshape(shape)

@@ -14,7 +14,7 @@ from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.layout import layout as L
 from .conv import window
 from .fixed_point import (ONNX_DOUBLE, ONNX_FLOAT, accumulator_bound, centred_range, clamp_cast, double_const,
-                          fixed_point_multiply, params, quantize_multiplier, requantize, to_double)
+                          fixed_point_multiply, params, per_tensor, quantize_multiplier, requantize, to_double)
 
 SPLIT = 256.0          # int16 = 256 * high byte + low byte: each half's float32 Conv adds exactly below 2^24
 
@@ -53,11 +53,11 @@ def int16_conv(ctx, op) -> bool:
     halves = [to_double(ctx, ctx.node("Conv", [v, weight], 1, group=group, kernel_shape=kernel, **attrs)[0])
               for v in (high, low)]
     acc = ctx.node("Add", [ctx.node("Mul", [halves[0], double_const(ctx, SPLIT)], 1)[0], halves[1]], 1)[0]
-    if b_t >= 0:
+    if bias is not None:
         shape = [1] * rank
         shape[c_axis] = -1
         acc = ctx.node("Add", [acc, double_const(ctx, bias.astype(np.float64).reshape(shape))], 1)[0]
-    sx, sy = params(tx.quantization)[0], params(ty.quantization)[0]
+    sx, sy = per_tensor(tx.quantization)[0], per_tensor(ty.quantization)[0]
     mults = np.float64(sx) * tw.quantization.scales.astype(np.float64) / np.float64(sy)
     act = op.options.get("fused_activation_function", "NONE") or "NONE"
     requantize(ctx, acc, mults, y_t, ctx.output(op), act, c_axis, rank, bound, wide=True)
@@ -120,7 +120,7 @@ def exact_squared_difference(ctx, op) -> bool:
     if not (qdq.exact and all(t in qdq.q and sg.tensors[t].dtype == "int8"
                               and params(sg.tensors[t].quantization) is not None for t in ts)):
         return False
-    (s1, z1), (s2, z2), (so, zo) = (params(sg.tensors[t].quantization) for t in ts)
+    (s1, z1), (s2, z2), (so, zo) = (per_tensor(sg.tensors[t].quantization) for t in ts)
     qdq._raw[op.index] = True                     # reads and writes the stored integers
     ty = sg.tensors[ts[2]]
     twice = 2 * np.float64(max(np.float32(s1), np.float32(s2)))
@@ -165,9 +165,9 @@ def int16_fully_connected(ctx, op) -> bool:
     x = ctx.node("Cast", [ctx.input(op, 0)], 1, to=ONNX_DOUBLE)[0]
     x = ctx.node("Reshape", [x, ctx.i64([-1, w.shape[1]])], 1)[0]
     acc = ctx.node("MatMul", [x, ctx.node("Cast", [stored], 1, to=ONNX_DOUBLE)[0]], 1)[0]
-    if b_t >= 0:
+    if bias is not None:
         acc = ctx.node("Add", [acc, double_const(ctx, bias.astype(np.float64).reshape(1, -1))], 1)[0]
-    sx, sy = params(tx.quantization)[0], params(ty.quantization)[0]
+    sx, sy = per_tensor(tx.quantization)[0], per_tensor(ty.quantization)[0]
     mults = np.float64(sx) * tw.quantization.scales.astype(np.float64) / np.float64(sy)
     act = op.options.get("fused_activation_function", "NONE") or "NONE"
     flat = ty.rank == 2

@@ -13,7 +13,7 @@ import numpy as np
 from onnx import TensorProto
 
 from inspector.core.layout import layout as L
-from .fixed_point import params, quantize_multiplier
+from .fixed_point import params, per_tensor, quantize_multiplier
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 EXP_BITS, SUM_BITS = 5, 12                     # integer bits of the scaled differences and of the sum
@@ -73,12 +73,12 @@ def exact_softmax(ctx, op) -> bool:
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = sg.tensors[x_t], sg.tensors[y_t]
+    px, py = params(tx.quantization), params(ty.quantization)
     if not (qdq.exact and x_t in qdq.q and y_t in qdq.q and tx.dtype == ty.dtype == "int8"
-            and params(tx.quantization) is not None and params(ty.quantization) is not None
-            and params(ty.quantization)[1] == -128):
+            and px is not None and py is not None and py[1] == -128):
         return False
     qdq._raw[op.index] = True                     # reads and writes the stored integers
-    e0 = exp_table(params(tx.quantization)[0], op.options.get("beta", 1.0))
+    e0 = exp_table(px[0], op.options.get("beta", 1.0))
     terms = np.array([_divide_pot(int(v), SUM_BITS) for v in e0], np.int64)       # each exp in Q12.19
     p = ctx.plan.inputs.get((op.index, 0), L.identity(tx.rank))
     axes = ctx.i64([L.axis_to_onnx(-1, p) if p else -1], "axes")
@@ -145,9 +145,9 @@ def int16_softmax(ctx, op) -> bool:
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = sg.tensors[x_t], sg.tensors[y_t]
-    if not (x_t in qdq.q and y_t in qdq.q and tx.dtype == ty.dtype == "int16" and params(tx.quantization) is not None
-            and params(ty.quantization) is not None and params(tx.quantization)[1] == 0
-            and params(ty.quantization)[1] == 0):
+    px, py = params(tx.quantization), params(ty.quantization)
+    if not (x_t in qdq.q and y_t in qdq.q and tx.dtype == ty.dtype == "int16" and px is not None
+            and py is not None and px[1] == 0 and py[1] == 0):
         return False
     qdq._raw[op.index] = True                     # reads and writes the stored integers
     p = ctx.plan.inputs.get((op.index, 0), L.identity(tx.rank))
@@ -168,7 +168,7 @@ def int16_softmax(ctx, op) -> bool:
 
     x = node("Cast", [ctx.input(op, 0)], to=TensorProto.DOUBLE)
     diff = node("Sub", [x, node("ReduceMax", [x, axes], keepdims=1)])
-    beta = np.float32(np.float32(params(tx.quantization)[0]) * np.float32(op.options.get("beta", 1.0)))
+    beta = np.float32(np.float32(per_tensor(tx.quantization)[0]) * np.float32(op.options.get("beta", 1.0)))
     q, e = quantize_multiplier(float(np.float64(beta) / (10.0 / 65535.0)))
     scaled = fixed_point_multiply(ctx, diff, np.array(q), np.array(e), bound=65535.0)
     sym = node("Clip", [node("Add", [scaled, d(32767.0)]), d(-32768.0), d(32767.0)])

@@ -6,7 +6,7 @@ import numpy as np
 from onnx import TensorProto
 
 from inspector.core.ir.graph import Tensor
-from .fixed_point import params
+from .fixed_point import params, per_tensor
 
 ONNX_INT32 = TensorProto.INT32
 
@@ -51,7 +51,7 @@ def exact_table(ctx, op) -> bool:
     # them with the neighbouring convolutions' (it fuses an int8 convolution only through Q -> DQ pairs, not with
     # a Gather on the integers). The index x / scale + zp - min lies within 1e-4 of an integer: adding 1/2 and
     # truncating finds it; the table holds real values that QuantizeLinear turns back into LiteRT's integers.
-    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
+    (sx, zx), (so, zo) = per_tensor(tx.quantization), per_tensor(ty.quantization)
     x = qdq.dequantize(x_t, ctx.input(op, 0))
     scaled = ctx.node("Mul", [x, ctx.const(np.array(1 / sx, np.float32), "k")], 1)[0]
     shift = ctx.const(np.array(zx - np.iinfo(tx.dtype).min + 0.5, np.float32), "k")
@@ -87,7 +87,7 @@ def _erf(v: np.ndarray) -> np.ndarray:
 
 def _float_form(op, tx: Tensor, ty: Tensor):
     """(every input value, the op's float form of each in output steps before rounding, the output's int range)."""
-    (sx, zx), (so, zo) = params(tx.quantization), params(ty.quantization)
+    (sx, zx), (so, zo) = per_tensor(tx.quantization), per_tensor(ty.quantization)
     xs = np.arange(np.iinfo(tx.dtype).min, np.iinfo(tx.dtype).max + 1)
     with np.errstate(all="ignore"):
         y = REAL_FORMS[op.opcode]((xs - zx) * sx, op.options) / so + zo
@@ -129,7 +129,7 @@ def offset_twin(ctx, op, table: np.ndarray) -> bool:
         return False
     ctx.q._raw[op.index] = True                     # reads and writes the integers through its own Q/DQ
     real = ctx.node(FLOAT_TWINS[op.opcode], [ctx.q.dequantize(x_t, ctx.input(op, 0))], 1)[0]
-    so = params(ty.quantization)[0]
+    so = per_tensor(ty.quantization)[0]
     moved = ctx.node("Add", [real, ctx.const(np.array(-c * so, np.float32), "k")], 1)[0]
     ctx.q.quantize(y_t, moved, ctx.output(op))
     return True

@@ -152,7 +152,7 @@ def row_writes(body, cond) -> list[RowWrite]:
     producers, readers = _producers(body), _readers(body)
     found = [_write(body, cond, s, producers, readers) for s in range(len(body.inputs))]
     found = [w for w in found if w is not None]
-    taken = set()
+    taken: set[int] = set()
     for w in found:                              # one write per op: a shared op would be skipped twice
         if taken & w.ops:
             return []

@@ -8,11 +8,13 @@ from inspector.core.ir.graph import Tensor
 
 
 def densify(t: Tensor) -> np.ndarray:
-    sp = t.sparsity
+    sp, data = t.sparsity, t.data
+    if sp is None or data is None:
+        raise ConversionError(f"tensor {t.name} is not a sparse constant")
     order = sp["traversal_order"]
     block_map = sp["block_map"]
     dims = sp["dim_metadata"]
-    values = t.data.reshape(-1)
+    values = data.reshape(-1)
     rank = len(t.shape)
     if len(order) != len(dims):
         raise ConversionError(f"sparse tensor {t.name}: traversal order and dim metadata disagree")
