@@ -46,7 +46,7 @@ _REASONS = {
 
 def reason(e: OSError) -> str:
     """An OSError in words, without its errno number."""
-    return _REASONS.get(e.errno, e.strerror or str(e))
+    return _REASONS.get(e.errno or 0, e.strerror or str(e))
 
 
 class WriteError(InspectorError):
@@ -267,6 +267,7 @@ def stage(target: Path, data: Data, tmp: str, shown: str) -> None:
 def _stage(target: Path, data: Data, tmp: str | None) -> str:
     """`data` (bytes, or pieces of them written one after the other) in a new temporary beside `target`
     (mkstemp's, or the given name); the temporary is removed on any failure, KeyboardInterrupt included."""
+    name: str | None                             # None once the temporary is complete: kept
     if tmp is None:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f"{TMP_PREFIX}{target.name[:64]}.", suffix=TMP_SUFFIX)
     else:

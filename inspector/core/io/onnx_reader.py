@@ -120,7 +120,7 @@ class _Reader:
         if depth > MAX_BODY_NESTING:
             raise _Bad(_NESTING)
         k = len(self.subgraphs)
-        self.subgraphs.append(None)      # reserve the slot so nested bodies come after
+        self.subgraphs.append(None)      # type: ignore[arg-type]  # the slot reserved: nested bodies come after
         tensors: list[Tensor] = []
         index: dict[str, int] = {}
 

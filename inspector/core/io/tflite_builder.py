@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import flatbuffers
 import numpy as np
@@ -66,12 +66,14 @@ def options_class(opcode: str) -> str | None:
 def _option_fields(class_name: str) -> dict[str, tuple[str, str, Any]]:
     """snake name -> (Camel accessor, kind, numpy dtype of a vector's elements); kind is scalar/string/vector."""
     cls = getattr(tflite, class_name)
-    out = {}
+    out: dict[str, tuple[str, str, Any]] = {}
     for snake, acc, vec in option_fields(cls):
         src = inspect.getsource(getattr(cls, acc + ("AsNumpy" if vec else "")))
         if vec:
-            flags = re.search(r"GetVectorAsNumpy\(flatbuffers\.number_types\.(\w+)Flags", src).group(1)
-            out[snake] = (acc, "vector", np.dtype(flags.lower()))
+            flags = re.search(r"GetVectorAsNumpy\(flatbuffers\.number_types\.(\w+)Flags", src)
+            if flags is None:
+                raise ValueError(f"tflite.{class_name}.{acc}AsNumpy: no element type found in its source")
+            out[snake] = (acc, "vector", np.dtype(flags.group(1).lower()))
         elif "self._tab.String(" in src:
             out[snake] = (acc, "string", None)
         elif "Indirect" not in src:
@@ -281,7 +283,7 @@ class _Writer:
         b.Bytes[b.Head():b.Head() + len(raw)] = raw
         return b.EndVector()
 
-    def table(self, cls: str, fields: dict[str, tuple], module: str | None = None) -> int:
+    def table(self, cls: str, fields: Mapping[str, object], module: str | None = None) -> int:
         """Start/Add*/End of a generated table; values are already offsets or scalars."""
         mod = importlib.import_module(f"tflite.{module or cls}")
         getattr(mod, f"{cls}Start")(self.b)

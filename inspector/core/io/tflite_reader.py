@@ -13,6 +13,7 @@ import struct
 from functools import lru_cache
 from operator import add
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -345,7 +346,7 @@ class _Reader:
         self.path = path
         self.limit = len(buf)
         self.model = _Table(buf, _U32(buf, 0)[0], _M)
-        self._buffers: dict[int, np.ndarray] = {}
+        self._buffers: dict[int, np.ndarray | None] = {}
         self._buffer_pos: list[int] | None = None
 
     def buffer_bytes(self, index: int) -> np.ndarray | None:
@@ -479,10 +480,10 @@ class _Reader:
             min=mn if mn.size else None, max=mx if mx.size else None,
         )
 
-    def sparsity(self, s: _Table) -> dict:
+    def sparsity(self, s: _Table) -> dict[str, Any]:
         dims = []
         for d in s.tables("DimMetadata", "sparsity dims", self.limit, _DM):
-            entry = {"format": d.scalar("Format", _I8), "dense_size": d.scalar("DenseSize")}
+            entry: dict[str, Any] = {"format": d.scalar("Format", _I8), "dense_size": d.scalar("DenseSize")}
             for part in ("ArraySegments", "ArrayIndices"):
                 p = d.table(part) if d.field(part) else None
                 kind = d.scalar(part + "Type", _U8)
@@ -502,11 +503,12 @@ class _Reader:
     def op(self, i: int, pos: int, codes) -> Op:
         buf, limit = self.buf, self.limit
         f = _offsets(buf, pos, _OP_N)
-        idx = _U32(buf, f[_O_OPCODE])[0] if f[_O_OPCODE] else 0
+        idx = int(_U32(buf, f[_O_OPCODE])[0]) if f[_O_OPCODE] else 0
         if idx >= len(codes):
             raise _Bad(f"opcode index {idx}, but the model defines {len(codes)} operator codes")
         opcode, custom, version = codes[idx]
         kind2 = _U8(buf, f[_O_KIND2])[0] if f[_O_KIND2] else 0
+        fields: tuple[Any, ...] | None
         if kind2:
             fields, p = S.OPTIONS2.get(kind2, (None, None))[1], f[_O_OPTIONS2]
         else:
@@ -567,7 +569,7 @@ class _Reader:
         if not tables:
             raise _Bad("the model has no subgraph")
         subgraphs = [self.subgraph(k, sg, codes) for k, sg in enumerate(tables)]
-        metadata = {}
+        metadata: dict[str, bytes | str] = {}
         for md in m.tables("Metadata", "metadata", self.limit, _MD):
             span = self._buffer_span(md.scalar("Buffer", _U32))
             metadata[_name(md.string("Name", checked=False))] = \

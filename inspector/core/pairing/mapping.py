@@ -136,8 +136,9 @@ class _Onnx:
                         self._fps[v] = fingerprint(numpy_helper.to_array(self._arrays[v]))
                     except Exception:               # external or exotic data: no fingerprint
                         self._fps[v] = None
-                if self._fps[v] is not None:
-                    out.add(self._fps[v])
+                fp = self._fps[v]
+                if fp is not None:
+                    out.add(fp)
             elif v in self.producer and depth > 0 and all(
                     x in self.constant or x in self._arrays or not x for x in self.nodes[self.producer[v]].input):
                 out |= self.weights(self.producer[v], depth - 1)
@@ -213,7 +214,8 @@ class _Matcher:
 
     # -- the four passes --------------------------------------------------------------------------------------
     def by_name(self) -> None:
-        exact, norm = {}, {}
+        exact: dict[str, list[int]] = {}
+        norm: dict[str, list[int]] = {}
         for t in self.m.scope:
             name = self.sg.tensors[t].name
             exact.setdefault(name, []).append(t)
@@ -254,7 +256,7 @@ class _Matcher:
                         and other not in self.x.inputs:
                     continue
                 fits = self.fits(t, other)
-                p = perm
+                p: tuple[int, ...] | None = perm
                 if n.op_type == "Transpose":
                     tp = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
                     tp = tp or list(reversed(range(len(perm))))      # ONNX default: reverse the axes
@@ -434,8 +436,9 @@ class _Matcher:
             if i in owner:
                 continue
             n = x.nodes[i]
-            users = {owner.get(j) for o in n.output for j in x.consumers.get(o, [])}
-            if users and None not in users:
+            found = {owner.get(j) for o in n.output for j in x.consumers.get(o, [])}
+            users = {u for u in found if u is not None}
+            if users and len(users) == len(found):
                 k = min(users)
                 reads = {t for t in self.sg.ops[k].inputs if t >= 0}
                 if anchors[i] <= reads:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import InspectorError, ModelLoadError
+from inspector.core.emit.result import ConversionResult
 from inspector.core.ir.graph import Graph
 from inspector.core.layout.fitting import fitting_perms
 from .mapping import Mapping, match
+
+if TYPE_CHECKING:                       # (proof.cut imports the TFLite builder: only when a pair is validated)
+    from inspector.core.proof.cut import Cut
 
 
 @dataclass
@@ -36,10 +41,10 @@ class Pair:
     model: onnx.ModelProto          # the other converter's model
     path: str                       # where it was read from
     mapping: Mapping
-    ours: object = None             # our ConversionResult of the TFLite model, None when it cannot convert
+    ours: ConversionResult | None = None   # ours of the TFLite model, None when it cannot convert
     ours_error: str = ""
     findings: list[LayoutFinding] = field(default_factory=list)
-    validation: object = None       # PairValidation after validate()
+    validation: PairValidation | None = None   # after validate()
 
     @property
     def counts(self) -> dict:
@@ -52,7 +57,7 @@ class Pair:
 
     def layouts(self) -> dict:
         """Each mapped tensor's layout in their graph against our plan's: how many agree, and which do not."""
-        out = {"same": 0, "differ": [], "unknown": 0}
+        out: dict[str, Any] = {"same": 0, "differ": [], "unknown": 0}
         if self.ours is None:
             return out
         sg, plan = self.graph.main, self.ours.plan
@@ -248,7 +253,7 @@ class PairValidation:
     skipped: list[str] = field(default_factory=list)        # why a mapped tensor was not compared
     notes: list[str] = field(default_factory=list)
     rtol: float = 0.0
-    cut: object = None              # proof.cut.Cut when LiteRT could run only the ops before one
+    cut: Cut | None = None          # when LiteRT could run only the ops before one
     output_diffs: list = field(default_factory=list, repr=False)   # onnx - tflite per output, as validate gives
 
     @property
@@ -268,7 +273,8 @@ class PairValidation:
         def row(e):
             return {"name": e.name, "tensor": e.tensor, "onnx": e.onnx_name, "op": e.op, "max_abs": _num(e.max_abs),
                     "max_rel": _num(e.max_rel), "ok": e.ok, "layout": list(self.perms.get(e.tensor, ()))}
-        out = {"ok": self.ok, "outputs": [row(e) for e in self.outputs], "tensors": [row(e) for e in self.tensors]}
+        out: dict[str, Any] = {"ok": self.ok, "outputs": [row(e) for e in self.outputs],
+                               "tensors": [row(e) for e in self.tensors]}
         bad = self.first_bad()
         out["first_bad"] = None if bad is None else {"tensor": bad.name, "onnx": bad.onnx_name, "op": bad.op,
                                                      "max_rel": _num(bad.max_rel)}
@@ -330,7 +336,7 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
             return result
         feeds[value] = np.transpose(x, perm)
     ref, cut = reference(graph, inputs, True)
-    wanted = {t: m.image(t) for t in ref if m.image(t) and t not in sg.inputs}
+    wanted = {t: name for t in ref if (name := m.image(t)) and t not in sg.inputs}
     step("running ONNX Runtime on every mapped value", 0.6)
     try:
         got = run_onnx(typed(pair.model), feeds, list(wanted.values()))
@@ -345,9 +351,10 @@ def validate_pair(pair: Pair, seed: int = 0, batch: int | None = None, rtol: flo
         if y is None:
             result.skipped.append(f"'{sg.tensors[t].name}': '{wanted[t]}' has no type ONNX Runtime could return")
             continue
-        e, _, perm = best_layout(sg, t, ref[t], y, rtol, guessed_perms(ref[t].shape, y, m.layout(wanted[t])))
-        result.tensors.append(TensorError(sg.tensors[t].name, t, wanted[t], *e[:4], t in sg.outputs,
-                                          producers.get(t), ref[t].shape, *e[4:]))
+        err, _, perm = best_layout(sg, t, ref[t], y, rtol, guessed_perms(ref[t].shape, y, m.layout(wanted[t])))
+        a, r, s, ok, steps, within = err
+        result.tensors.append(TensorError(sg.tensors[t].name, t, wanted[t], a, r, s, ok, t in sg.outputs,
+                                          producers.get(t), ref[t].shape, steps, within))
         if perm is not None:
             result.perms[t] = perm
     judge(graph, result.tensors, inputs, ref, rtol, seed, floor, True, cut=cut,

@@ -53,7 +53,7 @@ def litert_values(graph, inputs, resolver, ref: dict | None = None) -> dict[int,
     with quiet_litert():
         it = Interpreter(model_content=data, experimental_op_resolver_type=resolver, num_threads=1)
         it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), list(inputs) + [ref[t] for t in fed]):
+    for d, x in zip(it.get_input_details(), list(inputs) + ([ref[t] for t in fed] if ref is not None else [])):
         it.set_tensor(d["index"], x)
     it.invoke()
     return {d["index"]: np.array(it.get_tensor(d["index"])) for d in it.get_output_details()}

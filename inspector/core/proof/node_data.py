@@ -11,23 +11,24 @@ name (the ONNX adapter's node id: it lists no tensor names a key could match). `
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 # Light = agrees, dark red = wrong (the window's error ramp, so both tools read alike).
 ERROR_GRADIENT = [(0.0, "#ffffcc"), (0.5, "#fd8d3c"), (1.0, "#bd0026")]
 INSERTED = "Inserted Transpose"     # the category label of a Transpose a conflict inserted
 
 
-def graph_data(values: dict[str, float | str], colours: dict[str, str] | None = None,
-               gradient: list[tuple[float, str]] | None = None) -> dict:
+def graph_data(values: Mapping[str, float | str], colours: dict[str, str] | None = None,
+               gradient: list[tuple[float, str]] | None = None) -> dict[str, object]:
     """Node data for one graph: each key's value, an explicit colour where given, else the gradient's."""
     colours = colours or {}
-    results = {}
+    results: dict[str, dict[str, float | str]] = {}
     for key, value in values.items():
-        row = {"value": value}
+        row: dict[str, float | str] = {"value": value}
         if key in colours:
             row["bgColor"] = colours[key]
         results[key] = row
-    out = {"results": results}
+    out: dict[str, object] = {"results": results}
     if gradient:
         out["gradient"] = [{"stop": stop, "bgColor": colour} for stop, colour in gradient]
     return out
@@ -51,7 +52,8 @@ def error_data(graph, rows, model) -> tuple[dict, dict]:
     worst of a node's values)."""
     sg = graph.main
     writer = {v: node_id(n, i) for i, n in enumerate(model.graph.node) for v in n.output}
-    tfl, onx = {}, {}
+    tfl: dict[str, float] = {}
+    onx: dict[str, float] = {}
     for e in rows:
         value = log_error(e.max_rel)
         tfl[sg.tensors[e.tensor].name] = value
@@ -66,7 +68,8 @@ def category_data(result, colours: dict[str, str]) -> tuple[dict, dict]:
     node's (the category of the op it was emitted for; INSERTED for a conflict's Transpose).
     `colours`: category value (and INSERTED) -> CSS colour."""
     sg, trace = result.graph.main, result.trace
-    tfl, onx = {}, {}
+    tfl: dict[str, str] = {}
+    onx: dict[str, str] = {}
     for k, cat in result.categories.items():
         if 0 <= k < len(sg.ops) and sg.ops[k].outputs:
             tfl[sg.tensors[sg.ops[k].outputs[0]].name] = _label(cat)
@@ -84,7 +87,8 @@ def conflict_data(result, colour: str) -> tuple[dict, dict]:
     """(TFLite, ONNX) node data of the conflicts: each one's reason on the TFLite op that needed the Transpose
     (the tensor itself for a graph output) and on the Transpose node inserted for it."""
     sg, model = result.graph.main, result.model
-    tfl, onx = {}, {}
+    tfl: dict[str, str] = {}
+    onx: dict[str, str] = {}
     ids = {n.name or (n.output[0] if n.output else ""): node_id(n, i) for i, n in enumerate(model.graph.node)}
     for c in result.plan.conflicts:
         if c.subgraph != 0:

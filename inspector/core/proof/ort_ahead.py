@@ -114,7 +114,8 @@ class Ahead:
                     pass
         self._down = self._up = -1
         try:
-            os.waitpid(self.pid, 0)
+            if self.pid is not None:
+                os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
         self.pid = None
@@ -165,7 +166,7 @@ def _read_exact(fd: int, n: int) -> bytes:
 
 
 def _read_all(fd: int) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:

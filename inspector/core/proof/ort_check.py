@@ -80,7 +80,8 @@ def has_loop(graph) -> bool:
 def _zeros(sess, sizes: dict) -> tuple[dict | None, str | None]:
     """Zero inputs, dynamic dims taken from `sizes` (else 1), or None when running would not be cheap or the inputs
     are not tensors; and which dynamic dims were chosen ("" when none)."""
-    feeds, total, chosen = {}, 0, []
+    feeds: dict[str, np.ndarray] = {}
+    total, chosen = 0, []
     for i in sess.get_inputs():
         if i.type not in _TYPES:
             return None, None

@@ -31,7 +31,9 @@ def validate_steps(result: ConversionResult, steps: int, seed: int = 0,
         except (RuntimeError, ValueError) as e:
             if "Didn't find op" not in str(e) or resolver != OpResolverType.BUILTIN_REF:
                 raise _refusal(e) from None
-    carried, out = {}, []
+    assert interp is not None                   # the loop above breaks or raises
+    carried: dict[str, np.ndarray] = {}
+    out = []
     for k in range(steps):
         inputs = checked_inputs(graph, seed + k, None, False)
         try:

@@ -10,6 +10,7 @@ and ONNX Runtime's legitimately differ in the last bits, more so deep in a netwo
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,9 @@ from .litert_log import quiet_litert
 from inspector.core.ir.errors import InspectorError
 from inspector.core.ir.graph import Graph
 from inspector.core.emit.result import ConversionResult
+
+if TYPE_CHECKING:                       # (cut.py imports the TFLite builder: only when validating needs it)
+    from .cut import Cut
 
 # Relative tolerance per kind of model: |onnx - tflite| <= RTOL * scale + ATOL.
 RTOL = {"float": 1e-4, "float16": 1e-3, "dynamic": 1e-3, "quantized": 0.0}
@@ -72,7 +76,7 @@ class Validation:
     output_diffs: list[np.ndarray] = field(default_factory=list, repr=False)   # onnx - tflite per output
     io: list[dict] = field(default_factory=list)        # how each ONNX I/O's layout was known
     notes: list[str] = field(default_factory=list)      # e.g. where the reference was cut
-    cut: object = None                                  # cut.Cut when LiteRT could run only the ops before one
+    cut: Cut | None = None                              # cut.Cut when LiteRT could run only the ops before one
     reference: str = "reference"                        # LiteRT's kernels compared with: "reference" or "default"
     lacks: str = ""                                     # with "default": the op version the reference kernels lack
 
@@ -303,7 +307,7 @@ def own_kernel_steps(graph: Graph, seed: int = 0) -> list[float | None]:
     return [compare_tensor(sg, t, ref[t], default[t], 0.0)[4] if t in ref and t in default else None for t in sg.outputs]
 
 
-def run_onnx(model: onnx.ModelProto, feeds: dict, extra: list[str] = (), threads: int = 1,
+def run_onnx(model: onnx.ModelProto, feeds: dict, extra: Sequence[str] = (), threads: int = 1,
              optimise: bool | None = None):
     """`optimise` None: fully optimised unless intermediates are read (then as written), retried unoptimised."""
     import onnxruntime as ort
@@ -696,9 +700,9 @@ def headline(v: Validation) -> str:
         floor = f", floor {w.floor / w.scale:.2g}" if w.floor is not None and w.scale else ""
         parts.append(f"worst error {w.max_rel:.2g} of the output's scale (tolerance {v.rtol:g}{floor})")
     if stepped:
-        w = max(stepped, key=lambda e: (e.steps, -e.within))
+        w = max(stepped, key=lambda e: (e.steps or 0.0, -(e.within or 0.0)))
         floor = f", LiteRT's own kernels {w.floor:g}" if w.floor is not None else ""
-        parts.append(f"worst {w.steps:g} quantization steps, {100 * w.within:.2f}% within {STEPS_OK:g} "
+        parts.append(f"worst {w.steps:g} quantization steps, {100 * (w.within or 0.0):.2f}% within {STEPS_OK:g} "
                      f"(rule: >= {100 * STEPS_SHARE:g}% within {STEPS_OK:g}, none beyond {STEPS_MAX:g}{floor})")
     return f"{verdict_of(v.outputs)}: " + "; ".join(parts) + against
 
@@ -706,6 +710,7 @@ def headline(v: Validation) -> str:
 def cut_summary(v: Validation) -> str:
     """What a comparison cut before an op LiteRT cannot run did compare, in one phrase."""
     c, mids = v.cut, v.intermediates
+    assert c is not None, "a summary of a cut comparison"
     text = f"outputs not compared (LiteRT cannot run op {c.op}, {c.opcode}); "
     if not mids:
         return text + "no tensor before it could be compared"
@@ -801,6 +806,7 @@ def validate_files(graph: Graph, onnx_path: str, seed: int = 0, batch: int | Non
             best = (score, v, plan)
         if score[0] or cut is not None and score[2]:
             break
+    assert best is not None, "at least one input layout is tried"
     _, v, plan = best
     for row, t in zip(io, sg.inputs + sg.outputs):
         row["perm"] = list(plan.outputs.get(t, plan.perms.get(t, ())))

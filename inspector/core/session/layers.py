@@ -246,7 +246,7 @@ def _build(node: _Scope, layer: Layer, layers: dict[str, Layer]):
     layer.ops = sorted(layer.direct + [op for c in layer.children for op in layers[c].ops])
 
 
-def _regroup(layer: Layer, layers: dict[str, Layer], paths, edges, limit: int, segment: dict[str, int]):
+def _regroup(layer: Layer, layers: dict[str, Layer], paths, edges, limit: int, segment: dict[str, tuple[int, int]]):
     """Too many boxes in `layer`: group them by the first word of their next scope segment where those ops are
     connected, then cut what is still too wide into parts in op order. Recurses into the children.
     `segment`: a group's depth in the names and the words of the segment there it stands for (parts: none)."""
@@ -258,13 +258,15 @@ def _regroup(layer: Layer, layers: dict[str, Layer], paths, edges, limit: int, s
         _regroup(layers[c], layers, paths, edges, limit, segment)
 
 
-def _by_words(layer: Layer, layers: dict[str, Layer], paths, edges, depth: int, used: int, segment: dict):
+def _by_words(layer: Layer, layers: dict[str, Layer], paths, edges, depth: int, used: int,
+              segment: dict[str, tuple[int, int]]):
     """Group `layer`'s boxes by the first word after the `used` ones of their scope segment at `depth` (then, for
     those left, the first two: `expanded_conv_3_expand`), where the ops of a word form one connected piece."""
     made: set[str] = set()
     for n_words in (used + 1, used + 2):
-        buckets: dict[str, list] = {}
-        for item in layer.children + layer.direct:
+        buckets: dict[str, list[str | int]] = {}
+        boxes: list[str | int] = [*layer.children, *layer.direct]
+        for item in boxes:
             if item in made:
                 continue
             path = layers[item].id.split("/") if isinstance(item, str) else list(paths[item])
@@ -274,7 +276,7 @@ def _by_words(layer: Layer, layers: dict[str, Layer], paths, edges, depth: int, 
         for word, items in buckets.items():
             if len(items) < 2 or len(items) == layer.items:
                 continue
-            ops = set()
+            ops: set[int] = set()
             for item in items:
                 ops.update(layers[item].ops if isinstance(item, str) else (item,))
             gid = f"{layer.id}/{word}" if layer.id else word
@@ -295,8 +297,8 @@ def _absorb(layer: Layer, layers: dict[str, Layer], edges: dict[int, set[int]]):
     where = {op: c for c in layer.children for op in layers[c].ops}
     for op in list(layer.direct):
         homes = {where.get(n) for n in edges[op]}
-        if len(homes) == 1 and None not in homes:
-            (home,) = homes
+        home = next(iter(homes)) if len(homes) == 1 else None
+        if home is not None:
             group = layers[home]
             layer.direct.remove(op)
             group.direct.append(op)
@@ -308,7 +310,8 @@ def _in_parts(layer: Layer, layers: dict[str, Layer], edges, limit: int):
     """Cut `layer`'s boxes, in op order, into about sqrt(n) parts (at most `limit`; each part again regrouped if
     still too wide), each cut where the fewest edges cross near the even split (a block's end in a residual net).
     Model Explorer splits a too-large group into sections in its own way."""
-    items = sorted(layer.children + layer.direct, key=lambda i: layers[i].ops[-1] if isinstance(i, str) else i)
+    boxes: list[str | int] = [*layer.children, *layer.direct]
+    items = sorted(boxes, key=lambda i: layers[i].ops[-1] if isinstance(i, str) else i)
     k = min(limit, ceil(len(items) ** 0.5))
     per = len(items) / k
     crossing = _crossing(items, layers, edges)

@@ -66,7 +66,7 @@ class Session:
     can_save_session = True              # decisions in a session file beside the model, and autosaved
     can_export_model_explorer = True     # both graphs and their mapping
     converts = True                      # a re-run converts the TFLite model (else: edits applied to an ONNX file)
-    other = None                         # a pair's ONNX model made elsewhere (the file its export starts from)
+    other: str | None = None             # a pair's ONNX model made elsewhere (the file its export starts from)
     why_not: ClassVar[Mapping[str, str]] = {}     # capability ("pin", "validate", ...) -> why it is off, in plain words
 
 
@@ -75,7 +75,7 @@ class Session:
     def open(cls, path: str | os.PathLike, listeners: tuple[Callable[[Event], None], ...] = ()) -> "Session":
         """Read the model; `listeners` (subscribed to every event) hear its ModelOpened."""
         from inspector.core.io.loader import load_model
-        session = cls(path=str(path), graph=load_model(path))
+        session = cls(path=str(path), graph=load_model(os.fspath(path)))
         for fn in listeners:
             session.subscribe(fn)
         session.publish(ModelOpened(session.path))

@@ -98,7 +98,8 @@ def check(data: dict, graph, path: str) -> Decisions:
     for key in ("model", "model_sha256", "model_path"):
         if data.get(key) is not None and not isinstance(data[key], str):
             problems.append(f"'{key}' must be text, not {type(data[key]).__name__}")
-    out.model = data.get("model") if isinstance(data.get("model"), str) else ""
+    model = data.get("model")
+    out.model = model if isinstance(model, str) else ""
     out.model_sha256 = data.get("model_sha256") if isinstance(data.get("model_sha256"), str) else None
     sections = {}
     for what in ("pins", "options", "metadata"):
