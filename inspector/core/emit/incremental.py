@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import chain
+from typing import Any
 
 from inspector.core.ir.diff import changed
 from inspector.core.ir.errors import ConversionError
@@ -87,12 +88,15 @@ class Segment:
     `replay`: what replaying it does, in bulk (see _compiled, _applier)."""
     __slots__ = ("reads", "wrote", "writes", "names", "nodes", "inits", "trace", "warnings", "keys", "bases",
                  "replay", "wire", "tpos")
+    keys: frozenset[tuple[Any, ...]]                # set once recorded (Reconverter.emit_ops)
+    bases: frozenset[str]
+    replay: tuple[Any, ...]
 
     def __init__(self):
         self.reads: list[tuple] = []
         self.wrote: set = set()
         self.writes: list[tuple] = []
-        self.names: list[tuple[str, str]] = []      # ("fresh", base, name) or ("use", name)
+        self.names: list[tuple[str, str, str]] = []     # ("fresh", base, name) or ("use", name, name)
         self.trace: list[tuple] = []                # ("node", op, name), ("note", t, name), ("inserted", name, key)
         self.nodes = self.inits = self.warnings = ()
         self.wire: bytes | None = None              # its nodes on GraphProto's wire (Reconverter.node_wire)
@@ -132,7 +136,8 @@ class Chunk:
         entries_ = [e for r in replays for e in r[6]]
         self.others = [(a, b) for kind, a, b in entries_ if kind != "note"]
         # the trace's notes (note_value's setdefaults, merged): tensor -> its values, value -> its first tensor
-        self.values, self.tensors = {}, {}
+        self.values: dict[int, tuple[str, ...]] = {}
+        self.tensors: dict[str, int] = {}
         values, tensors = self.values, self.tensors
         for kind, a, b in entries_:
             if kind == "note":
@@ -352,6 +357,7 @@ class Reconverter(Fresh):
     def info_index(self) -> dict[str, int]:
         """Value name -> position of its (last) value_info in the graph value_infos made."""
         values = self._values
+        assert values is not None, "asked after value_infos ran"
         if values[7] is None:
             self._values = values = values[:7] + ({name: i for i, (_, name) in enumerate(values[4])},)
         return values[7]
@@ -448,13 +454,14 @@ class Reconverter(Fresh):
         trace, nodes = em.trace, em.nodes
         apply, apply_chunk, get, replayed = _applier(em), _chunk_applier(em), old.get, 0
         chunks = self._chunks if dirty is not None else {}
-        ops, pieces, redone = em.sg.ops, [], []
+        ops, redone = em.sg.ops, []
+        pieces: list[tuple[int, int, Chunk | Segment]] = []
         self.replayed = self.emitted = self.checked = self.bulk = 0
         i, n = 0, len(ops)
         while i < n:
             if not i % CHUNK:
                 ch = chunks.get(i // CHUNK)
-                if ch is not None and dirty.isdisjoint(ch.keys) and bases.isdisjoint(ch.bases):
+                if ch is not None and dirty is not None and dirty.isdisjoint(ch.keys) and bases.isdisjoint(ch.bases):
                     start = len(nodes)
                     apply_chunk(ch)
                     pieces.append((start, len(nodes), ch))
@@ -619,8 +626,9 @@ def _touched(seg: Segment):
 
 def _holds(em: Recorder, seg: Segment) -> bool:
     """Would emitting the op now read what it read then, and take the same names?"""
-    dicts = {"perm": em.plan.perms, "in": em.plan.inputs, "out": em.plan.produced, "at": em.conflict_at,
-             "pin": em.pin_conflicts, "memo": em.memo, "name": em._vname}
+    dicts: dict[str, dict[Any, Any]] = {"perm": em.plan.perms, "in": em.plan.inputs, "out": em.plan.produced,
+                                        "at": em.conflict_at, "pin": em.pin_conflicts, "memo": em.memo,
+                                        "name": em._vname}
     get = dict.get
     for tag, key, value in seg.reads:
         got = get(dicts[tag], key, MISSING)
@@ -658,7 +666,7 @@ def _compiled(seg: Segment) -> tuple:
             b = clean_base(base)
             if name != b:
                 taken[b] = int(name[len(b) + 1:])
-    writes = {"memo": {}, "name": {}}
+    writes: dict[str, dict[Any, Any]] = {"memo": {}, "name": {}}
     for tag, key, value in seg.writes:
         writes[tag][key] = value
     nodes = [b for kind, _, b in seg.trace if kind == "node"]
@@ -710,7 +718,8 @@ def _chunk_applier(em: Recorder):
             for b, a in ch.tensors.items():
                 value_tensor.setdefault(b, a)
         for a, (which, key) in ch.others:
-            for c in (dict.get(em.pin_conflicts, key, ()) if which == "pin" else [dict.get(em.conflict_at, key)]):
+            for c in (dict.get(em.pin_conflicts, key, ()) if which == "pin"
+                      else [dict.__getitem__(em.conflict_at, key)]):
                 c.node = a
                 trace.inserted[a] = c
     return apply
@@ -749,7 +758,7 @@ def _applier(em: Recorder):
             else:
                 which, key = b
                 for c in (dict.get(em.pin_conflicts, key, ()) if which == "pin"
-                          else [dict.get(em.conflict_at, key)]):
+                          else [dict.__getitem__(em.conflict_at, key)]):
                     c.node = a
                     trace.inserted[a] = c
     return apply

@@ -98,8 +98,9 @@ class MetadataEdits:
                 raise MetadataError(f"unknown image metadata key '{k}': allowed keys are {', '.join(ms.IMAGE_KEYS)}")
             out.image[ck] = None if v is None else ms.image_value(ck, v)[1]
         for k, v in self.props.items():
-            if ms.image_key(k):                 # an Image.* key given as a plain entry: validate it all the same
-                ck, cv = ms.image_value(k, v) if v is not None else (ms.image_key(k), None)
+            key = ms.image_key(k)
+            if key:                             # an Image.* key given as a plain entry: validate it all the same
+                ck, cv = ms.image_value(k, v) if v is not None else (key, None)
                 out.image[ck] = cv
                 continue
             if v is None:
@@ -135,14 +136,14 @@ class MetadataEdits:
         for k, v in self.types.items():
             text(k, "tensor name")
             text(v, f"type denotation of '{k}'", optional=True)
-        for k, v in self.dims.items():
+        for k, dims in self.dims.items():
             text(k, "tensor name")
-            for d in v:
+            for d in dims:
                 text(d, f"dimension denotation of '{k}'")
         for what, entries in (("image metadata", self.image), ("metadata", self.props)):
-            for k, v in entries.items():
-                text(k, f"{what} key")
-                text(v, f"{what} value of '{k}'", optional=True)
+            for key, value in entries.items():
+                text(key, f"{what} key")
+                text(value, f"{what} value of '{key}'", optional=True)
         text(self.doc_string, "doc string", optional=True)
         text(self.producer, "producer", optional=True)
 
@@ -206,7 +207,7 @@ def _set_props(model, entries: Mapping[str, str | None]) -> None:
     """Set or remove metadata_props, matching existing keys case-insensitively; other entries are untouched.
 
     One pass over the model's entries whatever the number of edits (a file may hold thousands of entries)."""
-    final = {}
+    final: dict[str, tuple[str, str | None]] = {}
     for key, value in entries.items():          # the last spelling of a key wins, as if applied in order
         final.pop(key.lower(), None)
         final[key.lower()] = (key, value)

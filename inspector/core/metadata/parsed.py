@@ -10,6 +10,7 @@ pipeline's functions read with a new one (a whole pass, as tests compare).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from onnx import NodeProto, ValueInfoProto
 
@@ -85,10 +86,10 @@ class Memo:
     """Records of the last model read (nodes and values by their bytes), and of its shape inference (`inferred`:
     (key, shapes)). Content-keyed: any model may be read with any Memo, from any thread (a lost race is a miss)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.nodes: dict[bytes, Node] = {}
         self.values: dict[bytes, Value] = {}
-        self.inferred: tuple | None = None
+        self.inferred: Any = None    # inference.Inferred (that module imports this one)
         self.outcomes: tuple | None = None      # (what the nodes read, {(node bytes, label): outcomes}): Propagator
         self.parsed = 0              # records the last `parts` had to parse (the rest were looked up)
 

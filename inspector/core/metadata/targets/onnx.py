@@ -132,7 +132,7 @@ def _images(model, shared: list[Finding], parts: Parts) -> list[Finding]:
     Image.* keys no tensor uses (their safe fix: drop them)."""
     values = ms.image_props(model)
     fmt = canonical_value(ms.PIXEL_FORMAT, values[ms.PIXEL_FORMAT][1]) if ms.PIXEL_FORMAT in values else None
-    channels = ms.PIXEL_FORMAT_CHANNELS.get(fmt)
+    channels = ms.PIXEL_FORMAT_CHANNELS.get(fmt) if fmt is not None else None
     out = []
     images = parts.images()
     for vi in images:
@@ -177,7 +177,7 @@ def channel_count(vi) -> int | None:
     if shape and ms.DATA_CHANNEL in dens:
         return shape[dens.index(ms.DATA_CHANNEL)]
     axes = channel_candidates(shape, None) if shape and len(shape) == 4 else []
-    return shape[axes[0]] if len(axes) == 1 else None
+    return shape[axes[0]] if shape and len(axes) == 1 else None
 
 
 def fmt_shape(shape) -> str:

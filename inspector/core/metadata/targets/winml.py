@@ -45,7 +45,7 @@ def check(model, parts: Parts, shared: list[Finding]) -> list[Finding]:
 def _winml(model, parts: Parts) -> list[Finding]:
     values = {k: canonical_value(k, v) or v for k, (_key, v) in ms.image_props(model).items()}
     images = parts.images()
-    out = []
+    out: list[Finding] = []
     if not images:
         return out                       # WinML reads the Image.* keys only for IMAGE tensors
     fmt = values.get(ms.PIXEL_FORMAT)
@@ -85,7 +85,7 @@ def _winml(model, parts: Parts) -> list[Finding]:
             continue
         dens = [d.upper() for d in vi.dims]
         at = dens.index(ms.DATA_CHANNEL) if ms.DATA_CHANNEL in dens else None
-        axes = channel_candidates(shape, ms.PIXEL_FORMAT_CHANNELS.get(fmt))
+        axes = channel_candidates(shape, ms.PIXEL_FORMAT_CHANNELS.get(fmt) if fmt is not None else None)
         if (at is not None and at != 1) or (at is None and axes == [3]):
             out.append(Finding("", f"IMAGE tensor '{vi.name}' {fmt_shape(shape)} has its channels on axis "
                                    f"{at if at is not None else 3}: Windows ML reads axes 2 and 3 as height and "
