@@ -1,14 +1,14 @@
 """Results from the child process in short steps.
 
-The executor unpickles a result in one call, which holds the GIL from start to end: a 10,000-op re-run's result
-and graph took 0.26 s on the thread waiting for the child, and the GUI thread stood still meanwhile. So the child
+The executor unpickles a result in one call, which holds the GIL from start to end: a big re-run's result and
+graph held the thread waiting for the child, and the GUI thread stood still meanwhile. So the child
 keeps the big lists and dicts of what it made (recursively through the project's own objects) and sends a skeleton
 naming them; the window then fetches them CHUNK items per call, each a short unpickling with the GUI thread's turn
 in between. Qt-free.
 
 A result sent against an earlier one (`pack`'s `against`, the memo of what was sent then) carries its big dicts as
 what changed: a pin changes a few entries of a 10,000-op model's dozen ~10,000-entry dicts (plan, trace,
-categories), whose unpickling took ~50 ms of the window's wait for a re-run.
+categories), whose unpickling was a large part of the window's wait for a re-run.
 """
 from __future__ import annotations
 

@@ -68,8 +68,8 @@ class Document:
         ref, tflite, _ = _coloured(self.result)
         if ref is None:                         # asked for by both panes on every recolour
             cats = self.result.categories
-            # each distinct category's text once: an Enum's .value is a Python-level lookup (10,000 of them were
-            # ~25 ms of the GUI thread after each pin on 10,000 ops); the ids hold while `cats` holds the objects
+            # each distinct category's text once: an Enum's .value is a Python-level lookup (one per op held the
+            # GUI thread after each pin on a big model); the ids hold while `cats` holds the objects
             texts = {k: getattr(c, "value", str(c)) for k, c in {id(c): c for c in cats.values()}.items()}
             tflite = {("op", i): texts[id(c)] for i, c in cats.items()}
             _colour(self.result, tflite, None)

@@ -206,7 +206,7 @@ def _annotated(outcome, result, metadata) -> Annotation:
 
 def _annotated_here(result, metadata) -> Annotation:
     """The metadata pass and the checker on a copy of the result's model: the window reads the shown one
-    meanwhile (a copy is ~3 ms on NASNet's 21 MB)."""
+    meanwhile (a copy costs little beside the pass)."""
     import onnx
     model = onnx.ModelProto()
     model.CopyFrom(result.model)
@@ -214,7 +214,7 @@ def _annotated_here(result, metadata) -> Annotation:
 
 
 class AutosaveJob(QRunnable):
-    """One autosave, written off the GUI thread (its fsyncs took 10-40 ms of a pin on a busy disk); the editor's
+    """One autosave, written off the GUI thread (its fsyncs held up a pin on a busy disk); the editor's
     one-thread pool keeps them in order."""
 
     def __init__(self, autosave: Autosave, encoded: tuple, signals: "AutosaveSignals"):
@@ -645,7 +645,7 @@ class Editor(QObject):
         try:
             if self._next(job):
                 self.window.show_result(self.session, result, notes, vg, layout, live)
-                gc_guard.settle()           # a full collection would scan the new graph once more (~0.1 s, 10k ops)
+                gc_guard.settle()           # a full collection would scan the new graph once more
             else:
                 job.dropped = True          # its metadata pass would be thrown away
         finally:
@@ -656,7 +656,7 @@ class Editor(QObject):
     def _release(self, job, view, paints: int, turn: int = 0) -> None:
         """Let the job's worker go on (the metadata pass, or its model from the child, and the overview's arrays)
         once the scenes are complete and the ONNX pane has painted the result (at most RELEASE_TURNS polls): they
-        took the GIL from the re-indexing slices and the repaint (NASNet: the repaint 40 ms later)."""
+        took the GIL from the re-indexing slices and the repaint (which came visibly later on NASNet)."""
         if job.drawn.is_set():
             return
         painted = view is None or not view.isVisible() or view.paints > paints

@@ -7,7 +7,7 @@ collector is off while the window runs and a timer on the GUI thread collects as
 Child processes (forkserver) start with their own, enabled collector.
 
 Survivors of a full collection are frozen (gc.freeze): a model's graphs, scene items and results live as long as it
-is open, and rescanning them in every later full collection stalled the window 0.25 s on a 10,000-op model (the
+is open, and rescanning them in every later full collection stalled the window on a big model (the
 timer cannot apply CPython's rule that skips most full collections), and what a model's opening or a re-run made
 is frozen at once (settle(); check() leaves such a burst of new objects to it, and freezes a big one that
 lasts, unscanned). Opening another
@@ -24,8 +24,8 @@ from PySide6.QtWidgets import QApplication
 INTERVAL_MS = 250
 BURST, WAIT_S = 20, 2.0     # young objects past BURST times the threshold (a model or a result arriving) are left
                             # for settle() to freeze for up to WAIT_S, not scanned
-FREEZE_OVER = 100_000       # young objects past which a burst that lasts is frozen, not scanned (~5 ms to scan,
-                            # 15 at load 5)
+FREEZE_OVER = 100_000       # young objects past which a burst that lasts is frozen, not scanned (scanning them
+                            # each time is a visible stall under load)
 
 
 class MainThreadGC(QObject):
@@ -41,20 +41,20 @@ class MainThreadGC(QObject):
         c0, c1, c2 = gc.get_count()
         t0, t1, t2 = self.threshold
         if c0 > BURST * t0:             # a worker is building a model's graph or a result: scanning its ~10^5 new
-            now = time.monotonic()      # objects stalled the window ~0.1 s, and settle() freezes them when shown
+            now = time.monotonic()      # objects stalled the window, and settle() freezes them when shown
             self.since = self.since or now
             if now - self.since < WAIT_S:
                 return
             if c0 > FREEZE_OVER:        # a worker reading 100,000 inputs or laying out 50,000 ops: what it made
                 self.since = None       # lives on, as settle() would find it (scanning its 10^5-10^6 objects
-                gc.freeze()             # stalled the window 0.1-0.3 s, again and again); its cyclic garbage, if
+                gc.freeze()             # stalled the window again and again); its cyclic garbage, if
                 return                  # any, waits for release()
         self.since = None
         if c0 > t0:
             gen = 2 if c2 > t2 else 1 if c1 > t1 else 0
             if gen and _building():     # its items are frozen when it completes (settle): an older generation's
-                gen = 0                 # collection meanwhile scanned every item made so far (0.3-0.4 s on 50,000
-                                        # ops); they wait in generation 1, unscanned
+                gen = 0                 # collection meanwhile scanned every item made so far (a stall on a big
+                                        # model); they wait in generation 1, unscanned
             gc.collect(gen)
             if gen == 2:
                 gc.freeze()
@@ -68,8 +68,8 @@ def _building() -> bool:
 
 def settle() -> None:
     """A model, or a re-run's result, has just been shown: what lives now (graphs, results, scene items) mostly
-    lives on, so it is frozen, not scanned by the next collections (73 ms on NASNet, 0.1-0.25 s on 10,000 ops at
-    the first full one after an open or a pin; even a young one scanned a re-run's 10^5 new objects). A replaced
+    lives on, so it is frozen, not scanned by the next collections (a stall at the first full one after an open
+    or a pin; even a young one scanned a re-run's 10^5 new objects). A replaced
     result is still freed by its reference counts; only cyclic garbage frozen with it waits for release(): twelve
     pin/undo cycles on MobileNetV3Small leave ~50 KB, the closures of the json module's encoders (each re-run's
     Recorder was in a cycle too until incremental.Cursor; tests/test_incremental.py checks it)."""

@@ -138,7 +138,7 @@ def layers_of(n: int, edges: list[tuple[int, int]]) -> list[int]:
 def compute(vg: ViewGraph, elsewhere=None) -> Geometry:
     """vg's layout, cached by topology. `elsewhere(sizes, edges)`, when given, runs `placed` in another process and
     returns what it returned (the window's loader sends a big graph to its child process: igraph's Sugiyama is one
-    C call that holds the GIL, ~90 ms on 10,000 ops, and the window froze while a thread of it ran it)."""
+    C call that holds the GIL, and the window froze while a thread of it ran it)."""
     key = topology_key(vg)
     with _LOCK:
         if key in _CACHE:
@@ -160,8 +160,7 @@ def compute(vg: ViewGraph, elsewhere=None) -> Geometry:
 def placed(sizes: np.ndarray, edges: np.ndarray) -> tuple:
     """In a child process: the layout of nodes of these (width, height) joined by these (src, dst), as arrays
     (Geometry.arrays: one short unpickling where 100,000 tuples were a long one). No automatic collection meanwhile:
-    the collections its many short-lived objects set off scanned the child's whole heap again and again (50,000
-    ops: 1.3-1.6 -> 1.0 s of CPU)."""
+    the collections its many short-lived objects set off scanned the child's whole heap again and again."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -288,7 +288,7 @@ _TYPES: dict[bytes, tuple | None] = {}      # TypeProto bytes -> shape: most val
 
 def _shapes_of(blobs: list[bytes]) -> dict[str, tuple]:
     """Value name -> shape of value infos given as their bytes (later ones win, as in a graph's order), each read
-    once: a pin changes a few of 10,000, and reading them again was ~24 ms of each re-run's view."""
+    once: a pin changes a few of thousands, and reading them all again held up each re-run's view."""
     got = list(map(_VALUES.get, blobs))
     if None in got:
         import onnx
@@ -386,7 +386,7 @@ def _blob_class():
 
 def _entries(g) -> tuple[list[bytes], list[bytes]]:
     """(each node's bytes, each input's, value info's and output's, in that order). The graph serialised whole and
-    split by the C parser (~5 ms on 10,000 ops, against ~11 ms entry by entry), unless its initializers hold much
+    split by the C parser (about twice as fast as entry by entry), unless its initializers hold much
     data (the graph's bytes would copy it)."""
     data = 0
     for t in g.initializer:
@@ -408,7 +408,7 @@ def from_onnx(model, graph=None) -> ViewGraph:
     initializers folded into consumers, values from outside the graph as input terminals.
 
     Each step runs over whole lists in C where it can (map, zip, compress over what is kept by each node's and
-    value's bytes): a Python loop over 10,000 nodes and 13,000 edges was most of the ~50 ms a re-run's view took."""
+    value's bytes): a Python loop over every node and edge was most of a re-run's view."""
     import onnx
     g = graph if graph is not None else model.graph
     if len(_FIELDS) > 200_000 or len(_VALUES) > 200_000 or len(_PLAIN) > 200_000 or len(_NODES) > 200_000:

@@ -27,8 +27,8 @@ MARGIN = 40
 
 class Turns:
     """One timer for every scene's work left (building, re-indexing, recolouring), each call one scene's slice, in
-    turn: with a timer per scene, both panes' slices ran back to back in one event-loop pass (10,000 ops opening:
-    the TFLite pane's recolour and the ONNX pane's building, 24-40 ms before anything else of that pass)."""
+    turn: with a timer per scene, both panes' slices ran back to back in one event-loop pass (a big model opening:
+    the TFLite pane's recolour and the ONNX pane's building, before anything else of that pass)."""
 
     def __init__(self):
         self.queue: list[weakref.ref] = []      # scenes with work left, the next to run first (a scene nothing
@@ -122,8 +122,8 @@ class GraphScene(QGraphicsScene):
 
     def _first_chunk(self) -> int:
         """Items made before the first paint: a big graph opens on its top (GraphView.initial), so those of its top
-        FIRST_SPAN px suffice (10,000 ops: ~110 items, not 600; 600 were ~100 ms of the GUI thread at load 5 as the
-        ONNX pane first showed); a small graph all of its first FIRST_CHUNK, as it may open fitted."""
+        FIRST_SPAN px suffice (far fewer than FIRST_CHUNK, which held the GUI thread as the ONNX pane first
+        showed); a small graph all of its first FIRST_CHUNK, as it may open fitted."""
         order = self.layout.order(self.vg)
         if len(order) <= self.FIRST_CHUNK:
             return self.FIRST_CHUNK
@@ -201,7 +201,7 @@ class GraphScene(QGraphicsScene):
 
     def _index(self) -> None:
         """Index the items just made, in this slice: Qt indexes new items at its next query or after 2 s, and 2 s of
-        slices' items indexed at once was a stall (0.2-0.3 s on 50,000 ops)."""
+        slices' items indexed at once was a stall on a big model."""
         self.items(QRectF(0, 0, 1, 1))
 
     def apply(self, vg: ViewGraph, layout: Geometry, diff=None) -> None:
@@ -209,7 +209,7 @@ class GraphScene(QGraphicsScene):
         moved only if the layout moved them), the others are removed or added. Colours follow with colour().
         `diff` (live_layout.Diff, made in the worker) says which; without one for the shown graph it is made here.
 
-        What is seen changes at once; re-indexing the kept items (20,000 on the 10k-op model, ~30-60 ms) follows
+        What is seen changes at once; re-indexing the kept items (all of a big model's) follows
         in slices from the event loop, and the lookups (nodes, node_by_key, edges_by_tensor) and colour() wait
         for it: finish() first to read them."""
         from .live_layout import diff as make_diff
@@ -465,7 +465,7 @@ def _clip(name: str, most: int = 400) -> str:
 
 def _depth(items: int) -> int:
     """The BSP index's depth for a scene of this many items, set once: left to Qt, it is recomputed as items are
-    added and the whole index rebuilt each time it grows (a stall of the whole scene's items, 0.6 s on 20,000 ops)."""
+    added and the whole index rebuilt each time it grows (a stall over the whole scene's items)."""
     return max(5, math.ceil(math.log2(max(items, 1))))
 
 
@@ -679,7 +679,7 @@ class _Drawn(QObject):
 
 
 class _DrawJob(QRunnable):
-    """The minimap's picture, drawn off the GUI thread (~60 ms on 10,000 ops, a stall each time colours change)."""
+    """The minimap's picture, drawn off the GUI thread (on a big model, a stall each time colours change)."""
 
     def __init__(self, inputs: tuple, args: tuple, key, signals: _Drawn):
         super().__init__()

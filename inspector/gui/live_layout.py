@@ -42,7 +42,7 @@ MIN_GAP = 8.0           # px kept clear around a placed node: an inserted Transp
 def edge_keys(vg: ViewGraph) -> list[tuple[Hashable, Hashable, Hashable]]:
     """(producer key, consumer key, tensor) per edge: what names an edge across re-conversions. Kept on the graph
     while its edge list is the same (a re-run's layout and diff ask for the new graph's, the next re-run's diff
-    for it again: ~4 ms each on 10,000 ops)."""
+    for it again)."""
     got = vg.__dict__.get("_edge_keys")
     if got is None or got[0] is not vg.edges or got[1] != len(vg.edges):
         nodes = vg.nodes
@@ -57,8 +57,8 @@ def _edge_key(vg: ViewGraph, e) -> tuple:
 
 class Placement:
     def __init__(self, vg: ViewGraph, layout: Geometry, later: bool = False):
-        """`later`: read vg and layout when first used (`made`), in the re-run's worker: on 10,000 ops it took
-        12 ms of the GUI thread before the first pin's re-run could even start."""
+        """`later`: read vg and layout when first used (`made`), in the re-run's worker: on a big model it held
+        the GUI thread before the first pin's re-run could even start."""
         self._from = (vg, layout) if later else None
         self._last = None               # (weak reference to the graph laid out last, its layout, node widths, heights)
         if not later:
@@ -84,7 +84,7 @@ class Placement:
         if self._from is not None:
             self._read(*self._from)
             self._from = None
-            self._joins()               # (~10 ms on 10,000 ops: here, while the child converts, not on the way)
+            self._joins()               # (here, while the child converts, not on the way)
         return self
 
     def new_share(self, vg: ViewGraph) -> float:
@@ -97,7 +97,7 @@ class Placement:
 
         A graph that crossed from the child against the one this placement laid out last (rerun_child.view_in
         says which of its nodes and edges each one is) takes the last layout's sizes, positions and routes for
-        those: only what is new is looked at (all 10,000 nodes' and 13,000 edges' were ~25 ms of a pin)."""
+        those: only what is new is looked at (all of a big model's nodes and edges were a large part of a pin)."""
         self.made()
         nodes, edges = vg.nodes, vg.edges
         last, was = self._last, vg.__dict__.get("_was")
@@ -161,7 +161,7 @@ class Placement:
                 continue
             a, b = sy + half[s], dy - half[d]
             route = self.routes[key] = [(sx, a), (sx, (a + b) / 2), (dx, (a + b) / 2), (dx, b)]
-            if self._by_ends is not None:   # kept up to date: rebuilt it was ~10 ms of each pin on 10,000 ops
+            if self._by_ends is not None:   # kept up to date: rebuilding it was part of each pin on a big model
                 self._by_ends.setdefault(key[:2], {})[key[2]] = route
             routes[k] = route
         # the extent: nodes kept from the last layout are inside it already
@@ -239,7 +239,7 @@ class Placement:
             if bottom - top >= me.height + 2 * V_GAP:       # as far from both as bands are from each other
                 return dx, bottom - V_GAP - me.height / 2
             if bottom > top:                # less room: as far from both as it has (moving the graph below down
-                return dx, (top + bottom) / 2               # to make room stalled a NASNet pin for 100-230 ms)
+                return dx, (top + bottom) / 2               # to make room stalled a pin on NASNet)
             return dx, bottom - min(V_GAP, bottom - top) / 2       # _clear moves it aside if it overlaps
         if srcs:
             (sx, sy), s = self.pos[vg.nodes[srcs[0]].key], vg.nodes[srcs[0]]
@@ -272,8 +272,8 @@ def _hits(boxes, x: float, y: float, w: float, h: float, margin: float = 1.0) ->
 @dataclass
 class Diff:
     """How a re-converted graph and its layout map onto the graph shown, worked out with the layout (in the
-    worker), so that the GUI thread touches only the items that change: one pass comparing 10,000 items' keys,
-    labels and routes there was a ~60 ms stall after every pin."""
+    worker), so that the GUI thread touches only the items that change: one pass comparing every item's keys,
+    labels and routes there was a stall after every pin on a big model."""
     old: ViewGraph                  # the shown graph it was computed against
     nodes: list[int]                # per new node: the index of the shown node whose item it keeps, or -1
     edges: list[int]                # per new edge: the same for edges (same key and route), or -1
@@ -322,7 +322,7 @@ def _diff_from(old: ViewGraph, old_layout: Geometry, vg: ViewGraph, layout: Geom
     """diff() of a view that crossed from the child against `old` (rerun_child.view_in): `nodes` and `edges` say
     which old node and edge each new one is (-1: a new object). Only those new objects are matched by key, as
     diff() matches all; the others are the same nodes, and edges with the same ends, tensor and label. The
-    positions and routes of all are compared in C (a loop over 23,000 items was ~6 ms of a pin)."""
+    positions and routes of all are compared in C (not a Python loop over every item)."""
     d = Diff(old, list(nodes), list(edges))
     opos, pos = old_layout.pos, layout.pos
     index = None

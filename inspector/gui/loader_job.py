@@ -85,7 +85,7 @@ _WARMING: list = []                   # a warm-up was started
 
 
 def warm() -> None:
-    """Start the child now (its forkserver, imports and worker: ~0.3 s at load 1, ~1 s at load 5), in a thread of
+    """Start the child now (its forkserver, imports and worker take a while, more under load), in a thread of
     its own: the first submit waits for the worker's fork. The window asks for it as it opens, so that a model
     opened from the start page has its big graph laid out there without waiting for the child to start."""
     with _EXECUTOR_LOCK:
@@ -149,7 +149,7 @@ def convert_and_lay_out(source, converter=None, lay_out: bool = True):
     else:
         graph = source
     try:
-        # the full onnx checker holds the GIL throughout (NASNet: 50-250 ms of serialising and checking), which
+        # the full onnx checker holds the GIL throughout (serialising and checking the whole model), which
         # froze the window when it ran in a thread of it; there it is left to export, as after a pin
         outcome = incremental(converter).run(graph, metadata_failure_is_note=True, check=child)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
@@ -201,8 +201,8 @@ class LoadJob(QRunnable):
     # From this many ops on, conversion runs in a child process: the converter and onnx's checker hold the GIL
     # for long stretches, which would freeze the window while it converts.
     PROCESS_OPS = 2000
-    # From this many nodes on, the TFLite graph is laid out in the child: igraph's Sugiyama holds the GIL 150 ms on
-    # 10,000 (load 3.5); on 2,136 (encoder52) 2-18 ms, less than sending it there costs (~0.15 s to first paint).
+    # From this many nodes on, the TFLite graph is laid out in the child: igraph's Sugiyama holds the GIL for a
+    # visible stall on 10,000; on 2,136 (encoder52) for less than sending the graph there costs to first paint.
     LAYOUT_NODES = 5000
 
     def __init__(self, path: str, convert: bool = True):
@@ -249,7 +249,7 @@ class LoadJob(QRunnable):
             folded, layout = layers.laid_out(graph_model.TFLITE)
             return (graph, doc) if self._emit(self.signals.tfliteReady, doc, folded.shown, layout) else None
         # a big graph is laid out in the child when the child is up: an open right after the window started (from
-        # the command line) would wait for it (0.5 -> 1.4 s to first paint at load 5)
+        # the command line) would wait for it (a much later first paint)
         child = len(vg.nodes) >= self.LAYOUT_NODES and warmed()
         if not self._emit(self.signals.tfliteReady, doc, vg, graph_layout.compute(vg, in_the_child if child else None)):
             return None
@@ -282,7 +282,7 @@ class LoadJob(QRunnable):
                 return
             graph, doc = shown
             # before the result is emitted: the window's autosave check hashes the model as soon as it gets it (on
-            # the GUI thread: 30-100 ms on NASNet's 21 MB); hashlib lets the GUI thread run meanwhile
+            # the GUI thread, a stall on a large model); hashlib lets the GUI thread run meanwhile
             file_sha256(self.path)
             if not self.convert:
                 return

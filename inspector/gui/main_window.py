@@ -681,7 +681,7 @@ class MainWindow(QMainWindow):
 
     def _summary(self, transposes: int) -> str:
         """The status line of a first conversion; `transposes`: its count, as the Session's Change has it (counting
-        walks every ONNX node: ~5 ms on 10,000 ops, then done three times as a result was shown)."""
+        walks every ONNX node, and was done three times as a result was shown)."""
         d = self.doc
         if d.result is None:
             return f"{Path(d.path).name}: ONNX model, {counted(len(d.model.graph.node), 'node')}"
@@ -735,7 +735,7 @@ class MainWindow(QMainWindow):
         view = self._make_view(scene, which)
         scene.completed.connect(view.minimap.invalidate)
         # its items (~85,000 objects on 10k ops, made after the model was frozen) live as long as it: scanning them
-        # once the guard's wait for a burst ran out was a 60-75 ms collection during the conversion and the pin
+        # once the guard's wait for a burst ran out was a long collection during the conversion and the pin
         scene.completed.connect(gc_guard.settle)
         self.scenes[which] = scene
         view.groupToggled.connect(self.toggle_group)

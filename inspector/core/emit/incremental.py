@@ -108,7 +108,7 @@ CHUNK = 64      # ops per Chunk: a pin re-emits a few ops, so nearly every chunk
 
 class Chunk:
     """CHUNK consecutive ops' records (folded ops included) merged into one replay: what applying each record in
-    turn does (see _applier), done in one update per container (a record's replay was ~5 µs, 10,000 a pin); with
+    turn does (see _applier), done in one update per container (not one per record: thousands a pin); with
     the union of what they read (`keys`) and the name bases they drew from, to tell at once that none changed."""
     __slots__ = ("segs", "count", "keys", "bases", "used", "taken", "memo", "names", "nodes", "inits", "warnings",
                  "indices", "op_nodes", "node_op", "values", "tensors", "others", "last", "wire", "tpos")
@@ -247,8 +247,8 @@ class Reconverter(Fresh):
         return dict(self._categories)
 
     def size_bound(self, tensor) -> int:
-        """convert._size_bound of an initializer, once per initializer object (ListFields on each of NASNet's 564
-        took 16 ms per run)."""
+        """convert._size_bound of an initializer, once per initializer object (not ListFields on each of them on
+        every run)."""
         return self._sizes(tensor)[1]
 
     def raw_size(self, tensor) -> int:
@@ -269,7 +269,7 @@ class Reconverter(Fresh):
     def wire(self, tensor, data: bool = True) -> bytes:
         """An initializer as GraphProto's field holds it on the wire (tag, length, message), once per initializer
         object: the graph parses it in (one copy of its weights), where extend serialises and parses each
-        initializer again (two; NASNet's 21 MB: ~10 ms of each re-run, ~25 ms at the first, in fresh memory).
+        initializer again (two copies of the weights on every re-run).
         Without `data`: convert.without_data of it, kept the same way."""
         got = self._wire.get(id(tensor))
         if got is None or got[0] is not tensor:
@@ -287,7 +287,7 @@ class Reconverter(Fresh):
         """GraphProto's value_info entries (convert.value_names) on the wire. When the values and their names are
         the last run's, only those whose layout the plan changed are built again (a pin changes a few; the
         others' entries are kept in order from the last run); otherwise each is kept by tensor, name and layout
-        from the last run (building 10,000 again was ~20 ms of each re-run)."""
+        from the last run (not built again for every tensor on each re-run)."""
         items = list(dict.items(em._vname))
         last, moved = self._values, self._moved
         perms, get = em.plan.perms, dict.get
@@ -370,7 +370,7 @@ class Reconverter(Fresh):
     def rest_bound(self, model) -> int:
         """An upper bound of model.ByteSize() (convert._add_initializers' measure of the model without its
         initializers) from the bytes of the nodes and value infos this run parsed in, the graph's other fields
-        measured (each with <= 16 bytes of tag and length): ByteSize serialised 10,000 nodes again (~7 ms)."""
+        measured (each with <= 16 bytes of tag and length): ByteSize would serialise every node again."""
         known = {"node": self.node_bytes, "value_info": self.info_bytes}
         size = 0
         for f, v in model.ListFields():

@@ -18,7 +18,7 @@ KEY = "layout_inspector.io"
 def describe(sg, inputs: dict[int, tuple[str, tuple]], outputs: dict[int, tuple[str, tuple]]) -> str:
     """JSON for the entry; `inputs`/`outputs` map TFLite tensor index -> (ONNX name, perm). Written out by hand,
     the bytes json.dumps(rows, separators=(",", ":")) gives, without building an encoder and dicts on every
-    conversion (~30 % less time)."""
+    conversion."""
     tensors, rows = sg.tensors, []
     texts: dict[tuple[int, ...], str] = {}
     for head, table in (('{"kind":"input","onnx":', inputs), ('{"kind":"output","onnx":', outputs)):

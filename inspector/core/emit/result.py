@@ -45,7 +45,7 @@ class ConversionResult:
     # The metadata checker's findings on `model` (metadata.lint), once the window has them; None: not yet.
     findings: list[Any] | None = None
     checking: bool = False          # the window's re-run: the metadata pass and its findings follow
-    # (the model counted, its Transposes): a count walks every node (50,000 ops: ~30 ms), which the window's worker
+    # (the model counted, its Transposes): a count walks every node, which the window's worker
     # or child does before the GUI thread asks; kept by dataclasses.replace while the model stays the same.
     counted: tuple | None = field(default=None, repr=False, compare=False)
 

@@ -8,7 +8,7 @@ K = TypeVar("K")
 
 def changed(old: Mapping[K, Any], new: Mapping[K, Any]) -> set[K]:
     """The keys whose values differ, or that one dict lacks. Set operations in C where the values hash (a loop over
-    the ~10^4 names of a pinned model's dicts took several ms per comparison); a loop where one does not."""
+    the names of a large model's dicts costs a re-run dearly); a loop where one does not."""
     if old is new:
         return set()
     try:

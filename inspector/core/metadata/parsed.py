@@ -107,8 +107,8 @@ class Memo:
 
     def reread(self, parts: Parts, model, names) -> Parts | None:
         """`parts` (read before) of `model` after edits that changed only the value infos named in `names`: those
-        read again, every other record kept. Serialising all of a 10k-op model's ~20,000 nodes and value infos
-        again to look them up cost ~40 ms of the checker after each pin's metadata pass. None when `model` has
+        read again, every other record kept (serialising all of a large model's nodes and value infos again to
+        look them up was a large part of the checker after each pin's metadata pass). None when `model` has
         other value infos than `parts` were read from: nothing read before applies to it."""
         g = model.graph
         now = (g.input, g.value_info, g.output)

@@ -3,7 +3,7 @@ seeded inputs and compare every output, and every intermediate tensor the trace 
 
 LiteRT runs its reference kernels (BUILTIN_REF), which agree more closely with ONNX Runtime than the optimized
 builtin kernels on deep models (EfficientNetB0-fp16 output: 3.8e-4 vs 1.1e-3 of its scale) and are fast enough
-(NASNet: 0.6 s); it falls back to the builtin kernels for the few ops the reference resolver lacks.
+for models of the corpus's size; it falls back to the builtin kernels for the few ops the reference resolver lacks.
 Errors are judged relative to each tensor's scale (its largest reference magnitude), because LiteRT's kernels
 and ONNX Runtime's legitimately differ in the last bits, more so deep in a network.
 """

@@ -61,7 +61,7 @@ class OnnxSession(Session):
 
     def convert(self, check: bool = False) -> Change:
         """The model with the metadata edits applied (a copy; without edits the model as read, which nothing
-        changes: copying 100,000 inputs held the window's GUI thread ~80 ms as it opened the file); MetadataError
+        changes: copying a model of many inputs held the window's GUI thread as it opened the file); MetadataError
         when they do not fit it. Like a pair's, it publishes nothing: the window's worker runs it and the GUI thread
         then `show`s the result."""
         if self.metadata.is_empty():

@@ -147,7 +147,7 @@ class Session:
     def show(self, result, notes: list[str], view=None) -> Change:
         """Take a conversion run elsewhere (the window's worker or child process) as this Session's result; `view`
         travels in its PlanChanged (what the worker made for the views: the window's laid-out graph)."""
-        # the shown result's count as counted when it was shown (a count walks every ONNX node: ~4 ms on 10,000)
+        # the shown result's count as counted when it was shown (a count walks every ONNX node)
         before = self._counted[1] if self._counted[0] is self.result else \
             self.result.transposes if self.result is not None else None
         self.result, self.notes, self.validation, self.error = result, list(notes), None, ""
@@ -304,7 +304,7 @@ class Session:
 
 def file_sha256(path: str) -> str:
     """The model file's hash; autosave asks on every edit, so it is computed once per file version (the window
-    asks first while opening, off the GUI thread: 0.1 s on NASNet's 21 MB)."""
+    asks first while opening, off the GUI thread: hashing a large model takes a while)."""
     try:
         st = os.stat(path)
     except OSError:

@@ -27,7 +27,7 @@ from inspector.core.session.events import FindingsChecked, ModelOpened, PlanChan
 from ..palette import css
 
 NONE = "—"
-IO_PAGE = 40                    # input/output rows built at a time (each a few combo boxes: ~1 ms)
+IO_PAGE = 40                    # input/output rows built at a time (each a few combo boxes)
 IO_SCAN = 5000                  # inputs/outputs read between two event-loop turns
 
 
@@ -138,7 +138,7 @@ class MetadataEditor(QWidget):
         self.found: list = []
         self.shown = None               # what the panel was built from (_content), when that can be told
         # the values the exported model will carry: from the event loop, a group of fields per turn (built whole,
-        # 15-70 ms on 10k ops, it was one stall with the graph's slices), greyed until the new fields replace them
+        # on a big model it was one stall with the graph's slices), greyed until the new fields replace them
         self._chunks = None             # the rebuild under way from the event loop (a generator of _rebuilding)
         self._soon = QTimer(self, singleShot=True, interval=0, timeout=self._step)
         self.refresh()
@@ -229,7 +229,7 @@ class MetadataEditor(QWidget):
         if not force and self.shown is not None and content == self.shown:
             if body is not None:
                 body.setEnabled(True)
-            return                      # a pin that leaves the metadata as it was: nothing to rebuild (~50 ms)
+            return                      # a pin that leaves the metadata as it was: nothing to rebuild
         # what is shown is known once this rebuild is shown: one given up half-way (another result came) left the
         # old fields on screen, and its successor took them for the new ones
         self.shown = None
@@ -337,7 +337,7 @@ class MetadataEditor(QWidget):
         inits = {t.name for t in model.graph.initializer}
         ios, self.image_on = [], False
         for kind, values in (("input", model.graph.input), ("output", model.graph.output)):
-            for k, vi in enumerate(values):         # read in slices: 100,000 of them are ~0.3 s
+            for k, vi in enumerate(values):         # read in slices: 100,000 of them at once are a stall
                 if kind == "output" or vi.name not in inits:
                     ios.append((vi, kind))
                     self.image_on = self.image_on or vi.type.denotation.upper() == "IMAGE"

@@ -11,7 +11,7 @@ from .fixed_point import params, per_tensor
 ONNX_INT32 = TensorProto.INT32
 
 # Table ops whose float form (DequantizeLinear -> op -> QuantizeLinear) is used when it gives LiteRT's table on
-# every input but a few: ONNX Runtime's Gather costs ~13 ns per element, the float form a fraction of that (and
+# every input but a few: ONNX Runtime's Gather costs several times the float form per element (and
 # ONNX Runtime fuses it into QLinearSigmoid), so feature maps of TWIN_MIN elements or more take it. A value closer
 # than TIE_MARGIN steps to a rounding boundary counts as a mismatch (float32 kernels are far more accurate than
 # that); up to PATCH_MAX mismatches are patched with Where.
@@ -24,7 +24,7 @@ def exact_table(ctx, op) -> bool:
     value (its fixed-point approximations included). Default QDQ mode: only where the op's float form misses the
     table by more than one step or the map is small; elsewhere the float form (offset_twin: moved by a constant
     where that makes it exact, else one step off on a few of the 256 values), which ONNX Runtime fuses, where a
-    Gather costs ~13 ns per element (MobileNetV3Small int8: 4 ms -> 7.5 ms with every HARD_SWISH a table). Needs
+    Gather costs several times as much per element (every HARD_SWISH a table slows MobileNetV3Small int8). Needs
     ai-edge-litert at conversion time; without it the float path runs."""
     sg, qdq = ctx.sg, ctx.q
     x_t, y_t = op.inputs[0], op.outputs[0]
@@ -118,7 +118,7 @@ def float_offset(op, tx: Tensor, ty: Tensor, table: np.ndarray) -> float | None:
 
 def offset_twin(ctx, op, table: np.ndarray) -> bool:
     """Default QDQ mode on a large map: the op's float form moved by float_offset before QuantizeLinear, one Add
-    (a Gather would cost ~13 ns per element), equal to LiteRT's table on every input; False (the plain float form,
+    (cheaper than a Gather), equal to LiteRT's table on every input; False (the plain float form,
     one step off on a few values) when no offset does."""
     x_t, y_t = op.inputs[0], op.outputs[0]
     tx, ty = ctx.sg.tensors[x_t], ctx.sg.tensors[y_t]
