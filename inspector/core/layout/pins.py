@@ -26,7 +26,7 @@ def names(sg: Subgraph) -> dict[str, int]:
     return by_name
 
 
-def resolve_pin(sg: Subgraph, by_name: dict[str, int], key, value) -> tuple[int, Perm]:
+def resolve_pin(sg: Subgraph, by_name: dict[str, int], key: int | str, value: object) -> tuple[int, Perm]:
     """One pin -> (tensor index, perm), `by_name` being `names(sg)`; ConversionError names what is wrong."""
     if isinstance(key, int) or (isinstance(key, str) and key.isascii() and key.isdigit()   # not "²"
                                 and key not in by_name):
