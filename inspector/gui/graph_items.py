@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QGraphicsItem
 from .graph_model import LINE_H, TITLE_H, Edge, Node
 from .lod import LOD_DETAIL, LOD_TEXT, label_size, readable
 from .palette import CONFLICT, UNKNOWN, palette
-_SELECTABLE = QGraphicsItem.ItemIsSelectable   # looked up once: PySide6's enum access costs ~10 µs per item
+_SELECTABLE = QGraphicsItem.ItemIsSelectable   # looked up once: PySide6's enum access is slow, once per item
 
 
 class _Fonts:

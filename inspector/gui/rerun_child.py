@@ -100,8 +100,7 @@ class Replaced(RuntimeError):
 
 def dropped(obj) -> None:
     """Keep `obj`, which a re-run replaces, until _settle: freeing the last result (its pieces, model, plan and
-    trace: ~10^5 objects on 10,000 ops) took ~10 ms of `rerun` and as much of `annotated`, which the window waits
-    for."""
+    trace: ~10^5 objects on 10,000 ops) held up `rerun` and as much `annotated`, which the window waits for."""
     if _in_child():                     # (a test calling rerun() in its own process frees at once)
         CHILD.replaced.append(obj)
 
@@ -159,7 +158,7 @@ def _in_child() -> bool:
 def _settle() -> None:
     """What a re-run leaves alive (the model, the Reconverter's records, the metadata pass's memo, what is being
     sent) lives until the next one: frozen, so that the collector no longer scans it (a full collection here went
-    through ~350,000 objects: 0.2-0.5 s of each re-run of the 10,000-op model at load 4, ~30 ms once frozen); the
+    through ~350,000 objects of the 10,000-op model on each re-run, and far fewer once frozen); the
     window's gc_guard.settle freezes in the same way. What a re-run replaces is freed by its reference counts (pin,
     undo and pin again on that model left no cyclic garbage); reading another model thaws it all (_graph)."""
     CHILD.replaced.clear()
@@ -172,20 +171,19 @@ def _settle() -> None:
 
 def _hold() -> None:
     """No automatic collection from a re-run's start to its _settle: each full one scanned all that the re-run
-    had made so far (~10^5 objects on 10,000 ops: 20-50 ms, at random points of what the window waits for)."""
+    had made so far (~10^5 objects on 10,000 ops, at random points of what the window waits for)."""
     if _in_child():
         gc.disable()
 
 
 def settle() -> None:
     """_settle after an open, asked for by the window once it has the opened model's pieces (the child is idle
-    while the window builds its scene): the first pin no longer pays the full collection of what the open left
-    (0.3 s of the 10,000-op model's first pin at load 4)."""
+    while the window builds its scene): the first pin no longer pays the full collection of what the open left."""
     _settle()
 
 
 def findings_of(model, since=None) -> list:
-    """The denotation findings the Metadata dock lists, computed off the GUI thread (1.8 s on 10k ops); `since`:
+    """The denotation findings the Metadata dock lists, computed off the GUI thread (long on a big model); `since`:
     the metadata pass's denotation.Reading of this very model (Linter.lint_read)."""
     from inspector.core.metadata.findings import Finding
     try:
@@ -222,7 +220,7 @@ def leave_out_weights(result):
 def finish() -> None:
     """A re-run's last step, submitted with `annotated` so that it runs after it, whatever that did: what the
     re-run keeps is settled here (_settle), not in `rerun`, which the window waits for before it repaints, nor in
-    `annotated`, whose answer the Metadata dock waits for (the settle's collection is ~40-70 ms on 10,000 ops)."""
+    `annotated`, whose answer the Metadata dock waits for (the settle's collection is long on a big model)."""
     index_sent()
     _settle()
 
@@ -235,7 +233,7 @@ def view_out(vg, have=None):
     Nodes it has (from_onnx hands back the same Node for an unchanged ONNX node) as their indices there; edges
     between such nodes with the same tensor and label as the index of the old edge; the value shapes and names as
     what changed. A pin on 10,000 ops sends a few nodes, ~13,000 small ints and a few dict items instead of
-    ~45 ms of objects to unpickle (and as much garbage to collect)."""
+    every object to unpickle (and as much garbage to collect)."""
     import copy
     c = CHILD
     old = c.sent.get(have) if have is not None else None
@@ -269,7 +267,7 @@ def view_out(vg, have=None):
 
 def _index(vg, keep: bool = False) -> tuple[dict, dict]:
     """({id(node): index}, {(src, dst, tensor): edge indices, last first}) of a view sent, for view_out to send
-    the next against it (~10 ms on 10,000 ops): made by `index_sent` (`keep`) while the child waits for the next
+    the next against it: made by `index_sent` (`keep`) while the child waits for the next
     pin; view_out takes its entries out."""
     idx = CHILD.index if CHILD.indexed is vg else None
     if idx is None:

@@ -227,7 +227,7 @@ class Fresh:
         model.metadata_props.add(key=io_layout.KEY, value=io_layout.describe(
             sg, {t: (v.name, em.perm(t)) for t, v in zip([t for t in sg.inputs if t not in constants], inputs)},
             {t: (out_names[t], plan.outputs.get(t, em.perm(t))) for t in sg.outputs}))
-        state = []
+        state: list[dict] = []
         if em.state is not None:
             state = em.state.describe()
             warnings += em.state.warnings

@@ -365,7 +365,9 @@ class Reconverter(Fresh):
     def info_positions(self, names: set[str]) -> list[int]:
         """The positions of the value_infos named in `names` among the graph's (from the names value_infos made,
         not a walk over the graph's)."""
-        return [i for i, (_, name) in enumerate(self._values[4]) if name in names]
+        values = self._values
+        assert values is not None, "asked after value_infos ran"
+        return [i for i, (_, name) in enumerate(values[4]) if name in names]
 
     def rest_bound(self, model) -> int:
         """An upper bound of model.ByteSize() (convert._add_initializers' measure of the model without its
@@ -432,7 +434,7 @@ class Reconverter(Fresh):
                                     lambda wanted: peephole.value_infos_at(g, wanted, self.info_index()),
                                     self.info_positions)
 
-    def emit_ops(self, em: Recorder, folded: set[int], emit_one) -> None:
+    def emit_ops(self, em: Emitter, folded: set[int], emit_one) -> None:
         """Every op in order: replayed from its record when that still holds, else emitted and recorded.
 
         A record holds when nothing it read and no name base it drew from changed since the last run: `dirty`
@@ -440,6 +442,7 @@ class Reconverter(Fresh):
         taken before the first op are the same) and grows by what each op emitted again wrote and named. Only
         records that meet it are checked read by read (_holds); the others are replayed at once, a whole Chunk
         at a time where none of its records meets it."""
+        assert isinstance(em, Recorder), "the emitter this Reconverter made (emitter())"
         old, last = self.segments if self.usable else {}, self._last
         tables, changes = self.replanner.plan_tables, self.replanner.plan_changes     # (this run's plan)
         now = _inputs(em, tables)

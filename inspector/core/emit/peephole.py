@@ -110,7 +110,7 @@ def _transposes(graph, transposes, trace, shapes_of, done) -> set[str]:
     return dead
 
 
-def _identities(graph, identities: list[tuple[int, object]], trace, value_positions) -> set[str]:
+def _identities(graph, identities: list[tuple[int, onnx.NodeProto]], trace, value_positions) -> set[str]:
     """Readers of each Identity (`identities`: (position, node)) read its input instead (through chains of them),
     its value info goes and the trace maps its TFLite tensor to that input; the names of the Identities dropped.
     Kept: one that makes a graph output, and one whose output a subgraph reads from the outer scope (renaming

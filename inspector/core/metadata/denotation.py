@@ -227,7 +227,7 @@ class Annotator:
         dens, found = prop.run(accepted)            # the propagation from what is accepted so far (runs are pure)
         before = {f.message for f in found}
         for name, d in guessed.dims.items():
-            first = None
+            first: list[str] = []           # what the first candidate's run found wrong
             for cand in (d, _channels_first_reading(d)):
                 if cand is None:
                     continue

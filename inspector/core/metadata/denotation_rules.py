@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from copy import copy
+from typing import Any
 
 import numpy as np
 import onnx
@@ -56,7 +57,7 @@ class Propagator:
         self.nodes = parts.nodes
         self.labels = [n.name or f"{n.op_type}#{i}" for i, n in enumerate(self.nodes)]
         self.input_names = [v.name for v in parts.inputs]
-        self.declared = {}
+        self.declared: dict[str, Any] = {}
         self.shapes = self._shapes(model, parts, memo)
         self.inits = {t.name: t for t in self.graph.initializer}
         self.consts = {n.output[0]: n for n in self.nodes if n.op_type == "Constant" and n.output}
@@ -66,7 +67,7 @@ class Propagator:
         """This Propagator for its model after edits that changed only value infos' denotations (`parts`: the
         model's now; MetadataEdits.apply changes no node, initializer, name or shape): the same nodes, shapes and
         constants, the declared denotations read again, and the outcomes of the nodes that read a changed one
-        dropped (`_outcomes`). The checker after the metadata pass: a second Propagator cost ~80 ms on 10k ops."""
+        dropped (`_outcomes`): the checker after the metadata pass then builds no second Propagator."""
         memo = Memo() if memo is None else memo
         p = copy(self)
         p.parts, p.declared = parts, {}
@@ -94,14 +95,15 @@ class Propagator:
                   if n.op_type == "Constant" and n.output for out in n.output[:1]}
         env = (self.opset, self.shapes, self.declared, {t.name: t.SerializeToString() for t in self.graph.initializer},
                consts)
-        last = memo.outcomes
+        last: Any = memo.outcomes                   # (what the nodes read, {(node bytes, label): outcomes})
         stale: set | None = None                    # names whose surroundings changed; None: nothing may be reused
         if last is not None and last[0][0] == env[0]:
             stale = set()
             for old, new in zip(last[0][1:], env[1:]):
                 stale |= changed(old, new)
         kept = last[1] if stale is not None else {}
-        out, now = [], {}
+        out: list[Any] = []
+        now: dict[tuple[bytes, str], Any] = {}
         for node, key, label in zip(self.nodes, parts.node_keys, self.labels):
             k = (key, label)
             seen = now.get(k)

@@ -82,7 +82,8 @@ class Inference:
         except Exception:  # noqa: BLE001 - shape inference is a bonus here, not a requirement
             return Inferred((), dict(declared_shapes), None)
         out = self.memo.add_values(g)
-        shapes, finals = {}, {}
+        shapes: dict[str, tuple] = {}
+        finals: dict[str, Value] | None = {}
         for v in (*out.inputs, *out.value_info, *out.outputs):
             if v.shape is not None:
                 shapes[v.name] = v.shape
@@ -95,19 +96,21 @@ class Inference:
 
     def _incremental(self, parts: Parts, inits: dict[str, bytes], model, last: Inferred) -> Inferred | None:
         facts = _facts(parts)
-        if facts is None or last.declared is None:
-            return None
+        lf, l_declared, l_inits, l_produced, l_nodes = last.finals, last.declared, last.inits, last.produced, last.nodes
+        if facts is None or lf is None or l_declared is None or l_inits is None or l_produced is None \
+                or l_nodes is None:
+            return None                     # (the last inference kept too little to start from)
         declared, producer = facts
         if set(inits) & set(declared):
             return None
         nodes, keys = parts.nodes, parts.node_keys
         if any(n.op_type in SUBGRAPH_OPS for n in nodes):     # a subgraph reads outer values its node does not list
             return None
-        todo = {i for i, k in enumerate(keys) if k not in last.nodes}
+        todo = {i for i, k in enumerate(keys) if k not in l_nodes}
         # Names whose type or data changed outside any node's inference: their readers are inferred again.
         types = {n: v.type_key for n, v in declared.items()}
-        forced = changed(last.declared, types) | changed(last.inits, inits)
-        forced.update(last.produced.difference(producer))
+        forced = changed(l_declared, types) | changed(l_inits, inits)
+        forced.update(l_produced.difference(producer))
         forced.update(o for i in todo if nodes[i].op_type == "Constant" for o in nodes[i].output)
         readers: dict[str, list[int]] = {}
         for i, n in enumerate(nodes):
@@ -119,21 +122,21 @@ class Inference:
 
         def final(name: str) -> Value | None:
             """The type of a value no node of `todo` produces, as inference leaves it."""
-            return last.finals.get(name) if name in producer else declared.get(name)
+            return lf.get(name) if name in producer else declared.get(name)
 
         while True:
             if len(todo) * PART_OF_WHOLE > len(nodes):
                 return None
             got = self._infer_part(model, parts, sorted(todo), declared, producer, inits, final)
-            grow = set()
+            grow: set[int] = set()
             for i in todo:
                 for o in nodes[i].output:
-                    if o and not _same(got.get(o), last.finals.get(o)):
+                    if o and not _same(got.get(o), lf.get(o)):
                         grow.update(j for j in readers.get(o, ()) if j not in todo)
             if not grow:
                 break
             todo |= grow
-        lf = last.finals                    # (final() inlined: it ran for each of ~20,000 names)
+        # (final() inlined: it runs for each of the model's names)
         finals = {n: v for n in dict.fromkeys((*declared, *producer))
                   if (v := lf.get(n) if n in producer else declared.get(n)) is not None}
         for i in todo:
@@ -157,7 +160,7 @@ class Inference:
         sub = onnx.ModelProto(ir_version=model.ir_version)
         sub.opset_import.extend(model.opset_import)
         sg = sub.graph
-        made = set()
+        made: set[str] = set()
         for i in chosen:
             sg.node.add().ParseFromString(parts.node_keys[i])
             made.update(nodes[i].output)
