@@ -55,8 +55,8 @@ def _part(msg, keep) -> bytes:
 
 
 def raw_length(tensor) -> int:
-    """len(tensor.raw_data) without reading it where its type has whole bytes per element (reading copies it:
-    200 ms for 256 MiB; ByteSize serialises it): its dims times its element size, which is what the converter
+    """len(tensor.raw_data) without reading it where its type has whole bytes per element (reading copies it;
+    ByteSize serialises it): its dims times its element size, which is what the converter
     writes. Other types (strings, 4-bit) are read."""
     if not tensor.HasField("raw_data"):
         return 0
@@ -79,6 +79,13 @@ def _big(tensor, big: int) -> list | None:
     return [_part(tensor, lambda k: k < _TENSOR_RAW_DATA), n, _part(tensor, lambda k: k > _TENSOR_RAW_DATA)]
 
 
+def _inner(cut: list | None, data: bytes | None) -> int:
+    """The bytes of an initializer's message: its serialisation (`data`), or a cut one's head, raw_data and tail."""
+    if cut is None:
+        return len(data or b"")
+    return len(cut[0]) + len(_field(_TENSOR_RAW_DATA, cut[1])) + cut[1] + len(cut[2])
+
+
 def pieces(model, big: int | None = None) -> tuple[int, Iterator[bytes]]:
     """(length, pieces): the pieces joined are model.SerializeToString(). One piece when no initializer of the main
     graph holds `big` (default BIG) bytes or more of raw_data. ValueError while the pieces are made when a large
@@ -90,8 +97,7 @@ def pieces(model, big: int | None = None) -> tuple[int, Iterator[bytes]]:
         data = model.SerializeToString()
         return len(data), iter((data,))
     small = [None if cut else t.SerializeToString() for t, cut in zip(graph.initializer, cuts)]
-    inner = [len(data) if cut is None else len(cut[0]) + len(_field(_TENSOR_RAW_DATA, cut[1])) + cut[1] + len(cut[2])
-             for cut, data in zip(cuts, small)]
+    inner = [_inner(cut, data) for cut, data in zip(cuts, small)]
     graph_head = _part(graph, lambda k: k < _GRAPH_INITIALIZER)
     graph_tail = _part(graph, lambda k: k > _GRAPH_INITIALIZER)
     graph_size = len(graph_head) + sum(len(_field(_GRAPH_INITIALIZER, n)) + n for n in inner) + len(graph_tail)
@@ -102,7 +108,7 @@ def pieces(model, big: int | None = None) -> tuple[int, Iterator[bytes]]:
         yield model_head + graph_head
         for tensor, cut, data, n_inner in zip(graph.initializer, cuts, small, inner):
             if cut is None:
-                yield _field(_GRAPH_INITIALIZER, n_inner) + data
+                yield _field(_GRAPH_INITIALIZER, n_inner) + (data or b"")     # (data: its serialisation)
                 continue
             head, n, tail = cut
             raw = tensor.raw_data

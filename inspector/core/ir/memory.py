@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 from contextlib import contextmanager
+from typing import Iterator
 
 from .errors import ConversionError
 from .graph import Graph
@@ -91,7 +92,7 @@ def check(graph: Graph, what: str, over: int | None = None) -> None:
 
 
 @contextmanager
-def collection_paused():
+def collection_paused() -> Iterator[None]:
     """No automatic cyclic collection inside: a conversion makes objects by the hundred thousand that live to its
     end, and each full collection scanned all made so far (a quarter of a 50,000-op chain's conversion). The state
     before is restored after (the window keeps collection off and runs it itself: gui/gc_guard); cyclic garbage made
