@@ -1,6 +1,6 @@
 """Folded graphs too big to lay out on the GUI thread (every group of a big model opened) are laid out here, in a
-worker that sends them to the loader's child (igraph's Sugiyama holds the GIL: 10,000 boxes held the window 0.5 s
-a pane). graph_layout caches the result by topology: the window then folds again and finds it laid out."""
+worker that sends them to the loader's child (igraph's Sugiyama holds the GIL: on 10,000 boxes a visible stall
+per pane). graph_layout caches the result by topology: the window then folds again and finds it laid out."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QRunnable, Signal
