@@ -93,8 +93,8 @@ class Propagator:
         which key the outcome)."""
         consts = {out: parts.node_keys[i] for i, n in enumerate(self.nodes)
                   if n.op_type == "Constant" and n.output for out in n.output[:1]}
-        env = (self.opset, self.shapes, self.declared, {t.name: t.SerializeToString() for t in self.graph.initializer},
-               consts)
+        init_bytes = {t.name: t.SerializeToString() for t in self.graph.initializer}
+        env: tuple[Any, ...] = (self.opset, self.shapes, self.declared, init_bytes, consts)
         last: Any = memo.outcomes                   # (what the nodes read, {(node bytes, label): outcomes})
         stale: set | None = None                    # names whose surroundings changed; None: nothing may be reused
         if last is not None and last[0][0] == env[0]:
