@@ -16,9 +16,12 @@ class _Signals(QObject):
 
 
 class LayOut(QRunnable):
-    def __init__(self, graphs: list):
+    """Lays out folded graphs off the GUI thread; `panes`, `initial` and `then` are the window's _refold arguments
+    to show them with once done."""
+
+    def __init__(self, graphs: list, panes: tuple = (), initial: bool = False, then=None):
         super().__init__()
-        self.graphs = graphs
+        self.graphs, self.panes, self.initial, self.then = graphs, panes, initial, then
         self.signals = _Signals()
         self.setAutoDelete(False)
 

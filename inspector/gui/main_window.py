@@ -767,21 +767,29 @@ class MainWindow(QMainWindow):
                 return folded.shown, layout, True if which in self.scenes else None
         return vg, layout if layout is not None else graph_layout.compute(vg), live
 
-    def _refold(self, panes=(TFLITE, ONNX), initial: bool = False) -> None:
+    def _refold(self, panes=(TFLITE, ONNX), initial: bool = False, then=None) -> None:
         """Show the panes as the open groups say (what the scenes keep stays, moved where the new layout puts it).
         A folded graph too big to lay out here is laid out by a worker first; then this runs again. `initial`: each
-        pane then opens as a new model does (fitted, or readable at its top)."""
+        pane then opens as a new model does (fitted, or readable at its top); `then`: what to do once the panes
+        show it (select or scroll to a group), now or after the worker's layout."""
         layers = self.layers
+        pending = self._layout_job
+        if pending is not None:                 # a newer fold than the one being laid out: one job, for both
+            panes = tuple(dict.fromkeys((*pending.panes, *panes)))
+            initial, then = initial or pending.initial, then or pending.then
         panes = [w for w in panes if self.scenes.get(w) is not None and self.panes[w].main_view is not None
                  and w in layers.whole]
         folded = {w: layers.shown(w) for w in panes}
         big = [f.shown for f in folded.values() if layers_job.wanted(f.shown)]
         if big:
             self.statusBar().showMessage("Laying out…")
-            job = self._layout_job = layers_job.LayOut(big)
-            job.signals.done.connect(lambda: self._laid_out(job, layers, panes, initial))
+            job = self._layout_job = layers_job.LayOut(big, tuple(panes), initial, then)
+            job.signals.done.connect(lambda: self._laid_out(job, layers))
             self.pool.start(job)
             return
+        if pending is not None:                 # shown now: the job for an older fold has nothing left to show
+            self._layout_job = None
+            self.statusBar().clearMessage()
         for which in panes:
             scene, view = self.scenes[which], self.panes[which].main_view
             _, layout = layers.laid_out(which, folded[which])
@@ -794,13 +802,18 @@ class MainWindow(QMainWindow):
             self.colour(which)
             if initial:
                 view.initial()
+        if then is not None:
+            then()
 
-    def _laid_out(self, job, layers, panes, initial: bool) -> None:
-        """A LayOut ended: the panes are shown (laid out now: graph_layout's cache has them) if still wanted."""
-        if job is self._layout_job:
-            self._layout_job = None
+    def _laid_out(self, job, layers) -> None:
+        """A LayOut ended: the panes are shown (laid out now: graph_layout's cache has them) if still wanted. One
+        that a newer fold replaced does nothing: the newer job shows its panes too (it ran twice before)."""
+        if job is not self._layout_job:
+            return
+        self._layout_job = None
+        self.statusBar().clearMessage()
         if self.layers is layers:
-            self._refold(panes, initial)
+            self._refold(job.panes, job.initial, job.then)
 
     def folds(self, which: str) -> bool:
         """The pane shows a folded graph (some group closed): re-runs lay out its whole graph here, not there."""
@@ -819,8 +832,13 @@ class MainWindow(QMainWindow):
         """Open a closed group (or close an open one) in both panes; an opened one's top is brought into view."""
         if self.layers is None or not self.layers.toggle(layer_id):
             return
-        self._refold()
-        if layer_id not in self.layers.open:
+        if layer_id in self.layers.open:
+            self._refold(then=lambda: self._bring_into_view(layer_id))
+        else:
+            self._refold()
+
+    def _bring_into_view(self, layer_id: str) -> None:
+        if self.layers is None or layer_id not in self.layers.open:      # closed again meanwhile
             return
         layer = self.layers.tree.layers[layer_id]
         for which, keys in ((TFLITE, [("op", op) for op in layer.ops]), (ONNX, layer.nodes)):
@@ -848,8 +866,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Not inside a group", 3000)
             return
         self.layers.close(group)
-        self._refold()
-        self.select(which, nodes=[group_key(group)])
+        self._refold(then=lambda: self.select(which, nodes=[group_key(group)]))
 
     def _reveal(self, which: str, nodes, tensors=()) -> None:
         """Open the groups that hide these nodes (or the producers of tensors no edge shows), in both panes."""
@@ -1235,6 +1252,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
         self.cancel()
+        self._layout_job = None                 # a fold's layout still running shows nothing in a closed window
         self.editor.close()
         super().closeEvent(event)
 
