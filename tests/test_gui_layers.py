@@ -262,3 +262,60 @@ def test_expand_all_groups_of_a_big_model_lays_it_out_in_a_worker_and_collapse_c
     _menu_click(w, qtbot, "Collapse Groups")
     settle(qtbot, w)
     assert boxes(w, TFLITE) == boxes(w, ONNX) == closed
+
+
+def test_a_group_closed_by_backspace_while_the_worker_lays_it_out_is_selected_once_shown(qtbot, window, tmp_path,  # noqa: F811
+                                                                                          monkeypatch):
+    """When the folded graph is big enough for the worker, what follows the fold (selecting the closed box) waits for
+    its layout instead of being lost, the status line's "Laying out…" goes, and two closes in a row lay out each
+    folded graph once (an older job's end laid the newer fold out a second time)."""
+    from inspector.gui import layers_job
+    w = window
+    open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    monkeypatch.setattr(layers_job, "BIG", 500)
+    _menu_click(w, qtbot, "Expand All Groups")
+    settle(qtbot, w)
+    sizes = []
+    monkeypatch.setattr(layers_job.LayOut, "run", lambda job, run=layers_job.LayOut.run: (
+        sizes.append(tuple(len(g.nodes) for g in job.graphs)), run(job)))
+    key(click(w, TFLITE, ("op", 5)), Qt.Key_Backspace)
+    settle(qtbot, w)
+    (group,) = boxes(w, TFLITE)
+    assert sizes and group in w.scenes[TFLITE].selected_keys()[0]          # the closed group's box, selected
+    assert group in w.scenes[ONNX].selected_keys()[0]                       # and in the other pane too
+    assert w.statusBar().currentMessage() != "Laying out…"
+    sizes.clear()
+    key(click(w, TFLITE, ("op", 1505)), Qt.Key_Backspace)
+    key(click(w, TFLITE, ("op", 1005)), Qt.Key_Backspace)
+    settle(qtbot, w)
+    assert len(boxes(w, TFLITE)) == 3 and boxes(w, TFLITE) == boxes(w, ONNX)
+    assert len(sizes) == len(set(sizes))                                    # no folded graph laid out twice
+
+
+def test_an_edge_between_closed_boxes_counts_each_tensor_once_and_a_box_copies_as_its_scope(tmp_path):
+    """Group m/a makes two tensors, each read by two ops of group m/b: the one edge between the closed boxes stands
+    for 2 tensors (it said 3: each further read of a tensor counted again). A box's name, what Ctrl+C copies, is its
+    scope path, not its short label."""
+    from inspector.core.io.loader import load_model
+    from inspector.core.session.layers import graph_layers
+    from inspector.gui import graph_model
+    from inspector.gui.folding import fold
+    b = ModelBuilder()
+    s = [1, 3, 5, 7]
+    x = b.input("x", s)
+    a1, a2 = b.tensor("m/a/p/Abs", s), b.tensor("m/a/q/Relu", s)
+    b.op("ABS", [x], [a1])
+    b.op("RELU", [x], [a2])
+    b1, b2, o = b.tensor("m/b/r/Add", s), b.tensor("m/b/s/Mul", s), b.tensor("m/b/t/Add", s)
+    b.op("ADD", [a1, a2], [b1])
+    b.op("MUL", [a1, a2], [b2])
+    b.op("ADD", [b1, b2], [o])
+    b.output(o)
+    g = load_model(str(b.save(tmp_path / "two.tflite")))
+    tree = graph_layers(g.main)
+    shown = fold(graph_model.from_tflite(g), tree, set()).shown
+    (between,) = [e for e in shown.edges if shown.nodes[e.src].layer is not None
+                  and shown.nodes[e.dst].layer is not None]
+    assert between.label == "2 tensors"
+    groups = [n for n in shown.nodes if n.layer is not None]
+    assert {n.name for n in groups} == {"m/a", "m/b"} and {n.title for n in groups} == {"a", "b"}

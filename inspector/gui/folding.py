@@ -97,6 +97,7 @@ def fold(vg: ViewGraph, tree: LayerTree, open_: set[str], where: list[str] | Non
     boxes = set(box.values())
     edges: list[Edge] = []
     seen: dict[tuple, int] = {}               # (src, dst) -> index of the edge drawn to or from a box
+    between: dict[tuple, set] = {}            # (src, dst) -> the tensors that edge stands for
     tensors_seen: set = set()
     for e in vg.edges:
         s, d = rep[e.src], rep[e.dst]
@@ -105,12 +106,14 @@ def fold(vg: ViewGraph, tree: LayerTree, open_: set[str], where: list[str] | Non
         if s in boxes or d in boxes:
             k = seen.get((s, d))
             if k is not None:                   # more tensors between the same two boxes: one edge, counted
-                old = edges[k]
-                if old.tensor != e.tensor:
-                    n_tensors = int(old.label.split()[0]) + 1 if old.label.endswith(" tensors") else 2
-                    edges[k] = Edge(s, d, old.tensor, f"{n_tensors} tensors", old.first, old.count)
+                carried = between[(s, d)]
+                if e.tensor not in carried:     # (a tensor read by two ops inside a box is one tensor)
+                    carried.add(e.tensor)
+                    old = edges[k]
+                    edges[k] = Edge(s, d, old.tensor, f"{len(carried)} tensors", old.first, old.count)
                 continue
             seen[(s, d)] = len(edges)
+            between[(s, d)] = {e.tensor}
         first = e.tensor not in tensors_seen
         tensors_seen.add(e.tensor)
         edges.append(Edge(s, d, e.tensor, e.label, first, e.count))

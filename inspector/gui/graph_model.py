@@ -45,6 +45,8 @@ class Node:
     def name(self) -> str:
         """The whole name people look it up by: an ONNX node's name, a TFLite op's (its first output tensor's: ops
         have none of their own), a graph input's or output's tensor name."""
+        if self.layer is not None:              # a closed group: its scope path (its title is a short label)
+            return self.search
         if self.kind != "op":
             return self.title
         if isinstance(self.key, str):
