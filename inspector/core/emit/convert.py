@@ -17,7 +17,7 @@ from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory
-from inspector.core.io.onnx_bytes import raw_length
+from inspector.core.io.onnx_bytes import copy_fields, raw_length
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
 from .ops.table import load_all
@@ -462,24 +462,12 @@ def _add_initializers(model, initializers, bound: int, adder: "Fresh", weights_o
     return left_out
 
 
-_NOT_RAW = [f for f in onnx.TensorProto.DESCRIPTOR.fields if f.name != "raw_data"]
-
-
 def without_data(tensor) -> onnx.TensorProto:
     """A copy of `tensor` without raw_data (name, type, dims and the rest kept): what the window's copy of a result
     holds for a big weight, and what the metadata pass reads of one (denotation.shape_view). Field by field, never
     reading raw_data: CopyFrom then clearing it copied the weight first."""
     out = onnx.TensorProto()
-    for f in _NOT_RAW:
-        if f.is_repeated:
-            items = getattr(tensor, f.name)
-            if len(items):
-                getattr(out, f.name).extend(items)
-        elif tensor.HasField(f.name):
-            if f.message_type is not None:
-                getattr(out, f.name).CopyFrom(getattr(tensor, f.name))
-            else:
-                setattr(out, f.name, getattr(tensor, f.name))
+    copy_fields(out, tensor, lambda f: f.name != "raw_data")
     return out
 
 

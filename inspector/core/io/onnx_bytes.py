@@ -35,16 +35,20 @@ def _field(number: int, length: int) -> bytes:
 
 
 def copy_fields(dst, src, keep) -> None:
-    """Set in `dst` every field of `src` whose descriptor `keep` accepts (repeated and message fields copied)."""
-    for fd, value in src.ListFields():
+    """Set in `dst` every field of `src` whose descriptor `keep` accepts (repeated and message fields copied). A field
+    `keep` refuses is never read: ListFields would copy each present bytes field out (a weight's raw_data) first."""
+    for fd in src.DESCRIPTOR.fields:
         if not keep(fd):
             continue
         if fd.is_repeated:
-            getattr(dst, fd.name).extend(value)
-        elif fd.message_type is not None:
-            getattr(dst, fd.name).CopyFrom(value)
-        else:
-            setattr(dst, fd.name, value)
+            items = getattr(src, fd.name)
+            if len(items):
+                getattr(dst, fd.name).extend(items)
+        elif src.HasField(fd.name):
+            if fd.message_type is not None:
+                getattr(dst, fd.name).CopyFrom(getattr(src, fd.name))
+            else:
+                setattr(dst, fd.name, getattr(src, fd.name))
 
 
 def _part(msg, keep) -> bytes:

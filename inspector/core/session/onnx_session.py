@@ -85,8 +85,7 @@ class OnnxSession(Session):
 
     validate = measure
 
-    def export(self, path: str, overwrite_source: bool = False, out=None, data: bytes | None = None) -> None:
-        # (`data`, a converted model's bytes, has no use here: this model is written with the edits)
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata
         self.notes += [n for n in write_with_metadata(self.model, self.metadata, path, target=self.target,
                                                       protect=[] if overwrite_source else [self.path], out=out)

@@ -54,8 +54,7 @@ class PairSession(Session):
     def measure(self, cancel=None, progress=None, input_shapes=None):
         return self.pair.validate(cancel=cancel, progress=progress, input_shapes=input_shapes)
 
-    def export(self, path: str, overwrite_source: bool = False, out=None, data: bytes | None = None) -> None:
-        # (`data`, a converted model's bytes, has no use here: this model is written with the edits)
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         from inspector.core.pairing.pair import write_with_metadata
         protect = [self.path] + ([] if overwrite_source else [self.other])
         write_with_metadata(self.pair.model, self.metadata, path, protect=protect, target=self.target, out=out)

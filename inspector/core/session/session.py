@@ -208,14 +208,17 @@ class Session:
         try:
             length, pieces = onnx_bytes.pieces(self.result.model)
         except (MemoryError, EncodeError):                     # what protobuf says when an allocation fails
-            raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
+            raise self._out_of_memory() from None
 
         def each() -> Iterator[bytes]:
             try:
                 yield from pieces
             except (MemoryError, EncodeError):
-                raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
+                raise self._out_of_memory() from None
         return length, each()
+
+    def _out_of_memory(self) -> "memory.OutOfMemory":
+        return memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph))
 
     def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         """Write the model, then check the file written fully; atomic: never replaces the source model unless asked.
@@ -245,8 +248,8 @@ class Session:
                 check_model(staged)
             except BaseException as e:
                 Path(staged).unlink(missing_ok=True)       # a batch's parent adopts whatever temporary exists
-                if isinstance(e, (MemoryError, EncodeError)):
-                    raise memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph)) from None
+                if isinstance(e, MemoryError):             # (the checker reads the file: nothing is encoded)
+                    raise self._out_of_memory() from None
                 raise
         if own:
             self.publish(Exported(path))
