@@ -110,3 +110,20 @@ def test_a_model_the_checker_refuses_is_not_left_staged(tmp_path):
     with pytest.raises(ConversionError, match="fails the ONNX checker"):
         session.export(str(tmp_path / "m.onnx"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.tflite"]
+
+
+def test_cutting_a_big_weight_and_leaving_its_data_out_never_copy_the_data():
+    """The head and tail around a big tensor's raw_data, and a tensor without its data (what the window keeps of a
+    big weight), are made without reading raw_data: reading it copies it out (ListFields did, for each cut)."""
+    from inspector.core.emit.convert import without_data
+    weight = numpy_helper.from_array(np.ones((8, 1024, 1024), np.float32), "w")      # 32 MiB
+    tracemalloc.start()
+    try:
+        cut = onnx_bytes._big(weight, 1)
+        light = without_data(weight)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert cut is not None and cut[1] == weight.ByteSize() - len(cut[0]) - len(cut[2]) - 5      # tag + length
+    assert list(light.dims) == [8, 1024, 1024] and not light.HasField("raw_data")
+    assert peak < 1 << 20, f"{peak} bytes allocated: the weight's data was copied"
