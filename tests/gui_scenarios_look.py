@@ -67,6 +67,8 @@ def dark_scheme(h):
     after = _backgrounds(h)
     h.expect(after["tflite"] == after["onnx"] == after["legend"] == dark, f"after Dark: {after}, not {dark}")
     h.expect(_luminance(after["details"]) < 0.1, f"the Details dock stays light: {after['details']}")
+    muted = palette(DARK).muted.name()            # the Details text, written in the scheme's colours, follows too
+    h.expect(muted in w.details.text.toHtml(), f"the Details text keeps the light scheme's colours, not {muted}")
     h.expect(w.settings.value("view/scheme") == DARK, f"the choice is not remembered: {w.settings.value('view/scheme')}")
     conv = next(it for it in w.scenes["tflite"].nodes if it.category == "Implicit")
     h.expect(conv.fill == palette(DARK).color("Implicit") != palette(LIGHT).color("Implicit"),

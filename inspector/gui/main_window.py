@@ -922,6 +922,7 @@ class MainWindow(QMainWindow):
                 view.minimap.invalidate()
         self.legend.restyle()
         self.details.restyle()
+        self.refresh_details()                  # its text carries the scheme's colours (muted notes, links)
 
     # ---- views ---------------------------------------------------------------------------------------------
     def view(self, which: str | None = None) -> GraphView | None:
