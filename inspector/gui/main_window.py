@@ -20,6 +20,7 @@ from .document import Document
 from .folders import first_folder
 from . import layers_job
 from .folding import Layers, group_key, is_group, opened_at
+from .graph_items import NodeItem
 from .graph_model import ONNX, TFLITE
 from .graph_view import GraphScene, GraphView
 from .legend import Legend
@@ -1175,8 +1176,9 @@ class MainWindow(QMainWindow):
         scene = self.scenes.get(self.active)
         if scene is None:
             return
-        nodes, tensors = scene.selected_keys()
-        names = [scene.node_by_key[k].node.name for k in nodes if k in scene.node_by_key]
+        # from the selected items themselves: the key index may still be catching up with a scene being updated
+        names = [it.node.name for it in scene.selectedItems() if isinstance(it, NodeItem)]
+        _, tensors = scene.selected_keys()
         names += [str(scene.vg.tensor_names.get(t, t)) for t in tensors]
         if names:
             QGuiApplication.clipboard().setText("\n".join(names))
