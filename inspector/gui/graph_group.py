@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen
 
-from .graph_items import NodeItem, _Fonts, _lod, warning
+from .graph_items import NodeItem, Fonts, seen_lod, warning
 from .lod import LOD_TEXT, MIN_TEXT_PX, PX_PER_PT, readable
 from .graph_model import GROUP_BAR, LINE_H, TITLE_H
 from .palette import CONFLICT, UNKNOWN, palette
@@ -53,14 +53,14 @@ class GroupItem(NodeItem):
     def paint(self, painter, option, widget=None):
         NodeItem.paint_calls += 1
         pal = palette()
-        lod = _lod(self, painter, option)
+        lod = seen_lod(self, painter, option)
         r = self.rect
         if lod < LOD_TEXT:                  # zoomed out: a filled box, its label as large as the box allows
             if self.isSelected():
                 painter.fillRect(r.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), pal.selection)
             painter.fillRect(r, self.quick_fill)
             if lod > 0.08:
-                font = QFont(_Fonts.get()[0])
+                font = QFont(Fonts.get()[0])
                 if not self._label_pt:          # the size at which the whole label fits the box's width
                     self._label_pt = font.pointSizeF() * (r.width() - 10) / max(
                         QFontMetricsF(font).horizontalAdvance(self.node.title), 1.0)
@@ -91,7 +91,7 @@ class GroupItem(NodeItem):
         painter.drawRoundedRect(r, 5, 5)
         title, lines = self._texts()
         painter.setPen(pal.ink)
-        painter.setFont(_Fonts.get()[0])
+        painter.setFont(Fonts.get()[0])
         painter.drawText(QRectF(r.left() + CONTROL + 8, r.top(), r.width() - CONTROL - 12, TITLE_H),
                          Qt.AlignLeft | Qt.AlignVCenter, title)
         c = self.control()
@@ -100,7 +100,7 @@ class GroupItem(NodeItem):
         painter.drawRect(c)
         painter.drawLine(QPointF(c.left() + 3, c.center().y()), QPointF(c.right() - 3, c.center().y()))
         painter.drawLine(QPointF(c.center().x(), c.top() + 3), QPointF(c.center().x(), c.bottom() - 3))
-        painter.setFont(_Fonts.get()[1])
+        painter.setFont(Fonts.get()[1])
         y = r.top() + TITLE_H
         for s in lines:
             painter.drawText(QRectF(r.left() + 6, y, r.width() - 12, LINE_H), Qt.AlignVCenter | Qt.AlignLeft, s)
@@ -126,6 +126,6 @@ class GroupItem(NodeItem):
         """A warning triangle with the count of conflicts (or of inserted Transposes) on the top-right corner (the
         count when it reads at lod.MIN_TEXT_PX)."""
         layer = self.layer
-        font = _Fonts.get()[1]
+        font = Fonts.get()[1]
         warning(painter, pal, self.rect.right() - 4, self.rect.top() - 2, 12,
                 str(layer.conflicts or layer.transposes) if readable(font.pointSizeF(), lod) else "", font)

@@ -15,7 +15,9 @@ from .palette import CONFLICT, UNKNOWN, palette
 _SELECTABLE = QGraphicsItem.ItemIsSelectable   # looked up once: PySide6's enum access is slow, once per item
 
 
-class _Fonts:
+class Fonts:
+    """The boxes' two fonts (bold title, small detail lines), made once a QApplication exists; shared by every item
+    that draws a box (op nodes, group boxes)."""
     title = small = None
 
     @classmethod
@@ -35,7 +37,8 @@ class Frame:
     lod = 1.0
 
 
-def _lod(item, painter, option) -> float:
+def seen_lod(item, painter, option) -> float:
+    """The scale `item` is being painted at: its scene's Frame's, else worked out from the painter."""
     frame = item.frame
     if frame is None:
         return option.levelOfDetailFromTransform(painter.worldTransform())
@@ -88,7 +91,7 @@ class NodeItem(QGraphicsItem):
 
     def _texts(self):
         if self._elided is None:
-            title_font, small_font = _Fonts.get()
+            title_font, small_font = Fonts.get()
             w = int(self.rect.width()) - 10
             t = QFontMetrics(title_font).elidedText(self.node.title, Qt.ElideMiddle, w)
             fm = QFontMetrics(small_font)
@@ -98,7 +101,7 @@ class NodeItem(QGraphicsItem):
     def _title_font(self, lod: float) -> tuple[QFont | None, str]:
         """Zoomed out, the title grows (up to what fits the box, wrapping at underscores) so it stays legible; None
         when it would still read below lod.MIN_TEXT_PX: no text rather than a smudge."""
-        base = _Fonts.get()[0] if self.node.kind == "op" else _Fonts.get()[1]
+        base = Fonts.get()[0] if self.node.kind == "op" else Fonts.get()[1]
         pt = base.pointSizeF()
         if not self._fit_pt:
             tw = QFontMetrics(base).horizontalAdvance(self.node.title) or 1
@@ -118,7 +121,7 @@ class NodeItem(QGraphicsItem):
 
     def paint(self, painter, option, widget=None):
         NodeItem.paint_calls += 1
-        lod = _lod(self, painter, option)
+        lod = seen_lod(self, painter, option)
         if lod < LOD_TEXT:                      # cheap: one filled rectangle
             if self.isSelected():
                 painter.fillRect(self.rect.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), palette().selection)
@@ -134,7 +137,7 @@ class NodeItem(QGraphicsItem):
         radius = self.rect.height() / 2 if self.node.kind != "op" else 5
         painter.drawRoundedRect(self.rect, min(radius, 11), min(radius, 11))
         title, lines = self._texts()
-        small_font = _Fonts.get()[1]
+        small_font = Fonts.get()[1]
         text_color = pal.text_on_terminal if self.node.kind != "op" else pal.text(self.category)
         painter.setPen(text_color)
         r = self.rect
@@ -144,7 +147,7 @@ class NodeItem(QGraphicsItem):
                 painter.setFont(font)
                 painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter | Qt.TextWordWrap, text)
         else:
-            painter.setFont(_Fonts.get()[0] if self.node.kind == "op" else small_font)
+            painter.setFont(Fonts.get()[0] if self.node.kind == "op" else small_font)
             painter.drawText(QRectF(r.left() + 4, r.top(), r.width() - 8, TITLE_H), Qt.AlignCenter, title)
         if lod >= LOD_DETAIL and lines:
             painter.setFont(small_font)
@@ -157,7 +160,7 @@ class NodeItem(QGraphicsItem):
 
     def _paint_marker(self, painter, pal, lod: float):
         # a warning triangle on the top-right corner: shape, not just colour, marks a conflict
-        font = _Fonts.get()[0]
+        font = Fonts.get()[0]
         warning(painter, pal, self.rect.right() - 2, self.rect.top() - 2, 9,
                 "!" if readable(font.pointSizeF(), lod) else "", font)
 
@@ -246,7 +249,7 @@ class EdgeItem(QGraphicsItem):
 
     def paint(self, painter, option, widget=None):
         pal = palette()
-        lod = _lod(self, painter, option)
+        lod = seen_lod(self, painter, option)
         color = pal.edge_conflict if self.conflict else pal.edge
         if self.isSelected():
             painter.setPen(QPen(pal.selection, 7 if lod >= LOD_TEXT else 7 / lod))
@@ -280,7 +283,7 @@ class EdgeItem(QGraphicsItem):
             self._paint_pin(painter, pal, 6.5, lod)
         if lod >= LOD_DETAIL and self.edge.first and self.edge.label:
             painter.setPen(pal.ink)
-            painter.setFont(_Fonts.get()[1])
+            painter.setFont(Fonts.get()[1])
             s = self._start
             painter.drawText(QRectF(s.x() + 5, s.y() + 1, 115, 12), Qt.AlignLeft | Qt.AlignVCenter, self.edge.label)
 
@@ -290,7 +293,7 @@ class EdgeItem(QGraphicsItem):
         painter.setPen(QPen(pal.outline, 1))
         painter.setBrush(pal.pinned)
         painter.drawEllipse(m, r, r)
-        if r >= 5 and readable(_Fonts.get()[0].pointSizeF(), lod):
+        if r >= 5 and readable(Fonts.get()[0].pointSizeF(), lod):
             painter.setPen(pal.text_on_pinned)
-            painter.setFont(_Fonts.get()[0])
+            painter.setFont(Fonts.get()[0])
             painter.drawText(QRectF(m.x() - r, m.y() - r, 2 * r, 2 * r), Qt.AlignCenter, "P")
