@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory
+from inspector.core.io import onnx_bytes
 from inspector.core.io.onnx_bytes import copy_fields, raw_length
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
@@ -296,8 +298,13 @@ class Fresh:
                 left_out |= big
                 into.append(without_data(t) if big else t)
             return left_out
-        for k in range(len(initializers)):          # protobuf copies each one in: the original goes at once, so
-            into.append(initializers[k])            # the weights are never held twice whole
+        add = into.add                              # each one is copied in and the original goes at once, so the
+        for k in range(len(initializers)):          # weights are never held twice whole; field by field: append
+            t = initializers[k]                     # (a MergeFrom) took several times a copy's time
+            if _plain(t):
+                add(name=t.name, dims=t.dims, data_type=t.data_type, raw_data=t.raw_data)
+            else:
+                copy_fields(add(), t, lambda fd: True)
             initializers[k] = None
         return False
 
@@ -422,6 +429,16 @@ def _byte_size(proto) -> int:
 
 _PLAIN_TENSOR = frozenset({"name", "dims", "data_type", "raw_data"})
 _OTHER_TENSOR_FIELDS = [f for f in onnx.TensorProto.DESCRIPTOR.fields if f.name not in _PLAIN_TENSOR]
+_OTHER_REPEATED = [f.name for f in _OTHER_TENSOR_FIELDS if f.is_repeated]
+_OTHER_SINGLE = [f.name for f in _OTHER_TENSOR_FIELDS if not f.is_repeated]
+
+
+def _plain(t) -> bool:
+    """A tensor of a name, a type, dims and raw_data only (each of the first three and raw_data present): what
+    tensor_proto makes."""
+    has = t.HasField
+    return has("raw_data") and has("name") and has("data_type") and not any(map(has, _OTHER_SINGLE)) and \
+        not any(len(getattr(t, f)) for f in _OTHER_REPEATED)
 
 
 def _size_bound(proto) -> int:
@@ -580,12 +597,31 @@ def emit_subgraph(parent: Emitter, index: int, inputs: list[str], inline: bool =
     return outs, em
 
 
-def check_model(model) -> None:
+def check_model(model, *, written: bool = False) -> None:
     """Full checker + strict shape inference: declared shapes must agree with inferred ones. (full_check runs the
     same strict, type-checking inference in C++; a second pass through infer_shapes also re-serialised and re-parsed
-    the whole model, weights included.)"""
+    the whole model, weights included.)
+
+    A model (ModelProto) with big weights is checked without their bytes (onnx_bytes.light: references to an empty
+    file), every other part at full strictness: the checker, given the model, its bytes or its file, held every
+    weight twice more (the serialised bytes and their parse). What it checks of a weight left out, that its bytes
+    are as many as its type and shape say, is checked here, unless `written`: onnx_bytes.pieces checked each one
+    it wrote on its own, which are these."""
+    light, left = onnx_bytes.light(model, "weights") if isinstance(model, onnx.ModelProto) else (model, [])
+    for tensor in left if not written else ():
+        n, want = len(tensor.raw_data), raw_length(tensor)          # (one weight's copy at a time)
+        if n != want:
+            raise ConversionError(f"the converted model fails the ONNX checker: initializer {tensor.name!r} has "
+                                  f"{n} bytes of raw_data where its type and shape say {want}")
     try:
-        onnx.checker.check_model(model, full_check=True)
+        if not left:
+            onnx.checker.check_model(model, full_check=True)
+            return
+        with tempfile.TemporaryDirectory(prefix="layout-inspector-check.") as folder:
+            path = os.path.join(folder, "model.onnx")
+            with open(os.path.join(folder, "weights"), "wb"), open(path, "wb") as f:
+                f.write(light.SerializeToString())
+            onnx.checker.check_model(path, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
         raise ConversionError(f"the converted model fails the ONNX checker: {str(e).splitlines()[0]}") from None
 

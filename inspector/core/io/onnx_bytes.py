@@ -17,7 +17,10 @@ from typing import Iterator
 # Fixed-size element types (TensorProto.DataType -> bytes per element): their raw_data length follows from dims.
 ITEM_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8}
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
-BIG = 1 << 24           # raw_data of this many bytes or more is written on its own (smaller: in one piece)
+_EXTERNAL = 1           # TensorProto.DataLocation.EXTERNAL
+_VALUES_READ = {6, 7}   # int32, int64: what shapes, axes, pads and counts are given in
+BIG = 1 << 16           # raw_data of this many bytes or more is written on its own (smaller: with what is around
+                        # it): a weight's bytes copied out are faster than protobuf's encoder, which grows its buffer
 
 
 def _varint(n: int) -> bytes:
@@ -72,13 +75,19 @@ def raw_length(tensor) -> int:
     return size
 
 
-def _big(tensor, big: int) -> list | None:
-    """[head bytes, raw_data length, tail bytes] of a tensor of a fixed-size type whose raw_data (in the file) is
-    `big` bytes or more, else None."""
+def _cut(tensor, big: int) -> int | None:
+    """The raw_data length of a tensor written on its own: of a fixed-size type, `big` bytes or more (as its type
+    and shape say), else None."""
     if tensor.data_type not in ITEM_BYTES or not tensor.HasField("raw_data") or tensor.data_location:
         return None
     n = raw_length(tensor)
-    if n < big:
+    return n if n >= big else None
+
+
+def _big(tensor, big: int) -> list | None:
+    """[head bytes, raw_data length, tail bytes] of a tensor written on its own (_cut), else None."""
+    n = _cut(tensor, big)
+    if n is None:
         return None
     return [_part(tensor, lambda k: k < _TENSOR_RAW_DATA), n, _part(tensor, lambda k: k > _TENSOR_RAW_DATA)]
 
@@ -126,3 +135,31 @@ def pieces(model, big: int | None = None) -> tuple[int, Iterator[bytes]]:
         yield graph_tail + model_tail
 
     return len(model_head) + graph_size + len(model_tail), each()
+
+
+def light(model, location: str, big: int | None = None) -> tuple[object, list]:
+    """(a copy of `model`, the tensors left out of it; `model` itself and [] when none is): the main graph's
+    initializers that `pieces` writes on their own (a fixed-size type, `big` bytes of raw_data or more) become
+    external-data references to the file `location`, their name, type, dims and every other field kept; the rest of
+    the model is copied as it is. What the ONNX checker reads of a big model: its structure without the weights'
+    bytes, which are never read here. Integer tensors of the types shape inference reads the values of (a
+    Reshape's shape, a Slice's starts) stay whole: it cannot read a reference."""
+    big = BIG if big is None else big
+    graph = model.graph
+    out_of = lambda t: t.data_type not in _VALUES_READ and _cut(t, big) is not None      # noqa: E731
+    if not model.HasField("graph") or not any(out_of(t) for t in graph.initializer):
+        return model, []
+    out = type(model)()
+    copy_fields(out, model, lambda fd: fd.number != _MODEL_GRAPH)
+    copy_fields(out.graph, graph, lambda fd: fd.number != _GRAPH_INITIALIZER)
+    left: list = []
+    for tensor in graph.initializer:
+        if not out_of(tensor):
+            out.graph.initializer.append(tensor)
+            continue
+        ref = out.graph.initializer.add()
+        copy_fields(ref, tensor, lambda fd: fd.number != _TENSOR_RAW_DATA)
+        ref.data_location = _EXTERNAL
+        ref.external_data.add(key="location", value=location)
+        left.append(tensor)
+    return out, left

@@ -1,7 +1,7 @@
 """The run check (ort_check) started ahead: a child process forked when `convert` starts imports ONNX Runtime while
 the parent converts, on another core, so a cold start pays about max(conversion, ONNX Runtime's import) instead of
-their sum. The parent then sends the serialised model, stages its output and waits for the verdict before anything
-is written. Only the standard library here: this module is imported before NumPy and ONNX are.
+their sum. The parent then stages its output, sends the child that file's path (ONNX Runtime reads the file: the
+model is serialised once) and waits for the verdict before anything is renamed into place. Only the standard library here: this module is imported before NumPy and ONNX are.
 
 Where forking is unavailable or unsafe (another thread running, ONNX Runtime already imported, so nothing to hide),
 or when the child fails in any way, the check runs in-process exactly as before.
@@ -47,15 +47,17 @@ class Ahead:
 
     def submit(self, model, sizes: dict, data) -> None:
         """Send the converted model to the child (it starts building its ONNX Runtime session at once). `data`: its
-        bytes, or (length, pieces) as Session.pieces makes them, streamed to the child without being joined; with
-        no child they are joined for the in-process check (its ONNX Runtime session holds a copy of its own)."""
-        length, pieces = (len(data), (data,)) if isinstance(data, bytes) else data
+        file's path (the export staged: ONNX Runtime reads it, no copy passes through here), its bytes, or (length,
+        pieces) as Session.pieces makes them, streamed to the child without being joined; with no child they are
+        joined for the in-process check (its ONNX Runtime session holds a copy of its own)."""
+        path = data if isinstance(data, str) else None
+        length, pieces = (0, ()) if path else (len(data), (data,)) if isinstance(data, bytes) else data
         if self.pid is None:
-            self._pending = (model, sizes, b"".join(pieces))
+            self._pending = (model, sizes, path or b"".join(pieces))
             return
-        self._pending = (model, sizes, None)
+        self._pending = (model, sizes, path)
         from .ort_check import has_loop
-        request = json.dumps({"run": not has_loop(model.graph),
+        request = json.dumps({"run": not has_loop(model.graph), "path": path,
                               "sizes": {k: list(v) for k, v in sizes.items()}}).encode()
         try:
             _write_all(self._down, _HEAD.pack(length, len(request)) + request)
@@ -75,7 +77,7 @@ class Ahead:
         from .ort_check import check_bytes, has_loop
         model, sizes, data = self._pending
         reply = self._reply() if self.pid is not None else None
-        if reply is None:       # in-process, on the bytes already made (not serialised again) if they were kept
+        if reply is None:       # in-process, on the file or bytes already made (not serialised again) if kept
             return check_bytes(data if data is not None else model.SerializeToString(), not has_loop(model.graph),
                                sizes)
         if "error" in reply:
@@ -132,8 +134,8 @@ def _child(down: int, up: int) -> None:
         if len(head) == _HEAD.size:
             n_data, n_request = _HEAD.unpack(head)
             request = json.loads(_read_exact(down, n_request))
-            data = _read_exact(down, n_data)
-            if len(data) == n_data:
+            data = request.get("path") or _read_exact(down, n_data)
+            if isinstance(data, str) or len(data) == n_data:
                 from inspector.core.ir.errors import ConversionError
                 from .ort_check import check_bytes
                 try:

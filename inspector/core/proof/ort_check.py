@@ -32,8 +32,8 @@ def ort_check(model, sizes: dict[str, tuple[int, ...]] | None = None) -> str | N
     return check_bytes(data, not has_loop(model.graph), sizes)
 
 
-def check_bytes(data: bytes, run: bool, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
-    """ort_check on the serialised model; `run`: also run it once on zeros (not for a graph with a Loop: zeros can
+def check_bytes(data: bytes | str, run: bool, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
+    """ort_check on the serialised model (its bytes or its file's path); `run`: also run it once on zeros (not for a graph with a Loop: zeros can
     make a WHILE condition hold for ever). NumPy and ONNX Runtime only (ort_ahead's child imports no ONNX)."""
     import onnxruntime as ort
     failure, chosen = None, None

@@ -215,17 +215,21 @@ class Session:
                 yield from pieces
             except (MemoryError, EncodeError):
                 raise self._out_of_memory() from None
+            except ValueError as e:                             # a weight's bytes disagree with its shape
+                raise ConversionError(f"the converted model fails the ONNX checker: {e}") from None
         return length, each()
 
     def _out_of_memory(self) -> "memory.OutOfMemory":
         return memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph))
 
-    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
-        """Write the model, then check the file written fully; atomic: never replaces the source model unless asked.
-        With `out` (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its
-        commit, and Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse
-        the write; its warnings join the notes. The checker reads the staged file: checking the model object or its
-        bytes held a second and third copy of every weight."""
+    def export(self, path: str, overwrite_source: bool = False, out=None,
+               staged_hook: Callable[[str], None] | None = None) -> None:
+        """Write the model, then check it fully; atomic: never replaces the source model unless asked. With `out`
+        (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit, and
+        Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse the write; its
+        warnings join the notes. The checker reads the model without its big weights (check_model, `written`: the
+        pieces written checked their sizes). `staged_hook` is given the staged file before the check (the CLI's
+        run check loads it meanwhile)."""
         from contextlib import nullcontext
         from inspector.core.emit.convert import check_model
         from inspector.core.io.atomic import OutputSet
@@ -245,10 +249,12 @@ class Session:
         with out if own else nullcontext():
             staged = out.write(path, self.pieces()[1])
             try:
-                check_model(staged)
+                if staged_hook is not None:
+                    staged_hook(staged)
+                check_model(self.result.model, written=True)
             except BaseException as e:
                 Path(staged).unlink(missing_ok=True)       # a batch's parent adopts whatever temporary exists
-                if isinstance(e, MemoryError):             # (the checker reads the file: nothing is encoded)
+                if isinstance(e, MemoryError):
                     raise self._out_of_memory() from None
                 raise
         if own:
