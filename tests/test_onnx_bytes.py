@@ -101,7 +101,7 @@ def test_export_writes_the_serialised_model_without_a_whole_copy(tmp_path, monke
 
 
 def test_a_model_the_checker_refuses_is_not_left_staged(tmp_path):
-    """The checker now reads the staged file: when it refuses, nothing is written and no temporary is left (a
+    """When the checker refuses the model written, nothing is written and no temporary is left (a
     batch's parent adopts whatever temporary exists)."""
     from inspector.core.ir.errors import ConversionError
     session = Session.open(str(fc_chain(tmp_path / "m.tflite")))
