@@ -82,11 +82,10 @@ def _convert(args, out, ahead, me_files) -> int:
                                               "pins": dict(session.pins), "ok": False}))
         raise
     from inspector.core.proof.ort_check import input_sizes, note_check
-    # the run check's child loads the file staged while the checker runs here: the model is serialised once
-    submit = None if ahead is None else lambda staged: ahead.submit(session.result.model, input_sizes(session.result),
-                                                                    staged)
+    if ahead is not None:                   # the child loads the file staged while export runs the checker here
+        out.when_staged(args.output, lambda tmp: ahead.submit(session.result.model, input_sizes(session.result), tmp))
     with out:
-        session.export(args.output, overwrite_source=args.force, out=out, staged_hook=submit)  # renamed at commit
+        session.export(args.output, overwrite_source=args.force, out=out)   # staged: renamed at commit
         if ahead is not None:
             note_check(session, ahead.verdict())
         report = session.report()

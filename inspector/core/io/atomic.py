@@ -22,7 +22,7 @@ import stat
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from inspector.core.ir.errors import InspectorError
 
@@ -133,6 +133,7 @@ class OutputSet:
         self._target_ids: dict[tuple[int, int], str] = {}
         self._shown: dict[str, Path] = {}               # the name the user gave -> resolved target
         self._staged: dict[Path, str] = {}              # resolved target -> its temporary file
+        self._then: dict[Path, Callable[[str], None]] = {}     # resolved target -> told its temporary once written
 
     def _inputs_at(self, target: Path, ident: tuple[int, int] | None) -> list[Path]:
         """The inputs `target` is (by path after links, or by identity); each input is looked at once per set,
@@ -183,7 +184,15 @@ class OutputSet:
         except OSError as e:
             self.abort()
             raise WriteError(self._targets[target], reason(e) + UNCHANGED) from None
+        then = self._then.pop(target, None)
+        if then is not None:
+            then(self._staged[target])
         return self._staged[target]
+
+    def when_staged(self, path: str | Path, then: Callable[[str], None]) -> None:
+        """Call `then` with the temporary of `path` as soon as its bytes are written, before anything else happens
+        to it (the CLI's run check starts reading it while export runs the checker)."""
+        self._then[self._resolved(path)] = then
 
     def adopt(self, path: str | Path, tmp: str) -> None:
         """Take `tmp`, a temporary another process wrote for `path` with `stage`, into the set: renamed at commit,

@@ -12,7 +12,7 @@ by hand (tests/test_onnx_bytes.py compares the result with SerializeToString() b
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 # Fixed-size element types (TensorProto.DataType -> bytes per element): their raw_data length follows from dims.
 ITEM_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8}
@@ -137,7 +137,7 @@ def pieces(model, big: int | None = None) -> tuple[int, Iterator[bytes]]:
     return len(model_head) + graph_size + len(model_tail), each()
 
 
-def light(model, location: str, big: int | None = None) -> tuple[object, list]:
+def light(model, location: str, big: int | None = None) -> tuple[Any, list]:
     """(a copy of `model`, the tensors left out of it; `model` itself and [] when none is): the main graph's
     initializers that `pieces` writes on their own (a fixed-size type, `big` bytes of raw_data or more) become
     external-data references to the file `location`, their name, type, dims and every other field kept; the rest of

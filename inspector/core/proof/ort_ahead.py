@@ -1,7 +1,8 @@
 """The run check (ort_check) started ahead: a child process forked when `convert` starts imports ONNX Runtime while
 the parent converts, on another core, so a cold start pays about max(conversion, ONNX Runtime's import) instead of
 their sum. The parent then stages its output, sends the child that file's path (ONNX Runtime reads the file: the
-model is serialised once) and waits for the verdict before anything is renamed into place. Only the standard library here: this module is imported before NumPy and ONNX are.
+model is serialised once) and waits for the verdict before anything is renamed into place. Only the standard
+library here: this module is imported before NumPy and ONNX are.
 
 Where forking is unavailable or unsafe (another thread running, ONNX Runtime already imported, so nothing to hide),
 or when the child fails in any way, the check runs in-process exactly as before.

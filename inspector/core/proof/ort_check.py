@@ -33,8 +33,9 @@ def ort_check(model, sizes: dict[str, tuple[int, ...]] | None = None) -> str | N
 
 
 def check_bytes(data: bytes | str, run: bool, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
-    """ort_check on the serialised model (its bytes or its file's path); `run`: also run it once on zeros (not for a graph with a Loop: zeros can
-    make a WHILE condition hold for ever). NumPy and ONNX Runtime only (ort_ahead's child imports no ONNX)."""
+    """ort_check on the serialised model (its bytes or its file's path); `run`: also run it once on zeros (not for
+    a graph with a Loop: zeros can make a WHILE condition hold for ever). NumPy and ONNX Runtime only (ort_ahead's
+    child imports no ONNX)."""
     import onnxruntime as ort
     failure, chosen = None, None
     for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):

@@ -222,14 +222,12 @@ class Session:
     def _out_of_memory(self) -> "memory.OutOfMemory":
         return memory.OutOfMemory(os.path.basename(self.path), memory.need(self.graph))
 
-    def export(self, path: str, overwrite_source: bool = False, out=None,
-               staged_hook: Callable[[str], None] | None = None) -> None:
+    def export(self, path: str, overwrite_source: bool = False, out=None) -> None:
         """Write the model, then check it fully; atomic: never replaces the source model unless asked. With `out`
         (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit, and
         Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse the write; its
         warnings join the notes. The checker reads the model without its big weights (check_model, `written`: the
-        pieces written checked their sizes). `staged_hook` is given the staged file before the check (the CLI's
-        run check loads it meanwhile)."""
+        pieces written checked their sizes)."""
         from contextlib import nullcontext
         from inspector.core.emit.convert import check_model
         from inspector.core.io.atomic import OutputSet
@@ -249,8 +247,6 @@ class Session:
         with out if own else nullcontext():
             staged = out.write(path, self.pieces()[1])
             try:
-                if staged_hook is not None:
-                    staged_hook(staged)
                 check_model(self.result.model, written=True)
             except BaseException as e:
                 Path(staged).unlink(missing_ok=True)       # a batch's parent adopts whatever temporary exists
