@@ -1,9 +1,12 @@
 """Dense layers and softmax: FULLY_CONNECTED, BATCH_MATMUL (Terminate), SOFTMAX, LOG_SOFTMAX (Attribute)."""
 from __future__ import annotations
 
+import numpy as np
+
 from inspector.core.layout import layout as L
 from . import hybrid
 from .conv import bias_1d
+from .fixed_point import params
 from .registry import A, X, op
 
 
@@ -22,13 +25,38 @@ def _softmax(onnx_type: str):
         beta = float(op.options.get("beta", 1.0))
         if beta != 1.0:
             x = ctx.node("Mul", [x, ctx.scalar(beta, ctx.tensor(op.inputs[0]).dtype)], 1)[0]
+        rank = ctx.tensor(op.inputs[0]).rank
         axis = L.axis_to_onnx(-1, p) if p else -1
+        if onnx_type == "Softmax" and axis % max(rank, 1) != rank - 1:
+            spelled_softmax(ctx, op, x, axis, beta)
+            return
         ctx.node(onnx_type, [x], [ctx.output(op)], axis=axis)
     return emit
 
 
+def spelled_softmax(ctx, op, x: str, axis: int, beta: float) -> None:
+    """Softmax over an axis that is not the last, as exp(x - top) / sum: ONNX Runtime's Softmax (and the
+    QLinearSoftmax it fuses from Q/DQ) transposes its input and output for such an axis, 3-4x slower on a
+    channels-first map. `top` is the row maximum; for a quantized input whose whole range is within 80 of the
+    top of its range (exp stays a normal float32), that constant instead, which leaves the DequantizeLinear one
+    consumer: ONNX Runtime then still fuses the convolution before it into an integer kernel."""
+    t = op.inputs[0]
+    got = params(ctx.sg.tensors[t].quantization) if ctx.q.active(t) else None
+    if got is not None:
+        s, zp = got
+        info = np.iinfo(ctx.sg.tensors[t].dtype)
+        ends = [beta * (info.min - zp) * s, beta * (info.max - zp) * s]
+    if got is not None and max(ends) - min(ends) <= 80:
+        top = ctx.scalar(max(ends))
+    else:
+        top = ctx.node("ReduceMax", [x, ctx.i64([axis], "axes")], 1, keepdims=1)[0]
+    e = ctx.node("Exp", [ctx.node("Sub", [x, top], 1)[0]], 1)[0]
+    ctx.node("Div", [e, ctx.node("ReduceSum", [e, ctx.i64([axis], "axes")], 1, keepdims=1)[0]], [ctx.output(op)])
+
+
 # TFLite softmax is over the last (channel) axis; on an NCHW tensor that is axis 1 (the trap of 4-D softmax).
-op("SOFTMAX", category=A, onnx="Softmax", rule=keep_layout)(_softmax("Softmax"))
+op("SOFTMAX", category=A, onnx="Softmax", rule=keep_layout,
+   notes="over an axis that is not the last in ONNX (channels-first): Exp, ReduceSum, Div")(_softmax("Softmax"))
 op("LOG_SOFTMAX", category=A, onnx="LogSoftmax", rule=keep_layout)(_softmax("LogSoftmax"))
 
 

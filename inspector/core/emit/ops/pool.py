@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
-from .fixed_point import params, per_tensor
+from .fixed_point import ONNX_FLOAT, params, per_tensor
 from .registry import I, op
+
+INT_TYPES = ("int8", "uint8")
 
 
 def _pool(onnx_type: str):
@@ -14,7 +17,24 @@ def _pool(onnx_type: str):
         o = op.options
         kernel = (o["filter_height"], o["filter_width"])
         attrs = spatial_attrs(ctx, op, op.inputs[0], kernel, (o.get("stride_h", 1), o.get("stride_w", 1)), None)
-        ctx.node(onnx_type, [ctx.input(op, 0)], [ctx.fused(op, ctx.output(op))], kernel_shape=list(kernel), **attrs)
+        dst, x = ctx.fused(op, ctx.output(op)), ctx.input(op, 0)
+        if ctx.tensor(op.inputs[0]).dtype not in INT_TYPES:
+            ctx.node(onnx_type, [x], [dst], kernel_shape=list(kernel), **attrs)
+            return
+        # A pool on stored integers runs on them as floats: ONNX Runtime's int8 and uint8 MaxPool is a generic
+        # loop ~10x slower than its float one, and every stored integer is exact in float32. In the default mode
+        # they go back through their real values and QuantizeLinear (which rounds each to itself), so that the next
+        # convolution reads a Q->DQ pair, which ONNX Runtime fuses into an integer kernel; a DequantizeLinear
+        # before the pool instead would let ONNX Runtime drop the pair around it and run its int8 pool again.
+        f = ctx.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+        m = ctx.node(onnx_type, [f], 1, kernel_shape=list(kernel), **attrs)[0]
+        t = op.outputs[0]
+        if ctx.q.exact or not ctx.q.quantized_tensor(t):
+            ctx.node("Cast", [m], [dst], to=onnx_dtype(ctx.tensor(t).dtype))
+            return
+        s, zp = per_tensor(ctx.sg.tensors[t].quantization)
+        real = ctx.node("Mul", [ctx.node("Sub", [m, ctx.scalar(zp)], 1)[0], ctx.scalar(s)], 1)[0]
+        ctx.q.quantize(t, real, dst)
     return emit
 
 
@@ -32,7 +52,8 @@ def average_pool(ctx, op):
         ties_away(ctx, op, m, kernel[0] * kernel[1], dst)
 
 
-op("MAX_POOL_2D", category=I, quantized="moves", int16_kernel=False, sign="keeps", onnx="MaxPool")(_pool("MaxPool"))
+op("MAX_POOL_2D", category=I, quantized="moves", int16_kernel=False, sign="keeps", onnx="MaxPool",
+   notes="int8/uint8: pools the integers as floats (Cast), back through QuantizeLinear")(_pool("MaxPool"))
 
 
 @op("L2_POOL_2D", category=I, onnx="LpPool")
