@@ -1,8 +1,8 @@
 """Forms chosen for ONNX Runtime's speed, each against LiteRT on non-square maps: a quantized MAX_POOL_2D runs its
 stored integers as floats (ONNX Runtime's int8/uint8 MaxPool is a slow generic loop) and hands them back through
-QuantizeLinear, so the convolution after it still fuses into an integer kernel; a SOFTMAX over the channels of a
-channels-first map is spelled out (ONNX Runtime's Softmax and QLinearSoftmax transpose for an axis that is not the
-last)."""
+QuantizeLinear where a convolution reads them, so that it fuses into an integer kernel (a CONCATENATION read by one
+too); a SOFTMAX over the channels of a channels-first map is spelled out (ONNX Runtime's Softmax and QLinearSoftmax
+transpose for an axis that is not the last)."""
 from __future__ import annotations
 
 import numpy as np
@@ -149,3 +149,34 @@ def test_convolution_before_a_channel_softmax_stays_fused(tmp_path):
     result = convert(channel_softmax(tmp_path, "int8", 1.0, 0.1, before="CONV_2D"))
     assert not nodes(result, "ReduceMax")
     assert "QLinearConv" in ort_optimised(result, tmp_path)
+
+
+def test_concatenation_read_by_a_convolution_is_handed_back_through_quantize(tmp_path):
+    """Two int8 pools -> CONCATENATION (one scale: it joins the stored integers) -> CONV_2D -> CONV_2D. The
+    joined integers reach the first convolution through QuantizeLinear, which ONNX Runtime needs to fuse it
+    (QLinearConv); the pools, read by the concatenation, come back by a Cast. The joined tensor equals LiteRT's
+    (0 steps, read unoptimised)."""
+    from inspector.core.proof.validate import run_onnx, run_tflite
+    shape, q = [1, 9, 12, 4], (0.04, 6)
+    b = ModelBuilder()
+    x = b.input("x", shape, "int8", quant=q)
+    a, _ = pool(b, x, shape, "int8", q, kernel=(2, 2), stride=(1, 1))
+    p3 = b.tensor("p3", shape, "int8", quant=q)
+    b.op("MAX_POOL_2D", [x], [p3], {"padding": "SAME", "filter_height": 3, "filter_width": 3, "stride_h": 1,
+                                    "stride_w": 1})
+    cat = b.tensor("cat", [1, 9, 12, 8], "int8", quant=q)
+    b.op("CONCATENATION", [a, p3], [cat], {"axis": 3, "fused_activation_function": "NONE"})
+    c = conv(b, cat, [1, 9, 12, 8], q[0], 5, (0.4, -2))
+    y = conv(b, c, [1, 9, 12, 5], 0.4, 3, (0.6, 1), k=1, name="y")
+    b.output(y)
+    graph = save(b, tmp_path)
+    result = convert(graph)
+    producers = {o: n.op_type for n in result.model.graph.node for o in n.output}
+    assert producers["cat"] == "QuantizeLinear" and producers["p"] == producers["p3"] == "Cast"
+    assert ort_optimised(result, tmp_path).count("QLinearConv") == 1
+    xs = RNG.integers(-128, 128, shape).astype(np.int8)
+    ref = run_tflite(graph, [xs])
+    feeds = {result.trace.tensor_values[graph.main.inputs[0]][0]: np.transpose(xs, result.plan.perm(0, 4))}
+    got = run_onnx(result.model, feeds, extra=["cat"])["cat"]
+    t = next(i for i, ten in enumerate(graph.main.tensors) if ten.name == "cat")
+    np.testing.assert_array_equal(np.transpose(got, np.argsort(result.plan.perm(t, 4))), ref[t])

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
 from .fixed_point import ONNX_FLOAT, params, per_tensor
@@ -22,19 +21,10 @@ def _pool(onnx_type: str):
             ctx.node(onnx_type, [x], [dst], kernel_shape=list(kernel), **attrs)
             return
         # A pool on stored integers runs on them as floats: ONNX Runtime's int8 and uint8 MaxPool is a generic
-        # loop ~10x slower than its float one, and every stored integer is exact in float32. In the default mode
-        # they go back through their real values and QuantizeLinear (which rounds each to itself), so that the next
-        # convolution reads a Q->DQ pair, which ONNX Runtime fuses into an integer kernel; a DequantizeLinear
-        # before the pool instead would let ONNX Runtime drop the pair around it and run its int8 pool again.
+        # loop ~10x slower than its float one, and every stored integer is exact in float32. (A DequantizeLinear
+        # before a float pool would let ONNX Runtime drop the Q/DQ around it and run its int8 pool again.)
         f = ctx.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
-        m = ctx.node(onnx_type, [f], 1, kernel_shape=list(kernel), **attrs)[0]
-        t = op.outputs[0]
-        if ctx.q.exact or not ctx.q.quantized_tensor(t):
-            ctx.node("Cast", [m], [dst], to=onnx_dtype(ctx.tensor(t).dtype))
-            return
-        s, zp = per_tensor(ctx.sg.tensors[t].quantization)
-        real = ctx.node("Mul", [ctx.node("Sub", [m, ctx.scalar(zp)], 1)[0], ctx.scalar(s)], 1)[0]
-        ctx.q.quantize(t, real, dst)
+        ctx.q.integers_back(op.outputs[0], ctx.node(onnx_type, [f], 1, kernel_shape=list(kernel), **attrs)[0], dst)
     return emit
 
 
@@ -53,7 +43,7 @@ def average_pool(ctx, op):
 
 
 op("MAX_POOL_2D", category=I, quantized="moves", int16_kernel=False, sign="keeps", onnx="MaxPool",
-   notes="int8/uint8: pools the integers as floats (Cast), back through QuantizeLinear")(_pool("MaxPool"))
+   notes="int8/uint8: pools the integers as floats (Cast), back by Cast or QuantizeLinear")(_pool("MaxPool"))
 
 
 @op("L2_POOL_2D", category=I, onnx="LpPool")

@@ -26,14 +26,16 @@ import weakref
 import numpy as np
 
 from inspector.core.layout import layout as L
+from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.graph import Quantization, Tensor
 from .exact_int import Exact
-from .fixed_point import ONNX_FLOAT, params
+from .fixed_point import ONNX_FLOAT, params, per_tensor
 from .registry import OPS
 
 ACT_TYPES = ("int8", "uint8", "int16")
 CONST_TYPES = ("int8", "uint8", "int16", "int32", "int64")
+FUSED_READERS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 NATIVE = {"int8": 10, "uint8": 10, "int32": 10, "int16": 21}      # first opset with Q/DQ for the type
 
 
@@ -90,6 +92,7 @@ class QDQ:
         self.ex = Exact(self)
         self.const_axes: dict[int, int] = {}     # per-channel constant -> its channel axis as stored in ONNX
         self.fp16_src: dict[int, int] = {}       # folded DEQUANTIZE output -> its float16 constant
+        self._consumers: dict[int, list[int]] | None = None     # integers_back's, built on first use
         for o in sg.ops:
             if o.opcode == "DEQUANTIZE" and o.inputs and o.inputs[0] >= 0 \
                     and sg.tensors[o.inputs[0]].dtype == "float16" and o.outputs[0] in em.constants:
@@ -133,6 +136,40 @@ class QDQ:
                 return False
             keys.add((ten.dtype, p))
         return len(keys) == 1 and (spec.int16_kernel or "int16" not in {k[0] for k in keys})
+
+    def fences(self, t: int) -> bool:
+        """Should a raw op's stored integers t reach their reader through QuantizeLinear? Yes in the default mode
+        when t's one reader is a convolution or dense layer that ONNX Runtime can then fuse into an integer kernel:
+        on x86 it does so only after rewriting the int8 Q->DQ pairs on both sides to uint8, and it rewrites a pair
+        only where the QuantizeLinear has that one DequantizeLinear reader. A raw op's output is no such pair; the
+        reader's own output must be one too (read by one op, through DequantizeLinear)."""
+        em = self.em
+        if self.exact or t not in self.q or em.sg.tensors[t].dtype not in ("int8", "uint8") \
+                or params(em.sg.tensors[t].quantization) is None:
+            return False
+        if self._consumers is None:
+            self._consumers = em.sg.consumers()
+        consumers = self._consumers
+
+        def one_reader(u: int):
+            readers = consumers.get(u, [])
+            return em.sg.ops[readers[0]] if len(readers) == 1 and u not in em.sg.outputs else None
+
+        reader = one_reader(t)
+        if reader is None or reader.opcode not in FUSED_READERS or not reader.outputs:
+            return False
+        after = one_reader(reader.outputs[0])
+        return after is not None and not self._raw_op(after)
+
+    def integers_back(self, t: int, f: str, out: str) -> str:
+        """Tensor t's stored integers from `f`, the same integers as float32 (a raw op run in float): by a Cast,
+        or where `fences(t)`, through t's real values and QuantizeLinear, which rounds each back to itself."""
+        em, ten = self.em, self.em.sg.tensors[t]
+        if not self.fences(t):
+            return em.node("Cast", [f], [out], to=onnx_dtype(ten.dtype))[0]
+        s, zp = per_tensor(ten.quantization)
+        real = em.node("Mul", [em.node("Sub", [f, em.scalar(zp)], 1)[0], em.scalar(s)], 1)[0]
+        return self.quantize(t, real, out)
 
     def quantized_tensor(self, t: int) -> bool:
         return t in self.q

@@ -9,6 +9,7 @@ from onnx import TensorProto
 from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
 from inspector.core.layout.propagation import choose_layout
+from .fixed_point import ONNX_FLOAT
 from .nn import keep_layout
 from .registry import A, T, X, op
 
@@ -147,11 +148,18 @@ def agree_rule(op, sg, in_perms, out_pin):
     return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
 
 
-@op("CONCATENATION", category=A, quantized="moves", sign="keeps", complex_pairs=True, onnx="Concat", rule=agree_rule)
+@op("CONCATENATION", category=A, quantized="moves", sign="keeps", complex_pairs=True, onnx="Concat", rule=agree_rule,
+    notes="int8/uint8 read by a convolution: back through QuantizeLinear (so that it fuses)")
 def concatenation(ctx, op):
     p = ctx.plan.produced.get((op.index, 0), L.identity(ctx.tensor(op.outputs[0]).rank))
     names = [ctx.input(op, s, p) for s in range(len(op.inputs))]
-    ctx.node("Concat", names, [ctx.fused(op, ctx.output(op))], axis=L.axis_to_onnx(op.options["axis"], p))
+    dst, axis = ctx.fused(op, ctx.output(op)), L.axis_to_onnx(op.options["axis"], p)
+    if not (ctx.tensor(op.outputs[0]).dtype in ("int8", "uint8") and ctx.q.fences(op.outputs[0])):
+        ctx.node("Concat", names, [dst], axis=axis)
+        return
+    # stored integers read by a convolution: handed back through QuantizeLinear (qdq.Quant.integers_back)
+    f = ctx.node("Cast", [ctx.node("Concat", names, 1, axis=axis)[0]], 1, to=ONNX_FLOAT)[0]
+    ctx.q.integers_back(op.outputs[0], f, dst)
 
 
 def const_operand_rule(*slots: int):
