@@ -178,3 +178,53 @@ def test_a_placement_reading_only_what_changed_lays_out_as_one_reading_all(tmp_p
         shown = (vg, laid)
     assert taken == 7 and fast.pos == slow.pos
     assert rerun_child.WINDOW.got               # (the views crossed as changes)
+
+
+def plain_box(n, i: int, inits: dict) -> Node:
+    """A node's box read attribute by attribute, as _onnx_node did before it kept each kind of node's lines."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute
+             if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.TENSOR)}
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+    consts = [graph_model._const_line(n.op_type, slot, tuple(inits[name].dims),
+                                      helper.tensor_dtype_to_np_dtype(inits[name].data_type).name)
+              for slot, name in enumerate(n.input) if name in inits]
+    name = graph_model.onnx_node_name(n, i)
+    return Node(name, "op", n.op_type, graph_model.attr_lines(attrs) + graph_model._capped(consts),
+                search=name + " " + " ".join(n.output), attrs=graph_model.attr_pairs(attrs),
+                subgraphs=[a.name for a in n.attribute
+                           if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)])
+
+
+def test_boxes_of_one_kind_of_node_read_once_equal_each_read_alone():
+    """_onnx_node works out each kind of node's lines once (op type, attributes, the initializers' types and dims):
+    nodes that differ in any of them, in their names, or in a body or tensor attribute, each get their own."""
+    m = odd_graph()
+    g = m.graph
+    extra = [numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float16), "W16"),
+             numpy_helper.from_array(np.ones((2, 3, 5, 3), np.float32), "W2")]
+    g.initializer.extend(extra)
+    g.node.extend([helper.make_node("Conv", ["x", "W"], ["c2"], name="same", pads=[1, 1, 1, 1]),
+                   helper.make_node("Conv", ["x", "W"], ["c3"], name="pads", pads=[0, 1, 0, 1]),
+                   helper.make_node("Conv", ["x", "W16"], ["c4"], name="half", pads=[1, 1, 1, 1]),
+                   helper.make_node("Conv", ["x", "W2"], ["c5"], name="dims", pads=[1, 1, 1, 1]),
+                   helper.make_node("Conv", ["W", "x"], ["c6"], name="slot", pads=[1, 1, 1, 1]),
+                   helper.make_node("Resize", ["x"], ["rs"], name="mode", mode="nearest"),
+                   helper.make_node("Resize", ["x"], ["rl"], name="linear", mode="linear"),
+                   helper.make_node("Constant", [], ["k1"], value=numpy_helper.from_array(np.ones(3, np.float32))),
+                   helper.make_node("Constant", [], ["k2"], value=numpy_helper.from_array(np.zeros(5, np.int64))),
+                   helper.make_node("If", ["cond"], ["o"], name="if", then_branch=g.node[-1].attribute[0].g,
+                                    else_branch=g.node[-1].attribute[0].g)])
+    inits = {t.name: t for t in g.initializer}
+    graph_model._CONTENT.clear()
+    got = [graph_model._onnx_node(n, i, inits) for i, n in enumerate(g.node)]
+    again = [graph_model._onnx_node(n, i, inits) for i, n in enumerate(g.node)]      # from what was kept
+    want = [plain_box(n, i, inits) for i, n in enumerate(g.node)]
+    assert got == want and again == want
+    assert len(graph_model._CONTENT) < len(g.node)              # the same kinds of node read once
+    lines = {n.key: n.lines for n in got}
+    assert lines["same"] == lines["conv2"] != lines["pads"]
+    assert "float16" in " ".join(lines["half"]) and "2×3×5×3" in " ".join(lines["dims"])
+    assert lines["mode"] != lines["linear"] and next(n for n in got if n.key == "if").subgraphs == [
+        "else_branch", "then_branch"]
+    got[0].lines.append("changed")                              # a box's lines are its own
+    assert graph_model._onnx_node(g.node[0], 0, inits).lines == want[0].lines

@@ -344,26 +344,48 @@ def _fields(n) -> tuple:
     return n.op_type, tuple(n.input), tuple(n.output), bool(n.name), perm
 
 
+_SKIPPED = (5, 10, 4)                # AttributeProto GRAPH, GRAPHS, TENSOR: not drawn (a body's name is)
+_CONTENT: dict[tuple, tuple] = {}   # (op type, attributes, initializers read) -> (lines, attrs, bodies)
+_DTYPES: dict[int, str] = {}        # TensorProto data type -> numpy's name for it
+
+
 def _onnx_node(n, i: int, inits: dict) -> Node:
-    import onnx
+    """A node's box. What it draws besides its names depends only on its op type, attributes and the types and
+    dims of the initializers it reads: a big model has few such kinds of node, each worked out once."""
+    ins = n.input
+    consts = tuple((slot, inits[name].data_type, tuple(inits[name].dims)) for slot, name in enumerate(ins)
+                   if name in inits)
+    key = (n.op_type, tuple(a.name if a.type in _SKIPPED else a.SerializeToString() for a in n.attribute), consts)
+    content = _CONTENT.get(key)
+    if content is None:
+        content = _CONTENT[key] = _onnx_content(n, consts)
+    lines, attrs, bodies = content
+    name = onnx_node_name(n, i)
+    return Node(name, "op", n.op_type, list(lines), search=name + " " + " ".join(n.output), subgraphs=list(bodies),
+                attrs=attrs)
+
+
+def _onnx_content(n, consts: tuple) -> tuple:
+    """(lines, attribute pairs, body names) of a node's box (see _onnx_node)."""
     from onnx import helper
     attrs = {}
     for a in n.attribute:
-        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS, onnx.AttributeProto.TENSOR):
+        if a.type in _SKIPPED:
             continue
         v = helper.get_attribute_value(a)
         attrs[a.name] = v.decode() if isinstance(v, bytes) else v
-    consts = []
-    for slot, name in enumerate(n.input):
-        if name in inits:
-            t = inits[name]
-            dtype = helper.tensor_dtype_to_np_dtype(t.data_type).name
-            consts.append(_const_line(n.op_type, slot, tuple(t.dims), dtype))
-    lines = attr_lines(attrs) + _capped(consts)
-    name = onnx_node_name(n, i)
-    bodies = [a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
-    return Node(name, "op", n.op_type, lines, search=name + " " + " ".join(n.output), subgraphs=bodies,
-                attrs=attr_pairs(attrs))
+    lines = attr_lines(attrs) + _capped([_const_line(n.op_type, slot, dims, _dtype_name(data_type))
+                                         for slot, data_type, dims in consts])
+    bodies = [a.name for a in n.attribute if a.type in _SKIPPED[:2]]
+    return lines, attr_pairs(attrs), bodies
+
+
+def _dtype_name(data_type: int) -> str:
+    name = _DTYPES.get(data_type)
+    if name is None:
+        from onnx import helper
+        name = _DTYPES[data_type] = helper.tensor_dtype_to_np_dtype(data_type).name
+    return name
 
 
 _BLOBS: list = []                   # the message class of _entries (made once)
@@ -413,8 +435,9 @@ def from_onnx(model, graph=None) -> ViewGraph:
     value's bytes): a Python loop over every node and edge was most of a re-run's view."""
     import onnx
     g = graph if graph is not None else model.graph
-    if len(_FIELDS) > 200_000 or len(_VALUES) > 200_000 or len(_PLAIN) > 200_000 or len(_NODES) > 200_000:
-        for cache in (_FIELDS, _VALUES, _TYPES, _PLAIN, _NODES, _BY_INITS):
+    if len(_FIELDS) > 200_000 or len(_VALUES) > 200_000 or len(_PLAIN) > 200_000 or len(_NODES) > 200_000 \
+            or len(_CONTENT) > 200_000:
+        for cache in (_FIELDS, _VALUES, _TYPES, _PLAIN, _NODES, _BY_INITS, _CONTENT):
             cache.clear()
         _TEXTS.clear()
         _TEXTS[None] = ""
