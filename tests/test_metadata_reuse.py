@@ -113,3 +113,81 @@ def test_reread_keeps_records_and_reads_the_edited_ones_again():
     assert memo.reread(before, model, set()) is None
     assert changed({"a": (1, 2), "b": 1}, {"a": (1, 3), "c": 1}) == {"a", "b", "c"}
     assert changed({"a": [1, 2], "b": [1]}, {"a": [1, 2], "c": [1]}) == {"b", "c"}     # unhashable: the loop
+
+
+def full_value(data: bytes) -> tuple:
+    """What a Value record says, read from the whole ValueInfoProto (as parsed.Value did before it read only the
+    name and the type's bytes)."""
+    import onnx
+    vi = onnx.ValueInfoProto.FromString(data)
+    tt, dims = vi.type.tensor_type, vi.type.tensor_type.shape.dim
+    tensor = vi.type.HasField("tensor_type")
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims) \
+        if tensor and tt.HasField("shape") else None
+    plain = onnx.ValueInfoProto.FromString(data)
+    plain.type.ClearField("denotation")
+    for d in plain.type.tensor_type.shape.dim:
+        d.ClearField("denotation")
+    marked = vi.type.HasField("denotation") or any(d.HasField("denotation") for d in dims)
+    return (vi.name, tensor, vi.type.denotation, tt.elem_type, shape, tuple(d.denotation for d in dims),
+            plain.SerializeToString() if marked else data)
+
+
+def test_records_read_field_by_field_equal_the_whole_message():
+    """parsed.Value reads a value's name and its type's bytes (each distinct type once), parsed.Node its names and
+    keeps its attributes' bytes until asked: both say what the whole message says, for denoted, symbolic,
+    typeless, non-tensor and twice-typed values, and for nodes with and without attributes."""
+    import onnx
+    from onnx import TensorProto, helper
+    vis = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 3, 5, 7]),
+           helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 3, 5, 7]),            # a's type again
+           helper.make_tensor_value_info("c", TensorProto.INT64, ["n", 2, None]),
+           helper.make_tensor_value_info("d", TensorProto.FLOAT, None),                     # no shape
+           onnx.ValueInfoProto(name="e"),                                                   # no type at all
+           helper.make_tensor_sequence_value_info("f", TensorProto.FLOAT, [2, 3])]
+    denoted = helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 3, 5, 7])
+    denoted.type.denotation = "TENSOR"
+    denoted.type.tensor_type.shape.dim[1].denotation = "DATA_CHANNEL"
+    blank = helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 3, 5, 7])
+    blank.type.denotation = ""                                  # set, though empty: still written
+    blobs = [vi.SerializeToString() for vi in [*vis, denoted, blank]]
+    twice = helper.make_tensor_value_info("i", TensorProto.FLOAT, [2, 3])
+    other = onnx.ValueInfoProto(type=helper.make_tensor_type_proto(TensorProto.INT8, [4, 5, 6]))
+    blobs.append(twice.SerializeToString() + other.SerializeToString())     # two type fields: merged
+    parsed._TYPES.clear()
+    for data in blobs + blobs:                                  # the second time from what was kept
+        v = parsed.Value(data)
+        assert (v.name, v.tensor, v.denotation, v.elem_type, v.shape, v.dims, v.type_key) == full_value(data)
+    assert parsed.Value(blobs[-1]).shape == (2, 3, 4, 5, 6)              # (repeated dims merged: appended)
+    nodes = [helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 2, 3, 1]),
+             helper.make_node("Relu", ["y"], ["z"]),
+             helper.make_node("Conv", ["z", "w", ""], ["c"], domain="com.microsoft", pads=[1, 2, 1, 2])]
+    for n in nodes:
+        rec = parsed.Node(n.SerializeToString())
+        assert (rec.op_type, rec.domain, rec.name, rec.input, rec.output) == (
+            n.op_type, n.domain, n.name, tuple(n.input), tuple(n.output))
+        assert list(rec.attribute) == list(n.attribute) and list(rec.attribute) == list(n.attribute)
+
+
+def test_an_open_checks_from_what_its_metadata_pass_read(tmp_path, monkeypatch):
+    """The open's conversion (loader_job.convert_and_lay_out, as in the child) lists the findings a checker from
+    scratch lists, reading the model whole once (the pass's reading reused, as after a pin)."""
+    from inspector.core.io.tflite_builder import ModelBuilder
+    from inspector.gui import loader_job
+    b = ModelBuilder()
+    w = b.const("w", np.full((3, 3, 3, 3), 0.01, np.float32))
+    x = b.input("x", [1, 5, 7, 3])
+    y, z = b.tensor("y", [1, 5, 7, 3]), b.tensor("z", [1, 5, 7, 3])
+    b.op("CONV_2D", [x, w, b.const("b", np.zeros(3, np.float32))], [y], {"padding": "SAME"})
+    b.op("RELU", [y], [z])
+    b.output(z)
+    graph = load_model(b.save(tmp_path / "m.tflite"))
+    calls = []
+    real = parsed.Memo.parts
+    monkeypatch.setattr(parsed.Memo, "parts", lambda self, model: calls.append(1) or real(self, model))
+    result, _notes, _vg, _layout = loader_job.convert_and_lay_out(graph, Reconverter(), False)
+    monkeypatch.undo()
+    assert len(calls) == 1
+    fresh = Linter(Memo()).lint(result.model)
+    assert [(f.message, f.code, f.severity) for f in result.findings] == [(f.message, f.code, f.severity)
+                                                                         for f in fresh]

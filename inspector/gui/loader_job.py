@@ -151,10 +151,12 @@ def convert_and_lay_out(source, converter=None, lay_out: bool = True):
     try:
         # the full onnx checker holds the GIL throughout (serialising and checking the whole model), which
         # froze the window when it ran in a thread of it; there it is left to export, as after a pin
-        outcome = incremental(converter).run(graph, metadata_failure_is_note=True, check=child)
+        # the metadata pass's reading kept: the checker then reads again only what the pass changed
+        outcome = incremental(converter).run(graph, metadata_failure_is_note=True, check=child, keep_reading=True)
     except InspectorError as e:         # as text: exception classes with custom __init__ do not unpickle
         return str(e)
-    result = with_findings(outcome.result)
+    result = with_findings(outcome.result, outcome.reading)
+    outcome.reading = None              # (it holds a Propagator)
     result.transposes                   # counted here: the GUI thread shows the result with it
     vg = graph_model.from_onnx(result.model)
     layout = graph_layout.compute(vg) if lay_out else None     # not for a model that opens collapsed (folding)

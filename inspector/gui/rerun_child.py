@@ -194,9 +194,9 @@ def findings_of(model, since=None) -> list:
         return [Finding("", f"checker failed: {e}")]
 
 
-def with_findings(result):
-    """The result with findings_of its model as its `findings`."""
-    return replace(result, findings=findings_of(result.model))
+def with_findings(result, since=None):
+    """The result with findings_of its model as its `findings` (`since`: see findings_of)."""
+    return replace(result, findings=findings_of(result.model, since))
 
 
 STRIP_BYTES = 64 << 10        # weights this big come back from the child as name, type and dims only (a model of

@@ -15,22 +15,56 @@ from typing import Any
 from onnx import NodeProto, ValueInfoProto
 
 
+_LITE: dict = {}        # message name -> a class reading only some fields of a NodeProto / ValueInfoProto (_lite)
+
+
+def _lite(name: str):
+    """A proto2 message class with NodeProto's (NodeFields) or ValueInfoProto's (ValueFields) field numbers for
+    what a record needs; bytes fields where the record keeps the wire form (a node's attributes, a value's type).
+    Reading the full message's fields built a Python object per nested message and most of the pass's time."""
+    cls = _LITE.get(name)
+    if cls is None:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        F = descriptor_pb2.FieldDescriptorProto
+        fd = descriptor_pb2.FileDescriptorProto(name="inspector_parsed_fields.proto", package="inspector_parsed")
+        for message, fields in (("NodeFields", (("input", 1, F.TYPE_STRING), ("output", 2, F.TYPE_STRING),
+                                                ("name", 3, F.TYPE_STRING), ("op_type", 4, F.TYPE_STRING),
+                                                ("attribute", 5, F.TYPE_BYTES), ("domain", 7, F.TYPE_STRING))),
+                                ("ValueFields", (("name", 1, F.TYPE_STRING), ("type", 2, F.TYPE_BYTES)))):
+            m = fd.message_type.add(name=message)
+            for field, number, kind in fields:
+                repeated = field in ("input", "output", "attribute", "type")   # (type: to see a repeated one)
+                m.field.add(name=field, number=number, type=kind,
+                            label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fd)
+        for message in ("NodeFields", "ValueFields"):
+            _LITE[message] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"inspector_parsed.{message}"))
+        cls = _LITE[name]
+    return cls
+
+
 class Node:
     """A node's fields, read from a private copy (a record may outlive its model; it must not keep it alive).
-    A big node (a Constant holding weights) keeps its attributes only as `data`, the bytes that key it in the Memo
-    anyway, and parses them when asked: a parsed copy kept beside the bytes was a second copy of the weights."""
+    Its attributes are parsed from `data`, the bytes that key it in the Memo anyway, when first asked for (few
+    rules read any); a big node (a Constant holding weights) parses them each time: a parsed copy kept beside the
+    bytes was a second copy of the weights."""
     __slots__ = ("op_type", "domain", "input", "output", "_attribute", "name", "data")
 
     def __init__(self, data: bytes):
-        n = NodeProto.FromString(data)
+        n = _lite("NodeFields").FromString(data)
         self.op_type, self.domain, self.name, self.data = n.op_type, n.domain, n.name, data
-        self._attribute = n.attribute if len(data) <= BIG_NODE else None
+        self._attribute = None if n.attribute else ()
         self.input, self.output = tuple(n.input), tuple(n.output)
 
     @property
     def attribute(self):
         a = self._attribute
-        return a if a is not None else NodeProto.FromString(self.data).attribute
+        if a is None:
+            a = NodeProto.FromString(self.data).attribute
+            if len(self.data) <= BIG_NODE:
+                self._attribute = a
+        return a
 
 
 BIG_NODE = 64 << 10
@@ -38,24 +72,47 @@ BIG_NODE = 64 << 10
 
 class Value:
     """A value info: `shape` None without a tensor shape, else one int per axis (None where symbolic);
-    `dims` the raw dimension denotations; `type_key` its bytes without any denotation (what shape inference reads)."""
+    `dims` the raw dimension denotations; `type_key` its bytes without any denotation (what shape inference reads).
+    What it says of its type is read once per distinct type (a model's values share a few)."""
     __slots__ = ("name", "tensor", "denotation", "elem_type", "shape", "dims", "type_key")
 
     def __init__(self, data: bytes):
-        vi = ValueInfoProto.FromString(data)
-        self.name, self.tensor, self.denotation = vi.name, vi.type.HasField("tensor_type"), vi.type.denotation
-        tt = vi.type.tensor_type
-        self.elem_type = tt.elem_type
-        dims = tt.shape.dim
-        self.dims = tuple(d.denotation for d in dims)
-        self.shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims) \
-            if self.tensor and tt.HasField("shape") else None
-        if vi.type.HasField("denotation") or any(d.HasField("denotation") for d in dims):
-            vi.type.ClearField("denotation")        # proto2: a field set to "" is still written
-            for d in dims:
-                d.ClearField("denotation")
-            data = vi.SerializeToString()
-        self.type_key = data
+        v = _lite("ValueFields").FromString(data)
+        types = v.type
+        read = _TYPES.get(types[0]) if len(types) == 1 else None
+        if read is None:
+            read = _type_of(data)
+            if len(types) == 1:
+                if len(_TYPES) > 100_000:
+                    _TYPES.clear()
+                _TYPES[types[0]] = read
+        self.name = v.name
+        self.tensor, self.denotation, self.elem_type, self.dims, self.shape, marked = read
+        self.type_key = data if not marked else _undenoted(data)
+
+
+_TYPES: dict[bytes, tuple] = {}     # a value's TypeProto bytes -> what Value reads of it (_type_of)
+
+
+def _type_of(data: bytes) -> tuple:
+    """(tensor, denotation, elem_type, dims, shape, whether any denotation is set) of a ValueInfoProto's type."""
+    vi = ValueInfoProto.FromString(data)
+    tensor, denotation = vi.type.HasField("tensor_type"), vi.type.denotation
+    tt = vi.type.tensor_type
+    dims = tt.shape.dim
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims) \
+        if tensor and tt.HasField("shape") else None
+    marked = vi.type.HasField("denotation") or any(d.HasField("denotation") for d in dims)
+    return tensor, denotation, tt.elem_type, tuple(d.denotation for d in dims), shape, marked
+
+
+def _undenoted(data: bytes) -> bytes:
+    """A ValueInfoProto's bytes without its type's and dimensions' denotations."""
+    vi = ValueInfoProto.FromString(data)
+    vi.type.ClearField("denotation")        # proto2: a field set to "" is still written
+    for d in vi.type.tensor_type.shape.dim:
+        d.ClearField("denotation")
+    return vi.SerializeToString()
 
 
 @dataclass(frozen=True)
