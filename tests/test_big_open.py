@@ -139,3 +139,57 @@ def test_the_childs_layout_runs_without_collections_and_gives_the_collector_back
             assert during.pop() is False and gc.isenabled() is on and len(pos) == 60
     finally:
         gc.enable()
+
+
+def test_the_child_starts_converting_before_the_window_reads_the_model(tmp_path, monkeypatch):
+    """An open that converts in the child submits it as soon as the file's header gives the op count: the child
+    reads and converts while the window reads the model and draws its TFLite pane. A folding open has the child
+    skip the ONNX layout as before; a file whose header cannot be read opens (or fails) as before."""
+    from inspector.core.io import tflite_reader
+    from inspector.gui import folding
+    pool = child_pool(monkeypatch, Pool())
+    path = str(chain(tmp_path / "chain.tflite", 31))
+    assert tflite_reader.op_count(path) == 31 == len(tflite_reader.read_tflite(path).main.ops)
+    monkeypatch.setattr(loader_job.LoadJob, "PROCESS_OPS", 20)
+    order, real = [], loader_job.read_tflite
+    monkeypatch.setattr(loader_job, "read_tflite", lambda p: order.append(list(pool.calls)) or real(p))
+    lay_out = []
+    convert = loader_job.convert_and_lay_out
+
+    def convert_and_lay_out(src, conv=None, lay=True):
+        lay_out.append(lay)
+        return convert(src, conv, lay)
+    monkeypatch.setattr(loader_job, "convert_and_lay_out", convert_and_lay_out)
+    for folds_from in (10_000, 25):
+        monkeypatch.setattr(loader_job, "FOLD_OPS", folds_from)
+        got = []
+        job = loader_job.LoadJob(path)
+        job.signals.onnxReady.connect(lambda doc, vg, layout: got.append((doc, vg, layout)))
+        job.signals.failed.connect(lambda msg, details: got.append(msg))
+        job.run()
+        assert order[-1][0] == "convert_and_lay_out"                # submitted before the window's read
+        assert len(got) == 1 and not isinstance(got[0], str)
+        doc, vg, layout = got[0]
+        assert lay_out[-1] == (folds_from > 31) == (layout is not None) and job.folds == (folds_from <= 31)
+        assert doc.result.transposes == 0 and vg.op_count == 31
+    order.clear()
+    pool.calls.clear()
+    job = loader_job.LoadJob(path, convert=False)                # nothing to convert: nothing submitted
+    job.run()
+    assert order == [[]] and pool.calls == []
+    monkeypatch.setattr(loader_job, "PROCESS_BYTES", 100)        # a big file: its header is not read, it is
+    got = []                                                     # submitted once read, folded as it reads
+    job = loader_job.LoadJob(path)
+    job.signals.onnxReady.connect(lambda doc, vg, layout: got.append(layout))
+    job.run()
+    assert order[-1] == [] and pool.calls[0] == "convert_and_lay_out" and lay_out[-1] is False and got == [None]
+    monkeypatch.setattr(loader_job, "PROCESS_BYTES", 64 << 20)
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(open(path, "rb").read()[:200])               # cut short: no op count, the read says why
+    assert tflite_reader.op_count(bad) == 0
+    pool.calls.clear()
+    failed = []
+    job = loader_job.LoadJob(str(bad))
+    job.signals.failed.connect(lambda msg, details: failed.append(msg))
+    job.run()
+    assert failed and "convert_and_lay_out" not in pool.calls

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QRunnable, Signal
 
 from inspector.core.ir.errors import InspectorError
 from inspector.core.io.loader import sniff
-from inspector.core.io.tflite_reader import read_tflite
+from inspector.core.io.tflite_reader import op_count, read_tflite
 from inspector.core.session.layers import conversion_layers, graph_layers
 from inspector.core.session.session import file_sha256
 
@@ -126,13 +126,14 @@ def received(outcome) -> tuple:
 PROCESS_BYTES = 64 << 20      # a file this big converts in the child too: its weights' copies hold the GIL
 
 
-def in_child(path: str, graph) -> bool:
-    """Convert (and re-run) in the forkserver child rather than a thread of the window's process."""
+def in_child(path: str, graph=None, ops: int | None = None) -> bool:
+    """Convert (and re-run) in the forkserver child rather than a thread of the window's process. The op count is
+    `graph`'s, or `ops` (the file's, before it is read: tflite_reader.op_count)."""
     try:
         size = os.path.getsize(path)
     except OSError:
         size = 0
-    return len(graph.main.ops) >= LoadJob.PROCESS_OPS or size >= PROCESS_BYTES
+    return (len(graph.main.ops) if graph is not None else ops or 0) >= LoadJob.PROCESS_OPS or size >= PROCESS_BYTES
 
 
 def convert_and_lay_out(source, converter=None, lay_out: bool = True):
@@ -268,17 +269,15 @@ class LoadJob(QRunnable):
             file_sha256(self.path)          # as below: before the window gets the model
             self._onnx(doc)
             return
-        graph = read_tflite(self.path)
-        self.folds = len(graph.main.ops) >= FOLD_OPS
         taken: list = []                # the early conversion's result was taken (its exchange then settles the child)
         with ExitStack() as turn:
-            early = None
-            if self.convert and in_child(self.path, graph):
-                # the child converts while this thread draws the TFLite pane and builds its layers (2 cores: the
-                # 50,000-op chain's both panes a few seconds sooner); the child is this window's until it answers
-                turn.enter_context(CHILD_TURN)
-                early = executor().submit(convert_and_lay_out, self.path, None, not self.folds)
-                turn.callback(lambda: taken or _settle_later())     # not waited for: cancelled, or failed
+            early = self._early(turn, taken)
+            graph = read_tflite(self.path)
+            if early is not None and self.folds != (len(graph.main.ops) >= FOLD_OPS):
+                raise InspectorError(f"{os.path.basename(self.path)} changed while it was being opened")
+            self.folds = len(graph.main.ops) >= FOLD_OPS
+            if early is None and self.convert and in_child(self.path, graph):
+                early = self._early(turn, taken, graph)
             shown = self._tflite_pane(graph)
             if shown is None:
                 return
@@ -308,6 +307,27 @@ class LoadJob(QRunnable):
         doc.onnx_categories()               # both panes' colours, worked out here rather than on the GUI thread
         doc.layers = self._layers(doc.layers, result, vg)
         self._emit(s.onnxReady, doc, vg, layout)
+
+    def _early(self, turn: ExitStack, taken: list, graph=None):
+        """The conversion submitted to the child, which converts while this thread reads the model (without `graph`:
+        its op count from the file's header, for a file under PROCESS_BYTES), draws the TFLite pane and builds its
+        layers (2 cores: the 50,000-op chain's both panes seconds sooner); None when it converts here. The child is
+        this window's until it answers."""
+        if graph is None:
+            try:
+                small = os.path.getsize(self.path) < PROCESS_BYTES
+            except OSError:
+                small = False
+            if not (self.convert and small):        # (a big file: submitted once read, whatever its op count)
+                return None
+            ops = op_count(self.path)
+            if not in_child(self.path, ops=ops):
+                return None
+            self.folds = ops >= FOLD_OPS
+        turn.enter_context(CHILD_TURN)
+        early = executor().submit(convert_and_lay_out, self.path, None, not self.folds)
+        turn.callback(lambda: taken or _settle_later())     # not waited for: cancelled, or failed
+        return early
 
     @staticmethod
     def _layers(layers: Layers, result, vg) -> Layers:

@@ -666,6 +666,20 @@ def read_tflite(path: str | Path) -> Graph:
     return read_tflite_bytes(_read_file(path), path)
 
 
+def op_count(path: str | Path) -> int:
+    """The main subgraph's op count from the file's root tables alone (a window starts converting a big model in
+    its child before it has read the model itself); 0 when they cannot be read (read_tflite then says why)."""
+    try:
+        buf = _read_file(str(path))
+        if buf[4:8] != b"TFL3":
+            return 0
+        subgraphs = _Table(buf, _U32(buf, 0)[0], _M).tables("Subgraphs", "subgraphs", len(buf), _SG)
+        p = subgraphs[0].table("Operators") if subgraphs else 0
+        return _U32(buf, p)[0] if p else 0
+    except Exception:       # noqa: BLE001 - any damage: the full read reports it
+        return 0
+
+
 def _read_file(path: str) -> bytes:
     """The file's bytes, with one open and one read, through the guarded opener (a FIFO or device is refused)."""
     return read_input(path, what="model")
