@@ -132,3 +132,23 @@ def test_shape_view_drops_only_large_weights_and_propagates_the_same_denotations
     full, lite = Propagator(model).run(seeds), Propagator(view).run(seeds)
     assert full[0] == lite[0] and [f.message for f in full[1]] == [f.message for f in lite[1]]
     assert full[0][model.graph.output[0].name] == seeds[model.graph.input[0].name]
+
+
+def test_nodes_match_the_helper_byte_for_byte_with_their_attribute_sets_kept():
+    """make_node keeps each set of attributes' wire form: values the cache could confuse (1, 1.0 and True; 0.0 and
+    -0.0; NaN; an int list and a float list with equal values; numpy ints) each give what helper.make_node gives,
+    the first time and from what was kept."""
+    from inspector.core.emit import emitter
+    sets = [{}, {"axis": 1}, {"axis": 1.0}, {"axis": True}, {"alpha": 0.0}, {"alpha": -0.0},
+            {"alpha": float("nan")}, {"pads": [1, 2, 1, 2]}, {"pads": (1, 2, 1, 2)}, {"scales": [1.0, 2.0]},
+            {"pads": [1, 2, 1, 2], "mode": "reflect", "value": 0.5}, {"axis": np.int64(3)}, {"mode": "é"},
+            {"perm": [0, 2, 3, 1], "axes": [np.int64(1)]}]
+    emitter._ATTRS.clear()
+    for _ in range(2):                                  # the second time from the kept wire forms
+        for i, attrs in enumerate(sets):
+            got = emitter.make_node("Pad", ["x", ""], [f"y{i}"], f"n{i}", "", dict(attrs))
+            want = helper.make_node("Pad", ["x", ""], [f"y{i}"], f"n{i}", **attrs)
+            assert got.SerializeToString() == want.SerializeToString(), attrs
+    assert 0 < len(emitter._ATTRS) < len(sets)          # (those with a numpy value are not kept)
+    d = emitter.make_node("Conv", ["x", "w"], ["y"], "c", "com.microsoft", {"group": 2})
+    assert d == helper.make_node("Conv", ["x", "w"], ["y"], "c", domain="com.microsoft", group=2)

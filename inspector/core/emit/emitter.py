@@ -100,11 +100,49 @@ def _varint(n: int) -> bytes:
 
 def make_node(op_type: str, inputs, outputs, name: str, domain: str, attrs: dict) -> onnx.NodeProto:
     """helper.make_node's result, built directly for the attribute kinds emitters use (ints, floats, strings,
-    int lists): helper.make_attribute's type probing and copies were a quarter of emission time on large models."""
+    int lists): helper.make_attribute's type probing and copies were a quarter of emission time on large models.
+    Attributes of those kinds are parsed in from their wire form, made once per distinct set (a big model's
+    nodes have few)."""
     node = onnx.NodeProto(op_type=op_type, name=name, input=inputs, output=outputs)
     if domain:
         node.domain = domain
-    for key in sorted(attrs) if attrs else ():
+    if attrs:
+        key = _attrs_key(attrs)
+        wire = _ATTRS.get(key) if key is not None else None
+        if wire is None:
+            made = onnx.NodeProto()
+            _add_attributes(made, attrs)
+            wire = made.SerializeToString()
+            if key is not None and len(_ATTRS) < MAX_ATTR_SETS:
+                _ATTRS[key] = wire
+        node.MergeFromString(wire)
+    return node
+
+
+_ATTRS: dict[tuple, bytes] = {}     # _attrs_key -> the attributes' entries on NodeProto's wire
+MAX_ATTR_SETS = 10_000
+
+
+def _attrs_key(attrs: dict) -> tuple | None:
+    """The attributes as a key that tells apart every value make_node would write differently (by type: 1 and
+    1.0 and True are equal keys otherwise; floats by their bits: 0.0 and -0.0, NaN); None for other kinds."""
+    key = []
+    for k in sorted(attrs):
+        v = attrs[k]
+        kind = type(v)
+        if kind is int or kind is str:
+            key.append((k, kind, v))
+        elif kind is float:
+            key.append((k, kind, v.hex()))
+        elif (kind is list or kind is tuple) and v and all(type(x) is int for x in v):
+            key.append((k, list, tuple(v)))
+        else:
+            return None
+    return tuple(key)
+
+
+def _add_attributes(node, attrs: dict) -> None:
+    for key in sorted(attrs):
         value = attrs[key]
         if isinstance(value, (int, np.integer)):
             a = node.attribute.add(name=key, type=onnx.AttributeProto.INT)
@@ -118,7 +156,6 @@ def make_node(op_type: str, inputs, outputs, name: str, domain: str, attrs: dict
             node.attribute.add(name=key, type=onnx.AttributeProto.INTS, ints=value)
         else:
             node.attribute.append(helper.make_attribute(key, value))
-    return node
 
 
 def next_free(base: str, used, k: int, extra=()) -> tuple[str, int]:

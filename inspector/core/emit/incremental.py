@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from inspector.core.ir.diff import changed
@@ -28,6 +29,9 @@ from .emitter import Emitter, _varint, clean_base, next_free
 MISSING = object()
 RECORD_BYTES = 128 << 20        # weights past this are not kept again: the records' copies and their wire forms
                                 # (Reconverter.wire) are two on top of the model's own
+
+
+_TAG_KEY = itemgetter(0, 1)         # (tag, key) of a read (tag, key, value)
 
 
 class Cursor:
@@ -504,7 +508,7 @@ class Reconverter(Fresh):
                     for node, c in list(trace.inserted.items())[n_ins:]:
                         seg.trace.append(("inserted", node, ("pin", c.tensor) if c.kind == "pin"
                                           else ("at", (c.tensor, c.to_perm))))
-                seg.keys = frozenset((tag, key) for tag, key, _ in seg.reads)
+                seg.keys = frozenset(map(_TAG_KEY, seg.reads))
                 seg.bases = frozenset(clean_base(base) for kind, base, _ in seg.names if kind == "fresh")
                 seg.replay = _compiled(seg)
                 if dirty is not None:       # what it wrote or named, then or now, may differ for the ops after it

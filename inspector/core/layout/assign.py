@@ -89,8 +89,13 @@ def _cf(rank: int) -> Perm:
 
 def nbytes(sg: Subgraph, t: int) -> int:
     ten = sg.tensors[t]
-    size = np.dtype(ten.dtype).itemsize if ten.dtype in np.sctypeDict else 4
+    size = _ITEMSIZE.get(ten.dtype)
+    if size is None:
+        size = _ITEMSIZE[ten.dtype] = np.dtype(ten.dtype).itemsize if ten.dtype in np.sctypeDict else 4
     return size * math.prod(max(d, 1) for d in ten.dims)
+
+
+_ITEMSIZE: dict[str, int] = {}      # dtype name -> bytes per element (4 for a name numpy does not know)
 
 
 def _label(op: Op) -> str:
