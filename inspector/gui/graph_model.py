@@ -349,12 +349,13 @@ _CONTENT: dict[tuple, tuple] = {}   # (op type, attributes, initializers read) -
 _DTYPES: dict[int, str] = {}        # TensorProto data type -> numpy's name for it
 
 
-def _onnx_node(n, i: int, inits: dict) -> Node:
+def _onnx_node(n, i: int, inits: dict, sig: dict | None = None) -> Node:
     """A node's box. What it draws besides its names depends only on its op type, attributes and the types and
-    dims of the initializers it reads: a big model has few such kinds of node, each worked out once."""
-    ins = n.input
-    consts = tuple((slot, inits[name].data_type, tuple(inits[name].dims)) for slot, name in enumerate(ins)
-                   if name in inits)
+    dims of the initializers it reads: a big model has few such kinds of node, each worked out once. `sig`: each
+    initializer's (data type, dims), when the caller has them."""
+    if sig is None:
+        sig = {name: (t.data_type, tuple(t.dims)) for name, t in inits.items()}
+    consts = tuple((slot, *sig[name]) for slot, name in enumerate(n.input) if name in sig)
     key = (n.op_type, tuple(a.name if a.type in _SKIPPED else a.SerializeToString() for a in n.attribute), consts)
     content = _CONTENT.get(key)
     if content is None:
@@ -490,27 +491,27 @@ def from_onnx(model, graph=None) -> ViewGraph:
     boxes = list(map(_PLAIN.get, blobs))
     reads = sorted(map(first.__rsub__, reads))
     if reads or not all(boxes):         # (a Node is true; `None in` would call Node.__eq__ 10,000 times)
-        sig = {name: (t.data_type, tuple(t.dims)) for name, t in inits.items()}
+        sigs = {name: (t.data_type, tuple(t.dims)) for name, t in inits.items()}
         if len(_BY_INITS) > 4:
             _BY_INITS.clear()
-        kept = _BY_INITS.setdefault(tuple(sig.items()), {})
+        kept = _BY_INITS.setdefault(tuple(sigs.items()), {})
         for i, box in zip(reads, map(kept.get, map(blobs.__getitem__, reads))):
             boxes[i] = box
         for i in compress(range(n), map(not_, map(itemgetter(3), fields))):
             boxes[i] = None
-        sig = sig.get
+        sig = sigs.get
         for i, box in enumerate(boxes):
             if box is None:
                 named, blob = fields[i][3], blobs[i]
                 if named and skip.isdisjoint(ins_of[i]):
                     box = _PLAIN.get(blob)
                     if box is None:
-                        box = _PLAIN[blob] = _onnx_node(g.node[i], i, inits)
+                        box = _PLAIN[blob] = _onnx_node(g.node[i], i, inits, sigs)
                 else:
                     key = (0 if named else i, blob, tuple(map(sig, ins_of[i])))
                     box = _NODES.get(key)
                     if box is None:
-                        box = _NODES[key] = _onnx_node(g.node[i], i, inits)
+                        box = _NODES[key] = _onnx_node(g.node[i], i, inits, sigs)
                     if named:
                         kept[blob] = box
                 boxes[i] = box
