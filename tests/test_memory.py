@@ -76,3 +76,30 @@ def test_the_window_says_not_enough_memory_in_one_line(qtbot, tmp_path, monkeypa
     assert w.statusBar().currentMessage() == "Conversion failed: not enough memory to convert m.tflite: needs about " \
                                              "0.2 GB"
     assert getattr(w, "last_error", None) is None            # not "EncodeError: Failed to serialize proto"
+
+
+def test_the_memory_available_is_what_proc_meminfo_says():
+    """`available` reads only the two lines it needs: the same figure as a full parse of /proc/meminfo (within
+    what the system's own allocations move between the two reads), and the one-call bound below it."""
+    from inspector.core.ir import memory
+    with open("/proc/meminfo") as f:
+        info = {k: int(v.split()[0]) << 10 for k, _, v in (line.partition(":") for line in f) if v}
+    full = info["MemAvailable"] + info.get("SwapFree", 0)
+    assert abs(memory.available() - full) < 64 << 20
+    assert 0 < memory._surely_available() <= memory.available()
+
+
+def test_a_model_past_the_quick_bound_is_still_checked_against_meminfo(tmp_path, monkeypatch):
+    """Past half the free RAM the estimate is checked against /proc/meminfo's figure: a model that needs more than
+    it is refused in one line."""
+    from inspector.core.io.tflite_reader import read_tflite
+    from inspector.core.ir import memory
+    graph = read_tflite(fc_model(tmp_path / "m.tflite", 64))
+    want = memory.need(graph)
+    memory.check(graph, "m.tflite")                              # fits
+    monkeypatch.setattr(memory, "_surely_available", lambda: want - 1)
+    monkeypatch.setattr(memory, "available", lambda: want - 1)
+    with pytest.raises(memory.OutOfMemory, match="not enough memory to convert m.tflite"):
+        memory.check(graph, "m.tflite")
+    monkeypatch.setattr(memory, "_surely_available", lambda: want)
+    memory.check(graph, "m.tflite")                              # within the quick bound: meminfo not read
