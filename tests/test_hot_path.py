@@ -122,3 +122,23 @@ def test_the_litert_check_falls_back_to_the_public_interpreter(monkeypatch):
     with pytest.raises(ModelLoadError, match="LiteRT refuses this file: The model is not a valid Flatbuffer"):
         read_tflite_bytes(_unterminated(), "m.tflite")
     assert len(calls) == 3 and tflite_reader._LITERT[0].__name__ == "public"     # the public class for good
+
+
+def test_the_litert_check_uses_the_resolver_the_public_interpreter_names(monkeypatch):
+    """The check calls LiteRT's wrapper with the op resolver's id, not through the Interpreter class (whose module
+    a cold start no longer imports): the id is the one LiteRT's own Interpreter passes for that resolver."""
+    from ai_edge_litert import interpreter as lite
+    kind = lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    assert tflite_reader._RESOLVER_WITHOUT_DEFAULT_DELEGATES == lite._get_op_resolver_id(kind)
+    original, ids = lite._interpreter_wrapper.CreateWrapperFromBuffer, []
+    monkeypatch.setattr(lite._interpreter_wrapper, "CreateWrapperFromBuffer",
+                        lambda *args: ids.append(args[1]) or original(*args))
+    monkeypatch.setattr(tflite_reader, "_LITERT", [])
+    b = ModelBuilder()
+    x = b.input("x", [1, 4, 6, 5])
+    y = b.tensor("y", [1, 4, 6, 5])
+    b.op("RELU", [x], [y])
+    b.output(y)
+    read_tflite_bytes(b.build())
+    lite.Interpreter(model_content=b.build(), experimental_op_resolver_type=kind)
+    assert ids[0] == ids[1] == tflite_reader._RESOLVER_WITHOUT_DEFAULT_DELEGATES

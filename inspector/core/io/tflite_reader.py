@@ -630,35 +630,45 @@ _LITERT: list = []
 
 def _litert_builder():
     """What builds an interpreter from bytes, looked up once: the wrapper the public Interpreter calls, without the
-    Interpreter's own work around it (signature list, usage metrics: ~15 % of the check); the public class when
-    this LiteRT's wrapper takes other arguments. None without LiteRT."""
+    Interpreter's own work around it (signature list, usage metrics: ~15 % of the check) nor its module's imports
+    (a few ms of every cold start); the public class when this LiteRT's wrapper is elsewhere or takes other
+    arguments. None without LiteRT."""
     try:
-        from ai_edge_litert import interpreter as lite
-    except ImportError:
-        _LITERT.append(None)
-        return None
-    kind = lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+        from ai_edge_litert import _pywrap_litert_interpreter_wrapper as wrapper
+        create = wrapper.CreateWrapperFromBuffer
+    except (ImportError, AttributeError):
+        create = None
 
     def public(buf):
-        lite.Interpreter(model_content=buf, experimental_op_resolver_type=kind)
+        from ai_edge_litert import interpreter as lite
+        lite.Interpreter(model_content=buf,
+                         experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
 
-    try:
-        resolver, create = lite._get_op_resolver_id(kind), lite._interpreter_wrapper.CreateWrapperFromBuffer
-    except AttributeError:
+    if create is None:
+        try:
+            import ai_edge_litert.interpreter  # noqa: F401
+        except ImportError:
+            _LITERT.append(None)
+            return None
         _LITERT.append(public)
         return public
 
     def build(buf):
         try:
-            # The arguments Interpreter(model_content=buf) passes: no custom ops, no preserved tensors, delegate
-            # clustering on, 1 thread, default delegate features, no zero-point compression, fusion, profiling.
-            create(buf, resolver, [], [], False, False, 1, False, False, False, False)
+            # The arguments Interpreter(model_content=buf) passes: LiteRT's op resolver without default delegates
+            # (its id in interpreter_wrapper.cc, as interpreter._get_op_resolver_id gives it), no custom ops, no
+            # preserved tensors, delegate clustering on, 1 thread, default delegate features, no zero-point
+            # compression, fusion, profiling.
+            create(buf, _RESOLVER_WITHOUT_DEFAULT_DELEGATES, [], [], False, False, 1, False, False, False, False)
         except TypeError:                    # this LiteRT's wrapper takes other arguments: the public class
             _LITERT[0] = public
             public(buf)
 
     _LITERT.append(build)
     return build
+
+
+_RESOLVER_WITHOUT_DEFAULT_DELEGATES = 3
 
 
 def read_tflite(path: str | Path) -> Graph:
