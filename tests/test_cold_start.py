@@ -64,6 +64,8 @@ def test_info_reads_without_onnx(model):
     assert present(mods, "numpy", "inspector.core.io.tflite_reader") == ["numpy", "inspector.core.io.tflite_reader"]
     assert present(mods, "onnx", "onnxruntime", "PySide6", "pyqtgraph", "tflite", "inspector.core.emit",
                    "inspector.core.layout.plan", "inspector.gui") == []
+    assert "ai_edge_litert._pywrap_litert_interpreter_wrapper" in mods         # LiteRT's read check ran,
+    assert "ai_edge_litert.interpreter" not in mods                            # without the Interpreter's module
 
 
 @pytest.mark.parametrize("check", [True, False])
@@ -143,3 +145,55 @@ def test_the_run_check_in_process_judges_the_bytes_already_made(tmp_path, monkey
     ahead.submit(fine.model, input_sizes(fine), refused.model.SerializeToString())
     with pytest.raises(ConversionError, match="ONNX Runtime cannot run the converted model"):
         ahead.verdict()
+
+
+STARTS = ("import gc, json, os, sys\n"
+          "from inspector import cli\n"
+          "collections, during, command = [], [], cli._main\n"
+          "gc.callbacks.append(lambda phase, info: phase == 'start' and collections.append(info['generation']))\n"
+          "def timed(argv):                           # the collections while the command runs\n"
+          "    before = len(collections)\n"
+          "    code = command(argv)\n"
+          "    during.extend(collections[before:])\n"
+          "    return code\n"
+          "cli._main = timed\n"
+          "cli.main(sys.argv[1:])\n"
+          "print('\\nSTART ' + json.dumps({'threads': len(os.listdir('/proc/self/task')), 'collections': during,\n"
+          "                               'enabled': gc.isenabled(), 'blas': os.environ.get('OPENBLAS_NUM_THREADS')}))\n")
+
+
+def start(env: dict, *argv: str) -> dict:
+    import os
+    p = subprocess.run([sys.executable, "-c", STARTS, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k not in env} | {k: v for k, v in env.items() if v})
+    line = next((x for x in p.stdout.splitlines() if x.startswith("START ")), None)
+    assert line, p.stdout + p.stderr
+    return json.loads(line[len("START "):])
+
+
+@pytest.mark.parametrize("chosen", [None, "2"])
+def test_a_command_starts_numpy_with_one_blas_thread_unless_the_user_chose(model, tmp_path, chosen):
+    """numpy's OpenBLAS would start a thread per core at import (2 here) for matrix products nothing here makes:
+    a command's process has the one thread, and the user's OPENBLAS_NUM_THREADS (or GOTO_, OMP_) stands."""
+    got = start({"OPENBLAS_NUM_THREADS": chosen, "GOTO_NUM_THREADS": None, "OMP_NUM_THREADS": None},
+                "convert", str(model), "-o", str(tmp_path / "relu.onnx"), "--no-ort-check")
+    assert (got["threads"], got["blas"]) == ((1, "1") if chosen is None else (2, "2"))
+
+
+def test_a_command_runs_without_the_cyclic_collector_and_gives_it_back(model, tmp_path):
+    """What a command's start-up makes (modules, classes) lives to its end: no collection scans it while `convert`
+    or `info` runs; the collector is on again when main returns (a caller's own process), and on for validate."""
+    for argv in (["convert", str(model), "-o", str(tmp_path / "relu.onnx"), "--no-ort-check"], ["info", str(model)]):
+        got = start({}, *argv)
+        assert got["collections"] == [] and got["enabled"], argv
+
+
+def test_validate_runs_with_the_cyclic_collector(model, tmp_path, monkeypatch):
+    import gc
+
+    from inspector import cli
+    seen = []
+    monkeypatch.setattr(cli, "_main", lambda argv: seen.append(gc.isenabled()) or 0)
+    for argv in (["validate", str(model), "x.onnx"], ["convert", str(model), "-o", "x.onnx"]):
+        assert cli.main(argv) == 0
+    assert seen == [True, False] and gc.isenabled()

@@ -102,7 +102,9 @@ def output_paths(models: list[Path], outdir: Path, suffix: str = ".onnx") -> lis
 
 # ---- workers -----------------------------------------------------------------------------------------------
 def _child(task: Callable[..., Row], args: tuple, conn) -> None:
-    try:
+    import gc
+    gc.enable()                                     # the command paused it for its start-up (cli.main): a worker
+    try:                                            # validates, and converts with it paused by the conversion
         row = task(*args)
     except BaseException as e:                      # anything: the parent turns it into a failed row
         row = Row(model=str(args[0]), error=f"{type(e).__name__}: {e}".splitlines()[0])
