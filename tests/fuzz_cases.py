@@ -191,7 +191,8 @@ def _session(rng, g: Graph, data: bytes, folder: Path, stage: str) -> str:
     """A saved session file, damaged or hand-edited, loaded onto the model and converted again."""
     import json
 
-    from inspector.core.session.session import SESSION_VERSION, Session
+    from inspector.core.session.session import Session
+    from inspector.core.session.session_file import SESSION_VERSION
     model = folder / "session_model.tflite"
     model.write_bytes(data)
     junk = [None, 5, "x", [], {}, True, 2**70, -1, "NCHW", [0, 3, 1, 2], {"a": "b"}]

@@ -79,6 +79,9 @@ def test_convert_imports_what_converting_needs(model, tmp_path, check):
     assert present(mods, "onnxruntime") == []
     assert present(mods, "PySide6", "shiboken6", "pyqtgraph", "tflite", "inspector.gui", "inspector.core.pairing",
                    "inspector.core.proof.validate", "inspector.core.proof.steps") == []
+    # one model: neither the batch's workers and summary nor the window's session files
+    assert present(mods, "inspector.cli.batch", "inspector.core.session.session_file",
+                   "ai_edge_litert.interpreter") == []
 
 
 REFUSED = ("import json, sys\n"

@@ -561,7 +561,8 @@ def test_cli_prints_hostile_names_escaped(tmp_path, capsys):
 def test_a_damaged_session_file_is_refused_whole(tmp_path, doc, message):
     import json
 
-    from inspector.core.session.session import SESSION_VERSION, Session
+    from inspector.core.session.session import Session
+    from inspector.core.session.session_file import SESSION_VERSION
     model = tmp_path / "m.tflite"
     model.write_bytes(_named_model("x"))
     session = Session.open(model)

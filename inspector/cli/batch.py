@@ -329,24 +329,6 @@ def _remove_folders(created: list[Path]) -> None:
 
 
 # ---- convert MODELS… -o OUTDIR/ ----------------------------------------------------------------------------
-def is_batch(args) -> bool:
-    out = args.output or ""
-    return bool(args.more) or os.path.isdir(args.model) or (glob.has_magic(args.model)
-                                                             and not os.path.exists(args.model)) \
-        or out.endswith(("/", os.sep)) or os.path.isdir(out)      # (os.path: an over-long name is no folder)
-
-
-def add_arguments(p, validate: bool = False) -> None:
-    """The options every batch command shares (convert, validate, check)."""
-    b = p.add_argument_group("batch mode (several models, a folder or a glob)")
-    b.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
-    if validate:
-        b.add_argument("--validate", action="store_true", help="validate each conversion against LiteRT")
-    b.add_argument("--summary", metavar="FILE.csv|.json", help="write the summary table to a file")
-    b.add_argument("--timeout", type=float, default=600, metavar="S",
-                   help="give up on a model after S seconds (default 600)")
-
-
 def run_batch(task: Callable[..., Row], jobs_args: list[tuple], args, inputs: list, outputs=(),
               what: str = "converted", failed: list[Row] = (), jobs: int = 1) -> int:
     """Check every target as one set (no output or summary may be an input, a special file or another target),
@@ -440,14 +422,6 @@ def _convert_task(model: str, output: str, args, prepare: Callable, tmp: str) ->
 
 
 # ---- validate MODELS… OUTDIR/ and check MODELS… ----------------------------------------------------------------
-def _many(items: list[str]) -> bool:
-    return len(items) > 1 or any(os.path.isdir(i) or (glob.has_magic(i) and not os.path.exists(i)) for i in items)
-
-
-def is_validate_batch(args) -> bool:
-    return _many([args.tflite]) or os.path.isdir(args.onnx)
-
-
 def validate_many(args) -> int:
     """Each TFLite model against OUTDIR/NAME.onnx, the file `convert MODELS… -o OUTDIR/` wrote for it."""
     jobs = check_options(args)
@@ -477,10 +451,6 @@ def _validate_task(model: str, onnx: str, args) -> Row:
         row.error = str(e).splitlines()[0]
     row.seconds = round(time.monotonic() - t0, 3)
     return row
-
-
-def is_check_batch(args) -> bool:
-    return _many(args.model)
 
 
 def check_many(args) -> int:

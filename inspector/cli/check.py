@@ -17,14 +17,15 @@ def add_parser(sub):
     add_target_argument(p)
     p.add_argument("--json", action="store_true",
                    help='print {"target", "findings": [{"code", "severity", "source", "node", "message", ...}]}')
-    from inspector.cli import batch
-    batch.add_arguments(p)
+    from inspector.cli._batch_args import add_arguments
+    add_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from inspector.cli import batch
-    if batch.is_check_batch(args):
+    from inspector.cli._batch_args import is_check_batch
+    if is_check_batch(args):
+        from inspector.cli import batch
         return batch.check_many(args)
     from inspector.core.metadata.lint import lint
 

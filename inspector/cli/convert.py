@@ -46,15 +46,16 @@ def add_parser(sub):
     p.add_argument("--no-ort-check", action="store_true",
                    help="skip loading and running the result in ONNX Runtime before it is written")
     add_metadata_arguments(p)
-    from inspector.cli import batch
-    batch.add_arguments(p, validate=True)
+    from inspector.cli._batch_args import add_arguments
+    add_arguments(p, validate=True)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from inspector.cli import batch
+    from inspector.cli._batch_args import is_batch
     from inspector.core.io.atomic import OutputSet
-    if batch.is_batch(args):
+    if is_batch(args):
+        from inspector.cli import batch
         return batch.convert_many(args, prepare)
     out = OutputSet([args.model, args.session])      # every target checked before any work; written all or none
     out.add(args.output, may_replace=args.model if args.force else None, hint=" unless you pass --force")

@@ -52,14 +52,15 @@ def add_parser(sub):
     p.add_argument("--model-explorer", metavar="DIR",
                    help="also write both models, Google Model Explorer node data (each tensor's error, both "
                         "graphs) and the tensor/op mapping into DIR, and say the command that opens them")
-    from inspector.cli import batch
-    batch.add_arguments(p)
+    from inspector.cli._batch_args import add_arguments
+    add_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from inspector.cli import batch
-    if batch.is_validate_batch(args):
+    from inspector.cli._batch_args import is_validate_batch
+    if is_validate_batch(args):
+        from inspector.cli import batch
         return batch.validate_many(args)
     from inspector.core.io.loader import load_model
     from inspector.core.proof.validate import validate_files

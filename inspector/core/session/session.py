@@ -23,7 +23,6 @@ from inspector.core.metadata.edits import MetadataEdits
 from .events import (Event, Exported, FindingsChecked, Listeners, MetadataChanged, ModelOpened, OptionsChanged,
                      PinsChanged, PlanChanged, ValidationDone)
 from .pipeline import ConvertOptions, run
-from .session_file import SESSION_VERSION
 
 
 @dataclass
@@ -282,6 +281,7 @@ class Session:
 
     # --- session files -------------------------------------------------------------------------------------
     def decisions(self) -> dict:
+        from .session_file import SESSION_VERSION      # (session files are the window's: a convert reads none)
         return {"version": SESSION_VERSION, "model": os.path.basename(self.path),
                 "model_sha256": file_sha256(self.path),
                 "pins": dict(self.pins), "options": self.options.to_dict(), "metadata": self.metadata.to_dict()}
