@@ -200,3 +200,34 @@ def test_validate_runs_with_the_cyclic_collector(model, tmp_path, monkeypatch):
     for argv in (["validate", str(model), "x.onnx"], ["convert", str(model), "-o", "x.onnx"]):
         assert cli.main(argv) == 0
     assert seen == [True, False] and gc.isenabled()
+
+
+LEAVES = ("import atexit, sys\n"
+          "class Torn:\n"
+          "    def __del__(self):\n"
+          "        print('torn down', flush=True)\n"
+          "kept = Torn()                     # the interpreter's teardown deletes it\n"
+          "atexit.register(lambda: print('atexit ran', flush=True))\n"
+          "from inspector.cli import main\n"
+          "how = sys.argv.pop(1)\n"
+          "raise SystemExit(main() if how == 'program' else main(sys.argv[1:]))\n")
+
+
+@pytest.mark.parametrize("how", ["program", "called"])
+def test_the_program_ends_without_the_interpreters_teardown(model, tmp_path, how):
+    """main() as the program (no argv) ends the process once the command is done: its output complete, its exit
+    status, the atexit handlers run, but no teardown of the modules and C++ libraries (what the teardown deletes
+    is not deleted). Called with an argv (a test, a script), main returns and the process exits as usual."""
+    out = tmp_path / "relu.onnx"
+    ok = subprocess.run([sys.executable, "-c", LEAVES, how, "convert", str(model), "-o", str(out), "--no-ort-check"],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    info = subprocess.run([sys.executable, "-c", LEAVES, how, "info", str(model)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    bad = subprocess.run([sys.executable, "-c", LEAVES, how, "convert", str(tmp_path / "none.tflite"), "-o",
+                          str(tmp_path / "none.onnx")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ok.returncode == 0 and out.exists() and ok.stdout.startswith(f"wrote {out}: 1 nodes"), ok.stderr
+    assert info.returncode == 0 and "operators:\n      1  RELU\n" in info.stdout, info.stderr
+    assert bad.returncode == 1 and bad.stderr.startswith("error: "), bad.stderr
+    for p in (ok, info, bad):
+        assert "atexit ran" in p.stdout
+        assert ("torn down" in p.stdout) == (how == "called")

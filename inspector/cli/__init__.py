@@ -86,10 +86,20 @@ COLLECTED = ("validate", "gui")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` (default: this process's) and return its exit status. Without `argv` main is the
+    program (`layout-inspector`, `python -m inspector`): the process ends here once the command is done (_leave)."""
+    command = _command(sys.argv[1:] if argv is None else argv)
+    code = _run(argv, command)
+    if argv is None and command not in KEEP_TEARDOWN:
+        _leave(code)
+    return code
+
+
+def _run(argv: list[str] | None, command: str | None) -> int:
     _one_blas_thread()
     # A command's start-up makes modules, classes and functions that live to its end, and the cyclic collector
     # scanned them again and again for nothing (~5 % of a small model's `convert`); a conversion pauses it anyway.
-    paused = gc.isenabled() and _command(sys.argv[1:] if argv is None else argv) not in COLLECTED
+    paused = gc.isenabled() and command not in COLLECTED
     if paused:
         gc.disable()
     out, err = sys.stdout, sys.stderr
@@ -104,6 +114,34 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = out, err
         if paused:
             gc.enable()
+
+
+# Commands the interpreter's own exit ends: the window (Qt's objects and settings go down with it).
+KEEP_TEARDOWN = ("gui",)
+
+
+def _leave(code: int) -> None:
+    """End the program once its command is done, its files written and closed: the standard streams flushed and
+    the atexit handlers run (multiprocessing's, logging's), then os._exit, without the interpreter's teardown of
+    every module and of the C++ libraries loaded (numpy's, ONNX's operator schemas, LiteRT's), which cost a small
+    model's `convert` more than its conversion. While another thread runs (none of ours does), the normal exit."""
+    import atexit
+    import threading
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if threading.active_count() > 1 or run_exit_functions is None:
+        return
+    run_exit_functions()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):       # a reader gone away, a closed stream: nothing left to deliver
+            pass
+    if "ctypes" in sys.modules:             # what a C library printed through stdio (os._exit does not flush it)
+        try:
+            sys.modules["ctypes"].CDLL(None).fflush(None)
+        except (OSError, AttributeError):
+            pass
+    os._exit(code)
 
 
 def _reader_gone(out) -> int:
