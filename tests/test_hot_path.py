@@ -98,6 +98,15 @@ def test_the_graph_name_is_the_file_name_without_its_extension():
             assert graph_name(Graph(format="tflite", subgraphs=[], path=path)) == want, path
 
 
+def _relu() -> bytes:
+    b = ModelBuilder()
+    x = b.input("x", [1, 4, 6, 5])
+    y = b.tensor("y", [1, 4, 6, 5])
+    b.op("RELU", [x], [y])
+    b.output(y)
+    return b.build()
+
+
 def test_the_litert_check_falls_back_to_the_public_interpreter(monkeypatch):
     """The check calls LiteRT's wrapper directly; a LiteRT whose wrapper takes other arguments (a TypeError) gets
     the public Interpreter instead, and still refuses what LiteRT refuses."""
@@ -112,12 +121,7 @@ def test_the_litert_check_falls_back_to_the_public_interpreter(monkeypatch):
 
     monkeypatch.setattr(lite._interpreter_wrapper, "CreateWrapperFromBuffer", changed)
     monkeypatch.setattr(tflite_reader, "_LITERT", [])
-    b = ModelBuilder()
-    x = b.input("x", [1, 4, 6, 5])
-    y = b.tensor("y", [1, 4, 6, 5])
-    b.op("RELU", [x], [y])
-    b.output(y)
-    assert [op.opcode for op in read_tflite_bytes(b.build()).main.ops] == ["RELU"]
+    assert [op.opcode for op in read_tflite_bytes(_relu()).main.ops] == ["RELU"]
     assert len(calls) == 2                                 # ours refused, then the public class's call
     with pytest.raises(ModelLoadError, match="LiteRT refuses this file: The model is not a valid Flatbuffer"):
         read_tflite_bytes(_unterminated(), "m.tflite")
@@ -134,11 +138,6 @@ def test_the_litert_check_uses_the_resolver_the_public_interpreter_names(monkeyp
     monkeypatch.setattr(lite._interpreter_wrapper, "CreateWrapperFromBuffer",
                         lambda *args: ids.append(args[1]) or original(*args))
     monkeypatch.setattr(tflite_reader, "_LITERT", [])
-    b = ModelBuilder()
-    x = b.input("x", [1, 4, 6, 5])
-    y = b.tensor("y", [1, 4, 6, 5])
-    b.op("RELU", [x], [y])
-    b.output(y)
-    read_tflite_bytes(b.build())
-    lite.Interpreter(model_content=b.build(), experimental_op_resolver_type=kind)
+    read_tflite_bytes(_relu())
+    lite.Interpreter(model_content=_relu(), experimental_op_resolver_type=kind)
     assert ids[0] == ids[1] == tflite_reader._RESOLVER_WITHOUT_DEFAULT_DELEGATES

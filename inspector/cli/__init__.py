@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str] | None, command: str | None) -> int:
     _one_blas_thread()
     # A command's start-up makes modules, classes and functions that live to its end, and the cyclic collector
-    # scanned them again and again for nothing (~5 % of a small model's `convert`); a conversion pauses it anyway.
+    # scanned them again and again for nothing; a conversion pauses it anyway.
     paused = gc.isenabled() and command not in COLLECTED
     if paused:
         gc.disable()
@@ -126,9 +126,9 @@ def _leave(code: int) -> None:
     every module and of the C++ libraries loaded (numpy's, ONNX's operator schemas, LiteRT's), which cost a small
     model's `convert` more than its conversion. While another thread runs (none of ours does), the normal exit."""
     import atexit
-    import threading
+    threading = sys.modules.get("threading")       # (not imported: no thread started but the main one)
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-    if threading.active_count() > 1 or run_exit_functions is None:
+    if (threading is not None and threading.active_count() > 1) or run_exit_functions is None:
         return
     run_exit_functions()
     for stream in (sys.stdout, sys.stderr):

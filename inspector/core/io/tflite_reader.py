@@ -631,8 +631,8 @@ _LITERT: list = []
 def _litert_builder():
     """What builds an interpreter from bytes, looked up once: the wrapper the public Interpreter calls, without the
     Interpreter's own work around it (signature list, usage metrics: ~15 % of the check) nor its module's imports
-    (a few ms of every cold start); the public class when this LiteRT's wrapper is elsewhere or takes other
-    arguments. None without LiteRT."""
+    (ctypes, metrics: part of every cold start); the public class when this LiteRT's wrapper is elsewhere or takes
+    other arguments. None without LiteRT."""
     try:
         from ai_edge_litert import _pywrap_litert_interpreter_wrapper as wrapper
         create = wrapper.CreateWrapperFromBuffer
