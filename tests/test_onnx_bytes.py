@@ -127,3 +127,23 @@ def test_cutting_a_big_weight_and_leaving_its_data_out_never_copy_the_data():
     assert cut is not None and cut[1] == weight.ByteSize() - len(cut[0]) - len(cut[2]) - 5      # tag + length
     assert list(light.dims) == [8, 1024, 1024] and not light.HasField("raw_data")
     assert peak < 1 << 20, f"{peak} bytes allocated: the weight's data was copied"
+
+
+def test_a_tensor_added_from_its_fields_is_the_tensor_appended():
+    """add_tensor (a big weight set from its fields, not append's MergeFrom) gives what append gives, byte for byte:
+    a plain big one, one with more fields, one with no name, a small one and a typed-data one."""
+    rng = np.random.default_rng(0)
+    plain = numpy_helper.from_array(rng.standard_normal((96, 80, 3)).astype(np.float32), "w")   # 90 KiB
+    more = numpy_helper.from_array(rng.standard_normal((80, 96, 3)).astype(np.float32), "m")
+    more.doc_string = "after raw_data"
+    more.metadata_props.add(key="k", value="v")
+    nameless = numpy_helper.from_array(rng.standard_normal((3, 96, 80)).astype(np.float32))
+    small = numpy_helper.from_array(np.arange(6, dtype=np.int64).reshape(2, 3), "s")
+    typed = helper.make_tensor("typed", onnx.TensorProto.FLOAT, [2, 3], [1, 2, 3, 4, 5, 6])
+    tensors = [plain, more, nameless, small, typed]
+    appended, added = onnx.GraphProto(), onnx.GraphProto()
+    for t in tensors:
+        appended.initializer.append(t)
+        onnx_bytes.add_tensor(added.initializer, t)
+    assert added.SerializeToString() == appended.SerializeToString()
+    assert [onnx_bytes.raw_length(t) >= onnx_bytes.BIG for t in tensors] == [True, True, True, False, False]

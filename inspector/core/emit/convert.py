@@ -19,7 +19,7 @@ from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory
 from inspector.core.io import onnx_bytes
-from inspector.core.io.onnx_bytes import copy_fields, raw_length
+from inspector.core.io.onnx_bytes import add_tensor, copy_fields, raw_length
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
 from .ops.table import load_all
@@ -298,13 +298,8 @@ class Fresh:
                 left_out |= big
                 into.append(without_data(t) if big else t)
             return left_out
-        add = into.add                              # each one is copied in and the original goes at once, so the
-        for k in range(len(initializers)):          # weights are never held twice whole; field by field: append
-            t = initializers[k]                     # (a MergeFrom) took several times a copy's time
-            if _plain(t):
-                add(name=t.name, dims=t.dims, data_type=t.data_type, raw_data=t.raw_data)
-            else:
-                copy_fields(add(), t, lambda fd: True)
+        for k in range(len(initializers)):          # each one is copied in and the original goes at once, so the
+            add_tensor(into, initializers[k])       # weights are never held twice whole
             initializers[k] = None
         return False
 
@@ -429,16 +424,6 @@ def _byte_size(proto) -> int:
 
 _PLAIN_TENSOR = frozenset({"name", "dims", "data_type", "raw_data"})
 _OTHER_TENSOR_FIELDS = [f for f in onnx.TensorProto.DESCRIPTOR.fields if f.name not in _PLAIN_TENSOR]
-_OTHER_REPEATED = [f.name for f in _OTHER_TENSOR_FIELDS if f.is_repeated]
-_OTHER_SINGLE = [f.name for f in _OTHER_TENSOR_FIELDS if not f.is_repeated]
-
-
-def _plain(t) -> bool:
-    """A tensor of a name, a type, dims and raw_data only (each of the first three and raw_data present): what
-    tensor_proto makes."""
-    has = t.HasField
-    return has("raw_data") and has("name") and has("data_type") and not any(map(has, _OTHER_SINGLE)) and \
-        not any(len(getattr(t, f)) for f in _OTHER_REPEATED)
 
 
 def _size_bound(proto) -> int:

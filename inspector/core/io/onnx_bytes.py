@@ -54,6 +54,27 @@ def copy_fields(dst, src, keep) -> None:
                 setattr(dst, fd.name, getattr(src, fd.name))
 
 
+_TENSOR = ("name", "dims", "data_type", "raw_data")
+_OTHER_FIELDS: list = []            # TensorProto's other fields (found at the first call: ONNX is not imported here)
+
+
+def add_tensor(into, tensor) -> None:
+    """into.append(tensor) (`into`: a repeated TensorProto field), a big one (BIG bytes of raw_data or more) from its
+    fields: append (a MergeFrom) of a 4 MB weight took ten times a copy's time, and most of a big model's way into
+    its graph. A tensor of a name, a type, dims and raw_data alone (what the converter makes) is set in one call."""
+    if raw_length(tensor) < BIG:
+        into.append(tensor)
+        return
+    if not _OTHER_FIELDS:
+        _OTHER_FIELDS.extend(f for f in tensor.DESCRIPTOR.fields if f.name not in _TENSOR)
+    has = tensor.HasField
+    if has("name") and has("data_type") and \
+            not any(len(getattr(tensor, f.name)) if f.is_repeated else has(f.name) for f in _OTHER_FIELDS):
+        into.add(name=tensor.name, dims=tensor.dims, data_type=tensor.data_type, raw_data=tensor.raw_data)
+    else:
+        copy_fields(into.add(), tensor, lambda fd: True)
+
+
 def _part(msg, keep) -> bytes:
     """`msg`'s fields whose numbers `keep` accepts, serialised (a new message: no field is shared)."""
     part = type(msg)()
@@ -155,7 +176,7 @@ def light(model, location: str, big: int | None = None) -> tuple[Any, list]:
     left: list = []
     for tensor in graph.initializer:
         if not out_of(tensor):
-            out.graph.initializer.append(tensor)
+            add_tensor(out.graph.initializer, tensor)
             continue
         ref = out.graph.initializer.add()
         copy_fields(ref, tensor, lambda fd: fd.number != _TENSOR_RAW_DATA)
