@@ -127,21 +127,24 @@ def weights_floor(path: Path, plan: list[tuple], out: Path) -> None:
     out.write_bytes(m.SerializeToString())
 
 
-HWM = ("import re as _re; print('VmHWM', _re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))")
+HWM = ("import re as _re, resource as _rs; print('VmHWM', _re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status')"
+       ".read()).group(1), _rs.getrusage(_rs.RUSAGE_CHILDREN).ru_maxrss)")
 
 
-def peak_memory(code: str, argv: list[str]) -> tuple[int | None, str | None]:
+def peak_memory(code: str, argv: list[str]) -> tuple[int | None, str | None, int | None]:
     """Peak resident memory (bytes) of a fresh Python process running `code` (argv in sys.argv[1:]), as the process
     itself reads it at its end (VmHWM: its own high-water mark since exec; wait4's ru_maxrss would start from the
-    RSS of this process, which forked it); and its error line or None. Children it starts are not counted."""
+    RSS of this process, which forked it); its error line or None; and the largest peak of the children it waited
+    for (the CLI's run-check child, forked when the process was small), or None without any."""
     import subprocess
     import sys
     proc = subprocess.run([sys.executable, "-c", code + "\n" + HWM, *argv], capture_output=True, text=True,
                           timeout=1800)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("VmHWM ")), None)
     if proc.returncode or line is None:
-        return None, f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1][:180]}"
-    return int(line.split()[1]) * 1024, None
+        return None, f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1][:180]}", None
+    _, own, children = line.split()
+    return int(own) * 1024, None, int(children) * 1024 or None
 
 
 def big_model(path: Path, seed: int = 0) -> Path:
