@@ -120,3 +120,18 @@ def test_the_cli_serialises_the_model_once_and_checks_the_file_it_wrote(tmp_path
     assert main(["convert", str(src), "-o", str(out)]) == 0
     assert made == [1]
     assert out.read_bytes() == convert(read_tflite(str(src)), check=False).model.SerializeToString()
+
+
+def test_without_a_temporary_folder_the_whole_model_is_checked(model, monkeypatch):
+    """The light copy's file needs a temporary folder; where none can be made the model is checked whole, as before
+    (more memory, the same verdicts)."""
+    import tempfile
+
+    def no_folder(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_folder)
+    check_model(model, written=True)
+    model.graph.node[0].op_type = "NoSuchOp"
+    with pytest.raises(ConversionError, match="fails the ONNX checker: .*NoSuchOp"):
+        check_model(model, written=True)
