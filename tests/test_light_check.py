@@ -135,3 +135,27 @@ def test_without_a_temporary_folder_the_whole_model_is_checked(model, monkeypatc
     model.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(ConversionError, match="fails the ONNX checker: .*NoSuchOp"):
         check_model(model, written=True)
+
+
+def test_a_batch_checks_the_file_it_staged_and_removes_a_refused_one(tmp_path, monkeypatch, capsys):
+    """A batch's run check loads each worker's staged file (not a second serialisation of the model); the one ONNX
+    Runtime refuses (a ConvTranspose's [1, 1, 1, C] bias, which the ONNX checker accepts) leaves no file, the other
+    model is written."""
+    from inspector.cli import main
+    from inspector.core.emit.ops import conv
+    from inspector.core.io.tflite_builder import ModelBuilder
+    from tests.test_fidelity import transpose_conv
+    refused = transpose_conv(tmp_path, (1, 1, 1, 6), quantized=False).path
+    b = ModelBuilder()
+    x = b.input("x", [1, 5, 7, 3])
+    y = b.tensor("y", [1, 5, 7, 3])
+    b.op("RELU", [x], [y])
+    b.output(y)
+    fine = tmp_path / "fine.tflite"
+    fine.write_bytes(b.build())
+    monkeypatch.setattr(conv, "bias_1d", lambda ctx, op, slot: ctx.input(op, slot))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["convert", refused, str(fine), "-o", str(out), "--jobs", "1"]) == 1
+    assert "ONNX Runtime cannot run the converted model" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["fine.onnx"]

@@ -403,9 +403,9 @@ def _convert_task(model: str, output: str, args, prepare: Callable, tmp: str) ->
     try:
         session = prepare(args, model)
         session.convert(check=False)
-        from inspector.core.proof.ort_check import check_session
-        check_session(session, skip=getattr(args, "no_ort_check", False))
         session.export(output, out=_Staging(tmp))
+        if not getattr(args, "no_ort_check", False):
+            _run_check(session, tmp)
         report = session.report()
         row.nodes, row.transposes, row.conflicts = report["nodes"], report["transposes"], len(report["conflicts"])
         row.ok = True
@@ -419,6 +419,17 @@ def _convert_task(model: str, output: str, args, prepare: Callable, tmp: str) ->
         row.error = str(e).splitlines()[0]
     row.seconds = round(time.monotonic() - t0, 3)
     return row
+
+
+def _run_check(session, tmp: str) -> None:
+    """ONNX Runtime's run check on the file export staged (the model serialised once, not again for the check); a
+    refused one is removed: the parent adopts whatever temporary exists."""
+    from inspector.core.proof.ort_check import check_bytes, has_loop, input_sizes, note_check
+    try:
+        note_check(session, check_bytes(tmp, not has_loop(session.result.model.graph), input_sizes(session.result)))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # ---- validate MODELS… OUTDIR/ and check MODELS… ----------------------------------------------------------------

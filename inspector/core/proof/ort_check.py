@@ -63,11 +63,6 @@ def input_sizes(result) -> dict[str, tuple[int, ...]]:
         t, sg.tensors[t].rank)) for t in sg.inputs}
 
 
-def check_session(session, skip: bool = False) -> None:
-    """ort_check on a Session's converted model (convert's last step before writing); a note joins its notes."""
-    note_check(session, None if skip else ort_check(session.result.model, input_sizes(session.result)))
-
-
 def note_check(session, note: str | None) -> None:
     if note:
         session.notes.append(f"warning: {note}")
