@@ -143,16 +143,10 @@ def test_a_batch_checks_the_file_it_staged_and_removes_a_refused_one(tmp_path, m
     model is written."""
     from inspector.cli import main
     from inspector.core.emit.ops import conv
-    from inspector.core.io.tflite_builder import ModelBuilder
+    from tests.fuzz_attacks import _relu_model
     from tests.test_fidelity import transpose_conv
     refused = transpose_conv(tmp_path, (1, 1, 1, 6), quantized=False).path
-    b = ModelBuilder()
-    x = b.input("x", [1, 5, 7, 3])
-    y = b.tensor("y", [1, 5, 7, 3])
-    b.op("RELU", [x], [y])
-    b.output(y)
-    fine = tmp_path / "fine.tflite"
-    fine.write_bytes(b.build())
+    fine = _relu_model(tmp_path / "fine.tflite")
     monkeypatch.setattr(conv, "bias_1d", lambda ctx, op, slot: ctx.input(op, slot))
     out = tmp_path / "out"
     out.mkdir()
