@@ -146,7 +146,6 @@ def test_the_child_starts_converting_before_the_window_reads_the_model(tmp_path,
     reads and converts while the window reads the model and draws its TFLite pane. A folding open has the child
     skip the ONNX layout as before; a file whose header cannot be read opens (or fails) as before."""
     from inspector.core.io import tflite_reader
-    from inspector.gui import folding
     pool = child_pool(monkeypatch, Pool())
     path = str(chain(tmp_path / "chain.tflite", 31))
     assert tflite_reader.op_count(path) == 31 == len(tflite_reader.read_tflite(path).main.ops)
