@@ -107,6 +107,35 @@ def test_a_group_closed_in_one_pane_is_closed_in_both_and_opens_by_double_click_
     in_step(w, set())
 
 
+def frames(w, which: str) -> dict:
+    return {f.layer.id: f for f in w.scenes[which].group_frames}
+
+
+def test_an_open_group_has_a_frame_whose_minus_closes_it_in_both_panes(qtbot, window, tmp_path):  # noqa: F811
+    """Each open group is framed around its nodes in both panes; a click on its frame's tab (− and its label) closes
+    it in both; opened again (its box's +), it is framed again."""
+    w = window
+    open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
+    qtbot.waitUntil(lambda: frames(w, TFLITE).keys() == frames(w, ONNX).keys() == {"m/stem", "m/head", "m/head/conv"})
+    for which in (TFLITE, ONNX):
+        stem = frames(w, which)["m/stem"]
+        inside = [it for it in w.scenes[which].nodes if it.node.key in (
+            {("op", op) for op in w.layers.tree.layers["m/stem"].ops} | onnx_nodes_of(w, "m/stem"))]
+        assert inside and all(stem.rect.contains(it.sceneBoundingRect().center()) for it in inside)
+        assert not frames(w, which)["m/head"].rect.intersects(inside[0].sceneBoundingRect())
+    view = w.panes[ONNX].main_view
+    tab = frames(w, ONNX)["m/stem"]
+    view.reveal(tab.tab)
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, view.mapFromScene(tab.control().center()))
+    settle(qtbot, w)
+    in_step(w, {STEM})
+    qtbot.waitUntil(lambda: "m/stem" not in frames(w, TFLITE) and "m/stem" not in frames(w, ONNX))
+    click(w, TFLITE, STEM, point=item(w, TFLITE, STEM).control().center())
+    settle(qtbot, w)
+    in_step(w, set())
+    qtbot.waitUntil(lambda: "m/stem" in frames(w, TFLITE) and "m/stem" in frames(w, ONNX))
+
+
 def test_a_closed_group_s_box_shows_the_conflicts_inside_it(qtbot, window, tmp_path):  # noqa: F811
     w = window
     s = open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
@@ -208,8 +237,19 @@ def test_a_big_model_opens_collapsed_in_both_panes_and_a_search_opens_the_way_to
     assert boxes(w, TFLITE) == boxes(w, ONNX)
 
 
+def _pin_from_menu(w, qtbot, tensor: int, choice: str) -> None:
+    """Right-click the TFLite pane's edge of a tensor, then click `choice` in its pin menu."""
+    from .test_gui_polish import click_menu_item, right_click
+    edge = w.scenes[TFLITE].edges_by_tensor[tensor][0]
+    view, pos = at(w, TFLITE, edge, edge.path().pointAtPercent(0.5))
+    right_click(view.viewport(), pos)
+    qtbot.waitUntil(lambda: w.editor.last_menu is not None and w.editor.last_menu.isVisible())
+    click_menu_item(w.editor.last_menu, choice)
+
+
 def test_a_pin_s_transposes_are_counted_on_the_closed_group_s_box_in_both_panes(qtbot, window, tmp_path):  # noqa: F811
-    """The Session is changed directly (as in test_gui_views): the boxes follow its PlanChanged."""
+    """The stem closed, its input's edge (drawn into the box) pinned from the pane's context menu: the Transpose the
+    pin inserts is counted on the stem's box in both panes; the pin cleared from the same menu, it goes."""
     w = window
     s = open_model(qtbot, w, _named_model(tmp_path / "m.tflite"))
     view = click(w, TFLITE, ("op", 0))
@@ -217,24 +257,25 @@ def test_a_pin_s_transposes_are_counted_on_the_closed_group_s_box_in_both_panes(
     settle(qtbot, w)
     in_step(w, {STEM})
     assert len(item(w, TFLITE, STEM).node.lines) == 1           # no conflict in the stem yet
-    s.set_pin("m/stem/conv1/Conv2D", "keep")                    # TFLite's order between the stem's two convs
-    s.convert()
+    x = s.graph.main.inputs[0]
+    _pin_from_menu(w, qtbot, x, "keep as is")                   # TFLite's order into the stem's first conv
     settle(qtbot, w)
+    assert s.pins == {w.editor.pin_name(x): "keep"}
     in_step(w, {STEM})
     inside = w.layers.tree.layers["m/stem"]
     assert inside.transposes >= 1
     for which in (TFLITE, ONNX):
         box = item(w, which, STEM)
         assert box.conflicted() and f"{inside.transposes} Transpose" in box.node.lines[1]
-    s.set_pin("m/stem/conv1/Conv2D", None)
-    s.convert()
+    _pin_from_menu(w, qtbot, x, "Clear this pin")
     settle(qtbot, w)
+    assert not s.pins
     assert not item(w, TFLITE, STEM).conflicted() and not item(w, ONNX, STEM).conflicted()
 
 
-def _menu_click(w, qtbot, text: str) -> None:
-    """Click a View menu item in the open menu (as a person does)."""
-    menu = w.menu("view")
+def _menu_click(w, qtbot, text: str, key: str = "view") -> None:
+    """Click a menu's item (the View menu's unless `key` names another) in the open menu (as a person does)."""
+    menu = w.menu(key)
     menu.popup(w.mapToGlobal(w.rect().center()))
     qtbot.waitUntil(menu.isVisible)
     action = next(a for a in menu.actions() if a.text().replace("&", "") == text)
@@ -319,3 +360,92 @@ def test_an_edge_between_closed_boxes_counts_each_tensor_once_and_a_box_copies_a
     assert between.label == "2 tensors"
     groups = [n for n in shown.nodes if n.layer is not None]
     assert {n.name for n in groups} == {"m/a", "m/b"} and {n.title for n in groups} == {"a", "b"}
+
+
+def _held(monkeypatch, cls, release):
+    """`cls`'s run (a worker's) waits until `release` is set: what the user does meanwhile comes first."""
+    run = cls.run
+    monkeypatch.setattr(cls, "run", lambda job: (release.wait(60), run(job)))
+
+
+def _laid_out_here(monkeypatch, at_least: int) -> list:
+    """Sizes of the graphs of `at_least` nodes laid out in this process (the worker's go to the loader's child)."""
+    from inspector.gui import graph_layout
+    monkeypatch.setattr(graph_layout, "_CACHE", type(graph_layout._CACHE)())     # none laid out by earlier tests
+    here, compute = [], graph_layout._compute
+    monkeypatch.setattr(graph_layout, "_compute", lambda vg: (here.append(len(vg.nodes)) if len(vg.nodes) >= at_least
+                                                              else None, compute(vg))[1])
+    return here
+
+
+def test_expand_all_during_a_pin_s_re_run_lays_the_new_onnx_graph_out_in_a_worker_and_keeps_the_scene(
+        qtbot, window, tmp_path, monkeypatch):  # noqa: F811
+    """A pin from the TFLite pane's context menu on a model opened collapsed (its re-run lays nothing out), then
+    Expand All Groups before the re-run ends: the new ONNX graph, whole, was laid out on the GUI thread and its
+    scene made anew (a stall of the whole graph's layout); now a worker lays it out and the same scene shows it.
+    Meanwhile the window keeps the conversion it shows (Details, Conflicts) and shows the new one after."""
+    import threading
+
+    from inspector.gui import editing, layers_job
+    w = window
+    s = open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    monkeypatch.setattr(layers_job, "BIG", 500)
+    here = _laid_out_here(monkeypatch, 500)
+    release = threading.Event()
+    _held(monkeypatch, editing.RerunJob, release)
+    onnx_scene, before = w.scenes[ONNX], w.doc.result
+    _pin_from_menu(w, qtbot, s.graph.main.inputs[0], "channels-first")   # a Transpose more: another layout
+    _menu_click(w, qtbot, "Expand All Groups")
+    qtbot.waitUntil(lambda: w._layout_job is None, timeout=60_000)       # the expanded panes shown, the re-run held
+    assert w.doc.result is before and boxes(w, ONNX) == set()
+    release.set()
+    settle(qtbot, w)
+    assert s.pins and w.doc.result is s.result and w.doc.result is not before
+    assert here == []                                                    # nothing big laid out here
+    assert w.scenes[ONNX] is onnx_scene and boxes(w, ONNX) == set()      # the same scene, the new graph whole
+    assert {n.name for n in s.result.model.graph.node} == {k for k in shown(w, ONNX) if not isinstance(k, tuple)}
+
+
+def test_a_closed_window_shows_nothing_of_a_layout_still_running(qtbot, window, tmp_path, monkeypatch):  # noqa: F811
+    """Expand All Groups, then Quit before the worker has laid the panes out: its end shows nothing (the scenes of the
+    closed window keep their boxes) and raises nothing."""
+    import threading
+
+    from inspector.gui import layers_job
+    w = window
+    open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    monkeypatch.setattr(layers_job, "BIG", 500)
+    _laid_out_here(monkeypatch, 500)
+    release, ended = threading.Event(), []
+    run = layers_job.LayOut.run
+    monkeypatch.setattr(layers_job.LayOut, "run", lambda job: (release.wait(60), run(job), ended.append(job)))
+    closed = boxes(w, TFLITE)
+    _menu_click(w, qtbot, "Expand All Groups")
+    assert w._layout_job is not None
+    _menu_click(w, qtbot, "Quit", "file")
+    qtbot.waitUntil(lambda: not w.isVisible())
+    release.set()
+    qtbot.waitUntil(lambda: bool(ended), timeout=60_000)
+    qtbot.wait(50)                                                       # its done signal delivered
+    assert boxes(w, TFLITE) == boxes(w, ONNX) == closed and w.idle
+
+
+def test_collapse_groups_after_expand_all_removes_the_old_items_in_slices_unseen(qtbot, window, tmp_path):  # noqa: F811
+    """Collapse Groups on a model shown whole: its thousands of items went in one event-loop turn (a stall on 10,000
+    ops); now the boxes show at once, the old items paint nothing and are removed from the event loop."""
+    w = window
+    open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    closed = boxes(w, TFLITE)
+    _menu_click(w, qtbot, "Expand All Groups")
+    settle(qtbot, w)
+    scene = w.scenes[TFLITE]
+    whole = len(scene.items())
+    assert whole > 4000 and boxes(w, TFLITE) == set()
+    _menu_click(w, qtbot, "Collapse Groups")
+    assert len(scene.items()) > whole - 100                             # in the scene yet, waiting for the slices
+    assert boxes(w, TFLITE) == closed                                   # the boxes are shown at once
+    view = w.panes[TFLITE].main_view
+    now = view.viewport().grab().toImage()
+    settle(qtbot, w)
+    assert len(scene.items()) == len(scene.nodes) + len(scene.edges) + len(scene.group_frames) < 200
+    assert view.viewport().grab().toImage() == now                      # nothing of the old items was seen

@@ -425,3 +425,41 @@ def test_transposes_a_pin_inserts_keep_a_gap_to_their_neighbours(qtbot, window):
                 o = other.mapRectToScene(other.rect)
                 gap = max(o.left() - r.right(), r.left() - o.right(), o.top() - r.bottom(), r.top() - o.bottom())
                 assert gap >= MIN_GAP, (it.node.key, other.node.key, gap)
+
+
+def _choose_scheme(w, qtbot, text: str) -> None:
+    """View › Colour scheme › `text`, each clicked in its open menu."""
+    menu = w.menu("view")
+    menu.popup(w.mapToGlobal(w.rect().center()))
+    qtbot.waitUntil(menu.isVisible)
+    sub = next(a for a in menu.actions() if a.menu() is not None and a.text().replace("&", "") == "Colour scheme")
+    QTest.mouseClick(menu, Qt.LeftButton, Qt.NoModifier, menu.actionGeometry(sub).center())
+    qtbot.waitUntil(sub.menu().isVisible)
+    click_menu_item(sub.menu(), text)
+
+
+def test_the_validation_plots_follow_the_colour_scheme(qtbot, window, tmp_path):  # noqa: F811
+    """Validated, then View › Colour scheme › Dark: the Validation dock's plots (pyqtgraph's white) and the error
+    overlay's colour key turn dark with dark ink, and light again with Light."""
+    from inspector.gui.palette import DARK, LIGHT
+    w = window
+    open_by_dialog(qtbot, w, conflict_model(tmp_path / "one.tflite"))
+    panel = w.editor.validation
+    w.editor.validation_dock.show()
+    w.editor.validation_dock.raise_()
+    QTest.mouseClick(panel.run_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: panel.validation is not None and not panel.running, timeout=120_000)
+    try:
+        for text, scheme in (("&Dark", DARK), ("&Light", LIGHT)):
+            _choose_scheme(w, qtbot, text)
+            pal = palette()
+            assert pal.dark == (scheme == DARK)
+            for widget in (panel.per_op, panel.hist, panel.scale):
+                image = widget.grab().toImage()
+                corner = image.pixelColor(2, 2)
+                assert (corner.lightness() < 80) == (scheme == DARK), (text, widget, corner.name())
+            for plot in (panel.per_op, panel.hist):
+                assert plot.getAxis("left").textPen().color() == pal.ink
+            assert all(c.opts["pen"].color() == pal.ink for c in panel.hist.listDataItems())
+    finally:
+        w.scheme.choose(LIGHT)                  # (cleanup: the palette module's scheme is the process's)

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from inspector.gui.lod import LOD_DETAIL, MIN_TEXT_PX, label_size, screen_px  # noqa: E402
+from inspector.gui.lod import LOD_DETAIL, MIN_TEXT_PX, PX_PER_PT, label_size, screen_px  # noqa: E402
 from inspector.gui.palette import CATEGORIES, CONFLICT, DARK, LIGHT, UNKNOWN, contrast, palette  # noqa: E402
 
 MACHADO = {
@@ -107,4 +107,16 @@ def test_zoomed_out_a_label_keeps_the_size_it_has_at_detail_zoom():
     assert label_size(9.0, 30.0, 1.0) == (9.0, True)
     assert label_size(9.0, 6.0, 0.5) == (0.0, False)         # elided at 9 pt: 6 px, a smudge
     assert label_size(9.0, 6.0, 0.6)[0] == 9.0               # 7.2 px: drawn
+
+
+def test_a_group_box_s_label_too_long_is_elided_at_the_smallest_readable_size_its_room_allows():
+    """One rule for every box (graph_group's boxes had a zoomed-out rule of their own): a box given room (its
+    height's) draws a label that does not fit at the smallest readable size, elided, rather than none."""
+    smallest = MIN_TEXT_PX / (PX_PER_PT * 0.3)
+    assert label_size(9.0, 6.0, 0.3) == (0.0, False)                    # an op's: elided at 9 pt, 3.6 px: none
+    assert label_size(9.0, 6.0, 0.3, room_pt=30.0) == (smallest, False)     # a group's: elided, readable
+    assert label_size(9.0, 6.0, 0.3, room_pt=12.0) == (0.0, False)      # its box too low for that: none
+    assert label_size(9.0, 30.0, 0.5, room_pt=30.0) == label_size(9.0, 30.0, 0.5)      # readable: as any box's
+    smallest = MIN_TEXT_PX / (PX_PER_PT * 0.2)                          # whole it fits at 20 pt: 5.3 px, a smudge
+    assert label_size(9.0, 20.0, 0.2) == (0.0, True) and label_size(9.0, 20.0, 0.2, 30.0) == (smallest, False)
 

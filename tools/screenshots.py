@@ -91,6 +91,13 @@ def layers(app, corpus: Path, out: Path) -> None:
         wait(app, w)
         fitted(w)
         shot(app, w, out / "nasnet-expanded.png")
+        for which in (TFLITE, ONNX):            # the opened group's frame at a readable zoom: its tab's − closes it
+            frame = next(f for f in w.scenes[which].group_frames if f.layer.id == biggest)
+            view = w.panes[which].main_view
+            view.resetTransform()
+            view.centerOn(frame.tab.center().x() + view.viewport().width() / 2 - 40,
+                          frame.tab.center().y() + view.viewport().height() / 2 - 40)
+        shot(app, w, out / "nasnet-group-frame.png")
         w.close()
     torch = corpus / "torch" / "mobilenet_v2_w050.tflite"
     if torch.is_file():

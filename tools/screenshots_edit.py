@@ -106,6 +106,9 @@ def main(argv=None) -> int:
     w.editor.validation_dock.raise_()
     w.resizeDocks([w.editor.validation_dock], [300], Qt.Vertical)
     save(app, w, out / "validation.png")
+    w.scheme.choose("dark")                         # View › Colour scheme › Dark: the plots follow it
+    save(app, w, out / "validation-dark.png")
+    w.scheme.choose("system")
     w.close()
     pair_validation(app, corpus, out)
     return 0

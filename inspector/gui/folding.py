@@ -9,7 +9,10 @@ opened collapsed lays out its forty boxes, not its 50,000 ops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Hashable
+
+import numpy as np
 
 from inspector.core.session.layers import Layer, LayerTree, recount
 
@@ -130,6 +133,8 @@ class Layers:
         self.open: set[str] = set(open_) if open_ is not None else opened_at(tree, tree.default_depth)
         self.whole: dict[str, ViewGraph] = {}
         self._where: dict[str, list[str]] = {}
+        self._ahead: dict[str, tuple] = {}    # pane -> (a graph it is to show next, where its nodes live)
+        self._shown: dict[str, tuple] = {}    # pane -> (whole graph, open groups, Folded) last folded
         self._laid: dict[str, tuple] = {}     # pane -> (open groups, whole graph, Folded, Geometry) last laid out
         self.counted = None                   # the trace whose conflicts and Transposes the groups count
         self._index: dict[str, tuple] = {}    # pane -> (whole graph, its node key -> index)
@@ -142,7 +147,16 @@ class Layers:
     def set_whole(self, which: str, vg: ViewGraph) -> None:
         if self.whole.get(which) is not vg:
             self.whole[which] = vg
-            self._where[which] = homes(vg, self.tree)
+            ahead = self._ahead.pop(which, None)
+            self._where[which] = ahead[1] if ahead is not None and ahead[0] is vg else homes(vg, self.tree)
+
+    def fold_of(self, which: str, vg: ViewGraph) -> Folded:
+        """A graph the pane is to show next (a re-run's), folded as the pane would show it; it stays the pane's
+        whole graph until set_whole (where its nodes live is kept for that)."""
+        ahead = self._ahead.get(which)
+        if ahead is None or ahead[0] is not vg:
+            ahead = self._ahead[which] = (vg, homes(vg, self.tree))
+        return fold(vg, self.tree, self.open, ahead[1])
 
     @property
     def folds(self) -> bool:
@@ -166,6 +180,8 @@ class Layers:
         self.tree = tree
         self.open = {g for g in self.open if g in tree.layers}
         self._laid.clear()
+        self._shown.clear()
+        self._ahead.clear()
         for which, vg in self.whole.items():
             self._where[which] = homes(vg, tree)
 
@@ -177,10 +193,40 @@ class Layers:
         recount(self.tree, result, sg)
         self.counted = result.trace
         self._laid.clear()
+        self._shown.clear()                   # (the boxes' lines say the new counts)
         return True
 
     def shown(self, which: str) -> Folded:
-        return fold(self.whole[which], self.tree, self.open, self._where[which])
+        """The pane's whole graph folded by the open groups (the same Folded while neither changes: a fold laid out
+        by a worker is folded once, not again when it is shown)."""
+        vg, open_ = self.whole[which], frozenset(self.open)
+        got = self._shown.get(which)
+        if got is None or got[0] is not vg or got[1] != open_:
+            got = self._shown[which] = (vg, open_, fold(vg, self.tree, open_, self._where[which]))
+        return got[2]
+
+    def frames(self, which: str, vg: ViewGraph, corner: np.ndarray, size: np.ndarray) -> list[tuple]:
+        """(Layer, (left, top, right, bottom)) of each open group around its nodes in `vg`, the pane's graph as
+        shown, whose boxes are at `corner` and of `size` (arrays, by node; a closed box inside counts as a node)."""
+        at, where, layers = self._at(which), self._where[which], self.tree.layers
+        spans: dict[str, list[int]] = {}
+        for i, n in enumerate(vg.nodes):
+            if n.layer is not None:
+                g = n.layer.parent or ""
+            else:
+                j = at.get(n.key)
+                g = where[j] if j is not None else ""
+            while g:
+                spans.setdefault(g, []).append(i)
+                g = layers[g].parent or ""
+        if not spans:
+            return []
+        counts = [len(nodes) for nodes in spans.values()]
+        every = np.fromiter(chain.from_iterable(spans.values()), np.intp, sum(counts))     # group after group
+        starts = np.cumsum([0] + counts[:-1])
+        low = np.minimum.reduceat(corner[every], starts).tolist()
+        high = np.maximum.reduceat((corner + size)[every], starts).tolist()
+        return [(layers[g], (*a, *b)) for g, a, b in zip(spans, low, high)]
 
     def group_of(self, which: str, key: Hashable) -> str:
         """The innermost group of a node of the whole graph ("" when none)."""

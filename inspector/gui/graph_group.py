@@ -1,17 +1,21 @@
 """A closed group's box: its label, op count, category mix (a bar in the category colours), a badge with the
 conflicts and inserted Transposes inside it, and a + control that opens it. Drawn as a small stack of cards so it
-reads as "many ops" beside the single op boxes."""
+reads as "many ops" beside the single op boxes. An open group's frame: a light outline around its nodes with a tab,
+"−" and its label, whose click closes it."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainterPath, QPen
+from PySide6.QtWidgets import QGraphicsItem
 
 from .graph_items import NodeItem, Fonts, seen_lod, warning
-from .lod import LOD_TEXT, MIN_TEXT_PX, PX_PER_PT, readable
+from .lod import LOD_TEXT, label_size, readable
 from .graph_model import GROUP_BAR, LINE_H, TITLE_H
 from .palette import CONFLICT, UNKNOWN, palette
 
-CONTROL = 14                # the + square's side
+CONTROL = 14                # the + and − squares' side
+FRAME_PAD = 12              # scene px between an open group's nodes and its frame
+TAB_H = 18                  # its tab's height
 
 
 def _mix(a: QColor, b: QColor, share: float) -> QColor:
@@ -34,7 +38,7 @@ class GroupItem(NodeItem):
         layer = self.layer
         mix = ", ".join(f"{n} {c}" for c, n in layer.categories.items())
         tip = [f"{layer.id}  ({len(layer.ops)} ops)"] + ([mix] if mix else []) + self.node.lines[1:]
-        tip.append("Double-click, Enter or + to open; Backspace inside closes it again")
+        tip.append("Double-click, Enter or + to open; once open, its frame's − (or Backspace inside) closes it")
         self.category, self.marker = category, ""
         pal = palette()
         main = next(iter(layer.categories), UNKNOWN)       # its commonest category, pale: a box, not an op
@@ -52,30 +56,29 @@ class GroupItem(NodeItem):
 
     def paint(self, painter, option, widget=None):
         NodeItem.paint_calls += 1
-        pal = palette()
         lod = seen_lod(self, painter, option)
+        if not lod:
+            return
+        pal = palette()
         r = self.rect
         if lod < LOD_TEXT:                  # zoomed out: a filled box, its label as large as the box allows
             if self.isSelected():
                 painter.fillRect(r.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), pal.selection)
             painter.fillRect(r, self.quick_fill)
-            if lod > 0.08:
-                font = QFont(Fonts.get()[0])
-                if not self._label_pt:          # the size at which the whole label fits the box's width
-                    self._label_pt = font.pointSizeF() * (r.width() - 10) / max(
-                        QFontMetricsF(font).horizontalAdvance(self.node.title), 1.0)
-                # the whole label when it fits at a readable size, else the smallest readable size (lod.py),
-                # elided at the left: what tells groups apart is at the end (InvertedResidual_12, block_3,
-                # part 10/21), which middle elision cut out; none when the box is too low for that
-                pt = min(9.0 / lod, self._label_pt) if readable(self._label_pt, lod) else \
-                    MIN_TEXT_PX / (PX_PER_PT * lod)
-                pt = min(pt, r.height() * 0.6)
-                if readable(pt, lod):
-                    font.setPointSizeF(pt)
-                    painter.setFont(font)
-                    painter.setPen(pal.on(self.quick_fill))
-                    text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideLeft, r.width() - 8)
-                    painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter, text)
+            font = QFont(Fonts.get()[0])
+            if not self._label_pt:              # the size at which the whole label fits the box's width
+                self._label_pt = font.pointSizeF() * (r.width() - 10) / max(
+                    QFontMetricsF(font).horizontalAdvance(self.node.title), 1.0)
+            # lod.py's rule, with the box's height as room: a label too long is elided at the left, at the smallest
+            # readable size (what tells groups apart is at the end: InvertedResidual_12, block_3, part 10/21)
+            room = r.height() * 0.6
+            pt, _ = label_size(font.pointSizeF(), min(self._label_pt, room), lod, room)
+            if pt:
+                font.setPointSizeF(pt)
+                painter.setFont(font)
+                painter.setPen(pal.on(self.quick_fill))
+                text = QFontMetricsF(font).elidedText(self.node.title, Qt.ElideLeft, r.width() - 8)
+                painter.drawText(r.adjusted(4, 0, -4, 0), Qt.AlignCenter, text)
             if self.conflicted():
                 self._paint_badge(painter, pal, lod)
             return
@@ -94,12 +97,8 @@ class GroupItem(NodeItem):
         painter.setFont(Fonts.get()[0])
         painter.drawText(QRectF(r.left() + CONTROL + 8, r.top(), r.width() - CONTROL - 12, TITLE_H),
                          Qt.AlignLeft | Qt.AlignVCenter, title)
-        c = self.control()
         painter.setPen(QPen(pal.ink, 1))
-        painter.setBrush(Qt.NoBrush)
-        painter.drawRect(c)
-        painter.drawLine(QPointF(c.left() + 3, c.center().y()), QPointF(c.right() - 3, c.center().y()))
-        painter.drawLine(QPointF(c.center().x(), c.top() + 3), QPointF(c.center().x(), c.bottom() - 3))
+        _control(painter, self.control(), plus=True)
         painter.setFont(Fonts.get()[1])
         y = r.top() + TITLE_H
         for s in lines:
@@ -129,3 +128,72 @@ class GroupItem(NodeItem):
         font = Fonts.get()[1]
         warning(painter, pal, self.rect.right() - 4, self.rect.top() - 2, 12,
                 str(layer.conflicts or layer.transposes) if readable(font.pointSizeF(), lod) else "", font)
+
+
+def _control(painter, c: QRectF, plus: bool) -> None:
+    """A + or − in a square (the pen set)."""
+    painter.setBrush(Qt.NoBrush)
+    painter.drawRect(c)
+    painter.drawLine(QPointF(c.left() + 3, c.center().y()), QPointF(c.right() - 3, c.center().y()))
+    if plus:
+        painter.drawLine(QPointF(c.center().x(), c.top() + 3), QPointF(c.center().x(), c.bottom() - 3))
+
+
+_METRICS: list = []
+
+
+def _small_metrics() -> QFontMetricsF:
+    """The small font's metrics, made once (an expanded big model has hundreds of frames)."""
+    if not _METRICS:
+        _METRICS.append(QFontMetricsF(Fonts.get()[1]))
+    return _METRICS[0]
+
+
+class GroupFrame(QGraphicsItem):
+    """An open group's frame around the nodes it shows (`rect`, scene coordinates), under every node and edge; its
+    tab at the top-left, "−" and the group's label, is what the mouse hits (GraphView: a click closes the group)."""
+
+    def __init__(self, layer, rect: QRectF, frame=None):
+        super().__init__()
+        self.layer, self.frame, self.around = layer, frame, rect
+        self.rect = rect.adjusted(-FRAME_PAD, -FRAME_PAD, FRAME_PAD, FRAME_PAD)
+        text_w = _small_metrics().horizontalAdvance(layer.label)
+        self.tab = QRectF(self.rect.left(), self.rect.top() - TAB_H, min(CONTROL + 12 + text_w, 260), TAB_H)
+        self._bounds = self.rect.united(self.tab).adjusted(-1, -1, 1, 1)
+        self.setZValue(-1)
+        self.setToolTip(f"{layer.id}  ({len(layer.ops)} ops)\nClick − to close it (or Backspace on one of its nodes)")
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()                   # only the tab: clicks inside the frame reach what is under it
+        path.addRect(self.tab)
+        return path
+
+    def control(self) -> QRectF:
+        return QRectF(self.tab.left() + 3, self.tab.center().y() - CONTROL / 2, CONTROL, CONTROL)
+
+    def paint(self, painter, option, widget=None):
+        lod = seen_lod(self, painter, option)
+        if not lod:
+            return
+        pal = palette()
+        line = QColor(pal.ink)
+        line.setAlphaF(0.35)
+        painter.setPen(QPen(line, 1.0 if lod >= LOD_TEXT else 0))     # zoomed out: a hairline
+        painter.setBrush(Qt.NoBrush)
+        painter.drawRoundedRect(self.rect, 8, 8)
+        fill = QColor(pal.ink)
+        fill.setAlphaF(0.08)
+        painter.fillRect(self.tab, fill)
+        if lod < LOD_TEXT:
+            return
+        painter.setPen(QPen(pal.ink, 1))
+        _control(painter, self.control(), plus=False)
+        font = Fonts.get()[1]
+        if readable(font.pointSizeF(), lod):
+            painter.setFont(font)
+            text = QRectF(self.tab.left() + CONTROL + 8, self.tab.top(), self.tab.width() - CONTROL - 10, TAB_H)
+            painter.drawText(text, Qt.AlignLeft | Qt.AlignVCenter,
+                             QFontMetricsF(font).elidedText(self.layer.label, Qt.ElideLeft, text.width()))

@@ -35,14 +35,16 @@ class Frame:
     """Shared by a scene's items: the level of detail of the frame being painted, set once per frame by the scene
     (GraphScene.drawBackground) instead of once per item: Python work per item is what costs when zoomed out."""
     lod = 1.0
+    gone = False                  # the scene shows another graph: these items paint nothing until removed
 
 
 def seen_lod(item, painter, option) -> float:
-    """The scale `item` is being painted at: its scene's Frame's, else worked out from the painter."""
+    """The scale `item` is being painted at: its scene's Frame's, else worked out from the painter; 0.0 when it
+    is not to be painted (its graph replaced)."""
     frame = item.frame
     if frame is None:
         return option.levelOfDetailFromTransform(painter.worldTransform())
-    return frame.lod
+    return 0.0 if frame.gone else frame.lod
 
 
 class NodeItem(QGraphicsItem):
@@ -122,6 +124,8 @@ class NodeItem(QGraphicsItem):
     def paint(self, painter, option, widget=None):
         NodeItem.paint_calls += 1
         lod = seen_lod(self, painter, option)
+        if not lod:
+            return
         if lod < LOD_TEXT:                      # cheap: one filled rectangle
             if self.isSelected():
                 painter.fillRect(self.rect.adjusted(-6 / lod, -6 / lod, 6 / lod, 6 / lod), palette().selection)
@@ -248,8 +252,10 @@ class EdgeItem(QGraphicsItem):
         return self._bounds
 
     def paint(self, painter, option, widget=None):
-        pal = palette()
         lod = seen_lod(self, painter, option)
+        if not lod:
+            return
+        pal = palette()
         color = pal.edge_conflict if self.conflict else pal.edge
         if self.isSelected():
             painter.setPen(QPen(pal.selection, 7 if lod >= LOD_TEXT else 7 / lod))

@@ -11,6 +11,7 @@ import gc
 import hashlib
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import chain
@@ -25,6 +26,7 @@ H_GAP, V_GAP = 28, 60            # pixels between node slots / between layer ban
 _CACHE: OrderedDict[str, "Geometry"] = OrderedDict()
 _CACHE_SIZE = 16
 _LOCK = threading.Lock()
+_KEYS: dict[int, tuple] = {}        # id(graph) -> (a weak reference to it, its topology_key): a graph is not changed
 
 
 @dataclass
@@ -100,10 +102,19 @@ def _points(pairs) -> np.ndarray:
 
 
 def topology_key(vg: ViewGraph) -> str:
+    """What vg's layout depends on (a hash); worked out once per graph (a fold asks whether it is laid out, then
+    lays it out, then again once the worker has: each a walk of every node and edge)."""
+    got = _KEYS.get(id(vg))
+    if got is not None and got[0]() is vg:
+        return got[1]
     h = hashlib.sha1()
     h.update(repr([(n.width, n.height) for n in vg.nodes]).encode())
     h.update(repr([(e.src, e.dst) for e in vg.edges]).encode())
-    return h.hexdigest()
+    key = h.hexdigest()
+    if len(_KEYS) > 64:
+        _KEYS.clear()
+    _KEYS[id(vg)] = (weakref.ref(vg), key)
+    return key
 
 
 def layers_of(n: int, edges: list[tuple[int, int]]) -> list[int]:

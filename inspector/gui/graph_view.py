@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QPointF, QRectF, QRunnable, Qt, QThreadPool,
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
-from .graph_group import GroupItem
+from .graph_group import GroupFrame, GroupItem
 from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Geometry
 from .graph_model import ViewGraph
@@ -80,6 +80,8 @@ class GraphScene(QGraphicsScene):
         self.frame = Frame()
         self._colours: tuple[dict, dict, dict] = ({}, {}, {})     # the latest colours asked for
         self.pins: dict[Hashable, str] = {}           # tensor -> the layout it is pinned to (its edges marked)
+        self._dropping: list = []                     # a replaced graph's items, still to be removed (slices)
+        self.group_frames: list[GroupFrame] = []      # the open groups' frames (set_frames)
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self._start(vg, layout)
 
@@ -88,13 +90,25 @@ class GraphScene(QGraphicsScene):
         apply(): opening every group of 10,000 ops made 20,000 items in one event-loop turn). The colours and
         pins asked for stay; the selection does not."""
         TURNS.drop(self)                              # the old graph's work left is dropped with its items
-        had = bool(self.selectedItems())
+        selected = self.selectedItems()
         self.blockSignals(True)                       # its items go: said once below, if any was selected
-        self.clear()
+        for item in selected:
+            item.setSelected(False)
         self.blockSignals(False)
+        # the old items paint nothing from now on and are removed in slices (Collapse Groups after Expand All on
+        # 10,000 ops: 20,000 items cleared, and their Python objects freed, in one event-loop turn)
+        self.frame.gone = True
+        self.frame = Frame()
+        if self._update is not None:                 # an apply() under way: its lookups are not what is shown
+            self._dropping.extend(self.items())
+        else:                                         # (asking Qt for them all re-reads each one's bounds)
+            self._dropping.extend(it for it in self._node_at if it is not None)
+            self._dropping.extend(it for it in self._edge_at if it is not None)
+            self._dropping.extend(self.group_frames)
+        self.group_frames = []
         self.version += 1
         self._start(vg, layout)
-        if had:
+        if selected:
             self.selectionChanged.emit()
 
     def _start(self, vg: ViewGraph, layout: Geometry) -> None:
@@ -113,8 +127,9 @@ class GraphScene(QGraphicsScene):
         self._update = None                           # apply()'s re-indexing still to do (a generator)
         self._deadline: float | None = None           # when the running slice ends (None: no end)
         self.raster_cache: dict = {}                  # raster.node_arrays' arrays (node geometry, colours)
-        self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
-        self.setBspTreeDepth(_depth(len(vg.nodes) + len(vg.edges)))
+        self.bounds = QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN)
+        if not self._dropping:          # (a new scene rect or depth re-indexes every item: once the old ones went)
+            self._size_index()
         self._todo = iter(layout.order(vg))
         self.built = False
         self._announced = False                       # completed emitted since the scene last had work left
@@ -136,7 +151,7 @@ class GraphScene(QGraphicsScene):
 
     @property
     def complete(self) -> bool:
-        return self.built and self._update is None and not self._repaint
+        return self.built and self._update is None and not self._repaint and not self._dropping
 
     def populate(self, limit: int | None = None, seconds: float | None = None) -> None:
         """Create up to `limit` more items, or do as much of the work left (re-indexing, creating, recolouring) as
@@ -145,10 +160,13 @@ class GraphScene(QGraphicsScene):
         if self._update is not None and next(self._update) is not True:
             self._later()
             return
+        if self._dropping and deadline is not None and not self._drop(deadline):    # (finish(): left to slices)
+            self._later()
+            return
         if not self.built and not self._create(limit, deadline):
             self._later()
             return
-        if not self._paint(deadline):
+        if not self._paint(deadline) or self._dropping:
             self._later()
             return
         TURNS.drop(self)
@@ -198,6 +216,34 @@ class GraphScene(QGraphicsScene):
         self.built = True
         self._index()
         return True
+
+    def set_frames(self, frames) -> None:
+        """The open groups' frames, (Layer, rect of the nodes it shows) each, in place of the last ones."""
+        frames, old = list(frames), self.group_frames
+        if len(frames) == len(old) and all(f.layer is layer and f.around == rect for f, (layer, rect) in
+                                           zip(old, frames)):
+            return                                  # (a re-run that moved nothing: the same frames)
+        for item in self.group_frames:
+            self.removeItem(item)
+        self.group_frames = [GroupFrame(layer, rect, self.frame) for layer, rect in frames]
+        for item in self.group_frames:
+            self.addItem(item)
+
+    def _drop(self, deadline: float) -> bool:
+        """Remove a replaced graph's items (the last made first) until `deadline`; True when none is left."""
+        dropping, remove = self._dropping, self.removeItem
+        n = 0
+        while dropping:
+            remove(dropping.pop())              # its last reference: the item is deleted
+            n += 1
+            if n % 64 == 0 and time.perf_counter() > deadline:
+                return False
+        self._size_index()
+        return True
+
+    def _size_index(self) -> None:
+        self.setSceneRect(self.bounds)
+        self.setBspTreeDepth(_depth(len(self.vg.nodes) + len(self.vg.edges)))
 
     def _index(self) -> None:
         """Index the items just made, in this slice: Qt indexes new items at its next query or after 2 s, and 2 s of
@@ -261,7 +307,9 @@ class GraphScene(QGraphicsScene):
             item.index, item.edge = i, vg.edges[i]
             item.update()
         self.vg, self.layout = vg, layout
-        self.setSceneRect(QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN))
+        self.bounds = QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN)
+        if not self._dropping:
+            self.setSceneRect(self.bounds)
         self.version += 1
         yield False
         nodes = yield from self._reindexed(vg.nodes, diff.nodes, new_nodes, old_nodes, "node")
@@ -469,6 +517,12 @@ def _depth(items: int) -> int:
     return max(5, math.ceil(math.log2(max(items, 1))))
 
 
+def _gone(item) -> bool:
+    """One of a replaced graph's items, unseen while it waits for its removal."""
+    frame = getattr(item, "frame", None)
+    return frame is not None and frame.gone
+
+
 def _key(item) -> Hashable:
     return item.node.key if isinstance(item, NodeItem) else item.edge.tensor
 
@@ -570,7 +624,7 @@ class GraphView(QGraphicsView):
         """The whole graph, centred, at no more than MAX_FIT."""
         scene = self.scene()
         if scene is not None:
-            r, vp = scene.sceneRect(), self.viewport().rect()
+            r, vp = scene.bounds, self.viewport().rect()
             k = min(vp.width() / max(r.width(), 1), vp.height() / max(r.height(), 1), self.MAX_FIT)
             self.resetTransform()
             self.scale(max(k, self.MIN_ZOOM), max(k, self.MIN_ZOOM))
@@ -585,7 +639,7 @@ class GraphView(QGraphicsView):
         if scene is None:
             return
         self.auto = True
-        r, vp = scene.sceneRect(), self.viewport().rect()
+        r, vp = scene.bounds, self.viewport().rect()
         if min(vp.width() / max(r.width(), 1), vp.height() / max(r.height(), 1)) >= self.READABLE:
             self.fit()
             return
@@ -649,8 +703,12 @@ class GraphView(QGraphicsView):
 
     def mousePressEvent(self, event):
         item = self.itemAt(event.position().toPoint())
+        if _gone(item):                             # nothing seen there: not selected either
+            event.accept()
+            return
         if isinstance(item, GroupItem) and event.button() == Qt.LeftButton and \
-                item.control().contains(item.mapFromScene(self.mapToScene(event.position().toPoint()))):
+                item.control().contains(item.mapFromScene(self.mapToScene(event.position().toPoint()))) or \
+                isinstance(item, GroupFrame) and event.button() == Qt.LeftButton:     # an open group's tab: −
             self.groupToggled.emit(item.layer.id)
             event.accept()
             return
@@ -658,6 +716,9 @@ class GraphView(QGraphicsView):
 
     def mouseDoubleClickEvent(self, event):
         item = self.itemAt(event.position().toPoint())
+        if _gone(item):
+            event.accept()
+            return
         if isinstance(item, GroupItem):
             self.groupToggled.emit(item.layer.id)
             event.accept()
@@ -713,7 +774,7 @@ class Minimap(QWidget):
     def sync(self) -> None:
         scene = self.view.scene()
         vis = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
-        whole = scene.sceneRect().adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN) if scene is not None else None
+        whole = scene.bounds.adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN) if scene is not None else None
         self.setVisible(bool(self.enabled and scene is not None and not vis.contains(whole)))
         self.update()
 
@@ -721,7 +782,7 @@ class Minimap(QWidget):
         scene = self.view.scene()
         if scene is None:
             return
-        r = scene.sceneRect()
+        r = scene.bounds
         vp = self.view.viewport().geometry()
         rw, rh = max(r.width(), 1), max(r.height(), 1)
         k = min(self.SIZE / max(rw, rh), self.WIDTH * vp.width() / rw, self.HEIGHT * vp.height() / rh,
@@ -748,7 +809,7 @@ class Minimap(QWidget):
             self.sync()
 
     def _k(self) -> tuple[float, QRectF]:
-        r = self.view.scene().sceneRect()
+        r = self.view.scene().bounds
         return min(self.width() / r.width(), self.height() / r.height()), r
 
     def paintEvent(self, event):

@@ -151,6 +151,9 @@ class MainWindow(QMainWindow):
         self.scenes: dict[str, GraphScene] = {}
         self.layers: Layers | None = None             # the open model's groups and which are open (both panes)
         self._layout_job = None                       # the last layers_job.LayOut started (kept while it runs)
+        self._plan_job = None                         # the LayOut of a re-run's ONNX graph, before it is shown
+        self._plan_waiting = None                     # (PlanChanged, graph, layout, live) waiting for that job
+        self._plan_took = False                       # its result's metadata pass came meanwhile (_annotated)
         self.active = TFLITE
         self._syncing = False
         self._close_after_export = False    # a close waits for a big model's export (its report is written here)
@@ -517,7 +520,8 @@ class MainWindow(QMainWindow):
     @property
     def idle(self) -> bool:
         """No job running and every scene fully built."""
-        return self.job is None and self._layout_job is None and all(sc.complete for sc in self.scenes.values())
+        return self.job is None and self._layout_job is None and self._plan_job is None and \
+            all(sc.complete for sc in self.scenes.values())
 
     def cancel(self) -> None:
         if self.job is not None:
@@ -579,6 +583,7 @@ class MainWindow(QMainWindow):
         pair = f" ↔ {Path(e.other).name}" if e.other else ""
         self.setWindowTitle(f"{Path(e.path).name}{pair}[*] — Layout Inspector")
         self.setWindowModified(False)
+        self._plan_job = self._plan_waiting = None    # a re-run of the last model waiting for its layout
         self.search_field.clear()                     # the last model's search means nothing in this one
         self._reset_search()
         self.conflicts.set_document(None)
@@ -588,12 +593,22 @@ class MainWindow(QMainWindow):
     def _plan_changed(self, e: PlanChanged) -> None:
         """A conversion of the current model, the first or a re-run: the ONNX pane (re-run: the same selection, by
         node/value name, and viewport), colours, conflicts, details and the status line follow it."""
-        s = self.views.session
         if e.view is not None:
             vg, layout, live = e.view
         else:                                         # converted on this thread (Session.convert): laid out here
             vg = graph_model.from_onnx(e.result.model)
             layout, live = None, None
+        self._plan_shown(e, vg, layout, live)
+
+    def _plan_shown(self, e: PlanChanged, vg, layout, live) -> None:
+        """_plan_changed once the ONNX graph to be shown is laid out: a big one (groups opened while the re-run ran
+        folded, or one group left closed) is laid out by a worker first. Meanwhile the pane keeps the graph shown
+        and self.doc its conversion (clicks, Details and the Conflicts dock agree); a newer re-run replaces it."""
+        s = self.views.session
+        took, self._plan_waiting, self._plan_job, self._plan_took = self._plan_took, None, None, False
+        if self._lay_out_first(e, vg, layout, live):
+            self._plan_took = took
+            return
         whole = vg
         if self.layers is not None and s.graph is not None and self.layers.recount(e.result, s.graph.main) \
                 and self.layers.folds:          # a pin's conflicts: the TFLite pane's boxes count them too
@@ -604,6 +619,9 @@ class MainWindow(QMainWindow):
         only_onnx = s.graph is None
         self.doc = Document(s.path, graph=s.graph, result=None if only_onnx else e.result, model=e.result.model,
                             notes=list(s.notes), onnx_shapes=dict(vg.shapes))
+        if took and s.result is not None and not only_onnx:   # its metadata pass came while it was laid out
+            self.doc.took(s.result)
+            self.doc.notes = list(s.notes)
         self._syncing = True                          # the re-selection below is not the user's
         other = s.other or (s.path if only_onnx else None)     # a file's own ONNX model: named
         nodes = counted(whole.op_count, 'node')     # a walk of every node: once
@@ -633,6 +651,28 @@ class MainWindow(QMainWindow):
                                      if not edited else f"Metadata edits applied to "
                                      f"{Path(s.other or s.path).name}; its graph is unchanged", 15000)
 
+    def _lay_out_first(self, e: PlanChanged, vg, layout, live) -> bool:
+        """Whether the ONNX graph as it is to be shown (folded by the open groups) needs a worker's layout first
+        (then started: _plan_shown runs again once it is done)."""
+        layers = self.layers
+        if layers is None or ONNX not in self.scenes or (layout is not None and not layers.folds):
+            return False
+        shown = layers.fold_of(ONNX, vg).shown if layers.folds else vg
+        if not layers_job.wanted(shown):
+            return False
+        self.statusBar().showMessage("Laying out…")
+        self._plan_waiting = (e, vg, layout, live)
+        job = self._plan_job = layers_job.LayOut([shown])
+        job.signals.done.connect(lambda: self._plan_laid_out(job))
+        self.pool.start(job)
+        return True
+
+    def _plan_laid_out(self, job) -> None:
+        if job is not self._plan_job or self._plan_waiting is None:     # a newer re-run, another model, closed
+            return
+        self.statusBar().clearMessage()
+        self._plan_shown(*self._plan_waiting)
+
     def _exported(self, e: Exported) -> None:
         s = self.views.session
         self.statusBar().showMessage(f"Exported {e.path}: {counted(s.result.transposes, 'Transpose')}, "
@@ -657,6 +697,17 @@ class MainWindow(QMainWindow):
             view.minimap.sync()
         if scene.selects(nodes, tensors):           # a re-run shown in place keeps the selection; select() would
             return                                  # wait for the scene's re-indexing
+        if not scene.built:         # made afresh in slices: selected once made (select() makes it all in one turn)
+            scene.completed.connect(lambda: self._reselect(which, scene, nodes, tensors, later=True),
+                                    Qt.SingleShotConnection)
+            return
+        self._reselect(which, scene, nodes, tensors)
+
+    def _reselect(self, which: str, scene, nodes, tensors, later: bool = False) -> None:
+        """Select what was selected before a re-run; `later`: once its scene was made, unless the pane shows
+        another scene or the user selected something meanwhile."""
+        if later and (self.scenes.get(which) is not scene or scene.selectedItems()):
+            return
         self._syncing = True
         try:
             scene.select(nodes, tensors)
@@ -667,6 +718,9 @@ class MainWindow(QMainWindow):
         """A re-run's metadata pass came after its graph: the document takes the result that has it, its model and
         notes (Details shows the model's types)."""
         s = self.views.session
+        waiting = self._plan_waiting
+        if waiting is not None and waiting[0].result is e.shown:     # its graph is being laid out: taken once shown
+            self._plan_took = True
         if self.doc is not None and s is not None and self.doc.result is e.shown and s.result is not None:
             self.doc.took(s.result)
             self.doc.notes = list(s.notes)
@@ -726,10 +780,14 @@ class MainWindow(QMainWindow):
     def _show(self, which: str, vg, layout, label: str, live=None) -> None:
         scene, view = self.scenes.get(which), self.panes[which].main_view
         if live and scene is not None and view is not None and view.scene() is scene:
-            scene.apply(vg, layout, None if live is True else live)   # same items, same view: only what changed
+            if live is True and (not scene.built or abs(len(vg.nodes) - len(scene.vg.nodes)) > REMADE_OVER):
+                scene.replace(vg, layout)       # groups opened or closed meanwhile: made afresh, in slices
+            else:
+                scene.apply(vg, layout, None if live is True else live)   # same items, same view: what changed
             self.panes[which].tabs.setTabText(0, label)
             view.minimap.invalidate()
             self.colour(which)
+            self._frame_groups(which)
             return
         scene = GraphScene(vg, layout)
         scene.selectionChanged.connect(lambda: self._selection_changed(which, scene))
@@ -743,6 +801,7 @@ class MainWindow(QMainWindow):
         view.groupClosed.connect(lambda key: self.close_group(which, key))
         self.panes[which].set_main(view, label)
         self.colour(which)
+        self._frame_groups(which)
         view.initial()
 
     # ---- layers ----------------------------------------------------------------------------------------------
@@ -766,7 +825,24 @@ class MainWindow(QMainWindow):
             if layers.folds:
                 folded, layout = layers.laid_out(which)
                 return folded.shown, layout, True if which in self.scenes else None
+            if live is None and which in self.scenes:     # the scene shown may be folded: updated in place
+                live = True
         return vg, layout if layout is not None else graph_layout.compute(vg), live
+
+    def _frame_groups(self, which: str) -> None:
+        """Each open group's frame around its nodes in the pane (its tab's − closes it), after the graph shown
+        changed; in the next event-loop turn: on a big graph it is a walk of every node."""
+        QTimer.singleShot(0, lambda: self._framed(which, self.scenes.get(which)))
+
+    def _framed(self, which: str, scene) -> None:
+        layers = self.layers
+        if scene is None or self.scenes.get(which) is not scene:
+            return
+        if layers is None or which not in layers.whole or scene.vg.subgraph != 0:
+            scene.set_frames(())
+            return
+        around = layers.frames(which, scene.vg, *scene.layout.boxes(scene.vg))
+        scene.set_frames([(layer, QRectF(x0, y0, x1 - x0, y1 - y0)) for layer, (x0, y0, x1, y1) in around])
 
     def _refold(self, panes=(TFLITE, ONNX), initial: bool = False, then=None) -> None:
         """Show the panes as the open groups say (what the scenes keep stays, moved where the new layout puts it).
@@ -801,6 +877,7 @@ class MainWindow(QMainWindow):
                 scene.apply(folded_w.shown, layout)     # what stays is kept (and moved), the selection too
             view.minimap.invalidate()
             self.colour(which)
+            self._frame_groups(which)
             if initial:
                 view.initial()
         if then is not None:
@@ -923,6 +1000,7 @@ class MainWindow(QMainWindow):
                 view.minimap.invalidate()
         self.legend.restyle()
         self.details.restyle()
+        self.editor.validation.restyle()
         self.refresh_details()                  # its text carries the scheme's colours (muted notes, links)
 
     # ---- views ---------------------------------------------------------------------------------------------
@@ -1256,6 +1334,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
         self.cancel()
         self._layout_job = None                 # a fold's layout still running shows nothing in a closed window
+        self._plan_job = self._plan_waiting = None      # nor a re-run's
         self.editor.close()
         super().closeEvent(event)
 

@@ -24,6 +24,8 @@ from inspector.core.proof.validate import headline
 from inspector.core.session.events import (MetadataChanged, ModelOpened, OptionsChanged, PinsChanged, PlanChanged,
                                            ValidationDone)
 
+from ..palette import palette
+
 # log10 of the relative error, from "agrees to float precision" to "wrong"; YlOrRd-like ramp: light = good,
 # so node titles stay readable in dark text.
 LO, HI = -8.0, -1.0
@@ -63,6 +65,10 @@ def overlay(scene, errors: dict[str, float]) -> int:
     return n
 
 
+PER_OP_TEXT = ("Error per op", "TFLite op (topological order)", "log10 relative error")    # title, x, y
+HIST_TEXT = ("Output differences", "onnx − tflite (outputs)", "count")
+
+
 class ErrorScale(QWidget):
     """The colour key of the error overlay: the ramp with decades marked, the tolerance, and 'not compared'."""
 
@@ -80,20 +86,21 @@ class ErrorScale(QWidget):
     def paintEvent(self, event):
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing)
-        p.fillRect(self.rect(), Qt.white)
+        pal = palette()                         # the scheme's background and ink (the ramp is the same in both)
+        p.fillRect(self.rect(), pal.background)
         p.setFont(self.font_)
         fm = QFontMetrics(self.font_)
         h = self.height()
         label = "relative error:"
         x0 = 10 + fm.horizontalAdvance(label) + 8
-        p.setPen(Qt.black)
+        p.setPen(pal.ink)
         p.drawText(QRectF(10, 0, x0, h / 2 + 4), Qt.AlignVCenter, label)
         w = max(200, min(420, self.width() - x0 - 200))
         bar = QRectF(x0, 5, w, h / 2 - 4)
         g = QLinearGradient(bar.topLeft(), bar.topRight())
         for i, c in enumerate(RAMP):
             g.setColorAt(i / (len(RAMP) - 1), QColor(c))
-        p.setPen(QPen(Qt.black, 0.8))
+        p.setPen(QPen(pal.ink, 0.8))
         p.setBrush(g)
         p.drawRect(bar)
         for d in range(int(LO), int(HI) + 1):
@@ -107,10 +114,10 @@ class ErrorScale(QWidget):
             p.drawText(QRectF(bar.right() + 10, 0, 150, h / 2 + 4), Qt.AlignVCenter,
                        f"| tolerance {self.rtol:g}")
         box = QRectF(bar.right() + 10, h / 2 + 2, 12, 12)
-        p.setPen(QPen(Qt.black, 0.8))
+        p.setPen(QPen(pal.ink, 0.8))
         p.setBrush(NOT_COMPARED)
         p.drawRect(box)
-        p.setPen(Qt.black)
+        p.setPen(pal.ink)
         p.drawText(QRectF(box.right() + 5, h / 2, 150, h / 2), Qt.AlignVCenter, "not compared")
         p.end()
 
@@ -190,10 +197,7 @@ class ValidationPanel(QWidget):
         top.addWidget(self.status, 1)
 
         pg.setConfigOptions(antialias=True)
-        self.per_op = pg.PlotWidget(background="w")
-        self.per_op.setLabel("bottom", "TFLite op (topological order)")
-        self.per_op.setLabel("left", "log10 relative error")
-        self.per_op.setTitle("Error per op", size="9pt")
+        self.per_op = pg.PlotWidget()
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True, tip=None)
         self.scatter.sigClicked.connect(self._clicked)
         self.per_op.addItem(self.scatter)
@@ -201,10 +205,8 @@ class ValidationPanel(QWidget):
         self.per_op.addItem(self.mark)
         self.tol_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#0072B2", width=2, style=Qt.DashLine))
         self.per_op.addItem(self.tol_line)
-        self.hist = pg.PlotWidget(background="w")
-        self.hist.setLabel("bottom", "onnx − tflite (outputs)")
-        self.hist.setLabel("left", "count")
-        self.hist.setTitle("Output differences", size="9pt")
+        self.hist = pg.PlotWidget()
+        self.restyle()
         split = self.plots = QSplitter(Qt.Horizontal)
         split.addWidget(self.per_op)
         split.addWidget(self.hist)
@@ -285,6 +287,23 @@ class ValidationPanel(QWidget):
         job.session.validated(v)            # ValidationDone: shown by show_validation
 
     # ---- showing -------------------------------------------------------------------------------------------
+    def restyle(self) -> None:
+        """The plots' background, axes, titles and the histogram's line in the colour scheme in use (pyqtgraph's
+        own are white and black), and the colour key's."""
+        pal = palette()
+        ink = pal.ink.name()
+        for plot, (title, bottom, left) in ((self.per_op, PER_OP_TEXT), (self.hist, HIST_TEXT)):
+            plot.setBackground(pal.background)
+            for side, text in (("bottom", bottom), ("left", left)):
+                plot.getAxis(side).setPen(pal.ink)
+                plot.getAxis(side).setTextPen(pal.ink)
+                plot.setLabel(side, text, color=ink)
+            plot.setTitle(title, size="9pt", color=ink)
+        for curve in self.hist.listDataItems():
+            curve.setPen(pg.mkPen(pal.ink, width=1))
+        if getattr(self, "scale", None) is not None:
+            self.scale.update()
+
     def reset(self) -> None:
         self.cancel()
         self.validation = None
@@ -346,7 +365,7 @@ class ValidationPanel(QWidget):
         if diffs.size:
             counts, edges = np.histogram(diffs, bins=min(80, max(10, int(np.sqrt(diffs.size)))))
             self.hist.plot(edges, counts, stepMode="center", fillLevel=0, brush=(0, 114, 178, 150),
-                           pen=pg.mkPen("#000", width=1))
+                           pen=pg.mkPen(palette().ink, width=1))
         bad = v.first_bad()
         w = self.editor.window
         doc, scene = w.doc, w.scenes.get(ONNX)
