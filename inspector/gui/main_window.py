@@ -836,7 +836,7 @@ class MainWindow(QMainWindow):
 
     def _framed(self, which: str, scene) -> None:
         layers = self.layers
-        if scene is None or self.scenes.get(which) is not scene:
+        if scene is None or self.scenes.get(which) is not scene or not shiboken6.isValid(scene):   # (closed)
             return
         if layers is None or which not in layers.whole or scene.vg.subgraph != 0:
             scene.set_frames(())
