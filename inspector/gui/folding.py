@@ -20,6 +20,7 @@ from . import graph_layout
 from .graph_model import GROUP, Edge, Node, ViewGraph
 
 FOLD_OPS = 2000             # from this many ops in the main graph a model opens collapsed to the tree's default depth
+KEPT_FOLDS = 4              # folds of a pane's graph kept (by the groups open)
 
 
 def group_key(layer_id: str) -> tuple[str, str]:
@@ -134,7 +135,7 @@ class Layers:
         self.whole: dict[str, ViewGraph] = {}
         self._where: dict[str, list[str]] = {}
         self._ahead: dict[str, tuple] = {}    # pane -> (a graph it is to show next, where its nodes live)
-        self._shown: dict[str, tuple] = {}    # pane -> (whole graph, open groups, Folded) last folded
+        self._shown: dict[str, tuple] = {}    # pane -> (whole graph, {open groups: Folded}) of its last folds
         self._laid: dict[str, tuple] = {}     # pane -> (open groups, whole graph, Folded, Geometry) last laid out
         self.counted = None                   # the trace whose conflicts and Transposes the groups count
         self._index: dict[str, tuple] = {}    # pane -> (whole graph, its node key -> index)
@@ -197,13 +198,19 @@ class Layers:
         return True
 
     def shown(self, which: str) -> Folded:
-        """The pane's whole graph folded by the open groups (the same Folded while neither changes: a fold laid out
-        by a worker is folded once, not again when it is shown)."""
+        """The pane's whole graph folded by the open groups; the last few folds of the same graph are kept (a fold
+        laid out by a worker is not folded again when shown, nor the overview again after Expand All)."""
         vg, open_ = self.whole[which], frozenset(self.open)
-        got = self._shown.get(which)
-        if got is None or got[0] is not vg or got[1] != open_:
-            got = self._shown[which] = (vg, open_, fold(vg, self.tree, open_, self._where[which]))
-        return got[2]
+        vg_was, folds = self._shown.get(which, (None, {}))
+        if vg_was is not vg:
+            folds = {}
+            self._shown[which] = (vg, folds)
+        got = folds.get(open_)
+        if got is None:
+            if len(folds) >= KEPT_FOLDS:
+                del folds[next(iter(folds))]
+            got = folds[open_] = fold(vg, self.tree, open_, self._where[which])
+        return got
 
     def frames(self, which: str, vg: ViewGraph, corner: np.ndarray, size: np.ndarray) -> list[tuple]:
         """(Layer, (left, top, right, bottom)) of each open group around its nodes in `vg`, the pane's graph as

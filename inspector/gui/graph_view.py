@@ -102,9 +102,11 @@ class GraphScene(QGraphicsScene):
         if self._update is not None:                 # an apply() under way: its lookups are not what is shown
             self._dropping.extend(self.items())
         else:                                         # (asking Qt for them all re-reads each one's bounds)
-            self._dropping.extend(it for it in self._node_at if it is not None)
-            self._dropping.extend(it for it in self._edge_at if it is not None)
-            self._dropping.extend(self.group_frames)
+            # the top of the old graph last, so removed first: the new graph opens there, where each item not yet
+            # removed still costs a paint call
+            self._dropping += [it for it in reversed(self._edge_at) if it is not None]
+            self._dropping += [it for it in reversed(self._node_at) if it is not None]
+            self._dropping += self.group_frames
         self.group_frames = []
         self.version += 1
         self._start(vg, layout)
