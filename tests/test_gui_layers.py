@@ -449,3 +449,40 @@ def test_collapse_groups_after_expand_all_removes_the_old_items_in_slices_unseen
     settle(qtbot, w)
     assert len(scene.items()) == len(scene.nodes) + len(scene.edges) + len(scene.group_frames) < 200
     assert view.viewport().grab().toImage() == now                      # nothing of the old items was seen
+
+
+def test_a_pin_while_a_re_run_s_graph_waits_for_its_layout_shows_the_latest_and_the_window_stays_usable(
+        qtbot, window, tmp_path, monkeypatch):  # noqa: F811
+    """One group closed on an expanded big model (the folded graph is the worker's to lay out): a pin's re-run waits
+    for that layout; meanwhile a click on the ONNX pane shows Details of the conversion shown, and a second pin's
+    re-run replaces the first. Both shown at last: the latest conversion, in the same scene."""
+    import threading
+
+    from inspector.gui import layers_job
+    w = window
+    s = open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    monkeypatch.setattr(layers_job, "BIG", 500)
+    here = _laid_out_here(monkeypatch, 500)
+    _menu_click(w, qtbot, "Expand All Groups")
+    settle(qtbot, w)
+    key(click(w, TFLITE, ("op", 1505)), Qt.Key_Backspace)
+    settle(qtbot, w)
+    (closed,) = boxes(w, ONNX)
+    release = threading.Event()
+    _held(monkeypatch, layers_job.LayOut, release)
+    onnx_scene, before = w.scenes[ONNX], w.doc.result
+    sg = s.graph.main
+    _pin_from_menu(w, qtbot, sg.ops[3].outputs[0], "channels-first")
+    qtbot.waitUntil(lambda: w._plan_job is not None, timeout=60_000)      # the re-run is done, its layout held
+    assert w.doc.result is before and s.result is not before
+    node = next(n.name for n in before.model.graph.node if n.name in w.scenes[ONNX].node_by_key)
+    click(w, ONNX, node)
+    assert node in w.details.html()
+    _pin_from_menu(w, qtbot, sg.ops[7].outputs[0], "channels-first")
+    qtbot.waitUntil(lambda: len(s.pins) == 2 and w.editor.drawn and w._plan_job is not None, timeout=60_000)
+    release.set()
+    settle(qtbot, w)
+    assert here == [] and w.doc.result is s.result and w.scenes[ONNX] is onnx_scene
+    assert boxes(w, ONNX) == boxes(w, TFLITE) == {closed}
+    inside = onnx_nodes_of(w, closed[1])
+    assert {n.name for n in s.result.model.graph.node if n.name not in inside} <= shown(w, ONNX)
