@@ -780,8 +780,9 @@ class MainWindow(QMainWindow):
     def _show(self, which: str, vg, layout, label: str, live=None) -> None:
         scene, view = self.scenes.get(which), self.panes[which].main_view
         if live and scene is not None and view is not None and view.scene() is scene:
-            if live is True and (not scene.built or abs(len(vg.nodes) - len(scene.vg.nodes)) > REMADE_OVER):
-                scene.replace(vg, layout)       # groups opened or closed meanwhile: made afresh, in slices
+            if live is True and (not scene.built or abs(len(vg.nodes) - len(scene.vg.nodes)) > REMADE_OVER
+                                 or len(vg.nodes) >= layers_job.BIG):
+                scene.replace(vg, layout)       # made afresh in slices: no diff of a big graph in one turn
             else:
                 scene.apply(vg, layout, None if live is True else live)   # same items, same view: what changed
             self.panes[which].tabs.setTabText(0, label)
@@ -825,8 +826,8 @@ class MainWindow(QMainWindow):
             if layers.folds:
                 folded, layout = layers.laid_out(which)
                 return folded.shown, layout, True if which in self.scenes else None
-            if live is None and which in self.scenes:     # the scene shown may be folded: updated in place
-                live = True
+            if live is None and layout is None and which in self.scenes:   # laid out here or by _lay_out_first:
+                live = True                                 # the scene shown (it may be folded) is updated in place
         return vg, layout if layout is not None else graph_layout.compute(vg), live
 
     def _frame_groups(self, which: str) -> None:
