@@ -85,3 +85,35 @@ def test_convert_names_a_long_tensor_once(tmp_path):
     lines = [ln for ln in r.stdout.splitlines() if "transpose at" in ln]
     assert len(lines) == 1 and lines[0].count(long) == 1
     assert lines[0] == f"  transpose at {long}: is NCHW but RESHAPE#1 (Terminate) needs the TFLite layout"
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_closed_standard_stream_is_no_failure(tmp_path, closed):
+    """`convert ... >&-` or `2>&-`: Python leaves that stream None; the command still converts and exits 0 (an
+    AttributeError at its first message, or at the program's final flush, made it exit 1)."""
+    out = tmp_path / "m.onnx"
+    keep = 2 if closed == 1 else 1
+    p = subprocess.run([sys.executable, "-m", "inspector", "convert", str(SAMPLE), "-o", str(out)],
+                       stdin=subprocess.DEVNULL, **{("stderr" if keep == 2 else "stdout"): subprocess.PIPE},
+                       cwd=ROOT, timeout=300, preexec_fn=lambda: os.close(closed))
+    assert p.returncode == 0, (p.stdout or p.stderr)
+    assert out.stat().st_size > 0
+
+
+def test_a_full_disk_behind_standard_output_is_one_error_line():
+    """`info ... >/dev/full`: the flush fails with ENOSPC; one `error:` line and exit 1, not a traceback."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "inspector", "info", str(SAMPLE)], stdout=full,
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 1
+    assert p.stderr.strip() == "error: cannot write to standard output: No space left on device"
+
+
+def test_the_run_check_reads_an_output_whose_name_is_not_utf8(tmp_path):
+    """The run check hands ONNX Runtime the staged file's path, which it takes as UTF-8 text only: a name with a
+    byte that is not UTF-8 was a false "ONNX Runtime cannot run the converted model"."""
+    out = os.path.join(os.fsencode(tmp_path), b"m\xff.onnx")
+    p = subprocess.run([sys.executable.encode(), b"-m", b"inspector", b"convert", bytes(SAMPLE), b"-o", out],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert os.path.getsize(out) > 0

@@ -103,13 +103,18 @@ def _run(argv: list[str] | None, command: str | None) -> int:
     if paused:
         gc.disable()
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Escaping(out), _Escaping(err)
+    sys.stdout, sys.stderr = _Escaping(out or _nowhere()), _Escaping(err or _nowhere())   # None: a closed fd
     try:
         code = _main(argv)
-        out.flush()                     # here, so that a reader gone away is seen below, not at interpreter exit
+        sys.stdout.flush()              # here, so that a reader gone away is seen below, not at interpreter exit
         return code
     except BrokenPipeError:
         return _reader_gone(out)
+    except OSError as e:                # the flush: a full disk or a failing device behind standard output
+        if e.filename is not None or e.errno is None:
+            raise
+        print(f"error: cannot write to standard output: {os.strerror(e.errno)}", file=sys.stderr)
+        return 1
     finally:
         sys.stdout, sys.stderr = out, err
         if paused:
@@ -133,7 +138,8 @@ def _leave(code: int) -> None:
     run_exit_functions()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:          # None: the descriptor was closed when the program started
+                stream.flush()
         except (OSError, ValueError):       # a reader gone away, a closed stream: nothing left to deliver
             pass
     if "ctypes" in sys.modules:             # what a C library printed through stdio (os._exit does not flush it)
@@ -142,6 +148,12 @@ def _leave(code: int) -> None:
         except (OSError, AttributeError):
             pass
     os._exit(code)
+
+
+def _nowhere():
+    """Where a command's messages go when its standard stream was closed (`2>&-`: Python's sys.stderr is None):
+    nowhere, instead of an AttributeError at the first message."""
+    return open(os.devnull, "w")
 
 
 def _reader_gone(out) -> int:

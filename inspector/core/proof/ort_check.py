@@ -32,11 +32,22 @@ def ort_check(model, sizes: dict[str, tuple[int, ...]] | None = None) -> str | N
     return check_bytes(data, not has_loop(model.graph), sizes)
 
 
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:                      # a file name's undecodable bytes (surrogate escapes)
+        return False
+
+
 def check_bytes(data: bytes | str, run: bool, sizes: dict[str, tuple[int, ...]] | None = None) -> str | None:
     """ort_check on the serialised model (its bytes or its file's path); `run`: also run it once on zeros (not for
     a graph with a Loop: zeros can make a WHILE condition hold for ever). NumPy and ONNX Runtime only (ort_ahead's
     child imports no ONNX)."""
     import onnxruntime as ort
+    if isinstance(data, str) and not _utf8(data):    # ONNX Runtime takes a path as UTF-8 text only: such a name's
+        with open(data, "rb") as f:                  # model goes in as its bytes (one copy, for a rare name)
+            data = f.read()
     failure, chosen = None, None
     for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         opts = ort.SessionOptions()
