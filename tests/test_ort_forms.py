@@ -28,11 +28,11 @@ def ort_optimised(result, tmp_path) -> list[str]:
     return [n.op_type for n in onnx.load(str(tmp_path / "optimised.onnx")).graph.node]
 
 
-def pool(b, x, shape, dtype, q, kernel=(2, 3), stride=(2, 2)):
+def pool(b, x, shape, dtype, q, kernel=(2, 3), stride=(2, 2), act="NONE"):
     oh, ow = -(-shape[1] // stride[0]), -(-shape[2] // stride[1])
     p = b.tensor("p", [1, oh, ow, shape[3]], dtype, quant=q)
     b.op("MAX_POOL_2D", [x], [p], {"padding": "SAME", "filter_height": kernel[0], "filter_width": kernel[1],
-                                   "stride_h": stride[0], "stride_w": stride[1]})
+                                   "stride_h": stride[0], "stride_w": stride[1], "fused_activation_function": act})
     return p, [1, oh, ow, shape[3]]
 
 
@@ -66,6 +66,24 @@ def test_quantized_max_pool_is_exact_and_runs_in_float(tmp_path, dtype, q):
             assert got.dtype == ref.dtype
             np.testing.assert_array_equal(got, ref)
         assert "MaxPool" in ort_optimised(result, tmp_path)
+
+
+@pytest.mark.parametrize("act, then_conv", [("RELU", True), ("RELU6", False), ("RELU_N1_TO_1", False)])
+def test_quantized_max_pool_clamps_its_fused_activation_at_the_zero_point(tmp_path, act, then_conv):
+    """A fused activation on a quantized pool is LiteRT's clamp on the integers at the output's zero point and
+    scale (a Relu on the stored integers, zero point -9, was up to 5 steps off; RELU6 was refused): 0 steps, by
+    default and with --exact-int, also when a convolution reads the pool."""
+    shape, q = [1, 11, 14, 5], (0.05, -9)
+    b = ModelBuilder()
+    x = b.input("x", shape, "int8", quant=q)
+    p, pshape = pool(b, x, shape, "int8", q, act=act)
+    b.output(conv(b, p, pshape, q[0], 4, (0.3, 3)) if then_conv else p)
+    graph = save(b, tmp_path)
+    for result in (convert(graph), convert(graph, exact_int=True)):
+        for _ in range(3):
+            (ref,), (got,) = litert_and_onnx(graph, result, [RNG.integers(-128, 128, shape).astype(np.int8)])
+            diff = np.abs(got.astype(np.int32) - ref)
+            assert diff.max() <= (1 if then_conv else 0) and (diff == 0).mean() > 0.95
 
 
 def test_convolution_after_a_quantized_max_pool_stays_fused(tmp_path):

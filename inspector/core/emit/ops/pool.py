@@ -5,7 +5,7 @@ import numpy as np
 
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
-from .fixed_point import ONNX_FLOAT, params, per_tensor
+from .fixed_point import ONNX_FLOAT, activation_range, params, per_tensor
 from .registry import I, op
 
 INT_TYPES = ("int8", "uint8")
@@ -16,15 +16,21 @@ def _pool(onnx_type: str):
         o = op.options
         kernel = (o["filter_height"], o["filter_width"])
         attrs = spatial_attrs(ctx, op, op.inputs[0], kernel, (o.get("stride_h", 1), o.get("stride_w", 1)), None)
-        dst, x = ctx.fused(op, ctx.output(op)), ctx.input(op, 0)
+        x = ctx.input(op, 0)
         if ctx.tensor(op.inputs[0]).dtype not in INT_TYPES:
-            ctx.node(onnx_type, [x], [dst], kernel_shape=list(kernel), **attrs)
+            ctx.node(onnx_type, [x], [ctx.fused(op, ctx.output(op))], kernel_shape=list(kernel), **attrs)
             return
         # A pool on stored integers runs on them as floats: ONNX Runtime's int8 and uint8 MaxPool is a generic
         # loop ~10x slower than its float one, and every stored integer is exact in float32. (A DequantizeLinear
         # before a float pool would let ONNX Runtime drop the Q/DQ around it and run its int8 pool again.)
         f = ctx.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
-        ctx.q.integers_back(op.outputs[0], ctx.node(onnx_type, [f], 1, kernel_shape=list(kernel), **attrs)[0], dst)
+        f = ctx.node(onnx_type, [f], 1, kernel_shape=list(kernel), **attrs)[0]
+        act = o.get("fused_activation_function", "NONE") or "NONE"
+        if act != "NONE":           # LiteRT's clamp on the integers, at the output's zero point and scale
+            t = ctx.tensor(op.outputs[0])
+            lo, hi = activation_range(act, *per_tensor(t.quantization), t.dtype)
+            f = ctx.node("Clip", [f, ctx.scalar(float(lo), "float32"), ctx.scalar(float(hi), "float32")], 1)[0]
+        ctx.q.integers_back(op.outputs[0], f, ctx.output(op))
     return emit
 
 
