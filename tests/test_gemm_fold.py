@@ -97,7 +97,7 @@ def test_lstm_cell_gemms_take_the_add_and_the_gate_biases(tmp_path):
     assert len(gemms) == 2 and all(len(g.input) == 3 for g in gemms)
     first, second = gemms
     assert second.input[2] == first.output[0]                   # (h U + bias) is the C of x W
-    bias = next(t for t in r.model.graph.initializer if t.name == first.input[2])
+    bias = next(t for t in body.initializer if t.name == first.input[2])       # (body_weights: the body's own)
     assert list(bias.dims) == [4 * U]
     (split,) = [n for n in body.node if n.op_type == "Split"]
     assert split.input[0] == second.output[0]

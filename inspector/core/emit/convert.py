@@ -14,7 +14,7 @@ from onnx import helper
 from inspector import __version__
 
 from inspector.core.layout import layout as L
-from . import io_layout, peephole
+from . import body_weights, io_layout, peephole
 from .emitter import Emitter
 from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
@@ -236,7 +236,8 @@ class Fresh:
             warnings += em.state.warnings
             model.metadata_props.add(key="layout_inspector.state", value=em.state.to_json())
         rest = self.rest_bound(model) if not rewritten else None    # (a rewrite may grow one)
-        left_out = _add_initializers(model, em.initializers, init_bound, self, weights_over, rest)
+        initializers = em.initializers if weights_over is not None else body_weights.localize(g, em.initializers)
+        left_out = _add_initializers(model, initializers, init_bound, self, weights_over, rest)
         result = ConversionResult(graph=graph, plan=plan, model=model, trace=trace, categories=categories,
                                   options={"keep_io_layout": keep_io_layout, "opset": opset, "float_io": float_io,
                                            "keep_fp16": keep_fp16, "exact_int": exact_int, "allow_custom": allow_custom,
