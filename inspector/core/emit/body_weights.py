@@ -12,6 +12,7 @@ them: onnx_bytes, external data), and only those read by the nodes of exactly on
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from inspector.core.io.onnx_bytes import ITEM_BYTES
 
@@ -26,7 +27,7 @@ def localize(graph, initializers: list) -> list:
     if not bodies:
         return initializers
     everywhere = _reads(graph)
-    owner = {}
+    owner: dict[str, Any] = {}
     for body in bodies:
         direct = Counter(i for m in body.node for i in m.input)
         owner.update((name, body) for name, k in direct.items() if everywhere[name] == k)
