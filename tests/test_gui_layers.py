@@ -486,3 +486,28 @@ def test_a_pin_while_a_re_run_s_graph_waits_for_its_layout_shows_the_latest_and_
     assert boxes(w, ONNX) == boxes(w, TFLITE) == {closed}
     inside = onnx_nodes_of(w, closed[1])
     assert {n.name for n in s.result.model.graph.node if n.name not in inside} <= shown(w, ONNX)
+
+
+def test_nested_open_groups_that_start_at_one_node_have_tabs_apart_and_each_minus_closes_its_own(
+        qtbot, window, tmp_path):  # noqa: F811
+    """Expand All on a model whose groups nest (a part holds blocks, a block starts where its part does): each
+    frame's tab is clear of every other one (they were drawn on one another, and the − seen on top was the
+    outermost group's), and a click on a block's − closes that block, not the part around it."""
+    w = window
+    open_model(qtbot, w, _big_scoped(tmp_path / "big.tflite", 45, 50))
+    _menu_click(w, qtbot, "Expand All Groups")
+    settle(qtbot, w)
+    qtbot.waitUntil(lambda: "net/block_0" in frames(w, TFLITE) and "net/block_0" in frames(w, ONNX))
+    for which in (TFLITE, ONNX):
+        fr = list(frames(w, which).values())
+        parents = {f.layer.id: f.layer.parent for f in fr}
+        assert any(parents.get(p) in parents for p in parents.values()), "no group nested two deep: no test"
+        clash = [(a.layer.id, b.layer.id) for i, a in enumerate(fr) for b in fr[i + 1:] if a.tab.intersects(b.tab)]
+        assert not clash, clash[:3]
+    view = w.panes[TFLITE].main_view
+    block = frames(w, TFLITE)["net/block_0"]
+    view.reveal(block.tab)
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, view.mapFromScene(block.control().center()))
+    settle(qtbot, w)
+    qtbot.waitUntil(lambda: ("group", "net/block_0") in boxes(w, TFLITE))
+    assert boxes(w, TFLITE) == {("group", "net/block_0")} == boxes(w, ONNX)

@@ -149,14 +149,29 @@ def _small_metrics() -> QFontMetricsF:
     return _METRICS[0]
 
 
+def levels(layers) -> dict[str, int]:
+    """How many open groups deep each of `layers` (the open ones, every ancestor of one among them) holds: 0 for
+    one with none open inside. Nested groups often start at the same node; their frames are spaced by it."""
+    parent = {layer.id: layer.parent for layer in layers}
+    level = dict.fromkeys(parent, 0)
+    for g in parent:
+        d, p = 1, parent[g]
+        while p in parent:
+            if level[p] >= d:
+                break                                  # (a deeper path already went up from here)
+            level[p], d, p = d, d + 1, parent[p]
+    return level
+
+
 class GroupFrame(QGraphicsItem):
     """An open group's frame around the nodes it shows (`rect`, scene coordinates), under every node and edge; its
     tab at the top-left, "−" and the group's label, is what the mouse hits (GraphView: a click closes the group)."""
 
-    def __init__(self, layer, rect: QRectF, frame=None):
+    def __init__(self, layer, rect: QRectF, frame=None, level: int = 0):
         super().__init__()
         self.layer, self.frame, self.around = layer, frame, rect
-        self.rect = rect.adjusted(-FRAME_PAD, -FRAME_PAD, FRAME_PAD, FRAME_PAD)
+        pad = FRAME_PAD + level * (TAB_H + 4)      # `level` open groups inside: its tab above theirs, not on them
+        self.rect = rect.adjusted(-pad, -pad, pad, pad)
         text_w = _small_metrics().horizontalAdvance(layer.label)
         self.tab = QRectF(self.rect.left(), self.rect.top() - TAB_H, min(CONTROL + 12 + text_w, 260), TAB_H)
         self._bounds = self.rect.united(self.tab).adjusted(-1, -1, 1, 1)

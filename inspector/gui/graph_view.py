@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QPointF, QRectF, QRunnable, Qt, QThreadPool,
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QStyleOptionGraphicsItem, QWidget
 
-from .graph_group import GroupFrame, GroupItem
+from .graph_group import GroupFrame, GroupItem, levels
 from .graph_items import EdgeItem, Frame, NodeItem
 from .graph_layout import Geometry
 from .graph_model import ViewGraph
@@ -227,7 +227,8 @@ class GraphScene(QGraphicsScene):
             return                                  # (a re-run that moved nothing: the same frames)
         for item in self.group_frames:
             self.removeItem(item)
-        self.group_frames = [GroupFrame(layer, rect, self.frame) for layer, rect in frames]
+        level = levels([layer for layer, _ in frames])
+        self.group_frames = [GroupFrame(layer, rect, self.frame, level[layer.id]) for layer, rect in frames]
         for item in self.group_frames:
             self.addItem(item)
 
@@ -703,10 +704,19 @@ class GraphView(QGraphicsView):
             self.zoom(1.0015 ** d)
         event.accept()
 
+    def seen_item_at(self, pos):
+        """The item at `pos` that a person sees: None over a replaced graph's item waiting for its removal."""
+        item = self.itemAt(pos)
+        return None if _gone(item) else item
+
     def mousePressEvent(self, event):
         item = self.itemAt(event.position().toPoint())
-        if _gone(item):                             # nothing seen there: not selected either
-            event.accept()
+        if _gone(item):                             # nothing seen there: not selected, but a drag pans as on
+            self.setInteractive(False)              # an empty spot (the view alone handles the press)
+            try:
+                super().mousePressEvent(event)
+            finally:
+                self.setInteractive(True)
             return
         if isinstance(item, GroupItem) and event.button() == Qt.LeftButton and \
                 item.control().contains(item.mapFromScene(self.mapToScene(event.position().toPoint()))) or \

@@ -81,7 +81,7 @@ def install_context_menu(view, editor) -> None:
     def show(pos):
         if editor.session is None or view.scene() is None or view.scene().vg.subgraph != 0:
             return
-        tensors = tensors_at(editor.session.graph, view.itemAt(pos))
+        tensors = tensors_at(editor.session.graph, view.seen_item_at(pos))
         if not tensors:
             return
         menu = QMenu(view)
