@@ -40,15 +40,15 @@ def spelled_softmax(ctx, op, x: str, axis: int, beta: float) -> None:
     channels-first map. `top` is the row maximum; for a quantized input whose whole range is within 80 of the
     top of its range (exp stays a normal float32), that constant instead, which leaves the DequantizeLinear one
     consumer: ONNX Runtime then still fuses the convolution before it into an integer kernel."""
-    t = op.inputs[0]
+    t, top = op.inputs[0], None
     got = params(ctx.sg.tensors[t].quantization) if ctx.q.active(t) else None
     if got is not None:
         s, zp = got
         info = np.iinfo(ctx.sg.tensors[t].dtype)
         ends = [beta * (info.min - zp) * s, beta * (info.max - zp) * s]
-    if got is not None and max(ends) - min(ends) <= 80:
-        top = ctx.scalar(max(ends))
-    else:
+        if max(ends) - min(ends) <= 80:
+            top = ctx.scalar(max(ends))
+    if top is None:
         top = ctx.node("ReduceMax", [x, ctx.i64([axis], "axes")], 1, keepdims=1)[0]
     e = ctx.node("Exp", [ctx.node("Sub", [x, top], 1)[0]], 1)[0]
     ctx.node("Div", [e, ctx.node("ReduceSum", [e, ctx.i64([axis], "axes")], 1, keepdims=1)[0]], [ctx.output(op)])

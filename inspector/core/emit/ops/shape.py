@@ -157,7 +157,7 @@ def concatenation(ctx, op):
     if not (ctx.tensor(op.outputs[0]).dtype in ("int8", "uint8") and ctx.q.fences(op.outputs[0])):
         ctx.node("Concat", names, [dst], axis=axis)
         return
-    # stored integers read by a convolution: handed back through QuantizeLinear (qdq.Quant.integers_back)
+    # stored integers read by a convolution: handed back through QuantizeLinear (qdq.QDQ.integers_back)
     f = ctx.node("Cast", [ctx.node("Concat", names, 1, axis=axis)[0]], 1, to=ONNX_FLOAT)[0]
     ctx.q.integers_back(op.outputs[0], f, dst)
 
