@@ -78,10 +78,14 @@ def test_dynamic_as_float_is_litert_on_the_dequantized_weights(seed):
     assert got.shape == ref.shape == (1, 4, 3, 6)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
 
-    # LiteRT's hybrid kernels quantize the activations: the default (exact) form differs from the float one
-    exact = ort_run(convert(graph), x)
+    # LiteRT's hybrid kernels quantize the activations: --exact-int's form is LiteRT's bit for bit, the default
+    # quantizes them too (to float rounding here), the float form does not
+    exact = ort_run(convert(graph, exact_int=True), x)
+    default = ort_run(convert(graph), x)
     hybrid_ref = next(iter(run_tflite(graph, [x], model_bytes=hybrid, keep_all=False).values()))
     assert np.array_equal(exact, hybrid_ref) and not np.array_equal(got, hybrid_ref)
+    scale = np.abs(hybrid_ref).max()
+    assert np.abs(default - hybrid_ref).max() < 1e-5 * scale < np.abs(got - hybrid_ref).max()
 
 
 def test_cli_flag_and_session_option(tmp_path, capsys):
@@ -93,6 +97,8 @@ def test_cli_flag_and_session_option(tmp_path, capsys):
     assert json.loads(report.read_text())["options"].get("dynamic_as_float") is True
     ops = {n.op_type for n in onnx.load(str(out)).graph.node}
     assert not ops & QUANTIZING
-    default = tmp_path / "exact.onnx"
+    default, exact = tmp_path / "default.onnx", tmp_path / "exact.onnx"
     assert main(["convert", str(src), "-o", str(default)]) == 0
-    assert {"ReduceMax", "Where"} <= {n.op_type for n in onnx.load(str(default)).graph.node}
+    assert "DynamicQuantizeLinear" in {n.op_type for n in onnx.load(str(default)).graph.node}
+    assert main(["convert", str(src), "-o", str(exact), "--exact-int"]) == 0
+    assert {"ReduceMax", "Where"} <= {n.op_type for n in onnx.load(str(exact)).graph.node}

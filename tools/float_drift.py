@@ -15,7 +15,8 @@ from inspector.core.emit.convert import convert
 from inspector.core.io.tflite_reader import read_tflite
 from inspector.core.proof.validate import make_inputs, validate
 
-MODELS = ["keras/efficientnetb0_fp16.tflite", "keras/mobilenetv2_fp16.tflite", "keras/mobilenetv2_dynamic.tflite"]
+MODELS = ["keras/efficientnetb0_fp16.tflite", "keras/mobilenetv2_fp16.tflite", "keras/mobilenetv2_dynamic.tflite",
+          "keras/mobilenetv2_dynamic.tflite --exact-int"]
 
 
 def litert(path: Path, resolver, inputs) -> list[np.ndarray]:
@@ -41,9 +42,9 @@ def main(argv=None) -> int:
     print("| model | seed | ours (ONNX Runtime) | LiteRT optimized builtins | LiteRT XNNPACK |")
     print("|---|---|---|---|---|")
     for rel in MODELS:
-        path = args.corpus / rel
+        path = args.corpus / rel.split()[0]
         graph = read_tflite(path)
-        result = convert(graph)
+        result = convert(graph, exact_int=rel.endswith("--exact-int"))
         for seed in range(args.seeds):
             inputs = make_inputs(graph, seed, None)
             ref = litert(path, R.BUILTIN_REF, inputs)

@@ -33,11 +33,13 @@ def add_parser(sub):
                    help="float32 inputs/outputs for a quantized model (Quantize/Dequantize inside)")
     p.add_argument("--keep-fp16", action="store_true", help="keep float16 weights as float16 initializers + Cast")
     p.add_argument("--exact-int", action="store_true",
-                   help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it)")
+                   help="TFLite's integer arithmetic bit for bit instead of QDQ (ONNX Runtime cannot fuse it); "
+                        "dynamic-range ops quantize their inputs as LiteRT does bit for bit (about 2x slower)")
     p.add_argument("--dynamic-as-float", action="store_true",
                    help="dynamic-range (hybrid) ops as float ops on weights dequantized once: runs as fast as a "
                         "float model, but without LiteRT's on-the-fly int8 quantization of the activations "
-                        "(outputs differ from LiteRT's by that quantization's error, typically a few percent)")
+                        "(outputs differ from LiteRT's by that quantization's error, up to a fifth of the output's "
+                        "scale on deep models)")
     p.add_argument("--model-explorer", metavar="DIR",
                    help="also write both models, their layout categories and conflicts as Google Model Explorer "
                         "node data and the TFLite-ONNX mapping into DIR (all or none), and say the command that "

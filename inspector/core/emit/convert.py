@@ -324,9 +324,11 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
             dynamic_as_float: bool = False) -> ConversionResult:
     """`float_io`: quantized graph inputs/outputs become float32 with the Quantize/Dequantize folded in;
     `keep_fp16`: float16 weights stay float16 initializers followed by a Cast (half the size);
-    `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ);
-    `dynamic_as_float`: dynamic-range (hybrid) ops as float ops on their weights dequantized once (fast, not
-    LiteRT's arithmetic: ops/hybrid.py);
+    `exact_int`: int8 Conv/FullyConnected/Mul/Mean requantize as TFLite's kernels do (bit-exact, not QDQ), and
+    dynamic-range (hybrid) ops quantize their input as LiteRT does bit for bit (by default a one-row input goes
+    through DynamicQuantizeLinear and float Conv/MatMul: ops/hybrid.py);
+    `dynamic_as_float`: dynamic-range (hybrid) ops as float ops on their weights dequantized once (fastest, no
+    activation quantization);
     `weights_over`: initializers with more raw bytes than this join the model without their data (as
     without_data makes them; the result's `weights_left_out` says so): for a model only viewed and annotated,
     never exported or validated, whose weights would be parsed in only to be cleared again.

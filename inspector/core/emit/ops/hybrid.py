@@ -23,12 +23,17 @@ Mul's first input and the constant is the second, so the per-channel scale is wr
 An input known to be non-negative (a fused or separate ReLU/ReLU6 upstream, through padding and pooling) skips
 the min, the sign and the clamp: its zero point is always -128 and its centred values are the rounded ones.
 
+All of this is `--exact-int` (ctx.q.exact), and the default for inputs of several rows. By default a one-row input
+(batch 1, or FULLY_CONNECTED's one row of K) takes requantized(): ONNX Runtime's fused DynamicQuantizeLinear gives
+LiteRT's integers but on rounding ties, and the float Conv / MatMul on the weights dequantized once sums them in
+its own order, at about half the exact form's run time (docs/quantization.md has the figures).
+
 `dynamic_as_float` (opt-in, `convert --dynamic-as-float`) trades all of this for speed: the int8 weights times
 their scales (a Cast and a Mul of initializers, which ONNX Runtime folds once when it loads the model: the file
 keeps the int8 weights), then the plain float Conv / MatMul on the float input. That is a float model's run time;
 its outputs differ from LiteRT's by the activation quantization LiteRT does and it does not.
 
-Exact hybrid ops are not enough: a 1-ulp difference in a hybrid op's float input flips a rounding now and then,
+Bit-exact hybrid ops are not enough: a 1-ulp difference in a hybrid op's float input flips a rounding now and then,
 and later layers amplify the flip. So the float CONV_2D / DEPTHWISE_CONV_2D / MEAN upstream of hybrid ops (TFLite
 keeps weights under 1024 elements in float) are computed in the reference kernels' order too (see below).
 """
@@ -188,6 +193,42 @@ def _zero_point(ctx, rmin: str, rmax: str, scale_d: str) -> str:
     return _f(ctx, ctx.node("Clip", [z, ctx.scalar(-128.0, d), ctx.scalar(127.0, d)], 1)[0])
 
 
+# --- the default for one-row inputs: LiteRT's quantized values, float arithmetic ------------------------------
+def _rows(ctx, op) -> int | None:
+    """How many rows LiteRT quantizes op's input in (the batch; FULLY_CONNECTED's rows of K), None if dynamic."""
+    shape = ctx.shape(op.inputs[0])
+    if ctx.tensor(op.inputs[0]).dynamic:
+        return None
+    if op.opcode != "FULLY_CONNECTED":
+        return shape[0] if shape[0] > 0 else None
+    total = int(np.prod(shape))
+    return total // ctx.shape(op.inputs[1])[1] if total > 0 else None
+
+
+def exact_rows(ctx, op) -> bool:
+    """Does op take the bit-exact path (above)? With --exact-int, and for inputs of several rows (one
+    DynamicQuantizeLinear covers one range only); a one-row input takes requantized()."""
+    return ctx.q.exact or _rows(ctx, op) != 1
+
+
+def requantized(ctx, x: str, asym: bool) -> str:
+    """x through LiteRT's int8 input quantization and back to float, for a one-row input. The asymmetric form is
+    ONNX Runtime's fused DynamicQuantizeLinear: the same range (with 0), scale (width / 255) and zero point (up to
+    LiteRT's offset of 128), rounding x / scale where LiteRT rounds x * (1 / scale), halves to even where LiteRT's go
+    away from zero: the integers differ only on such ties. The symmetric form: max |x| / 127 and a QuantizeLinear
+    to int8. The float Conv / MatMul on the dequantized weights then sums in its own order (not bit for bit)."""
+    if asym:
+        q, scale, zp = ctx.node("DynamicQuantizeLinear", [x], 3)
+        return ctx.node("DequantizeLinear", [q, scale, zp], 1)[0]
+    f = "float32"
+    rng = ctx.node("ReduceMax", [ctx.node("Abs", [x], 1)[0]], 1, keepdims=0)[0]
+    k = ctx.scalar(127.0, f)
+    rng = ctx.node("Where", [ctx.node("Equal", [rng, ctx.scalar(0.0, f)], 1)[0], k, rng], 1)[0]   # all zero: 1
+    scale = ctx.node("Div", [rng, k], 1)[0]
+    zero = ctx.scalar(0, "int8", "zero_i8")
+    return ctx.node("DequantizeLinear", [ctx.node("QuantizeLinear", [x, scale, zero], 1)[0], scale, zero], 1)[0]
+
+
 # --- weights and scaling -------------------------------------------------------------------------------------
 def _per_channel(q) -> bool:
     """LiteRT's per-channel hybrid path: more than one weight scale, not all equal."""
@@ -263,20 +304,22 @@ def _scale(ctx, op, a: str, b: str, dst: str, bias_shape=None) -> None:
 def conv(ctx, op, w_perm, **attrs) -> None:
     """CONV_2D (w_perm OHWI -> OIHW) or DEPTHWISE_CONV_2D as LiteRT's hybrid kernels compute them."""
     x_t = op.inputs[0]
-    if ctx.q.dynamic_as_float:
-        bias = [ctx.input(op, 2)] if len(op.inputs) > 2 and op.inputs[2] >= 0 else []
-        ctx.node("Conv", [ctx.input(op, 0), _float_weights(ctx, op, w_perm)] + bias, [ctx.fused(op, ctx.output(op))],
-                 **attrs)
-        return
     q = ctx.tensor(op.inputs[1]).quantization
     depthwise = op.opcode == "DEPTHWISE_CONV_2D"
     asym = bool(depthwise or _per_channel(q) or attrs.get("group"))
+    if ctx.q.dynamic_as_float or not exact_rows(ctx, op):
+        bias = [ctx.input(op, 2)] if len(op.inputs) > 2 and op.inputs[2] >= 0 else []
+        x = ctx.input(op, 0)
+        if not ctx.q.dynamic_as_float:
+            x = requantized(ctx, x, asym)
+        ctx.node("Conv", [x, _float_weights(ctx, op, w_perm)] + bias, [ctx.fused(op, ctx.output(op))], **attrs)
+        return
     x = ctx.input(op, 0)
     perm = ctx.plan.inputs.get((op.index, 0), ctx.perm(x_t))
     shape = ctx.shape(x_t)
     batch_axis = L.axis_to_onnx(0, perm)
     axes = [a for a in range(len(shape)) if a != batch_axis]
-    batch = shape[0] if shape[0] > 0 and not ctx.tensor(x_t).dynamic else None
+    batch = _rows(ctx, op)
     centred, in_scale = quantize_rows(ctx, x, x_t, axes, shape[1:], perm, asym, batch)
     weight, = _weights(ctx, op, w_perm, 255 if asym else 127)
     acc = ctx.node("Conv", [centred, weight], 1, **attrs)[0]
@@ -302,15 +345,15 @@ def fully_connected(ctx, op) -> None:
     x = ctx.input(op, 0)
     if ctx.tensor(x_t).rank != 2:
         x = ctx.node("Reshape", [x, ctx.i64([-1, k])], 1)[0]
-    if ctx.q.dynamic_as_float:
+    if ctx.q.dynamic_as_float or not exact_rows(ctx, op):
         w = _float_weights(ctx, op, (1, 0))
+        xf = x if ctx.q.dynamic_as_float else requantized(ctx, x, asym)
         if len(op.inputs) > 2 and op.inputs[2] >= 0:
-            _fc_out(ctx, op, lambda dst: _scale(ctx, op, ctx.node("MatMul", [x, w], 1)[0], "", dst))
+            _fc_out(ctx, op, lambda dst: _scale(ctx, op, ctx.node("MatMul", [xf, w], 1)[0], "", dst))
         else:
-            _fc_out(ctx, op, lambda dst: ctx.node("MatMul", [x, w], [dst]))
+            _fc_out(ctx, op, lambda dst: ctx.node("MatMul", [xf, w], [dst]))
         return
-    total = int(np.prod(ctx.shape(x_t)))
-    batch = total // k if not ctx.tensor(x_t).dynamic and total > 0 else None
+    batch = _rows(ctx, op)
     centred, in_scale = quantize_rows(ctx, x, x_t, [1], [k], (0, 1), asym, batch)
     parts = _weights(ctx, op, (1, 0), 255 if asym else 127, halves_axis=0)
     if len(parts) == 1:
@@ -358,7 +401,7 @@ def feeds_hybrid(ctx, op) -> bool:
     if key not in ctx.memo:
         tensors: set[int] = set()
         for o in reversed(ctx.sg.ops):
-            if is_hybrid(ctx.q, o):
+            if is_hybrid(ctx.q, o) and exact_rows(ctx, o):
                 tensors.add(o.inputs[0])
             elif any(t in tensors for t in o.outputs):
                 tensors.update(i for i in o.inputs if i >= 0)
