@@ -141,3 +141,105 @@ def test_the_litert_check_uses_the_resolver_the_public_interpreter_names(monkeyp
     read_tflite_bytes(_relu())
     lite.Interpreter(model_content=_relu(), experimental_op_resolver_type=kind)
     assert ids[0] == ids[1] == tflite_reader._RESOLVER_WITHOUT_DEFAULT_DELEGATES
+
+
+def test_a_layout_is_read_free_as_the_composed_perms_say():
+    """L.reads_free is is_trivial(apply(shape, have), compose(inverse(have), want)) written out: the same answer
+    for every pair of layouts of ranks 0-4, size-1 and dynamic axes included."""
+    from inspector.core.layout import layout as L
+    for rank in range(5):
+        perms = list(itertools.permutations(range(rank)))
+        for shape in itertools.product([1, 3, -1], repeat=rank):
+            for have, want in itertools.product(perms, perms):
+                assert L.reads_free(shape, have, want) == \
+                    L.is_trivial(L.apply(shape, have), L.compose(L.inverse(have), want)), (shape, have, want)
+
+
+def test_names_with_whitespace_are_found_as_the_regex_finds_them():
+    """clean_base finds whitespace with str.split, not a regex: the same characters (Unicode's included)."""
+    import re
+    from inspector.core.emit.emitter import clean_base
+    for code in range(0x3100):
+        c = chr(code)
+        for base in (c, f"a{c}b", f"{c}ab", f"ab{c}"):
+            want = re.sub(r"\s+", "_", base) if re.search(r"\s", base) else base
+            assert clean_base(base) == want, repr(base)
+    assert clean_base("") == "v" and clean_base(" \u3000\t") == "_" and clean_base("a \n b") == "a_b"
+
+
+def _chains():
+    """Random chains of convs, relus, adds and TRANSPOSEs (test_planner_exact's), some with size-1 axes, unpinned
+    and with one output pinned: graphs whose ops have several modes each."""
+    from .test_planner_exact import build
+    rng = np.random.default_rng(33)
+    for k in range(24):
+        steps = [(str(rng.choice(["transpose", "conv", "add", "add", "relu"])), int(rng.integers(0, 8)))
+                 for _ in range(int(rng.integers(6, 20)))]
+        graph = read_tflite_bytes(build(steps, h=1 if k % 3 == 0 else 2, w=5, c=3), "m.tflite")
+        outs = [op.outputs[0] for op in graph.main.ops]
+        yield graph, {}
+        for j, layout in enumerate(("NCHW", "NHWC", "NWCH")):
+            yield graph, {graph.main.tensors[outs[(k + 5 * j) % len(outs)]].name: layout}
+
+
+def _transpose_modes(pb, op):
+    """Problem._transpose's modes by the definition: p read, r written, free when compose(p⁻¹, q∘r) only moves
+    size-1 axes of the tensor as held in p."""
+    from inspector.core.layout import layout as L
+    from inspector.core.layout.assign import MAX_CANDIDATES, Mode, _cf, _id
+    q = tuple(np.asarray(pb.sg.tensors[op.inputs[1]].data).reshape(-1).tolist())
+    ins, dims = pb.candidates(op.inputs[0]), pb.sg.tensors[op.inputs[0]].dims
+    outs = list(dict.fromkeys([L.compose(L.inverse(q), p) for p in ins] + [_id(len(q)), _cf(len(q))]))
+    modes = []
+    for p in ins:
+        for r in outs[:MAX_CANDIDATES]:
+            net = L.compose(L.inverse(p), L.compose(q, r))
+            cost = 0 if L.is_trivial(L.apply(dims, p), net) else 1
+            what = "Transpose" if cost else ("an Identity" if L.is_identity(net) else "a Reshape")
+            modes.append(Mode(((0, p),), (r,), cost=cost,
+                              why=f"written by {op.opcode}#{op.index} (TRANSPOSE, {what} here): {{layout}}"))
+    return sorted(modes, key=lambda m: m.cost)
+
+
+def _greedy(pb):
+    """solve.greedy by its definition: ops in order, each the mode adding fewest Transposes given what is decided,
+    counting its outputs' one-way readers, pins and graph outputs; channels-first on a tie (the first such)."""
+    from inspector.core.layout import layout as L
+    from inspector.core.layout.assign import presented
+    lay, done, choice = {t: p for t, (p, _) in pb.fixed.items()}, set(), {}
+    for oi, modes in pb.modes.items():
+        op = pb.sg.ops[oi]
+
+        def price(m):
+            new = {(op.inputs[s], w) for s, w in m.reads
+                   if not pb.free(op.inputs[s], lay.get(op.inputs[s]) or pb.identity(op.inputs[s]), w)}
+            ahead = 0
+            for slot, t in enumerate(op.outputs):
+                have = pb.pins.get(t, m.writes[slot])
+                ahead += t in pb.pins and not pb.free(t, m.writes[slot], have)
+                ahead += sum(not pb.free(t, have, w) for w in pb.demands(t))
+                ahead += t in pb.outputs_allowed and not pb.free(t, have, presented(pb, t, have))
+            return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
+
+        best = choice[oi] = min(modes, key=price)
+        done |= {(op.inputs[s], w) for s, w in best.reads
+                 if not pb.free(op.inputs[s], lay.get(op.inputs[s]) or pb.identity(op.inputs[s]), w)}
+        lay.update((t, pb.pins.get(t, best.writes[k])) for k, t in enumerate(op.outputs))
+    return choice
+
+
+def test_transpose_modes_and_the_greedy_pass_follow_their_definitions():
+    """The TRANSPOSE modes (compose and is_trivial written out over lists) and the greedy pass (each op's
+    lookups made once for all its modes) are what their definitions give, pinned or not."""
+    from inspector.core.emit.convert import planner
+    from inspector.core.layout import solve as S
+    transposes, costs = 0, set()
+    for graph, pins in _chains():
+        pb = planner(graph, pins).problem
+        for op in graph.main.ops:
+            if op.opcode == "TRANSPOSE":
+                assert pb._transpose(op) == _transpose_modes(pb, op)
+                transposes += 1
+                costs |= {(m.cost, m.why.split(", ")[1][:4]) for m in pb.modes[op.index]}
+        assert S.greedy(pb) == _greedy(pb)
+    assert transposes > 50 and costs == {(1, "Tran"), (0, "an I"), (0, "a Re")}     # each kind of mode met

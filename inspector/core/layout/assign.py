@@ -158,7 +158,7 @@ class Problem:
         key = (t, have, want)
         if key not in self._free:
             dims = self.sg.tensors[t].dims
-            self._free[key] = L.is_trivial(L.apply(dims, have), L.compose(L.inverse(have), want))
+            self._free[key] = L.reads_free(dims, have, want)
         return self._free[key]
 
     def demands(self, t: int) -> list[Perm]:
@@ -367,15 +367,23 @@ class Problem:
             return []
         ins, q_inv, dims = self.candidates(x), L.inverse(q), self.sg.tensors[x].dims
         outs = list(dict.fromkeys([L.compose(q_inv, p) for p in ins] + [_id(len(q)), _cf(len(q))]))
+        # (compose, is_trivial and is_identity written out over lists: this pair of loops runs per TFLite
+        # TRANSPOSE, for up to MAX_CANDIDATES² pairs of layouts)
+        then = [(r, [q[a] for a in r]) for r in outs[:MAX_CANDIDATES]]       # compose(q, r)
+        whys = {what: f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"
+                for what in ("Transpose", "an Identity", "a Reshape")}
+        ident = list(range(len(q)))
         modes = []
         for p in ins:
             p_inv, seen = L.inverse(p), L.apply(dims, p)
-            for r in outs[:MAX_CANDIDATES]:
-                net = L.compose(p_inv, L.compose(q, r))
-                cost = 0 if L.is_trivial(seen, net) else 1
-                what = "Transpose" if cost else ("an Identity" if L.is_identity(net) else "a Reshape")
-                modes.append(Mode(((0, p),), (r,), cost=cost,
-                                  why=f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"))
+            for r, qr in then:
+                net = [p_inv[a] for a in qr]                                      # compose(p_inv, compose(q, r))
+                moved = [a for a in net if seen[a] != 1]
+                if moved == sorted(moved):                                        # is_trivial(seen, net)
+                    same = net == ident if len(net) == len(ident) else net == list(range(len(net)))
+                    modes.append(Mode(((0, p),), (r,), cost=0, why=whys["an Identity" if same else "a Reshape"]))
+                else:
+                    modes.append(Mode(((0, p),), (r,), cost=1, why=whys["Transpose"]))
         modes.sort(key=lambda m: m.cost)
         return modes
 

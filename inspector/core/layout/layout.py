@@ -137,6 +137,18 @@ def is_trivial(shape: Sequence[int], perm: Sequence[int]) -> bool:
     return moved == sorted(moved)
 
 
+def reads_free(shape: Sequence[int], have: Sequence[int], want: Sequence[int]) -> bool:
+    """is_trivial(apply(shape, have), compose(inverse(have), want)): a tensor of TFLite shape `shape` held in
+    layout `have` is read in layout `want` with no data moved. Written out over lists (the planner asks this for
+    every pair of layouts it prices)."""
+    seen = [shape[p] for p in have]
+    inv = [0] * len(have)
+    for i, p in enumerate(have):
+        inv[p] = i
+    moved = [a for a in [inv[t] for t in want] if seen[a] != 1]
+    return moved == sorted(moved)
+
+
 def name(perm: Sequence[int] | None, rank: int | None = None) -> str:
     """Layout(perm).name, checked as Layout checks it, without building one; 'as TFLite' for None. Not memoised:
     a process-wide table of names made every conversion after a process's first cheaper than the first."""

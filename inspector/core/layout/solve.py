@@ -114,23 +114,33 @@ def greedy(pb: Problem, ops: list[int] | None = None, lay: dict[int, Perm] | Non
     lay = lay if lay is not None else {t: p for t, (p, _) in pb.fixed.items()}
     done: set[tuple[int, Perm]] = set()
     choice: Choice = {}
+    pins, free = pb.pins, pb.free
     for oi, modes in (pb.modes.items() if ops is None else ((oi, pb.modes[oi]) for oi in ops)):
         op = pb.sg.ops[oi]
+        if len(modes) > 1:
+            # what every mode's price reads of the op's inputs and outputs, looked up once for all its modes
+            ins = {s: (t, lay.get(t) or pb.identity(t)) for s, t in enumerate(op.inputs) if t >= 0}
+            outs = [(slot, t, t in pins, pins.get(t, ()), pb.demands(t), t in pb.outputs_allowed)
+                    for slot, t in enumerate(op.outputs) if t >= 0]
 
-        def price(m: Mode) -> tuple[int, bool]:
-            new = {(op.inputs[s], w) for s, w in m.reads
-                   if not pb.free(op.inputs[s], (lay.get(op.inputs[s]) or pb.identity(op.inputs[s])), w)}
-            ahead = 0
-            for slot, t in enumerate(op.outputs):
-                if t < 0:
-                    continue
-                have = pb.pins.get(t, m.writes[slot])
-                ahead += t in pb.pins and not pb.free(t, m.writes[slot], have)
-                ahead += sum(not pb.free(t, have, w) for w in pb.demands(t))
-                ahead += t in pb.outputs_allowed and not pb.free(t, have, presented(pb, t, have))
-            return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
+            def price(m: Mode) -> tuple[int, bool]:
+                new = set()
+                for s, w in m.reads:
+                    t, have = ins[s]
+                    if not free(t, have, w):
+                        new.add((t, w))
+                ahead = 0
+                for slot, t, pinned, pin, wants, out in outs:
+                    wrote = m.writes[slot]
+                    have = pin if pinned else wrote
+                    ahead += pinned and not free(t, wrote, have)
+                    ahead += sum(not free(t, have, w) for w in wants)
+                    ahead += out and not free(t, have, presented(pb, t, have))
+                return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
 
-        best = min(modes, key=price) if len(modes) > 1 else modes[0]
+            best = min(modes, key=price)
+        else:
+            best = modes[0]
         choice[oi] = best
         for s, w in best.reads:
             t = op.inputs[s]

@@ -67,7 +67,7 @@ class Pair:
                 out["unknown"] += 1
                 continue
             ours = plan.perm(t, len(shape))
-            if L.is_trivial(L.apply(shape, theirs), L.compose(L.inverse(theirs), ours)):
+            if L.reads_free(shape, theirs, ours):
                 out["same"] += 1
             else:
                 out["differ"].append({"tensor": sg.tensors[t].name, "theirs": L.name(theirs), "ours": L.name(ours)})
@@ -237,8 +237,7 @@ def io_findings(pair: Pair) -> list[LayoutFinding]:
                 continue
             rank = sg.tensors[t].rank
             ours = plan.outputs.get(t, plan.perm(t, rank)) if kind == "output" else plan.perm(t, rank)
-            if tuple(theirs) != tuple(ours) and not L.is_trivial(L.apply(sg.tensors[t].shape, theirs),
-                                                                 L.compose(L.inverse(theirs), ours)):
+            if tuple(theirs) != tuple(ours) and not L.reads_free(sg.tensors[t].shape, theirs, ours):
                 out.append(LayoutFinding("io-layout", f"{kind} '{sg.tensors[t].name}': theirs is {L.name(theirs)}, "
                                          f"ours is {L.name(ours)}", [], t, None))
     return out
