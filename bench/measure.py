@@ -11,21 +11,6 @@ import onnx
 from onnx import helper, numpy_helper
 
 
-def median_time(fn, runs: int = 5) -> tuple[float, list[float]]:
-    """Median seconds of at least `runs` calls after one untimed call (more for fast calls: runs_for)."""
-    from peer_driver import no_gc, runs_for          # the peers' rules, so both sides are timed alike
-    t = time.perf_counter()
-    fn()
-    warmup = time.perf_counter() - t
-    times = []
-    with no_gc():
-        for _ in range(runs_for(warmup, runs)):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-    return statistics.median(times), times
-
-
 def adaptive_time(fn, min_runs: int = 10, budget: float = 0.5, max_runs: int = 200) -> float:
     """Median seconds per call for inference: two warm-ups, then at least `min_runs` calls or `budget` seconds."""
     fn()
@@ -125,6 +110,38 @@ def weights_floor(path: Path, plan: list[tuple], out: Path) -> None:
         inits.append(numpy_helper.from_array(arr, f"w{k}"))
     m = helper.make_model(helper.make_graph([], "floor", [], [], inits))
     out.write_bytes(m.SerializeToString())
+
+
+def ours_and_floor(model: Path, work: Path, runs: int = 5, with_ours: bool = True) -> dict:
+    """Ours (ours_once) and the weights floor timed in pairs, after a warm-up of each: ours then the floor, then
+    the floor then ours, and so on (runs_for's number of pairs). On a shared machine the load comes and goes within
+    seconds; two medians taken one after the other let it land on one side only, a pair's two runs share it.
+    Returns {ours, floor: medians (s), ratio: the median of the pairs' ours/floor, times}; `with_ours` False (a
+    model ours does not convert): the floor alone."""
+    from peer_driver import no_gc, runs_for
+    from inspector.core.io.tflite_reader import read_tflite
+    plan = floor_plan(read_tflite(str(model)))
+    sides = {"floor": lambda: weights_floor(model, plan, work / "pair-floor.onnx")}
+    if with_ours:
+        sides["ours"] = lambda: ours_once(model, work / "pair-ours.onnx")
+    warmup = 0.0
+    for fn in sides.values():
+        t = time.perf_counter()
+        fn()
+        warmup += time.perf_counter() - t
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    order = list(sides)
+    with no_gc():
+        for k in range(runs_for(warmup, runs)):
+            for name in order if k % 2 else order[::-1]:
+                t = time.perf_counter()
+                sides[name]()
+                times[name].append(time.perf_counter() - t)
+    out: dict = {name: statistics.median(ts) for name, ts in times.items()}
+    if with_ours:
+        out["ratio"] = statistics.median(o / f for o, f in zip(times["ours"], times["floor"]))
+    out["times"] = times
+    return out
 
 
 HWM = ("import re as _re, resource as _rs; print('VmHWM', _re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status')"

@@ -24,12 +24,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import measure  # noqa: E402
-from inspector.core.io.tflite_reader import read_tflite  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 
 LONG_CLI = 3.0                   # a CLI run slower than this (seconds) is not repeated
 SLOW_CLI_MIN_BYTES = 100_000     # tf2onnx's CLI is timed on models at least this big (unless --all-cli)
+FLOOR_PAIRS = 11                 # pairs of ours and the floor at least: a target rests on each model's one ratio
 
 
 def one_line(e: BaseException) -> str:
@@ -175,6 +175,22 @@ def ours_cli(model: Path, out: Path, *extra: str) -> list[str]:
     return [str(Path(sys.executable).parent / "layout-inspector"), "convert", str(model), "-o", str(out), *extra]
 
 
+def floor_pairs(model: Path, work: Path, runs: int, with_ours: bool = True) -> dict:
+    """measure.ours_and_floor (ours and the weights floor timed in pairs) in a fresh process of its own, so what
+    earlier phases left in this one (imports, ONNX Runtime sessions, the allocator's state) touches neither side,
+    as the peers' drivers touch neither."""
+    code = ("import json, sys; from pathlib import Path; sys.path[:0] = sys.argv[5:7]; import measure\n"
+            "print(json.dumps(measure.ours_and_floor(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), "
+            "sys.argv[4] == '1')))")
+    proc = subprocess.run([sys.executable, "-c", code, str(model), str(work), str(runs), "1" if with_ours else "0",
+                           str(HERE), str(HERE.parent)], capture_output=True, text=True, timeout=1800)
+    for name in ("pair-ours.onnx", "pair-floor.onnx"):
+        (work / name).unlink(missing_ok=True)
+    if proc.returncode:
+        raise RuntimeError(f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1][:180]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def memory(model: Path, work: Path) -> dict:
     """Peak resident memory of our conversion, each in a fresh process: in-process (read, convert, serialise,
     write: what `inproc` times) and the CLI (main() in the process) without the run check, which adds the full ONNX
@@ -221,10 +237,10 @@ def big_row(work: Path, args) -> dict:
     try:
         model = measure.big_model(work / "synthetic_1gb.tflite")
         row["bytes"] = model.stat().st_size
-        t, times = measure.median_time(lambda: measure.ours_once(model, work / "ours.onnx"), 1)
-        row["ours"] = {"ok": True, "inproc": t, "times": times}
-        plan = measure.floor_plan(read_tflite(str(model)))
-        row["floor"] = measure.median_time(lambda: measure.weights_floor(model, plan, work / "floor.onnx"), 1)[0]
+        pair = floor_pairs(model, work, 1)
+        row["ours"] = {"ok": True, "inproc": pair["ours"], "times": pair["times"]["ours"],
+                       "floor_ratio": pair["ratio"]}
+        row["floor"] = pair["floor"]
         row["ours"].update(memory(model, work))
     except Exception as e:
         row["ours"] = {"ok": False, "error": one_line(e)}
@@ -281,9 +297,10 @@ def bench_model(model: Path, corpus: Path, work: Path, args, drivers: dict) -> d
     timed = inproc_rounds(model, work, drivers, args.runs)
     row["ours"] = ours(timed["ours"], model)
     try:
-        plan = measure.floor_plan(read_tflite(str(model)))
-        row["floor"] = measure.median_time(lambda: measure.weights_floor(model, plan, work / "floor.onnx"),
-                                           args.runs)[0]
+        pair = floor_pairs(model, work, max(args.runs, FLOOR_PAIRS), with_ours=row["ours"]["ok"])
+        row["floor"] = pair["floor"]
+        if "ours" in pair:
+            row["ours"]["beside_floor"], row["ours"]["floor_ratio"] = pair["ours"], pair["ratio"]
     except Exception as e:
         row["floor_error"] = one_line(e)
     if row["bytes"] >= SLOW_CLI_MIN_BYTES and row["ours"].get("ok"):
