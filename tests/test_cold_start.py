@@ -1,7 +1,6 @@
 """A cold start imports what its command needs: `--version` and `--help` nothing heavy, `info` no ONNX, `convert`
-no window and no validation, and neither LiteRT nor ONNX Runtime in its own process (LiteRT's read check, the ONNX
-checker and the run check run in a child forked at the start, ort_ahead). Each command runs in a fresh interpreter
-that prints the modules it ended with."""
+no window and no validation, and ONNX Runtime never in its own process (the run check imports it in a child forked
+at the start, ort_ahead). Each command runs in a fresh interpreter that prints the modules it ended with."""
 from __future__ import annotations
 
 import json
@@ -113,80 +112,6 @@ def test_the_run_check_in_its_child_still_refuses(tmp_path, check):
         assert "ONNX Runtime cannot run the converted model" in p.stderr and "Traceback" not in p.stderr
     else:
         assert p.returncode == 0 and out.exists(), p.stderr
-
-
-SPOILED = ("import sys, threading\n"
-           "from inspector.core.session import session\n"
-           "export = session.Session.export\n"
-           "def spoiled(self, *args, **kwargs):    # a declared output dim strict shape inference contradicts\n"
-           "    dims = self.result.model.graph.output[0].type.tensor_type.shape.dim\n"
-           "    dims[len(dims) - 1].dim_value += 1\n"
-           "    return export(self, *args, **kwargs)\n"
-           "session.Session.export = spoiled\n"
-           "if sys.argv.pop(1) == 'thread':        # another thread runs: no child, every check in-process\n"
-           "    threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
-           "from inspector.cli import main\n"
-           "sys.exit(main(sys.argv[1:]))\n")
-
-
-@pytest.mark.parametrize("check", [True, False])
-def test_the_checks_in_the_child_refuse_in_the_words_of_the_in_process_ones(model, tmp_path, check):
-    """Whether the child's checks are in time or not (they run in-process then): a file LiteRT refuses and a model
-    the checker refuses are refused with the same line, exit status and no output file as when every check runs
-    in-process (another thread running: no child)."""
-    from tests.test_verified_reading import _unterminated
-    bad = tmp_path / "bad.tflite"
-    bad.write_bytes(_unterminated())
-    for tflite, says in ((bad, "LiteRT refuses this file: The model is not a valid Flatbuffer buffer"),
-                         (model, "the converted model fails the ONNX checker: ")):
-        runs = {}
-        for how in ("child", "thread"):
-            out = tmp_path / f"{how}.onnx"
-            p = subprocess.run([sys.executable, "-c", SPOILED, how, "convert", str(tflite), "-o", str(out),
-                                *([] if check else ["--no-ort-check"])], capture_output=True, text=True, cwd=ROOT,
-                               timeout=120)
-            assert p.returncode == 1 and not out.exists(), p.stderr
-            runs[how] = p.stderr
-        assert runs["child"] == runs["thread"] and says in runs["child"], runs
-
-
-CHILD = ("import sys\n"
-         "from inspector.core.proof import ort_ahead\n"
-         "ort_ahead.CHECK_WAIT = 100                                # at idle priority, it may wait for a core\n"
-         "ahead = ort_ahead.Ahead(run=False, model=sys.argv[1])\n"
-         "assert ahead.forked and ahead._said('ready', wait=None)   # LiteRT's word given, schemas registered\n"
-         "import onnx\n"
-         "from inspector.core.io.tflite_reader import read_tflite\n"
-         "from inspector.core.emit.convert import convert\n"
-         "from inspector.core.ir.errors import ConversionError\n"
-         "data = open(sys.argv[1], 'rb').read()\n"
-         "print('passed', ahead.litert_passed(data), ahead.litert_passed(data[:-1] + b'?'))\n"
-         "model = convert(read_tflite(sys.argv[1]), check=False).model\n"
-         "dims = model.graph.output[0].type.tensor_type.shape.dim\n"
-         "dims[len(dims) - 1].dim_value += 1\n"
-         "onnx.save(model, sys.argv[2])\n"
-         "import inspector.core.emit.convert as c\n"
-         "def here(*args, **kwargs):\n"
-         "    raise ConversionError('checked in the parent')\n"
-         "c.check_model = here                                      # the child's verdict, or this\n"
-         "ahead.submit(model, {}, sys.argv[2])\n"
-         "ahead.check(model, written=True)                          # the child's to run: nothing raised here\n"
-         "try:\n"
-         "    ahead.verdict()\n"
-         "except ConversionError as e:\n"
-         "    print('refused', e)\n")
-
-
-def test_the_checks_child_vouches_for_the_file_it_read_and_runs_the_checker(model, tmp_path):
-    """The --no-ort-check child, once ready: LiteRT's word stands for the bytes it read and no others, and the
-    checker's refusal of the staged file is the verdict (in the in-process check's words)."""
-    p = subprocess.run([sys.executable, "-c", CHILD, str(model), str(tmp_path / "spoiled.onnx")],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
-    assert lines[0] == "passed True False"
-    assert lines[1].startswith("refused the converted model fails the ONNX checker: ") and \
-        "Inferred shape and existing shape differ" in lines[1], lines
 
 
 def test_the_run_check_in_process_judges_the_bytes_already_made(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 
 from inspector.core.emit import io_layout
 from inspector.core.emit.convert import convert, graph_name
-from inspector.core.io import litert_check
+from inspector.core.io import tflite_reader
 from inspector.core.io.tflite_builder import ModelBuilder
 from inspector.core.io.tflite_reader import read_tflite_bytes
 from inspector.core.ir.errors import ModelLoadError
@@ -120,12 +120,12 @@ def test_the_litert_check_falls_back_to_the_public_interpreter(monkeypatch):
         return original(*args)
 
     monkeypatch.setattr(lite._interpreter_wrapper, "CreateWrapperFromBuffer", changed)
-    monkeypatch.setattr(litert_check, "_LITERT", [])
+    monkeypatch.setattr(tflite_reader, "_LITERT", [])
     assert [op.opcode for op in read_tflite_bytes(_relu()).main.ops] == ["RELU"]
     assert len(calls) == 2                                 # ours refused, then the public class's call
     with pytest.raises(ModelLoadError, match="LiteRT refuses this file: The model is not a valid Flatbuffer"):
         read_tflite_bytes(_unterminated(), "m.tflite")
-    assert len(calls) == 3 and litert_check._LITERT[0].__name__ == "public"     # the public class for good
+    assert len(calls) == 3 and tflite_reader._LITERT[0].__name__ == "public"     # the public class for good
 
 
 def test_the_litert_check_uses_the_resolver_the_public_interpreter_names(monkeypatch):
@@ -133,14 +133,14 @@ def test_the_litert_check_uses_the_resolver_the_public_interpreter_names(monkeyp
     a cold start no longer imports): the id is the one LiteRT's own Interpreter passes for that resolver."""
     from ai_edge_litert import interpreter as lite
     kind = lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-    assert litert_check._RESOLVER_WITHOUT_DEFAULT_DELEGATES == lite._get_op_resolver_id(kind)
+    assert tflite_reader._RESOLVER_WITHOUT_DEFAULT_DELEGATES == lite._get_op_resolver_id(kind)
     original, ids = lite._interpreter_wrapper.CreateWrapperFromBuffer, []
     monkeypatch.setattr(lite._interpreter_wrapper, "CreateWrapperFromBuffer",
                         lambda *args: ids.append(args[1]) or original(*args))
-    monkeypatch.setattr(litert_check, "_LITERT", [])
+    monkeypatch.setattr(tflite_reader, "_LITERT", [])
     read_tflite_bytes(_relu())
     lite.Interpreter(model_content=_relu(), experimental_op_resolver_type=kind)
-    assert ids[0] == ids[1] == litert_check._RESOLVER_WITHOUT_DEFAULT_DELEGATES
+    assert ids[0] == ids[1] == tflite_reader._RESOLVER_WITHOUT_DEFAULT_DELEGATES
 
 
 def test_a_layout_is_read_free_as_the_composed_perms_say():

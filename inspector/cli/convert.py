@@ -64,18 +64,14 @@ def run(args) -> int:
     if args.report:
         out.add(args.report)
     me_files = _model_explorer_names(args, out)
-    # LiteRT's read check, the ONNX checker and the run check's ONNX Runtime start in a child process while this
-    # one converts
+    # the run check's ONNX Runtime is imported in a child process while this one converts
     from inspector.core.proof.ort_ahead import Ahead
-    ahead = Ahead(run=not args.no_ort_check, model=args.model)
+    ahead = None if args.no_ort_check else Ahead()
     try:
-        if not ahead.forked:
-            return _convert(args, out, ahead, me_files)
-        from inspector.core.io.litert_check import litert_vouched
-        with litert_vouched(ahead.litert_passed):
-            return _convert(args, out, ahead, me_files)
+        return _convert(args, out, ahead, me_files)
     finally:
-        ahead.close()
+        if ahead is not None:
+            ahead.close()
 
 
 def _convert(args, out, ahead, me_files) -> int:
@@ -89,12 +85,12 @@ def _convert(args, out, ahead, me_files) -> int:
                                               "pins": dict(session.pins), "ok": False}))
         raise
     from inspector.core.proof.ort_check import input_sizes, note_check
-    # the child checks the file staged (or, without a child, export runs the checker here)
-    out.when_staged(args.output, lambda tmp: ahead.submit(session.result.model, input_sizes(session.result), tmp))
+    if ahead is not None:                   # the child loads the file staged while export runs the checker here
+        out.when_staged(args.output, lambda tmp: ahead.submit(session.result.model, input_sizes(session.result), tmp))
     with out:
-        session.checker = ahead.check
         session.export(args.output, overwrite_source=args.force, out=out)   # staged: renamed at commit
-        note_check(session, ahead.verdict())
+        if ahead is not None:
+            note_check(session, ahead.verdict())
         report = session.report()
         if args.report:
             out.write(args.report, _json(report))

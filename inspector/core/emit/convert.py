@@ -16,7 +16,7 @@ from inspector import __version__
 from inspector.core.layout import layout as L
 from . import body_weights, io_layout, peephole
 from .emitter import Emitter
-from inspector.core.ir.errors import ConversionError, UnsupportedOpsError, checker_refused
+from inspector.core.ir.errors import ConversionError, UnsupportedOpsError
 from inspector.core.ir.graph import Graph, Op, Subgraph
 from inspector.core.ir import memory
 from inspector.core.io import onnx_bytes
@@ -606,7 +606,7 @@ def check_model(model, *, written: bool = False) -> None:
         if not (left and _checked_light(light)):
             onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
-        raise checker_refused(e) from None
+        raise ConversionError(f"the converted model fails the ONNX checker: {str(e).splitlines()[0]}") from None
 
 
 def _checked_light(light) -> bool:

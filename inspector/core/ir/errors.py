@@ -31,11 +31,6 @@ class ConversionError(InspectorError):
     """The model was read but cannot be converted as asked."""
 
 
-def checker_refused(e: Exception) -> ConversionError:
-    """The ONNX checker's refusal (its ValidationError or InferenceError) in the words every check gives it."""
-    return ConversionError(f"the converted model fails the ONNX checker: {str(e).splitlines()[0]}")
-
-
 class UnsupportedOpsError(ConversionError):
     def __init__(self, ops: list[str]):
         self.ops = ops

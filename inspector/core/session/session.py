@@ -57,9 +57,6 @@ class Session:
     target: str = "onnx"                                  # the consumer whose metadata rules export enforces
     listeners: Listeners = field(default_factory=Listeners, repr=False, compare=False)   # who hears its events
     _counted: tuple = field(default=(None, None), repr=False)     # (result shown, its Transposes)
-    # export's ONNX checker in place of emit.convert.check_model, with its arguments (the CLI's child process
-    # checks the staged file: proof/ort_ahead)
-    checker: Callable[..., None] | None = field(default=None, repr=False, compare=False)
 
     # --- what this kind of session can do: the window asks these, never which class a session is ------------
     can_pin = True                       # pins steer the conversion of the TFLite model
@@ -229,7 +226,7 @@ class Session:
         (an atomic.OutputSet) the file is only staged there, renamed with the run's other outputs at its commit, and
         Exported is the caller's to publish once it has. Metadata errors (metadata.lint.gate) refuse the write; its
         warnings join the notes. The checker reads the model without its big weights (check_model, `written`: the
-        pieces written checked their sizes), or `checker` does in its place."""
+        pieces written checked their sizes)."""
         from contextlib import nullcontext
         from inspector.core.emit.convert import check_model
         from inspector.core.io.atomic import OutputSet
@@ -249,7 +246,7 @@ class Session:
         with out if own else nullcontext():
             staged = out.write(path, self.pieces()[1])
             try:
-                (self.checker or check_model)(self.result.model, written=True)
+                check_model(self.result.model, written=True)
             except BaseException as e:
                 Path(staged).unlink(missing_ok=True)       # a batch's parent adopts whatever temporary exists
                 if isinstance(e, MemoryError):
