@@ -235,7 +235,7 @@ def as_float_lines(rows) -> list[str]:
     worst = max(rs, key=lambda x: x[1])
     return [f"- ORT time with `--dynamic-as-float` <= tf2onnx's output on the dynamic-range models: "
             f"{'met' if worst[1] <= 1 else 'missed'}: on {sum(x <= 1 for _, x, _ in rs)}/{len(rs)}, worst "
-            f"{worst[1]:.3g} ({worst[0]}); the default (LiteRT's arithmetic) "
+            f"{worst[1]:.3g} ({worst[0]}); the default (LiteRT's activation quantization) "
             + ", ".join(f"{m.split('/')[-1]} {d:.2f} -> {f:.2f}" for m, f, d in rs)]
 
 
