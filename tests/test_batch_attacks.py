@@ -245,3 +245,21 @@ def test_a_long_batch_keeps_its_staged_temporaries_fresh(tmp_path, monkeypatch):
     assert rows[0].ok and staged.stat().st_mtime > old + atomic.STALE_SECONDS
     atomic.remove_stale(tmp_path)
     assert staged.exists()
+
+
+def test_a_worker_killed_while_checking_leaves_no_checker_folder(tmp_path, monkeypatch):
+    """A worker killed inside the light check (big weights: emit.convert._checked_light) never runs its `finally`:
+    the parent removes the temporary folder it had made there, as it removes the worker's staged output."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    staged = tmp_path / ".layout-inspector.m.onnx.0123abcd.tmp"
+
+    def task(model):
+        from inspector.core.emit.convert import check_folder
+        Path(check_folder(), "weights").write_bytes(b"")
+        staged.write_bytes(b"half")
+        os.kill(os.getpid(), signal.SIGKILL)
+    other = tmp_path / "layout-inspector-check.1.abc"       # another process's: not this worker's to remove
+    other.mkdir()
+    rows = batch.run_all(task, [("m.tflite",)], 1, 60, lambda row: None, [str(staged)])
+    assert "worker crashed (killed by SIGKILL)" in rows[0].error
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name]

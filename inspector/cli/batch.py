@@ -121,6 +121,7 @@ def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout
     import multiprocessing as mp
     import multiprocessing.connection
 
+    from inspector.core.emit.convert import remove_check_folders
     from inspector.core.io.atomic import touch
     ctx = mp.get_context("fork")                    # the parent has imported the converter: children start warm
     rows: list[Row | None] = [None] * len(jobs_args)
@@ -142,7 +143,8 @@ def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout
                 row, answered = _outcome(proc, recv, t0, timeout, str(jobs_args[i][0]))
                 if row is not None:
                     if not answered:
-                        discard(i)                  # crashed or killed: its temporary is ours to remove
+                        discard(i)                  # crashed or killed: its temporary is ours to remove,
+                        remove_check_folders(proc.pid)      # and the checker's folder if it died checking
                     row.seconds = row.seconds or round(time.monotonic() - t0, 3)
                     recv.close()
                     del running[i]
@@ -157,6 +159,7 @@ def run_all(task: Callable[..., Row], jobs_args: list[tuple], jobs: int, timeout
             proc.join()
             recv.close()
             discard(i)
+            remove_check_folders(proc.pid)
     return rows
 
 

@@ -613,7 +613,7 @@ def _checked_light(light) -> bool:
     """The checker on `light` (onnx_bytes.light's copy), its file in a temporary folder beside the empty file its
     references name; False, nothing checked, when no such folder can be written (the whole model is, as before)."""
     try:
-        folder = tempfile.mkdtemp(prefix="layout-inspector-check.")
+        folder = check_folder()
     except OSError:
         return False
     try:
@@ -627,6 +627,22 @@ def _checked_light(light) -> bool:
         return True
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_CHECK_PREFIX = "layout-inspector-check."
+
+
+def check_folder() -> str:
+    """A new temporary folder for _checked_light, named after this process, so that whoever kills it mid-check
+    can remove what its `finally` never did (remove_check_folders)."""
+    return tempfile.mkdtemp(prefix=f"{_CHECK_PREFIX}{os.getpid()}.")
+
+
+def remove_check_folders(pid: int) -> None:
+    """The light check's folders that process `pid`, now dead, left behind."""
+    import glob
+    for path in glob.glob(os.path.join(glob.escape(tempfile.gettempdir()), f"{_CHECK_PREFIX}{pid}.*")):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def graph_name(graph: Graph) -> str:
