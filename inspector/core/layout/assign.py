@@ -380,8 +380,8 @@ class Problem:
                 net = [p_inv[a] for a in qr]                                      # compose(p_inv, compose(q, r))
                 moved = [a for a in net if seen[a] != 1]
                 if moved == sorted(moved):                                        # is_trivial(seen, net)
-                    same = net == ident if len(net) == len(ident) else net == list(range(len(net)))
-                    modes.append(Mode(((0, p),), (r,), cost=0, why=whys["an Identity" if same else "a Reshape"]))
+                    what = "an Identity" if net == ident else "a Reshape"
+                    modes.append(Mode(((0, p),), (r,), cost=0, why=whys[what]))
                 else:
                     modes.append(Mode(((0, p),), (r,), cost=1, why=whys["Transpose"]))
         modes.sort(key=lambda m: m.cost)
