@@ -137,6 +137,26 @@ def test_without_a_temporary_folder_the_whole_model_is_checked(model, monkeypatc
         check_model(model, written=True)
 
 
+def test_over_2_gb_without_a_temporary_folder_is_the_2_gb_refusal(model, monkeypatch):
+    """Past protobuf's 2 GB the checker reads only a file; with no temporary folder for the light copy's file, the
+    model is refused as any model past 2 GB is (one file is one protobuf message), not with onnx's bare ValueError
+    (a traceback in the CLI). The limit is lowered below this model's size to take the same path without 2 GB of
+    weights."""
+    import tempfile
+
+    from inspector.core.io import onnx_reader
+
+    def no_folder(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_folder)
+    limit = model.ByteSize() - 1
+    monkeypatch.setattr(onnx.checker, "MAXIMUM_PROTOBUF", limit)
+    monkeypatch.setattr(onnx_reader, "PROTOBUF_LIMIT", limit)
+    with pytest.raises(ConversionError, match=r"beyond protobuf's 2 GB limit for one ONNX file"):
+        check_model(model, written=True)
+
+
 def test_a_batch_checks_the_file_it_staged_and_removes_a_refused_one(tmp_path, monkeypatch, capsys):
     """A batch's run check loads each worker's staged file (not a second serialisation of the model); the one ONNX
     Runtime refuses (a ConvTranspose's [1, 1, 1, C] bias, which the ONNX checker accepts) leaves no file, the other

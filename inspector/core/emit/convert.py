@@ -604,6 +604,8 @@ def check_model(model, *, written: bool = False) -> None:
                                   f"{n} bytes of raw_data where its type and shape say {want}")
     try:
         if not (left and _checked_light(light)):
+            if left:                    # no folder for the light copy: the whole model, if one message holds it
+                check_size(model)
             onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
         raise ConversionError(f"the converted model fails the ONNX checker: {str(e).splitlines()[0]}") from None
