@@ -40,6 +40,8 @@ def test_an_int8_table_op_is_a_same_shape_unary_op_with_a_real_form():
 def test_facts_that_only_mean_something_together_come_together():
     assert named(lambda s: not s.int16_kernel) <= named(lambda s: s.quantized == "moves")
     assert named(lambda s: s.complex_pairs) <= named(lambda s: s.quantized == "moves")
+    assert named(lambda s: s.copies_integers) <= named(lambda s: s.quantized == "moves")
+    assert all(set(s.copies_integers) <= {"int8", "uint8", "int16"} for s in SPECS.values())
     assert named(lambda s: s.passes_values) <= named(lambda s: s.quantized != "dequantize")
     assert named(lambda s: s.hybrid) <= named(lambda s: s.exact_int)
     assert named(lambda s: s.reframes) == {"RESHAPE", "TRANSPOSE"}

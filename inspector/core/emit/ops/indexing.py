@@ -12,7 +12,7 @@ from inspector.core.layout import layout as L
 from inspector.core.ir.errors import ConversionError
 from inspector.core.ir.limits import check_built
 from .nn import keep_layout
-from .registry import A, X, op
+from .registry import A, X, QUANT_INTS, op
 from .shape import (INT64_MAX, INT64_MIN, ONNX_INT64, as_i64, cast_to, const_data, const_ints, const_operand_rule,
                     in_perm, static_dims)
 
@@ -43,7 +43,7 @@ def indices(ctx, op, slot: int) -> str:
 
 
 # --- gather / scatter -----------------------------------------------------------------------------------------
-@op("GATHER_ND", category=X, quantized="moves", indexes=(1, 0, None), onnx="GatherND")
+@op("GATHER_ND", category=X, quantized="moves", copies_integers=QUANT_INTS, indexes=(1, 0, None), onnx="GatherND")
 def gather_nd(ctx, op):
     ctx.node("GatherND", [ctx.input(op, 0), indices(ctx, op, 1)], [ctx.output(op)])
 
@@ -125,7 +125,7 @@ def fill(ctx, op):
     ctx.node("Expand", [ctx.input(op, 1), as_i64(ctx, op, 0)], [ctx.output(op)])
 
 
-@op("BROADCAST_TO", category=X, quantized="moves", onnx="Expand")
+@op("BROADCAST_TO", category=X, quantized="moves", copies_integers=QUANT_INTS, onnx="Expand")
 def broadcast_to(ctx, op):
     ctx.node("Expand", [ctx.input(op, 0), as_i64(ctx, op, 1)], [ctx.output(op)])
 
@@ -225,7 +225,7 @@ def cumsum(ctx, op):
              exclusive=int(bool(op.options.get("exclusive"))), reverse=int(bool(op.options.get("reverse"))))
 
 
-@op("REVERSE_V2", category=A, quantized="moves", onnx="Slice", rule=const_operand_rule(1))
+@op("REVERSE_V2", category=A, quantized="moves", copies_integers=QUANT_INTS, onnx="Slice", rule=const_operand_rule(1))
 def reverse_v2(ctx, op):
     p = in_perm(ctx, op)
     axes = sorted({L.axis_to_onnx(int(a), p) for a in const_ints(ctx, op, 1)})

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from inspector.core.ir.dtypes import onnx_dtype
 from inspector.core.ir.errors import ConversionError
 from .conv import spatial_attrs
 from .fixed_point import ONNX_FLOAT, activation_range, params, per_tensor
-from .registry import I, op
+from .registry import I, QUANT_INTS, op
 
-INT_TYPES = ("int8", "uint8")
+INT_TYPES = ("int8", "uint8", "int16")   # raw stored integers (int16 only where LiteRT copies them between scales)
 
 
 def _pool(onnx_type: str):
@@ -21,8 +22,9 @@ def _pool(onnx_type: str):
             ctx.node(onnx_type, [x], [ctx.fused(op, ctx.output(op))], kernel_shape=list(kernel), **attrs)
             return
         # A pool on stored integers runs on them as floats: ONNX Runtime's int8 and uint8 MaxPool is a generic
-        # loop ~10x slower than its float one, and every stored integer is exact in float32. (A DequantizeLinear
-        # before a float pool would let ONNX Runtime drop the Q/DQ around it and run its int8 pool again.)
+        # loop ~10x slower than its float one (it has no int16 one), and every stored integer is exact in float32.
+        # (A DequantizeLinear before a float pool would let ONNX Runtime drop the Q/DQ around it and run its int8
+        # pool again.)
         f = ctx.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
         f = ctx.node(onnx_type, [f], 1, kernel_shape=list(kernel), **attrs)[0]
         act = o.get("fused_activation_function", "NONE") or "NONE"
@@ -48,7 +50,8 @@ def average_pool(ctx, op):
         ties_away(ctx, op, m, kernel[0] * kernel[1], dst)
 
 
-op("MAX_POOL_2D", category=I, quantized="moves", int16_kernel=False, sign="keeps", onnx="MaxPool",
+op("MAX_POOL_2D", category=I, quantized="moves", copies_integers=QUANT_INTS, int16_kernel=False, sign="keeps",
+   onnx="MaxPool",
    notes="int8/uint8: pools the integers as floats (Cast), back by Cast or QuantizeLinear")(_pool("MaxPool"))
 
 
@@ -88,14 +91,20 @@ def _resize(mode: str):
         axes = None if min(n, c) > 0 else [2, 3]
         hw = [int(v) for v in ctx.data(size)]
         sizes = ctx.i64(hw if axes else [n, c, *hw], "sizes")
-        ctx.node("Resize", [ctx.input(op, 0), "", "", sizes], [ctx.output(op)], mode=mode,
-                 coordinate_transformation_mode=coord, nearest_mode=nearest, axes=axes)
+        x, y = ctx.input(op, 0), ctx.output(op)
+        cast = ctx.tensor(op.inputs[0]).dtype == "int16"   # raw where LiteRT copies; ORT has no int16 Resize
+        if cast:
+            x = ctx.node("Cast", [x], 1, to=ONNX_FLOAT)[0]
+        r = ctx.node("Resize", [x, "", "", sizes], 1 if cast else [y], mode=mode,
+                     coordinate_transformation_mode=coord, nearest_mode=nearest, axes=axes)[0]
+        if cast:
+            ctx.node("Cast", [r], [y], to=onnx_dtype("int16"))
     return emit
 
 
 op("RESIZE_BILINEAR", category=I, sign="keeps", onnx="Resize")(_resize("linear"))
-op("RESIZE_NEAREST_NEIGHBOR", category=I, quantized="moves", int16_kernel=False, sign="keeps",
-   onnx="Resize")(_resize("nearest"))
+op("RESIZE_NEAREST_NEIGHBOR", category=I, quantized="moves", copies_integers=QUANT_INTS, int16_kernel=False,
+   sign="keeps", onnx="Resize")(_resize("nearest"))
 
 
 def ties_away(ctx, op, m: str, count: int, dst: str) -> None:

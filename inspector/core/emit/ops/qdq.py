@@ -8,7 +8,8 @@ DequantizeLinear, per-channel axis moved with the weight's transposition; biases
 DQ -> Conv/MatMul -> Q into integer kernels.
 
 Ops that only move data (Reshape, Transpose, slices, concatenation...) run on the integers when every quantized
-tensor they touch shares one scale and zero point, as TFLite's kernels do: no rounding at all. Variable and
+tensor they touch shares one scale and zero point, as TFLite's kernels do: no rounding at all; and where LiteRT's
+kernel copies the integers between different ones (OpSpec.copies_integers), with a warning. Variable and
 subgraph boundaries always carry the integers.
 
 Dynamic-range models (float activations, int8 weights): hybrid CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED
@@ -110,19 +111,12 @@ class QDQ:
             return True
         if o.index not in self._raw:
             self._raw[o.index] = self._raw_op(o)
+            if self._raw[o.index] and OPS[o.opcode].copies_integers and len(self._keys(o) or ()) > 1:
+                self._note_copy(o)
         return self._raw[o.index]
 
-    def _raw_op(self, o) -> bool:
-        """The op's spec says (OpSpec.quantized): "raw" always, "moves" when every quantized tensor it touches
-        shares one scale and zero point. An op without an int16 kernel (OpSpec.int16_kernel: MaxPool, DepthToSpace,
-        SpaceToDepth, Resize in ONNX or ONNX Runtime) runs int16 through DequantizeLinear and QuantizeLinear
-        instead, still exact (an int16 times a float32 scale is within 2^-9 of a step of itself, so QuantizeLinear
-        rounds every value back, and max/min/selection keep order)."""
-        spec = OPS.get(o.opcode)
-        if spec is None or spec.quantized == "dequantize":
-            return False
-        if spec.quantized == "raw":
-            return True
+    def _keys(self, o) -> set | None:
+        """(dtype, per-tensor parameters) of every quantized tensor op o touches; None if one has none."""
         sg = self.em.sg
         touched = [t for t in o.outputs if t >= 0] + [t for t in o.inputs if t >= 0 and sg.tensors[t].dtype
                                                       in ACT_TYPES]
@@ -130,12 +124,48 @@ class QDQ:
         for t in touched:
             ten = sg.tensors[t]
             if t not in self.q:
-                return False
+                return None
             p = params(ten.quantization)
             if p is None:
-                return False
+                return None
             keys.add((ten.dtype, p))
-        return len(keys) == 1 and (spec.int16_kernel or "int16" not in {k[0] for k in keys})
+        return keys
+
+    def _raw_op(self, o) -> bool:
+        """The op's spec says (OpSpec.quantized): "raw" always, "moves" when every quantized tensor it touches
+        shares one scale and zero point, or, of one integer type, LiteRT's kernel copies that type's integers
+        whatever the scales (OpSpec.copies_integers). An op without an int16 kernel (OpSpec.int16_kernel: MaxPool,
+        DepthToSpace, SpaceToDepth, Resize in ONNX or ONNX Runtime) runs int16 through DequantizeLinear and
+        QuantizeLinear instead, still exact (an int16 times a float32 scale is within 2^-9 of a step of itself, so
+        QuantizeLinear rounds every value back, and max/min/selection keep order); its emitter pools or picks
+        int16 integers as floats where LiteRT copies them between different scales."""
+        spec = OPS.get(o.opcode)
+        if spec is None or spec.quantized == "dequantize":
+            return False
+        if spec.quantized == "raw":
+            return True
+        keys = self._keys(o)
+        if not keys:
+            return False
+        types = {k[0] for k in keys}
+        if len(keys) > 1:
+            return len(types) == 1 and types <= set(spec.copies_integers)
+        return spec.int16_kernel or "int16" not in types
+
+    def _note_copy(self, o) -> None:
+        """Say where the ONNX model copies integers between different quantizations, as LiteRT does."""
+        sg = self.em.sg
+        out = params(sg.tensors[o.outputs[0]].quantization)
+        ins = [t for t in o.inputs if t >= 0 and t in self.q]
+        ins = [t for t in ins if params(sg.tensors[t].quantization) != out] or ins
+
+        def q(t):
+            s, zp = per_tensor(sg.tensors[t].quantization)
+            return f"scale {s:.6g} zero point {zp}"
+        self.em.warnings.append(
+            f"{o.opcode}#{o.index}: LiteRT copies the {sg.tensors[o.outputs[0]].dtype} integers although the file "
+            f"gives input and output different quantization ({q(ins[0])} in, {q(o.outputs[0])} out); the ONNX "
+            f"model copies them too")
 
     def fences(self, t: int) -> bool:
         """Should a raw op's stored integers t reach their reader through QuantizeLinear? Yes in the default mode

@@ -21,8 +21,10 @@ I, T, A, X = Category.IMPLICIT, Category.TRANSPARENT, Category.ATTRIBUTE, Catego
 #   "dequantize": through DequantizeLinear/QuantizeLinear around the float op (the default);
 #   "raw": always the stored integers (state, subgraph boundaries, reinterpretation, Q/DQ themselves);
 #   "moves": the op only moves or selects elements, so it is exact on the integers when its inputs and outputs
-#            share one scale and zero point (raw then, else dequantized).
+#            share one scale and zero point (raw then, else dequantized), or when LiteRT's kernel copies the
+#            integers whatever their quantization says (OpSpec.copies_integers).
 Quantized = Literal["dequantize", "raw", "moves"]
+QUANT_INTS = ("int8", "uint8", "int16")   # copies_integers= for an op whose LiteRT kernel copies every quantized type
 # What the hybrid path may assume of an op's output sign (hybrid.nonnegative): "nonnegative" always (a ReLU),
 # "keeps" non-negative when its first input is.
 Sign = Literal["", "keeps", "nonnegative"]
@@ -42,6 +44,9 @@ class OpSpec:
     notes: str = ""
     quantized: Quantized = "dequantize"
     int16_kernel: bool = True            # "moves": ONNX (Runtime) has an int16 kernel; else int16 is dequantized
+    # "moves": the integer types for which LiteRT's kernel copies the integers even where the file gives its inputs
+    # and output different scales or zero points (no check in its release build; docs/quantization.md)
+    copies_integers: tuple[str, ...] = ()
     int8_table: bool = False             # LiteRT computes int8/uint8 through a 256-entry table (quant_tables)
     exact_int: bool = False              # --exact-int requantizes its accumulator as TFLite does (exact_int.py)
     hybrid: bool = False                 # LiteRT has a float-input x int8-weights (dynamic range) kernel

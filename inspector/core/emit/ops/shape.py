@@ -11,7 +11,7 @@ from inspector.core.ir.errors import ConversionError
 from inspector.core.layout.propagation import choose_layout
 from .fixed_point import ONNX_FLOAT
 from .nn import keep_layout
-from .registry import A, T, X, op
+from .registry import A, T, X, QUANT_INTS, op
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -99,15 +99,16 @@ def target_shape(ctx, op) -> str:
     raise ConversionError(f"RESHAPE#{op.index}: output has several dynamic dimensions and no shape input")
 
 
-@op("RESHAPE", category=X, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True, reframes=True,
-    onnx="Reshape", rule=reshape_rule)
+@op("RESHAPE", category=X, quantized="moves", copies_integers=QUANT_INTS, sign="keeps", complex_pairs=True,
+    passes_values=True, reframes=True, onnx="Reshape", rule=reshape_rule)
 def reshape(ctx, op):
     r = ctx.plan.produced.get((op.index, 0))
     shape = target_shape(ctx, op) if r is None or L.is_identity(r) else ctx.i64(ctx.onnx_shape(op.outputs[0], r))
     ctx.node("Reshape", [ctx.input(op, 0), shape], [ctx.output(op)])
 
 
-@op("SQUEEZE", category=X, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True, onnx="Squeeze")
+@op("SQUEEZE", category=X, quantized="moves", copies_integers=QUANT_INTS, sign="keeps", complex_pairs=True,
+    passes_values=True, onnx="Squeeze")
 def squeeze(ctx, op):
     shape = ctx.shape(op.inputs[0])
     dims = op.options.get("squeeze_dims") or [i for i, d in enumerate(shape) if d == 1]
@@ -148,7 +149,8 @@ def agree_rule(op, sg, in_perms, out_pin):
     return {s: chosen for s, p in enumerate(in_perms) if p is not None}, [chosen]
 
 
-@op("CONCATENATION", category=A, quantized="moves", sign="keeps", complex_pairs=True, onnx="Concat", rule=agree_rule,
+@op("CONCATENATION", category=A, quantized="moves", copies_integers=("int16",), sign="keeps", complex_pairs=True,
+    onnx="Concat", rule=agree_rule,
     notes="int8/uint8 read by a convolution: back through QuantizeLinear (so that it fuses)")
 def concatenation(ctx, op):
     p = ctx.plan.produced.get((op.index, 0), L.identity(ctx.tensor(op.outputs[0]).rank))
@@ -225,7 +227,7 @@ def strided_slice_rule(op, sg, in_perms, out_pin):
     return {0: p}, [reduced_layout(p, shrink, False) if shrink else p]
 
 
-@op("STRIDED_SLICE", category=A, quantized="moves", complex_pairs=True,
+@op("STRIDED_SLICE", category=A, quantized="moves", copies_integers=QUANT_INTS, complex_pairs=True,
     onnx=("Slice", "Squeeze"), rule=strided_slice_rule)
 def strided_slice(ctx, op):
     sliced(ctx, op, ctx.input(op, 0), ctx.output(op), in_perm(ctx, op))
@@ -296,7 +298,8 @@ def _strided_slice_at_run_time(ctx, op, x: str, dst: str) -> None:
         ctx.node("Squeeze", [x, ctx.i64([i for i in range(n) if shrink[i]], "axes")], [dst])
 
 
-@op("SLICE", category=A, quantized="moves", complex_pairs=True, onnx="Slice", rule=const_operand_rule(1, 2))
+@op("SLICE", category=A, quantized="moves", copies_integers=QUANT_INTS, complex_pairs=True, onnx="Slice",
+    rule=const_operand_rule(1, 2))
 def slice_(ctx, op):
     _slice(ctx, op, ctx.input(op, 0), ctx.output(op), in_perm(ctx, op))
 
@@ -332,12 +335,12 @@ def _emit_split(ctx, op, slot: int, axis_slot: int, sizes=None):
              num_outputs=None if sizes is not None else n)
 
 
-@op("SPLIT", category=A, quantized="moves", onnx="Split", rule=split_rule(1, 0))
+@op("SPLIT", category=A, quantized="moves", copies_integers=QUANT_INTS, onnx="Split", rule=split_rule(1, 0))
 def split(ctx, op):
     _emit_split(ctx, op, 1, 0)
 
 
-@op("SPLIT_V", category=A, quantized="moves", onnx="Split", rule=split_rule(0, 2))
+@op("SPLIT_V", category=A, quantized="moves", copies_integers=QUANT_INTS, onnx="Split", rule=split_rule(0, 2))
 def split_v(ctx, op):
     sizes = const_ints(ctx, op, 1)
     if -1 in sizes:
@@ -353,8 +356,8 @@ def transpose_rule(op, sg, in_perms, out_pin):
     return {0: in_perms[0]}, [L.identity(sg.tensors[op.outputs[0]].rank)]
 
 
-@op("TRANSPOSE", category=A, quantized="moves", sign="keeps", complex_pairs=True, passes_values=True, reframes=True,
-    onnx="Transpose", rule=transpose_rule)
+@op("TRANSPOSE", category=A, quantized="moves", copies_integers=QUANT_INTS, sign="keeps", complex_pairs=True,
+    passes_values=True, reframes=True, onnx="Transpose", rule=transpose_rule)
 def transpose(ctx, op):
     # Input and output may both carry layouts: fold them and q into one permutation (the trap after a Conv);
     # when that only moves size-1 axes no data moves (a Reshape, or nothing at all when it is the identity).
@@ -396,7 +399,7 @@ def _batched_gather(ctx, op, axis: int, b: int) -> None:
                  [b + j for j in range(k)] + [b + k + m + j for j in range(rest)])
 
 
-@op("GATHER", category=A, quantized="moves", indexes=(1, 0, None),
+@op("GATHER", category=A, quantized="moves", copies_integers=QUANT_INTS, indexes=(1, 0, None),
     onnx=("Gather", "GatherND"), rule=gather_rule, notes="batch_dims via GatherND")
 def gather(ctx, op):
     b = op.options.get("batch_dims", 0)
@@ -423,7 +426,7 @@ def shape(ctx, op):
     cast_to(ctx, op, s)
 
 
-@op("TILE", category=A, quantized="moves", onnx="Tile", rule=const_operand_rule(1))
+@op("TILE", category=A, quantized="moves", copies_integers=QUANT_INTS, onnx="Tile", rule=const_operand_rule(1))
 def tile(ctx, op):
     p = in_perm(ctx, op)
     mult = const_ints(ctx, op, 1)

@@ -14,13 +14,15 @@ from .shape import const_data, const_ints, in_perm, static_dims
 
 
 # TFLite's DEPTH_TO_SPACE reads channel (i*bs + j)*C + c for pixel offset (i, j): ONNX's DCR order.
-@op("DEPTH_TO_SPACE", category=I, quantized="moves", int16_kernel=False, onnx="DepthToSpace", notes="mode DCR")
+@op("DEPTH_TO_SPACE", category=I, quantized="moves", copies_integers=("int8", "uint8"), int16_kernel=False,
+    onnx="DepthToSpace", notes="mode DCR")
 def depth_to_space(ctx, op):
     ctx.node("DepthToSpace", [ctx.input(op, 0)], [ctx.output(op)], blocksize=int(op.options["block_size"]),
              mode="DCR")
 
 
-@op("SPACE_TO_DEPTH", category=I, quantized="moves", int16_kernel=False, onnx="SpaceToDepth")
+@op("SPACE_TO_DEPTH", category=I, quantized="moves", copies_integers=("int8", "uint8"), int16_kernel=False,
+    onnx="SpaceToDepth")
 def space_to_depth(ctx, op):
     ctx.node("SpaceToDepth", [ctx.input(op, 0)], [ctx.output(op)], blocksize=int(op.options["block_size"]))
 
