@@ -82,23 +82,35 @@ class GraphScene(QGraphicsScene):
         self.pins: dict[Hashable, str] = {}           # tensor -> the layout it is pinned to (its edges marked)
         self._dropping: list = []                     # a replaced graph's items, still to be removed (slices)
         self.group_frames: list[GroupFrame] = []      # the open groups' frames (set_frames)
+        self._kept: Frame | None = None               # a replaced graph's, seen while the new one is made
         self.version = 0                              # bumped when colours change: cached pictures redraw
         self._start(vg, layout)
 
-    def replace(self, vg: ViewGraph, layout: Geometry) -> None:
+    def replace(self, vg: ViewGraph, layout: Geometry, keep: bool = False) -> None:
         """Show another graph in this scene, made afresh in slices like a new scene's (a change too big for
         apply(): opening every group of 10,000 ops made 20,000 items in one event-loop turn). The colours and
-        pins asked for stay; the selection does not."""
+        pins asked for stay; the selection does not. `keep` (a re-run of the graph shown): the old items stay
+        seen, and selected, until the new ones are all made (then shown in one turn, the selection moved to them
+        by key): built top-down in slices, a pin's new graph left the view blank until the slices reached it."""
         TURNS.drop(self)                              # the old graph's work left is dropped with its items
-        selected = self.selectedItems()
+        keep = keep and (self._kept is not None or (self.built and self._update is None))
+        selected = [] if keep else self.selectedItems()
         self.blockSignals(True)                       # its items go: said once below, if any was selected
         for item in selected:
             item.setSelected(False)
         self.blockSignals(False)
-        # the old items paint nothing from now on and are removed in slices (Collapse Groups after Expand All on
-        # 10,000 ops: 20,000 items cleared, and their Python objects freed, in one event-loop turn)
-        self.frame.gone = True
+        # the old items paint nothing from now on (with `keep`: once the new ones are made) and are removed in
+        # slices (Collapse Groups after Expand All on 10,000 ops: 20,000 items cleared, and their Python objects
+        # freed, in one event-loop turn)
+        if keep and self._kept is None:
+            self._kept = self.frame                   # what is seen until the new graph is made
+        elif not keep:
+            self.frame.gone = True
+            if self._kept is not None:
+                self._kept.gone = True
+                self._kept = None
         self.frame = Frame()
+        self.frame.gone = keep                        # unseen while it is made
         if self._update is not None:                 # an apply() under way: its lookups are not what is shown
             self._dropping.extend(self.items())
         else:                                         # (asking Qt for them all re-reads each one's bounds)
@@ -112,6 +124,39 @@ class GraphScene(QGraphicsScene):
         self._start(vg, layout)
         if selected:
             self.selectionChanged.emit()
+
+    @property
+    def keeping(self) -> bool:
+        """A replaced graph's items are what is seen while the new graph is made (replace's `keep`)."""
+        return self._kept is not None
+
+    def _swap(self) -> None:
+        """The new graph made: it is seen from now on, the kept one not (its items removed in slices); what was
+        selected of the kept one is selected in the new one, by key."""
+        kept, self._kept = self._kept, None
+        nodes, tensors = [], set()
+        for item in self.selectedItems():
+            if isinstance(item, NodeItem) and item.frame is kept:
+                nodes.append(item.node.key)
+            elif isinstance(item, EdgeItem) and item.frame is kept:
+                tensors.add(item.edge.tensor)
+        kept.gone = True
+        self.frame.gone = False
+        self.version += 1
+        if nodes or tensors:
+            self.blockSignals(True)                   # the same keys selected: nothing to tell
+            try:
+                self.clearSelection()
+                for k in nodes:
+                    it = self.node_by_key.get(k)
+                    if it is not None:
+                        it.setSelected(True)
+                for t in tensors:
+                    for it in self.edges_by_tensor.get(t, ()):
+                        it.setSelected(True)
+            finally:
+                self.blockSignals(False)
+        self.update()
 
     def _start(self, vg: ViewGraph, layout: Geometry) -> None:
         self.vg, self.layout = vg, layout
@@ -162,12 +207,14 @@ class GraphScene(QGraphicsScene):
         if self._update is not None and next(self._update) is not True:
             self._later()
             return
-        if self._dropping and deadline is not None and not self._drop(deadline):    # (finish(): left to slices)
-            self._later()
+        if self._dropping and deadline is not None and self._kept is None and not self._drop(deadline):
+            self._later()                           # (finish(): left to slices)
             return
         if not self.built and not self._create(limit, deadline):
             self._later()
             return
+        if self._kept is not None:
+            self._swap()
         if not self._paint(deadline) or self._dropping:
             self._later()
             return
@@ -387,6 +434,8 @@ class GraphScene(QGraphicsScene):
 
     def drawBackground(self, painter, rect):
         self.frame.lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        if self._kept is not None:
+            self._kept.lod = self.frame.lod
         super().drawBackground(painter, rect)
 
     @staticmethod
@@ -579,7 +628,7 @@ class GraphView(QGraphicsView):
 
     def overview(self) -> bool:
         sc = self.scene()
-        return (sc is not None and sc.built and len(sc.nodes) + len(sc.edges) >= self.OVERVIEW_ITEMS
+        return (sc is not None and (sc.built or sc.keeping) and len(sc.nodes) + len(sc.edges) >= self.OVERVIEW_ITEMS
                 and self.transform().m11() < self.OVERVIEW_SCALE)
 
     def paintEvent(self, event):
@@ -589,6 +638,11 @@ class GraphView(QGraphicsView):
             return
         scene, vp = self.scene(), self.viewport()
         key = self._key()
+        if scene.keeping:                       # a re-run's graph being made: the picture of before, if it fits
+            if self._overview_key is None or key[:-1] != self._overview_key[:-1]:
+                super().paintEvent(event)       # (the kept items paint themselves)
+                return
+            key = self._overview_key
         if key != self._overview_key:
             if scene.reindexing:                # re-indexing after a pin: the picture of before, if it fits, until
                 if self._overview_key is not None and key[:-1] == self._overview_key[:-1]:     # it ends (redraws)
@@ -779,9 +833,16 @@ class Minimap(QWidget):
         self.setCursor(Qt.CrossCursor)
         self.setToolTip("Overview: click or drag to move the view")
 
-    def invalidate(self) -> None:
-        self.image = self._want = None
+    def invalidate(self, keep: bool = False) -> None:
+        """Draw the picture again; `keep`: the old one stays shown until then (the same graph, changed)."""
+        if not keep:
+            self.image = None
+        self._want = None
         self._timer.start()
+
+    def redraw(self) -> None:
+        """The scene is complete: its picture drawn again, the last one shown until then."""
+        self.invalidate(keep=True)
 
     def sync(self) -> None:
         scene = self.view.scene()

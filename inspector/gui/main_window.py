@@ -782,18 +782,19 @@ class MainWindow(QMainWindow):
         if live and scene is not None and view is not None and view.scene() is scene:
             if live is True and (not scene.built or abs(len(vg.nodes) - len(scene.vg.nodes)) > REMADE_OVER
                                  or len(vg.nodes) >= layers_job.BIG):
-                scene.replace(vg, layout)       # made afresh in slices: no diff of a big graph in one turn
+                # made afresh in slices (no diff of a big graph in one turn), the old picture seen meanwhile
+                scene.replace(vg, layout, keep=True)
             else:
                 scene.apply(vg, layout, None if live is True else live)   # same items, same view: what changed
             self.panes[which].tabs.setTabText(0, label)
-            view.minimap.invalidate()
+            view.minimap.invalidate(keep=True)
             self.colour(which)
             self._frame_groups(which)
             return
         scene = GraphScene(vg, layout)
         scene.selectionChanged.connect(lambda: self._selection_changed(which, scene))
         view = self._make_view(scene, which)
-        scene.completed.connect(view.minimap.invalidate)
+        scene.completed.connect(view.minimap.redraw)
         # its items (~85,000 objects on 10k ops, made after the model was frozen) live as long as it: scanning them
         # once the guard's wait for a burst ran out was a long collection during the conversion and the pin
         scene.completed.connect(gc_guard.settle)
