@@ -66,10 +66,11 @@ class RerunJob(QRunnable):
     The Session itself changes on the GUI thread, when the result is shown (its events reach the views there)."""
 
     def __init__(self, session: Session, placement: Placement | None = None, converter=None, shown=None,
-                 lay_out: bool = True):
+                 lay_out: bool = True, ahead=None):
         super().__init__()
         self.session, self.placement, self.converter = session, placement, converter
         self.lay_out = lay_out
+        self.ahead = ahead                  # without lay_out (a folded pane): the fold worked out here (Layers.ahead)
         self.shown = shown                  # (ViewGraph, Geometry) of the ONNX pane now: what a live result diffs
         self.signals = RerunSignals()
         self.drawn = threading.Event()      # set by the GUI thread once `done` is shown and painted
@@ -161,11 +162,12 @@ class RerunJob(QRunnable):
                 (vg,) = received(sent)
             except Replaced:
                 continue
+            # the child packs the result while the view is made whole and laid out (or folded) here
+            packing = pool.submit(result_of, sent[0], last_result())
             if not view_in(vg):             # sent against a view no longer kept here: again, whole
                 whole = True
                 continue
-            packing = pool.submit(result_of, sent[0], last_result())
-            layout, changes = self._lay_out(vg)         # while the child packs the result
+            layout, changes = self._lay_out(vg)
             packed = packing.result()
             if packed is None:
                 continue
@@ -182,6 +184,8 @@ class RerunJob(QRunnable):
         one, or when too much is new, the graph is laid out afresh."""
         p = self.placement
         if not self.lay_out:
+            if self.ahead is not None:
+                self.ahead(vg)
             return None, None
         live = p is not None and self.shown is not None and p.new_share(vg) <= MAX_NEW_SHARE
         layout = p.layout(vg) if live else graph_layout.compute(vg).prepare(vg)    # (prepared: a new scene's order)
@@ -595,7 +599,8 @@ class Editor(QObject):
         from .graph_model import ONNX
         scene = self.window.scenes.get(ONNX)
         if self.window.folds(ONNX):     # a folded pane: the window folds and lays out the new graph itself
-            job = self._job = RerunJob(self.session, None, self.reconverter, None, lay_out=False)
+            job = self._job = RerunJob(self.session, None, self.reconverter, None, lay_out=False,
+                                       ahead=self.window.layers.ahead(ONNX))
         else:
             job = self._job = RerunJob(self.session, self._placement(), self.reconverter,
                                        (scene.vg, scene.layout) if scene is not None else None)

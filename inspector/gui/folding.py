@@ -65,6 +65,8 @@ class Folded:
     whole: ViewGraph
     shown: ViewGraph
     rep: list[int] = field(default_factory=list)        # whole node index -> shown node index
+    boxes: dict[str, int] = field(default_factory=dict)     # closed group -> its box's shown node index
+    counted: int = -1                                   # Layers.counts its boxes' lines say (-1: not known)
 
 
 def fold(vg: ViewGraph, tree: LayerTree, open_: set[str], where: list[str] | None = None) -> Folded:
@@ -122,7 +124,25 @@ def fold(vg: ViewGraph, tree: LayerTree, open_: set[str], where: list[str] | Non
         tensors_seen.add(e.tensor)
         edges.append(Edge(s, d, e.tensor, e.label, first, e.count))
     shown = ViewGraph(vg.source, nodes, edges, vg.tensor_names, vg.subgraph, vg.shapes, vg.folded)
-    return Folded(vg, shown, rep)
+    return Folded(vg, shown, rep, box)
+
+
+def relabelled(f: Folded) -> Folded:
+    """f with each box saying its group's counts as they are now (after a re-run's recount): the boxes whose lines
+    changed are new nodes, the rest of the graph is f's (folding a big graph again was a walk of every node)."""
+    nodes = None
+    for i in f.boxes.values():
+        n = f.shown.nodes[i]
+        lines = group_lines(n.layer)
+        if lines != n.lines:
+            if nodes is None:
+                nodes = list(f.shown.nodes)
+            nodes[i] = Node(n.key, GROUP, n.title, lines, search=n.search, layer=n.layer)
+    if nodes is None:
+        return f
+    s = f.shown
+    return Folded(f.whole, ViewGraph(s.source, nodes, s.edges, s.tensor_names, s.subgraph, s.shapes, s.folded), f.rep,
+                  f.boxes)
 
 
 class Layers:
@@ -134,10 +154,12 @@ class Layers:
         self.open: set[str] = set(open_) if open_ is not None else opened_at(tree, tree.default_depth)
         self.whole: dict[str, ViewGraph] = {}
         self._where: dict[str, list[str]] = {}
-        self._ahead: dict[str, tuple] = {}    # pane -> (a graph it is to show next, where its nodes live)
+        self._ahead: dict[str, tuple] = {}    # pane -> (a graph it is to show next, where its nodes live, {open
+                                              # groups: Folded} of it)
         self._shown: dict[str, tuple] = {}    # pane -> (whole graph, {open groups: Folded}) of its last folds
         self._laid: dict[str, tuple] = {}     # pane -> (open groups, whole graph, Folded, Geometry) last laid out
         self.counted = None                   # the trace whose conflicts and Transposes the groups count
+        self.counts = 0                       # bumped by each recount (a Folded's boxes say the counts of one)
         self._index: dict[str, tuple] = {}    # pane -> (whole graph, its node key -> index)
 
     @classmethod
@@ -149,15 +171,44 @@ class Layers:
         if self.whole.get(which) is not vg:
             self.whole[which] = vg
             ahead = self._ahead.pop(which, None)
-            self._where[which] = ahead[1] if ahead is not None and ahead[0] is vg else homes(vg, self.tree)
+            if ahead is not None and ahead[0] is vg and ahead[3] is self.tree:
+                self._where[which] = ahead[1]
+                self._shown[which] = (vg, ahead[2])     # (its fold, made ahead)
+            else:
+                self._where[which] = homes(vg, self.tree)
 
     def fold_of(self, which: str, vg: ViewGraph) -> Folded:
         """A graph the pane is to show next (a re-run's), folded as the pane would show it; it stays the pane's
-        whole graph until set_whole (where its nodes live is kept for that)."""
+        whole graph until set_whole (where its nodes live, and this fold, are kept for that)."""
         ahead = self._ahead.get(which)
-        if ahead is None or ahead[0] is not vg:
-            ahead = self._ahead[which] = (vg, homes(vg, self.tree))
-        return fold(vg, self.tree, self.open, ahead[1])
+        if ahead is None or ahead[0] is not vg or ahead[3] is not self.tree:
+            ahead = self._ahead[which] = (vg, homes(vg, self.tree), {}, self.tree)
+        return self._kept(ahead[2], frozenset(self.open), vg, ahead[1])
+
+    def ahead(self, which: str):
+        """What fold_of(which, vg) works out, as a function of vg to run in a re-run's worker while it waits for the
+        child (the groups open now; a group opened or closed meanwhile is folded again when shown)."""
+        tree, open_ = self.tree, frozenset(self.open)
+
+        def run(vg: ViewGraph) -> None:
+            counts = self.counts                # (read first: a recount meanwhile relabels the boxes when shown)
+            where = homes(vg, tree)
+            folded = fold(vg, tree, open_, where)
+            folded.counted = counts
+            self._ahead[which] = (vg, where, {open_: folded}, tree)
+        return run
+
+    def _kept(self, folds: dict, open_: frozenset, vg: ViewGraph, where: list[str]) -> Folded:
+        """The fold of vg by `open_` kept in `folds` (its boxes relabelled if counts changed since), else made."""
+        got = folds.get(open_)
+        if got is None:
+            if len(folds) >= KEPT_FOLDS:
+                del folds[next(iter(folds))]
+            got = folds[open_] = fold(vg, self.tree, open_, where)
+        elif got.counted != self.counts:
+            got = folds[open_] = relabelled(got)
+        got.counted = self.counts
+        return got
 
     @property
     def folds(self) -> bool:
@@ -193,8 +244,8 @@ class Layers:
             return False
         recount(self.tree, result, sg)
         self.counted = result.trace
+        self.counts += 1                      # (the boxes' lines say the new counts: relabelled when shown)
         self._laid.clear()
-        self._shown.clear()                   # (the boxes' lines say the new counts)
         return True
 
     def shown(self, which: str) -> Folded:
@@ -205,12 +256,7 @@ class Layers:
         if vg_was is not vg:
             folds = {}
             self._shown[which] = (vg, folds)
-        got = folds.get(open_)
-        if got is None:
-            if len(folds) >= KEPT_FOLDS:
-                del folds[next(iter(folds))]
-            got = folds[open_] = fold(vg, self.tree, open_, self._where[which])
-        return got
+        return self._kept(folds, open_, vg, self._where[which])
 
     def frames(self, which: str, vg: ViewGraph, corner: np.ndarray, size: np.ndarray) -> list[tuple]:
         """(Layer, (left, top, right, bottom)) of each open group around its nodes in `vg`, the pane's graph as

@@ -6,9 +6,10 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QRunnable, Signal
 
 from . import graph_layout
-from .loader_job import LoadJob, in_the_child
+from .loader_job import in_the_child
 
-BIG = LoadJob.LAYOUT_NODES          # boxes from which a folded graph is laid out off the GUI thread
+BIG = 1000          # boxes from which a folded graph is laid out off the GUI thread (and shown afresh after a re-run):
+                    # Sugiyama on a few thousand boxes there was the longest stall of Expand All
 
 
 class _Signals(QObject):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import weakref
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -67,12 +68,19 @@ QUITTING = "quitting"
 FILTERS = "Models (*.tflite *.onnx);;TFLite (*.tflite);;ONNX (*.onnx);;All files (*)"
 
 
+_NAMES: list = []           # [(a weak reference to a subgraph, its tensor names' indices)]: the last one read
+
+
 def pinned(sg, pins: dict) -> dict[int, str]:
     """{tensor index: layout text} of the pins (by name, or by index when a name is not unique)."""
     from inspector.core.layout.pins import names, resolve_pin
     from inspector.core.ir.errors import InspectorError
     out: dict[int, str] = {}
-    by_name = names(sg) if pins else {}     # once: per pin it cost pins x tensors on every recolour
+    if not pins:
+        return out
+    if not _NAMES or _NAMES[0][0]() is not sg:  # a walk of every tensor: once per model, not on every recolour
+        _NAMES[:] = [(weakref.ref(sg), names(sg))]
+    by_name = _NAMES[0][1]
     for key, text in pins.items():
         try:
             out[resolve_pin(sg, by_name, key, text)[0]] = text
