@@ -143,19 +143,24 @@ class GraphScene(QGraphicsScene):
         kept.gone = True
         self.frame.gone = False
         self.version += 1
+        lost = False                                  # a key the new graph lacks: the selection changed
         if nodes or tensors:
             self.blockSignals(True)                   # the same keys selected: nothing to tell
             try:
                 self.clearSelection()
                 for k in nodes:
-                    it = self.node_by_key.get(k)
+                    it = self.node_by_key.get(k) or self.node_by_key.get(self.vg.folded.get(k))
+                    lost = lost or it is None
                     if it is not None:
                         it.setSelected(True)
                 for t in tensors:
+                    lost = lost or t not in self.edges_by_tensor
                     for it in self.edges_by_tensor.get(t, ()):
                         it.setSelected(True)
             finally:
                 self.blockSignals(False)
+        if lost:
+            self.selectionChanged.emit()
         self.update()
 
     def _start(self, vg: ViewGraph, layout: Geometry) -> None:
