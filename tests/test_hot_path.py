@@ -243,3 +243,92 @@ def test_transpose_modes_and_the_greedy_pass_follow_their_definitions():
                 costs |= {(m.cost, m.why.split(", ")[1][:4]) for m in pb.modes[op.index]}
         assert S.greedy(pb) == _greedy(pb)
     assert transposes > 50 and costs == {(1, "Tran"), (0, "an I"), (0, "a Re")}     # each kind of mode met
+
+
+def _by_numpy(pb, t, haves, var, readers, free, unit):
+    """exact._tensor_factor as it was before its tables were counted in Python: the sum over each distinct layout
+    read with numpy (exact._wide_factor, kept for wide tables), from the same split of its readers."""
+    from inspector.core.layout import exact as E
+    axes = ([var] if var is not None else []) + [oi for oi in readers if oi in free]
+    if not axes:
+        return None
+    fixed = set().union(*[per[0] for oi, per in readers.items() if oi not in free])
+    reads = [per for oi, per in readers.items() if oi in free]
+    return E._wide_factor(pb, t, haves if var is not None else haves[:1], axes, reads, fixed, unit)
+
+
+def test_the_exact_search_s_tables_are_the_numpy_sums(monkeypatch):
+    """Each tensor's table of the exact search, counted over sets in Python, is the numpy sum over each layout read
+    that it was (and that wide tables still are), entry for entry, on pinned and unpinned random chains."""
+    from inspector.core.emit.convert import planner
+    from inspector.core.layout import exact as E
+    made, seen = [], set()
+
+    def both(pb, t, haves, var, readers, free, unit):
+        got = E_factor(pb, t, haves, var, readers, free, unit)
+        want = _by_numpy(pb, t, haves, var, readers, free, unit)
+        assert (got is None) == (want is None), t
+        if got is not None:
+            assert got[0] == want[0] and got[1].dtype == want[1].dtype and got[1].flags.c_contiguous, t
+            assert np.array_equal(got[1], want[1]), (t, got, want)
+            made.append(got[1].shape)
+            seen.add((var is not None, len(got[0]), bool(got[1].any())))
+        return got
+
+    E_factor = E._tensor_factor
+    monkeypatch.setattr(E, "_tensor_factor", both)
+    for graph, pins in _chains():
+        pb = planner(graph, pins).problem
+        groups, _ = E.components(pb)
+        readers: dict = {}
+        for ops in groups:
+            E.factors(pb, pb.graph_facts()[3], ops, readers)
+    assert len(made) > 300 and max(map(len, made)) >= 2
+    assert {(True, 1, True), (True, 2, True), (False, 1, True), (True, 2, False)} <= seen   # each kind met
+
+
+def _eliminate(domains, tables):
+    """exact.eliminate by its definition (no deadline): again and again the variable whose joint table (over the
+    variables sharing a table with it, itself alone when none) is smallest, the lowest on a tie, is summed out: the
+    tables holding it are added up, their minimum over it kept as a table of the rest and the first mode reaching
+    it remembered; the modes are read back in reverse."""
+    import math
+    live, steps, left = list(tables), [], set(domains)
+
+    def scope_of(v):
+        return tuple(sorted({u for sc, _ in live if v in sc for u in sc} or {v}))
+
+    while left:
+        v = min(left, key=lambda u: (math.prod(domains[w] for w in scope_of(u)), u))
+        scope, axis = scope_of(v), scope_of(v).index(v)
+        joint = np.zeros([domains[u] for u in scope], np.int64)
+        for sc, arr in live:
+            if v in sc:             # (every scope is ascending, as the joint's is)
+                joint = joint + arr.reshape([domains[u] if u in sc else 1 for u in scope])
+        rest = scope[:axis] + scope[axis + 1:]
+        live = [(sc, arr) for sc, arr in live if v not in sc] + ([(rest, joint.min(axis))] if rest else [])
+        steps.append((v, rest, joint.argmin(axis)))
+        left.remove(v)
+    pick = {}
+    for v, rest, arg in reversed(steps):
+        pick[v] = int(arg[tuple(pick[u] for u in rest)])
+    return pick
+
+
+def test_the_variable_elimination_follows_its_definition():
+    """exact.eliminate (its joint tables summed without a zero table, its sizes counted in a loop) picks what the
+    definition picks, ties included, on random factor graphs: chains, stars, variables of no table, repeated
+    scopes, small value ranges (many ties)."""
+    from inspector.core.layout import exact as E
+    rng = np.random.default_rng(33)
+    for k in range(400):
+        n = int(rng.integers(1, 7))
+        domains = {int(v): int(rng.integers(1, 5)) for v in rng.choice(40, n, replace=False)}
+        names = sorted(domains)
+        tables = []
+        for _ in range(int(rng.integers(0, 9))):
+            width = int(rng.integers(1, min(3, n) + 1))
+            scope = tuple(sorted(int(v) for v in rng.choice(names, width, replace=False)))
+            top = 3 if k % 2 else 1000
+            tables.append((scope, rng.integers(0, top, [domains[v] for v in scope]).astype(np.int64)))
+        assert E.eliminate(domains, tables, float("inf")) == _eliminate(domains, tables), (domains, tables)

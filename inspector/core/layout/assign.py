@@ -92,7 +92,10 @@ def nbytes(sg: Subgraph, t: int) -> int:
     size = _ITEMSIZE.get(ten.dtype)
     if size is None:
         size = _ITEMSIZE[ten.dtype] = np.dtype(ten.dtype).itemsize if ten.dtype in np.sctypeDict else 4
-    return size * math.prod(max(d, 1) for d in ten.dims)
+    for d in ten.dims:                  # (a loop, not a generator: this runs for every tensor of every plan)
+        if d > 1:
+            size *= d
+    return size
 
 
 _ITEMSIZE: dict[str, int] = {}      # dtype name -> bytes per element (4 for a name numpy does not know)
@@ -304,6 +307,10 @@ class Problem:
                          why=f"written by {_label(op)} (Implicit): channels-first")]
         if cat is T:
             return self._transparent(op, acts, ranks)
+        if rule is not None and op.opcode == "TRANSPOSE":
+            transposed = self._transpose(op)
+            if transposed:
+                return transposed
         ident = Mode(tuple([(s, _id(tensors[t].rank)) for s, t in acts]), tuple([_id(r) for r in ranks]),
                      kind="no-rule" if cat is not X else "terminate",
                      why=f"{_label(op)} has no layout rule: TFLite layout" if rule is None
@@ -311,10 +318,6 @@ class Problem:
                      else f"written by {_label(op)} (Terminate): TFLite layout")
         if rule is None:
             return [ident]
-        if op.opcode == "TRANSPOSE":
-            transposed = self._transpose(op)
-            if transposed:
-                return transposed
         if rule.rule is None:
             return [ident]
         out_pin = self.pins.get(op.outputs[0]) if op.outputs and op.outputs[0] >= 0 else None
@@ -330,7 +333,8 @@ class Problem:
             want, outs = got
             reads = tuple([(s, tuple(want[s]) if s in want else _id(tensors[t].rank)) for s, t in acts])
             writes = tuple([tuple(outs[k]) if k < len(outs) else _id(r) for k, r in enumerate(ranks)])
-            unique.setdefault((reads, writes), Mode(reads, writes, kind=kind, why=why))
+            if (reads, writes) not in unique:
+                unique[reads, writes] = Mode(reads, writes, kind=kind, why=why)
         unique.setdefault((ident.reads, ident.writes), ident)   # the same layouts under another name: one mode
         return list(unique.values())
 
@@ -373,19 +377,17 @@ class Problem:
         whys = {what: f"written by {_label(op)} (TRANSPOSE, {what} here): {{layout}}"
                 for what in ("Transpose", "an Identity", "a Reshape")}
         ident = list(range(len(q)))
-        modes = []
+        free, paid = [], []                 # the modes in order, those that cost nothing first (a stable sort)
         for p in ins:
-            p_inv, seen = L.inverse(p), L.apply(dims, p)
+            p_inv, seen, read = L.inverse(p), [dims[a] for a in p], ((0, p),)
             for r, qr in then:
                 net = [p_inv[a] for a in qr]                                      # compose(p_inv, compose(q, r))
                 moved = [a for a in net if seen[a] != 1]
                 if moved == sorted(moved):                                        # is_trivial(seen, net)
-                    what = "an Identity" if net == ident else "a Reshape"
-                    modes.append(Mode(((0, p),), (r,), cost=0, why=whys[what]))
+                    free.append(Mode(read, (r,), 0, "meet", whys["an Identity" if net == ident else "a Reshape"]))
                 else:
-                    modes.append(Mode(((0, p),), (r,), cost=1, why=whys["Transpose"]))
-        modes.sort(key=lambda m: m.cost)
-        return modes
+                    paid.append(Mode(read, (r,), 1, "meet", whys["Transpose"]))
+        return free + paid
 
 
 def _nested_mode(reads: Sequence[tuple[int, Perm]], writes: Sequence[Perm], cost: int, why: str) -> Mode:

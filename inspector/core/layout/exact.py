@@ -24,6 +24,7 @@ from .layout import Perm
 from .ilp import ilp
 
 MAX_TABLE = 1 << 17         # entries of one table while eliminating (1 MiB); a wider graph is left to HiGHS
+SMALL_TABLE = 512           # a tensor's table up to this many entries is counted in Python (_tensor_factor)
 Scope = tuple[int, ...]     # op indices, ascending: the axes of a factor's table
 Factor = tuple[Scope, np.ndarray]
 PerMode = list[set[Perm]]                    # per mode of a reader op, the layouts it reads a tensor in
@@ -176,8 +177,10 @@ def _tensor_factor(pb: Problem, t: int, haves: list[Perm], var: int | None, read
                    unit: int) -> Factor | None:
     """One table over t's producer (when it has a choice) and its readers with a choice: a Transpose for each
     distinct layout read that t's layout does not give for free, and one when a graph output is presented
-    otherwise than it is computed."""
-    fixed_wants = set()
+    otherwise than it is computed. (An entry is `unit` × the layouts read there that its layout pays for: each
+    entry counted over sets in Python, one array made at the end; numpy per layout read cost more on the few
+    entries most tables have. A wide table is summed with numpy, layout by layout: _wide_factor.)"""
+    fixed_wants: set[Perm] = set()
     axes, reads = ([var] if var is not None else []), []
     for oi, per in readers.items():
         if oi in free:
@@ -187,13 +190,36 @@ def _tensor_factor(pb: Problem, t: int, haves: list[Perm], var: int | None, read
             fixed_wants |= per[0]
     if not axes:
         return None
-    n = len(axes)
     hv = haves if var is not None else haves[:1]
-    lead = 1 if var is not None else 0
+    lead = var is not None
     shape = tuple([len(hv)] * lead + [len(per) for per in reads])
-    if math.prod(shape) > MAX_TABLE:
+    size = math.prod(shape)
+    if size > MAX_TABLE:
         raise TooWide(t)
-    table = np.zeros(shape, np.int64)
+    if size > SMALL_TABLE or len(set(axes)) < len(axes):
+        return _wide_factor(pb, t, hv, axes, reads, fixed_wants, unit)
+    # every layout read in some combination of the readers' modes: the union over their modes, one per entry
+    unions = [set(fixed_wants)]
+    for per in reads:
+        unions = [u | ws for u in unions for ws in per]
+    out = t in pb.outputs_allowed and lead
+    flat = []
+    for h in hv:
+        paid = {w for w in set().union(*unions) if not pb.free(t, h, w)}
+        extra = (0 if pb.free(t, h, presented(pb, t, h)) else unit) if out else 0
+        flat += [unit * len(u & paid) + extra for u in unions]
+    table = np.array(flat, np.int64).reshape(shape)
+    order = sorted(range(len(axes)), key=lambda a: axes[a])
+    if order == list(range(len(axes))):
+        return tuple(axes), table
+    return tuple(axes[a] for a in order), np.ascontiguousarray(table.transpose(order))
+
+
+def _wide_factor(pb: Problem, t: int, hv: list[Perm], axes: list[int], reads: list[PerMode], fixed_wants: set[Perm],
+                 unit: int) -> Factor:
+    """_tensor_factor's table summed with numpy, one layout read at a time (a wide table)."""
+    n, lead = len(axes), len(axes) - len(reads)
+    table = np.zeros(tuple([len(hv)] * lead + [len(per) for per in reads]), np.int64)
     wants = list(dict.fromkeys([w for per in reads for ws in per for w in sorted(ws)] + sorted(fixed_wants)))
     for w in wants:
         paid = np.array([0 if pb.free(t, h, w) else unit for h in hv], np.int64)
@@ -226,8 +252,14 @@ def eliminate(domains: dict[int, int], tables: list[tuple[Scope, np.ndarray]],
             holding[v].add(i)
     nxt = len(store)
 
-    def size(v: int) -> int:
-        return math.prod(domains[u] for u in set().union(*(store[i][0] for i in holding[v])) or (v,))
+    def size(v: int) -> int:            # entries of v's joint table: its tables' axes (its own when none)
+        axes: set[int] = set()
+        for i in holding[v]:
+            axes.update(store[i][0])
+        n = 1
+        for u in axes or (v,):
+            n *= domains[u]
+        return n
 
     heap = [(size(v), v) for v in domains]
     heapq.heapify(heap)
@@ -245,12 +277,14 @@ def eliminate(domains: dict[int, int], tables: list[tuple[Scope, np.ndarray]],
             return None
         ids = sorted(holding[v])
         scope = tuple(sorted(set().union(*(store[i][0] for i in ids)))) if ids else (v,)
-        joint = np.zeros([domains[u] for u in scope], np.int64)
+        joint = None                    # (the sum's broadcast shape is the scope's: the tables cover its axes)
         for i in ids:
             sc, arr = store.pop(i)
-            joint = joint + _spread(arr, sc, scope)
+            joint = _spread(arr, sc, scope) if joint is None else joint + _spread(arr, sc, scope)
             for u in sc:
                 holding[u].discard(i)
+        if joint is None:
+            joint = np.zeros(domains[v], np.int64)
         axis = scope.index(v)
         arg = joint.argmin(axis)
         rest = scope[:axis] + scope[axis + 1:]
@@ -270,6 +304,8 @@ def eliminate(domains: dict[int, int], tables: list[tuple[Scope, np.ndarray]],
 
 def _spread(arr: np.ndarray, scope: Scope, target: Scope) -> np.ndarray:
     """arr (axes `scope`, a subsequence of `target`) shaped to broadcast over `target`'s axes."""
+    if scope == target:
+        return arr
     shape = [1] * len(target)
     for u, d in zip(scope, arr.shape):
         shape[target.index(u)] = d
@@ -318,13 +354,14 @@ def _search(pb: Problem, ops: list[int], choice: Choice, tables: list[Factor] | 
         return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables or ())
 
     mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
-    if tables is not None and value(mine) <= sum(int(a.min()) for _, a in tables):
+    have = value(mine)
+    if tables is not None and have <= sum(int(a.min()) for _, a in tables):
         return choice, None
     pick = None if tables is None else eliminate({oi: len(pb.modes[oi]) for oi in ops}, tables, deadline)
     if pick is None:
         got = ilp(pb, max(0.0, deadline - time.perf_counter()), part=ops)
         return (got[0], 1) if got is not None and got[2] else None
-    if value(pick) >= value(mine):
+    if value(pick) >= have:
         return choice, 0
     return {oi: pb.modes[oi][i] for oi, i in pick.items()}, 0
 

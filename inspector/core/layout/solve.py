@@ -127,14 +127,16 @@ def greedy(pb: Problem, ops: list[int] | None = None, lay: dict[int, Perm] | Non
                 new = set()
                 for s, w in m.reads:
                     t, have = ins[s]
-                    if not free(t, have, w):
+                    if have != w and not free(t, have, w):
                         new.add((t, w))
                 ahead = 0
                 for slot, t, pinned, pin, wants, out in outs:
                     wrote = m.writes[slot]
                     have = pin if pinned else wrote
                     ahead += pinned and not free(t, wrote, have)
-                    ahead += sum(not free(t, have, w) for w in wants)
+                    for w in wants:             # (a loop, not sum() over a generator: per mode of every op)
+                        if have != w and not free(t, have, w):
+                            ahead += 1
                     ahead += out and not free(t, have, presented(pb, t, have))
                 return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
 
