@@ -247,10 +247,20 @@ class Problem:
         if not self._graph:
             sg = self.sg
             producers, consumers = sg.producers(), sg.consumers()
-            topo = all(producers.get(t, -1) < oi for t, readers in consumers.items() for oi in readers)
-            big = sum(self.nbytes(t.index) for t in sg.tensors) * 8 + 1
-            single = len(producers) == sum(t >= 0 for op in sg.ops for t in op.outputs) and \
-                not any(t in producers for t in sg.inputs)
+            topo = True                     # (loops, not generators: once per plan of every model)
+            for t, readers in consumers.items():
+                if producers.get(t, -1) >= min(readers):
+                    topo = False
+                    break
+            big = 0
+            for ten in sg.tensors:
+                big += self.nbytes(ten.index)
+            big = big * 8 + 1
+            written = 0
+            for op in sg.ops:
+                for t in op.outputs:
+                    written += t >= 0
+            single = len(producers) == written and producers.keys().isdisjoint(sg.inputs)
             self._graph.extend([producers, consumers, topo, big, single])
         producers, consumers, topo, big = self._graph[:4]
         return producers, consumers, topo, big

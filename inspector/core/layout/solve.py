@@ -123,7 +123,7 @@ def greedy(pb: Problem, ops: list[int] | None = None, lay: dict[int, Perm] | Non
             outs = [(slot, t, t in pins, pins.get(t, ()), pb.demands(t), t in pb.outputs_allowed)
                     for slot, t in enumerate(op.outputs) if t >= 0]
 
-            def price(m: Mode) -> tuple[int, bool]:
+            def price(m: Mode) -> int:
                 new = set()
                 for s, w in m.reads:
                     t, have = ins[s]
@@ -138,9 +138,17 @@ def greedy(pb: Problem, ops: list[int] | None = None, lay: dict[int, Perm] | Non
                         if have != w and not free(t, have, w):
                             ahead += 1
                     ahead += out and not free(t, have, presented(pb, t, have))
-                return len(new - done) + m.cost + ahead, L.is_identity(m.writes[0] if m.writes else ())
+                return len(new - done) + m.cost + ahead
 
-            best = min(modes, key=price)
+            # min(modes, key=(price, written as TFLite)): the first least; the tie-break looked at on a tie only
+            best, key = modes[0], None
+            for m in modes:
+                got = price(m)
+                if key is not None and got > key[0]:
+                    continue
+                k = (got, L.is_identity(m.writes[0] if m.writes else ()))
+                if key is None or k < key:
+                    best, key = m, k
         else:
             best = modes[0]
         choice[oi] = best
