@@ -159,10 +159,10 @@ class Problem:
         if have == want:
             return True
         key = (t, have, want)
-        if key not in self._free:
-            dims = self.sg.tensors[t].dims
-            self._free[key] = L.reads_free(dims, have, want)
-        return self._free[key]
+        got = self._free.get(key)
+        if got is None:
+            got = self._free[key] = L.reads_free(self.sg.tensors[t].dims, have, want)
+        return got
 
     def demands(self, t: int) -> list[Perm]:
         """Layouts t's consumers read it in whatever mode they take (a consumer with one way only). Per tensor, when

@@ -298,7 +298,7 @@ def eliminate(domains: dict[int, int], tables: list[tuple[Scope, np.ndarray]],
             nxt += 1
     pick: dict[int, int] = {}
     for v, rest, arg in reversed(steps):
-        pick[v] = int(arg[tuple(pick[u] for u in rest)]) if rest else int(arg)
+        pick[v] = arg.item(tuple([pick[u] for u in rest])) if rest else int(arg)
     return pick
 
 
@@ -351,7 +351,7 @@ def _search(pb: Problem, ops: list[int], choice: Choice, tables: list[Factor] | 
     not taken: fewer plans change), else the search's; HiGHS's optimal plan of the group when it is too wide for the
     search (`tables` None: one tensor's table alone is too big). None when both fail."""
     def value(pick: dict[int, int]) -> int:
-        return sum(int(a[tuple(pick[oi] for oi in sc)]) for sc, a in tables or ())
+        return sum([a.item(tuple([pick[oi] for oi in sc])) for sc, a in tables or ()])  # (item: a Python int)
 
     mine = {oi: pb.modes[oi].index(choice[oi]) for oi in ops}
     have = value(mine)
