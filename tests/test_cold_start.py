@@ -1,5 +1,5 @@
 """A cold start imports what its command needs: `--version` and `--help` nothing heavy, `info` no ONNX, `convert`
-no window and no validation, and ONNX Runtime never in its own process (the run check imports it in a child forked
+no window, no validation, no Session events and only the op families its model uses, and ONNX Runtime never in its own process (the run check imports it in a child forked
 at the start, ort_ahead). Each command runs in a fresh interpreter that prints the modules it ended with."""
 from __future__ import annotations
 
@@ -82,6 +82,24 @@ def test_convert_imports_what_converting_needs(model, tmp_path, check):
     # one model: neither the batch's workers and summary nor the window's session files
     assert present(mods, "inspector.cli.batch", "inspector.core.session.session_file",
                    "ai_edge_litert.interpreter") == []
+    # no event is made for a Session nobody listens to; without the run check nothing of the proof package
+    assert present(mods, "inspector.core.session.events", "inspector.core.session.model_explorer") == []
+    assert present(mods, "inspector.core.proof") == (["inspector.core.proof"] if check else [])
+    # of the op table, only the family of the model's one op (RELU) and of no other op
+    from inspector.core.emit.ops.families import FAMILIES
+    assert [f for f in FAMILIES if f"inspector.core.emit.ops.{f}" in mods] == ["elementwise"]
+
+
+def test_the_dataclasses_convert_imports_have_their_own_docstring(model, tmp_path):
+    """@dataclass renders a docstring from inspect.signature for a class without one, at import: a cost every cold
+    start pays for each such class of the modules `convert` imports."""
+    import dataclasses
+    import importlib
+    mods = modules("convert", str(model), "-o", str(tmp_path / "relu.onnx"), "--no-ort-check")
+    classes = [c for m in sorted(mods) if m.startswith("inspector.") for c in vars(importlib.import_module(m)).values()
+               if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == m]
+    assert len(classes) > 10
+    assert [f"{c.__module__}.{c.__name__}" for c in classes if (c.__doc__ or "").startswith(c.__name__ + "(")] == []
 
 
 REFUSED = ("import json, sys\n"

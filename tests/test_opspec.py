@@ -4,14 +4,20 @@ here, so that a name added to one and not the other fails."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 
 import onnx.defs
 import pytest
 
 from inspector.core.emit.ops import quant_tables, registry, table
+from inspector.core.emit.ops.families import FAMILIES, FAMILY
 from inspector.core.emit.ops.registry import OpSpec, op
 from inspector.core.ir import shape_rules, shapes
 from inspector.core.layout.plan import Category
+
+from .conftest import ROOT
 
 SPECS = table.load_all()
 
@@ -75,3 +81,32 @@ def test_a_spec_is_frozen_and_an_op_registers_once():
         op("NOT_AN_OP_FOR_THIS_TEST", category=Category.TRANSPARENT, keeps_sign=True)(lambda ctx, o: None)
     registry.OPS.pop("NOT_AN_OP_FOR_THIS_TEST", None)
 
+
+
+REGISTERED = ("import importlib, json, os, pkgutil, sys\n"
+              "from inspector.core.emit.ops import families, registry\n"
+              "package = 'inspector.core.emit.ops'\n"
+              "def registered(modules):      # the ops that importing `modules` registers, in a forked interpreter\n"
+              "    r, w = os.pipe()\n"
+              "    if os.fork() == 0:\n"
+              "        for m in modules:\n"
+              "            importlib.import_module(f'{package}.{m}')\n"
+              "        os.write(w, json.dumps(sorted(registry.OPS)).encode())\n"
+              "        os._exit(0)\n"
+              "    os.close(w)\n"
+              "    with os.fdopen(r) as f:\n"
+              "        return json.loads(f.read())\n"
+              "every = [m.name for m in pkgutil.iter_modules(importlib.import_module(package).__path__)]\n"
+              "print(json.dumps({'all': registered(every), 'each': {f: registered([f]) for f in families.FAMILIES}}))\n")
+
+
+def test_the_family_index_names_the_module_that_registers_each_op():
+    """table.load imports an op's family from families.FAMILY alone: every op any module of the package registers
+    is in the index, under a module whose import registers it (each family imported alone, in a fresh process)."""
+    out = subprocess.run([sys.executable, "-c", REGISTERED], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    got = json.loads(out.stdout.splitlines()[-1]) if out.returncode == 0 else None
+    assert got, out.stderr
+    assert set(got["all"]) == set(FAMILY) and len(FAMILY) == sum(len(names) for names in FAMILIES.values())
+    assert {f: sorted(set(names) - set(got["each"][f])) for f, names in FAMILIES.items()} == \
+        {f: [] for f in FAMILIES}
+    assert set(SPECS) == set(FAMILY)

@@ -101,10 +101,11 @@ def test_a_search_out_of_time_keeps_the_greedy_plan_and_reports_its_gap(corpus):
     HiGHS proves anything, the plan is greedy's and the report says how far from the bound it may be."""
     from inspector.core.emit.convert import _op_table, fold_constants
     from inspector.core.layout.propagation import Planner
-    sg = read_tflite(corpus / "keras/custom_transformer_block_fp32.tflite").main
+    graph = read_tflite(corpus / "keras/custom_transformer_block_fp32.tflite")
+    sg = graph.main
     folded, constants = fold_constants(sg)
-    rushed = Planner(sg, _op_table(), {}, False, folded, set(constants), time_budget=0.0).plan().optimality
-    full = Planner(sg, _op_table(), {}, False, folded, set(constants)).plan().optimality
+    rushed = Planner(sg, _op_table(graph), {}, False, folded, set(constants), time_budget=0.0).plan().optimality
+    full = Planner(sg, _op_table(graph), {}, False, folded, set(constants)).plan().optimality
     assert full.proven and full.transposes == 4
     assert not rushed.proven and rushed.transposes == 5 and "budget" in rushed.describe()
     assert f"gap {rushed.transposes - rushed.bound}" in rushed.describe()

@@ -129,7 +129,7 @@ def test_a_tensor_read_by_too_many_choosing_ops_is_left_to_highs():
     from inspector.core.layout.pins import resolve_pins
     from inspector.core.layout.propagation import problem
     folded, constants = fold_constants(graph.main)
-    again = problem(graph.main, _op_table(), resolve_pins(graph.main, {"y": "channels-first"}), False, folded,
+    again = problem(graph.main, _op_table(graph), resolve_pins(graph.main, {"y": "channels-first"}), False, folded,
                     set(constants), reuse=base)
     assert S.solve(again, FOREVER, previous=base)[0] == choice
 
@@ -154,8 +154,8 @@ def test_a_replan_from_the_last_problem_chooses_what_a_fresh_one_does(steps, pin
         name = sg.tensors[outs[at % len(outs)]].name
         pins = {k: v for k, v in pins.items() if k != name} | ({name: how} if how else {})
         pin_map = resolve_pins(sg, pins)
-        fresh = problem(sg, _op_table(), pin_map, False, folded, set(constants))
-        cur = problem(sg, _op_table(), pin_map, False, folded, set(constants), reuse=prev)
+        fresh = problem(sg, _op_table(graph), pin_map, False, folded, set(constants))
+        cur = problem(sg, _op_table(graph), pin_map, False, folded, set(constants), reuse=prev)
         assert cur.modes == fresh.modes and cur.cand == fresh.cand
         if prev is not None and prev.solution is not None:
             got = E.resolve(cur, prev, float("inf"), S.greedy)

@@ -64,9 +64,7 @@ def run(args) -> int:
     if args.report:
         out.add(args.report)
     me_files = _model_explorer_names(args, out)
-    # the run check's ONNX Runtime is imported in a child process while this one converts
-    from inspector.core.proof.ort_ahead import Ahead
-    ahead = None if args.no_ort_check else Ahead()
+    ahead = None if args.no_ort_check else _ahead()
     try:
         return _convert(args, out, ahead, me_files)
     finally:
@@ -84,8 +82,8 @@ def _convert(args, out, ahead, me_files) -> int:
                 out.write(args.report, _json({"unsupported": e.ops, "transposes": None, "conflicts": [],
                                               "pins": dict(session.pins), "ok": False}))
         raise
-    from inspector.core.proof.ort_check import input_sizes, note_check
     if ahead is not None:                   # the child loads the file staged while export runs the checker here
+        from inspector.core.proof.ort_check import input_sizes, note_check
         out.when_staged(args.output, lambda tmp: ahead.submit(session.result.model, input_sizes(session.result), tmp))
     with out:
         session.export(args.output, overwrite_source=args.force, out=out)   # staged: renamed at commit
@@ -110,6 +108,12 @@ def _convert(args, out, ahead, me_files) -> int:
         print(f"wrote both models and Model Explorer node data to {args.model_explorer}; open them with:\n  "
               + model_explorer.command(args.model_explorer, me_files))
     return 0
+
+
+def _ahead():
+    """The run check's ONNX Runtime, imported in a child process while this one converts."""
+    from inspector.core.proof.ort_ahead import Ahead
+    return Ahead()
 
 
 def _model_explorer_names(args, out) -> dict[str, Path]:

@@ -23,7 +23,7 @@ from inspector.core.io import onnx_bytes
 from inspector.core.io.onnx_bytes import add_tensor, copy_fields, raw_length
 from inspector.core.ir.limits import check_control_flow
 from inspector.core.layout.pins import resolve_pins
-from .ops.table import load_all
+from .ops.table import load
 from inspector.core.layout.propagation import Planner, assemble, plan_layouts, solved_problem
 from inspector.core.layout.plan import Category
 from .result import ConversionResult, ConversionTrace
@@ -63,7 +63,7 @@ def fold_constants(sg: Subgraph) -> tuple[set[int], dict[int, np.ndarray]]:
 def check_arity(graph: Graph) -> None:
     """Every op but the stateful few (OpSpec.writes_nothing) writes something: emitters and folders may rely on
     op.outputs[0]."""
-    table = load_all()
+    table = _op_table(graph)
     for k, sg in enumerate(graph.subgraphs):
         for op in sg.ops:
             if max(op.outputs, default=-1) < 0 and not (op.opcode in table and table[op.opcode].writes_nothing):
@@ -74,7 +74,7 @@ def check_arity(graph: Graph) -> None:
 def planner(graph: Graph, pins=None, keep_io_layout: bool = False) -> Planner:
     """The main subgraph's layout problem as convert() poses it, for "what if" questions (pins by name or index)."""
     folded, constants = fold_constants(graph.main)
-    table = _op_table()
+    table = _op_table(graph)
     return Planner(graph.main, table, resolve_pins(graph.main, pins), keep_io_layout, folded, set(constants),
                    **_nested(graph, table))
 
@@ -341,7 +341,7 @@ def convert(graph: Graph, pins=None, keep_io_layout: bool = False, opset: int = 
 def _prepare(graph: Graph, allow_custom: bool):
     """(op table, folded ops, constants) of a graph that passes the checks before planning: arity, control-flow
     limits, every op supported (UnsupportedOpsError lists the others)."""
-    table = _op_table()
+    table = _op_table(graph)
     if allow_custom:                                 # unknown custom ops become custom-domain nodes
         from .ops.custom import with_custom_nodes
         table = with_custom_nodes(graph, table)
@@ -663,10 +663,9 @@ def _version() -> str:
 _CACHE: dict[str, Any] = {}
 
 
-def _op_table():
-    if "ops" not in _CACHE:
-        _CACHE["ops"] = load_all()
-    return _CACHE["ops"]
+def _op_table(graph: Graph) -> dict:
+    """The op table with every op the graph's subgraphs use (their families imported on first use)."""
+    return load({op.opcode for sg in graph.subgraphs for op in sg.ops})
 
 
 def _folders():

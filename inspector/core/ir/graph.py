@@ -13,6 +13,7 @@ import numpy as np
 
 @dataclass
 class Quantization:
+    """A tensor's affine quantization: real = scale * (q - zero_point), per tensor or per channel along `axis`."""
     scales: np.ndarray                      # float32, one per channel (or one)
     zero_points: np.ndarray                 # int64, same length as scales
     axis: int = 0                           # quantized dimension when per-channel
@@ -26,6 +27,7 @@ class Quantization:
 
 @dataclass
 class Tensor:
+    """One tensor of a subgraph: its shape, type, quantization and, for a constant, its data."""
     index: int
     name: str
     shape: tuple[int, ...]
@@ -63,6 +65,7 @@ class Tensor:
 
 @dataclass
 class Op:
+    """One operator: its opcode, the tensors it reads and writes (by index), its options."""
     index: int
     opcode: str                             # builtin name ("CONV_2D"), custom code, or ONNX op_type
     inputs: list[int]
@@ -82,6 +85,7 @@ class Op:
 
 @dataclass
 class Subgraph:
+    """A graph of tensors and ops: the main one, or the body of an IF or WHILE."""
     name: str
     tensors: list[Tensor]
     ops: list[Op]
@@ -110,6 +114,7 @@ class Subgraph:
 
 @dataclass
 class SignatureDef:
+    """A named entry point of a TFLite model: its subgraph and its inputs and outputs by signature name."""
     key: str
     subgraph: int
     inputs: dict[str, int]                  # signature name -> tensor index
@@ -118,6 +123,7 @@ class SignatureDef:
 
 @dataclass
 class Graph:
+    """A model read from a TFLite or ONNX file: its subgraphs (the first is the main one) and its metadata."""
     format: str                             # "tflite" or "onnx"
     subgraphs: list[Subgraph]
     version: int = 0                        # TFLite schema version or ONNX IR version

@@ -16,6 +16,7 @@ from inspector.core.layout.layout import apply as apply_perm
 
 @dataclass
 class MetadataEdits:
+    """The user's metadata decisions, applied on top of what the metadata pass wrote."""
     types: dict[str, str] = field(default_factory=dict)          # tensor -> type denotation ("" clears)
     dims: dict[str, list[str]] = field(default_factory=dict)     # tensor -> one denotation per axis ("" = none)
     image: dict[str, str | None] = field(default_factory=dict)   # Image.* key -> value (None removes)

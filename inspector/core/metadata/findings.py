@@ -8,6 +8,7 @@ from typing import Any
 
 @dataclass
 class Finding:
+    """One problem a metadata check found, with its rule (code, severity, source) and a safe fix if there is one."""
     node: str        # ONNX node name, or "" when the finding is about a tensor or the model
     message: str
     kind: str = ""   # "format" | "mismatch" | "image" | "range" | "metadata"

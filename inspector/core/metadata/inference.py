@@ -25,6 +25,7 @@ PART_OF_WHOLE = 4              # past 1/4 of the nodes, one whole inference is c
 
 @dataclass
 class Inferred:
+    """What one shape inference of a model found, kept to redo only what a re-run changed."""
     key: tuple                           # everything inference reads: the same key, the same shapes
     shapes: dict                         # value name -> static shape (None for symbolic dims); read only
     finals: dict[str, Value] | None      # value name -> its type after inference; None: not usable for the next

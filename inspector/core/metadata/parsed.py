@@ -117,6 +117,7 @@ def _undenoted(data: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Parts:
+    """A model's nodes and value infos as records (Node, Value)."""
     nodes: list[Node]
     node_keys: list[bytes]
     inputs: list[Value]

@@ -8,34 +8,16 @@ Listeners run synchronously, in subscription order, on the thread that changed t
 it on the GUI thread only: its workers use pipeline.run and Session.measure, then Session.show and .validated);
 an exception in a listener propagates to the code that made the change.
 
-A Session's listeners are a `Listeners` list; the window hands its one list to each Session it shows
+A Session's listeners are a `Listeners` list (listeners.py; a Session makes an event only when someone listens, so
+a headless run never imports this module); the window hands its one list to each Session it shows
 (gui/views.py), so the Session's publish is the only path from a change to the views.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-
-class Listeners:
-    """(listener, kinds) in subscription order; an empty `kinds` hears every event."""
-
-    def __init__(self):
-        self.entries: list[tuple[Callable[[Any], None], tuple[type, ...]]] = []
-
-    def subscribe(self, listener: Callable[[Any], None], *kinds: type) -> Callable[[], None]:
-        entry = (listener, kinds)
-        self.entries.append(entry)
-
-        def unsubscribe() -> None:
-            if entry in self.entries:
-                self.entries.remove(entry)
-        return unsubscribe
-
-    def publish(self, event) -> None:
-        for listener, kinds in list(self.entries):
-            if not kinds or isinstance(event, kinds):
-                listener(event)
+from .listeners import Listeners as Listeners     # (the window imports its list from here)
 
 
 @dataclass(frozen=True)
@@ -92,6 +74,7 @@ class ValidationDone:
 
 @dataclass(frozen=True)
 class Exported:
+    """The model was written to `path`."""
     path: str
 
 

@@ -37,6 +37,7 @@ class ConvertOptions:
 
 @dataclass
 class Outcome:
+    """A conversion with its metadata pass applied (run's result)."""
     result: Any                         # ConversionResult, its model with the metadata pass applied
     notes: list[str]                    # the converter's warnings, then the metadata pass's notes
     reading: Any = None                 # metadata_pass's denotation.Reading, when asked to keep it (lint_read's)

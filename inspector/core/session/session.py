@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping
 
 from google.protobuf.message import EncodeError
 
@@ -20,9 +20,11 @@ from inspector.core.ir import memory
 from inspector.core.ir.errors import ConversionError, InspectorError
 from inspector.core.layout import layout as L
 from inspector.core.metadata.edits import MetadataEdits
-from .events import (Event, Exported, FindingsChecked, Listeners, MetadataChanged, ModelOpened, OptionsChanged,
-                     PinsChanged, PlanChanged, ValidationDone)
+from .listeners import Listeners
 from .pipeline import ConvertOptions, run
+
+if TYPE_CHECKING:
+    from .events import Event
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Change:
 
 @dataclass
 class Session:
+    """One model, the user's decisions on it (pins, metadata edits, options) and the latest results."""
     path: str
     graph: Any                                            # inspector.core.ir.graph.Graph
     pins: dict[str, str] = field(default_factory=dict)    # tensor name -> layout text (see layout.parse)
@@ -77,7 +80,7 @@ class Session:
         session = cls(path=str(path), graph=load_model(os.fspath(path)))
         for fn in listeners:
             session.subscribe(fn)
-        session.publish(ModelOpened(session.path))
+        session._publish("ModelOpened", session.path)
         return session
 
     # --- events (see events.py) ----------------------------------------------------------------------------
@@ -88,6 +91,13 @@ class Session:
 
     def publish(self, event: Event) -> None:
         self.listeners.publish(event)
+
+    def _publish(self, kind: str, *fields) -> None:
+        """Publish the event events.<kind>(*fields), made only when someone listens: a Session nobody watches (the
+        command line's) does not import the events."""
+        if self.listeners.entries:
+            from . import events
+            self.publish(getattr(events, kind)(*fields))
 
     @property
     def is_tflite(self) -> bool:
@@ -110,31 +120,32 @@ class Session:
             self.pins.pop(tensor, None)
         else:
             self.pins[tensor] = layout
-        self.publish(PinsChanged(dict(self.pins)))
+        self._publish("PinsChanged", dict(self.pins))
         return before
 
     def clear_pins(self) -> dict[str, str]:
         before, self.pins = dict(self.pins), {}
-        self.publish(PinsChanged({}))
+        self._publish("PinsChanged", {})
         return before
 
     def set_metadata(self, edits: MetadataEdits) -> MetadataEdits:
         edits.normalized()                                   # raises MetadataError listing allowed values
         before, self.metadata = self.metadata, edits
-        self.publish(MetadataChanged(edits))
+        self._publish("MetadataChanged", edits)
         return before
 
     def set_options(self, options: ConvertOptions) -> ConvertOptions:
         before, self.options = self.options, options
-        self.publish(OptionsChanged(options))
+        self._publish("OptionsChanged", options)
         return before
 
     def restore(self, pins: Mapping[str, str], metadata: MetadataEdits, options: Mapping[str, Any]) -> None:
         """Put back a snapshot of the decisions (undo/redo of a loaded session file); `options` as to_dict gives."""
         self.pins, self.metadata = dict(pins), metadata
         self.options = self.options.updated(**options)
-        for event in (PinsChanged(dict(self.pins)), MetadataChanged(metadata), OptionsChanged(self.options)):
-            self.publish(event)
+        self._publish("PinsChanged", dict(self.pins))
+        self._publish("MetadataChanged", metadata)
+        self._publish("OptionsChanged", self.options)
 
     # --- results -------------------------------------------------------------------------------------------
     def convert(self, check: bool = True):
@@ -152,7 +163,7 @@ class Session:
         self.result, self.notes, self.validation, self.error = result, list(notes), None, ""
         change = Change(before, result.transposes, len(result.plan.conflicts))
         self._counted = (result, change.transposes_after)
-        self.publish(PlanChanged(result, change, view))
+        self._publish("PlanChanged", result, change, view)
         return change
 
     def checked(self, result, findings: list, model=None, notes=None, mapping=None, error: str = "") -> bool:
@@ -171,7 +182,7 @@ class Session:
         self.result = replace(result, findings=findings, checking=False)
         if self._counted[0] is shown:           # the pass changes no node: the count stands
             self._counted = (self.result, self._counted[1])
-        self.publish(FindingsChecked(findings, shown))
+        self._publish("FindingsChecked", findings, shown)
         return True
 
     def validate(self, **kwargs):
@@ -198,7 +209,7 @@ class Session:
 
     def validated(self, validation):
         self.validation = validation
-        self.publish(ValidationDone(validation))
+        self._publish("ValidationDone", validation)
         return validation
 
     def pieces(self) -> tuple[int, Iterator[bytes]]:
@@ -253,7 +264,7 @@ class Session:
                     raise self._out_of_memory() from None
                 raise
         if own:
-            self.publish(Exported(path))
+            self._publish("Exported", path)
 
     def report(self) -> dict:
         r = self.result

@@ -35,6 +35,7 @@ Indexes = tuple[int, "int | None", "int | None"]
 
 @dataclass(frozen=True)
 class OpSpec:
+    """Everything the converter knows about one TFLite op (registered with @op)."""
     name: str
     category: Category
     emit: Callable                       # emit(ctx, op) -> None

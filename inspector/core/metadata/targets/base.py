@@ -16,6 +16,7 @@ DEFAULT = "onnx"
 
 @dataclass(frozen=True)
 class Rule:
+    """A finding code's severity, the document its rule comes from and what it says."""
     severity: str
     source: str
     summary: str
