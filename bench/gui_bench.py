@@ -20,6 +20,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -449,11 +450,24 @@ def main(argv=None) -> int:
     if args.large:
         print(json.dumps(run_large(args.large)))
         return 0
+    tmp = Path(tempfile.mkdtemp(prefix="gui-bench-"))
+    # The windows autosave their pins as a person's do, into this run's folder rather than the user's (each left
+    # there came back as a "Restore?" offer the next time that model opened); what the cases make (models, the
+    # 256 MiB one's export, settings) goes there too, and all of it at the end
+    os.environ["XDG_DATA_HOME"] = str(tmp / "data")
+    os.environ["TMPDIR"] = str(tmp)
+    tempfile.tempdir = None                 # (read again from TMPDIR)
+    try:
+        return _bench(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bench(args, tmp: Path) -> int:
     cases = []
     nasnet = Path(args.corpus) / "keras" / "nasnetmobile_fp32.tflite"
     if nasnet.is_file():
         cases.append(str(nasnet))
-    tmp = Path(tempfile.mkdtemp())
     cases += [str(synthetic(int(n), tmp / f"synthetic_{n}.tflite")) for n in args.sizes.split(",") if n]
     cases += [m for m in args.models.split(",") if m]
     if args.fan_in:
