@@ -203,9 +203,10 @@ def _tensor_factor(pb: Problem, t: int, haves: list[Perm], var: int | None, read
     for per in reads:
         unions = [u | ws for u in unions for ws in per]
     out = t in pb.outputs_allowed and lead
+    read = set().union(*unions)
     flat = []
     for h in hv:
-        paid = {w for w in set().union(*unions) if not pb.free(t, h, w)}
+        paid = {w for w in read if not pb.free(t, h, w)}
         extra = (0 if pb.free(t, h, presented(pb, t, h)) else unit) if out else 0
         flat += [unit * len(u & paid) + extra for u in unions]
     table = np.array(flat, np.int64).reshape(shape)
